@@ -1,0 +1,329 @@
+//! Assembly of state-space substructures and of the interface between them.
+//!
+//! Each substructure `X` becomes a first-order system (seed 000 eqs 1–2)
+//! `M^X Ẏ^X + R^X(Y^X) = F^X(t) + L^X Λ`, `Y = [u; v; s]`, `M = diag(I, m, I)`,
+//! `R = [−v; r(u, v, s); −ṡ]`, `F = [0; f(t); 0]`. A node shared by substructures keeps one copy
+//! of its DOFs in each; every shared DOF gets a Lagrange multiplier `Λ_k`, the force the
+//! numerical side exerts on the physical side: `+Λ` on the "plus" copy (the physical one, or
+//! the later one), `−Λ` on the "minus" copy (ALGORITHMS.md E13). `G` carries the same signs on
+//! the `u̇` rows (velocity-level compatibility) or on the `v̇` rows (acceleration level).
+
+mod interface;
+mod state_space;
+
+pub use interface::{ConstraintLevel, Coupling, Interface, InterfaceDof};
+pub use state_space::{ElementSlot, ElementWorkspace, Partition, StateSpace};
+
+use crate::elements::{zero_state_tangent, DofRef, ElementRef, LinearSuperelement};
+use crate::error::{Diagnostics, ModelError};
+use crate::model::{Model, Rayleigh, Role};
+use crate::physical::{NumericalSpecimen, RestoringForceProvider};
+use nalgebra::{DMatrix, DVector};
+use std::sync::Arc;
+
+/// DOFs of a set of element instances, sorted by node id then by the node's DOF order,
+/// without fixed DOFs.
+fn collect_dofs(model: &Model, elements: &[&crate::model::ElementInstance]) -> Vec<DofRef> {
+    let mut dofs: Vec<DofRef> = Vec::new();
+    for e in elements {
+        for d in e.element.dofs() {
+            if !model.is_fixed(d) && !dofs.contains(d) {
+                dofs.push(d.clone());
+            }
+        }
+    }
+    let order = |d: &DofRef| {
+        let n = model.node(d.node).expect("validated node");
+        (d.node, n.dofs.iter().position(|x| *x == d.dof).unwrap_or(0))
+    };
+    dofs.sort_by_key(order);
+    dofs
+}
+
+fn map_dofs(dofs: &[DofRef], element: &ElementRef) -> Vec<Option<usize>> {
+    element
+        .dofs()
+        .iter()
+        .map(|d| dofs.iter().position(|x| x == d))
+        .collect()
+}
+
+/// How the elements of a model are grouped into partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grouping {
+    /// Every substructure is a partition; specimens go behind providers.
+    Partitioned,
+    /// One partition with every element (the reference monolithic model); specimens are
+    /// evaluated as ordinary numerical elements.
+    Monolithic,
+}
+
+/// Build the partitions of `model`. Rayleigh damping is added as one extra damping element per
+/// partition over the participating elements.
+pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partition>, ModelError> {
+    let groups: Vec<(String, bool, Vec<usize>)> = match grouping {
+        Grouping::Monolithic => vec![(
+            if model.substructures.len() == 1 {
+                model.substructures[0].name.clone()
+            } else {
+                "assembled".into()
+            },
+            false,
+            (0..model.elements.len()).collect(),
+        )],
+        Grouping::Partitioned => model
+            .substructures
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                (
+                    s.name.clone(),
+                    s.physical,
+                    model
+                        .elements
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, e)| e.substructure == k)
+                        .map(|(i, _)| i)
+                        .collect(),
+                )
+            })
+            .collect(),
+    };
+    let rayleigh = rayleigh_coefficients(model)?;
+    let mut out = Vec::new();
+    let mut diag = Diagnostics::new(&model.source);
+    for (gi, (name, physical, members)) in groups.iter().enumerate() {
+        let instances: Vec<&crate::model::ElementInstance> =
+            members.iter().map(|i| &model.elements[*i]).collect();
+        let dofs = collect_dofs(model, &instances);
+        let n = dofs.len();
+        let mut numerical: Vec<(String, ElementRef, Vec<f64>)> = Vec::new();
+        let mut specimen: Vec<(String, ElementRef, Vec<Option<usize>>, Vec<f64>)> = Vec::new();
+        let mut m_r = DMatrix::<f64>::zeros(n, n);
+        let mut k_r = DMatrix::<f64>::zeros(n, n);
+        let mut any_rayleigh = false;
+        for inst in &instances {
+            let map = map_dofs(&dofs, &inst.element);
+            if *physical && inst.role == Role::Specimen {
+                specimen.push((
+                    inst.name.clone(),
+                    inst.element.clone(),
+                    map,
+                    inst.initial_state.clone(),
+                ));
+                continue;
+            }
+            if inst.rayleigh {
+                any_rayleigh = true;
+                if let Some(m) = inst.element.mass() {
+                    scatter(&mut m_r, &m, &map);
+                }
+                if let Some(k) = inst.element.linear_stiffness() {
+                    scatter(&mut k_r, &k, &map);
+                }
+            }
+            numerical.push((
+                inst.name.clone(),
+                inst.element.clone(),
+                inst.initial_state.clone(),
+            ));
+        }
+        if let (Some((alpha, beta)), true) = (rayleigh, any_rayleigh) {
+            let c = m_r * alpha + k_r * beta;
+            if c.amax() > 0.0 {
+                numerical.push((
+                    format!("rayleigh@{name}"),
+                    Arc::new(LinearSuperelement::new(
+                        dofs.clone(),
+                        DMatrix::zeros(n, n),
+                        c,
+                        DMatrix::zeros(n, n),
+                        None,
+                    )),
+                    Vec::new(),
+                ));
+            }
+        }
+        let estimate = if *physical {
+            model.substructures.iter().find(|s| s.name == *name).and_then(|s| s.estimate.clone())
+        } else {
+            None
+        };
+        let provider: Option<Box<dyn RestoringForceProvider>> = if *physical {
+            Some(Box::new(NumericalSpecimen::new(n, specimen.clone())))
+        } else {
+            None
+        };
+        match StateSpace::new(model, name, *physical, dofs, numerical, estimate.as_ref()) {
+            Ok(ss) => {
+                let specimen_refs = specimen
+                    .iter()
+                    .map(|(_, e, map, _)| (e.clone(), map.clone()))
+                    .collect();
+                out.push(Partition::new(ss, provider, specimen_refs, gi));
+            }
+            Err(e) => {
+                for issue in e.issues {
+                    diag.push(issue.field, issue.reason);
+                }
+            }
+        }
+    }
+    diag.finish(out)
+}
+
+fn scatter(target: &mut DMatrix<f64>, local: &DMatrix<f64>, map: &[Option<usize>]) {
+    for (i, mi) in map.iter().enumerate() {
+        let Some(a) = mi else { continue };
+        for (j, mj) in map.iter().enumerate() {
+            let Some(b) = mj else { continue };
+            target[(*a, *b)] += local[(i, j)];
+        }
+    }
+}
+
+/// Linearized coupled model: mass, stiffness and damping matrices over the assembled DOFs
+/// (every element at its zero-state tangent, specimens included, no Rayleigh term).
+pub struct LinearizedModel {
+    /// Assembled DOFs.
+    pub dofs: Vec<DofRef>,
+    /// Mass.
+    pub m: DMatrix<f64>,
+    /// Tangent stiffness `∂r/∂u` (condensed over extra states when present: ignored).
+    pub k: DMatrix<f64>,
+    /// Tangent damping `∂r/∂v`.
+    pub c: DMatrix<f64>,
+    /// Mass of the elements Rayleigh damping applies to.
+    pub m_rayleigh: DMatrix<f64>,
+    /// Stiffness of the elements Rayleigh damping applies to.
+    pub k_rayleigh: DMatrix<f64>,
+}
+
+/// Linearize the assembled model at the zero state.
+pub fn linearize(model: &Model) -> LinearizedModel {
+    let all: Vec<&crate::model::ElementInstance> = model.elements.iter().collect();
+    let dofs = collect_dofs(model, &all);
+    let n = dofs.len();
+    let mut m = DMatrix::zeros(n, n);
+    let mut k = DMatrix::zeros(n, n);
+    let mut c = DMatrix::zeros(n, n);
+    let mut m_rayleigh = DMatrix::zeros(n, n);
+    let mut k_rayleigh = DMatrix::zeros(n, n);
+    for inst in &all {
+        let map = map_dofs(&dofs, &inst.element);
+        if inst.rayleigh {
+            if let Some(me) = inst.element.mass() {
+                scatter(&mut m_rayleigh, &me, &map);
+            }
+            if let Some(ke) = inst.element.linear_stiffness() {
+                scatter(&mut k_rayleigh, &ke, &map);
+            }
+        }
+        let ne = inst.element.dofs().len();
+        if let Some(me) = inst.element.mass() {
+            scatter(&mut m, &me, &map);
+        }
+        let t = zero_state_tangent(inst.element.as_ref());
+        let ke = t.view((0, 0), (ne, ne)).clone_owned();
+        let ce = t.view((0, ne), (ne, ne)).clone_owned();
+        scatter(&mut k, &ke, &map);
+        scatter(&mut c, &ce, &map);
+    }
+    LinearizedModel {
+        dofs,
+        m,
+        k,
+        c,
+        m_rayleigh,
+        k_rayleigh,
+    }
+}
+
+/// Rayleigh coefficients `(α, β)` of the model, solving for them from target modal ratios
+/// when so given: `ζ_i = α/(2ω_i) + β ω_i/2` on the two chosen modes.
+pub fn rayleigh_coefficients(model: &Model) -> Result<Option<(f64, f64)>, ModelError> {
+    match &model.rayleigh {
+        None => Ok(None),
+        Some(Rayleigh::Coefficients { alpha, beta }) => Ok(Some((*alpha, *beta))),
+        Some(Rayleigh::Modal { modes, ratios }) => {
+            let lin = linearize(model);
+            let modal = crate::modal::modes(&lin.m, &lin.k).map_err(|e| {
+                ModelError::single(&model.source, "damping.modes", e)
+            })?;
+            let nm = modal.omega.len();
+            for (i, m) in modes.iter().enumerate() {
+                if *m > nm {
+                    return Err(ModelError::single(
+                        &model.source,
+                        format!("damping.modes[{i}]"),
+                        format!("mode {m} does not exist: the linearized model has {nm} modes"),
+                    ));
+                }
+            }
+            let (w1, w2) = (modal.omega[modes[0] - 1], modal.omega[modes[1] - 1]);
+            if w1 <= 0.0 || w2 <= 0.0 || (w1 - w2).abs() < 1e-12 * w1.max(w2) {
+                return Err(ModelError::single(
+                    &model.source,
+                    "damping.modes",
+                    format!("modes need distinct positive frequencies, found {w1} and {w2} rad/s"),
+                ));
+            }
+            let a = nalgebra::Matrix2::new(0.5 / w1, 0.5 * w1, 0.5 / w2, 0.5 * w2);
+            let b = nalgebra::Vector2::new(ratios[0], ratios[1]);
+            let x = a.lu().solve(&b).ok_or_else(|| {
+                ModelError::single(&model.source, "damping.modes", "singular Rayleigh system")
+            })?;
+            Ok(Some((x[0], x[1])))
+        }
+    }
+}
+
+/// Checks that need the assembled layout: every partition's mass matrix is positive definite
+/// (else `D` is singular), interfaces exist where the integrator needs them.
+pub fn validate_structure(model: &Model) -> Result<(), ModelError> {
+    let grouping = match model.analysis.integrator {
+        crate::model::IntegratorKind::PgAlpha => Grouping::Partitioned,
+        _ => Grouping::Monolithic,
+    };
+    let parts = build_partitions(model, grouping)?;
+    // Always also check the assembled model for a monolithic reference.
+    if grouping == Grouping::Partitioned {
+        build_partitions(model, Grouping::Monolithic)?;
+        let mut diag = Diagnostics::new(&model.source);
+        let iface = Interface::dofs_of(&parts);
+        for p in &parts {
+            if !iface.iter().any(|d| d.plus == p.index || d.minus == p.index) {
+                diag.push(
+                    format!("substructure.{}", p.state.name),
+                    "shares no DOF with any other substructure, so nothing couples it",
+                );
+            }
+        }
+        diag.finish(())?;
+    }
+    Ok(())
+}
+
+/// Seismic load vector `p` (load `−p a_g`) of a set of elements over `dofs`, along `direction`.
+pub(crate) fn seismic_vector(
+    elements: &[(String, ElementRef, Vec<f64>)],
+    dofs: &[DofRef],
+    direction: &str,
+) -> DVector<f64> {
+    let mut p = DVector::zeros(dofs.len());
+    for (_, e, _) in elements {
+        let Some(m) = e.mass() else { continue };
+        let ed = e.dofs();
+        let iota: DVector<f64> = e.seismic_influence().unwrap_or_else(|| {
+            DVector::from_iterator(ed.len(), ed.iter().map(|d| if d.dof == direction { 1.0 } else { 0.0 }))
+        });
+        let pe = &m * iota;
+        for (i, d) in ed.iter().enumerate() {
+            if let Some(k) = dofs.iter().position(|x| x == d) {
+                p[k] += pe[i];
+            }
+        }
+    }
+    p
+}

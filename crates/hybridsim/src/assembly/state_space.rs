@@ -1,0 +1,469 @@
+//! One substructure in state-space form, and a partition (state space + optional specimen).
+
+use super::seismic_vector;
+use crate::elements::{zero_state_tangent, DofRef, ElementRef};
+use crate::error::{Diagnostics, ModelError};
+use crate::excitation::TimeFunction;
+use crate::model::{Estimate, Model};
+use crate::physical::{ProviderError, RestoringForceProvider};
+use nalgebra::{DMatrix, DVector};
+
+/// An element placed in a state space: where its DOFs and extra states live.
+#[derive(Debug, Clone)]
+pub struct ElementSlot {
+    /// Element name.
+    pub name: String,
+    /// The element.
+    pub element: ElementRef,
+    /// Partition DOF of each element DOF (`None`: fixed to the ground).
+    pub map: Vec<Option<usize>>,
+    /// Offset of the element's extra states within the `s` block.
+    pub state_offset: usize,
+    /// Number of extra states.
+    pub n_states: usize,
+}
+
+/// Scratch buffers for gathering element inputs (sized to the largest element).
+#[derive(Debug, Clone)]
+pub struct ElementWorkspace {
+    u: Vec<f64>,
+    v: Vec<f64>,
+    s: Vec<f64>,
+    r: Vec<f64>,
+    sdot: Vec<f64>,
+}
+
+impl ElementWorkspace {
+    fn new(max_dofs: usize, max_states: usize) -> Self {
+        Self {
+            u: vec![0.0; max_dofs],
+            v: vec![0.0; max_dofs],
+            s: vec![0.0; max_states],
+            r: vec![0.0; max_dofs],
+            sdot: vec![0.0; max_states],
+        }
+    }
+}
+
+/// `M Ẏ + R(Y) = F(t)` of one substructure's computed elements (seed 000 eqs 1–2).
+#[derive(Debug, Clone)]
+pub struct StateSpace {
+    /// Substructure name.
+    pub name: String,
+    /// Whether the substructure is physical.
+    pub physical: bool,
+    /// DOFs (order of `u` and `v`).
+    pub dofs: Vec<DofRef>,
+    /// Number of extra states.
+    pub n_states: usize,
+    /// Mass matrix `m` over the DOFs.
+    pub mass: DMatrix<f64>,
+    /// Element slots.
+    pub slots: Vec<ElementSlot>,
+    /// `J0 = ∂R/∂Y` at the zero state (with the estimate of a physical specimen).
+    pub j0: DMatrix<f64>,
+    /// Initial state `Y0`.
+    pub y0: DVector<f64>,
+    loads: Vec<(usize, TimeFunction)>,
+    seismic: Vec<(DVector<f64>, TimeFunction)>,
+    /// Ground accelerations by DOF (for absolute accelerations): `(dof, ground motion index)`.
+    pub ground_dof: Vec<Option<usize>>,
+    ground: Vec<TimeFunction>,
+}
+
+impl StateSpace {
+    /// Build from computed elements `(name, element, initial state)`.
+    pub fn new(
+        model: &Model,
+        name: &str,
+        physical: bool,
+        dofs: Vec<DofRef>,
+        elements: Vec<(String, ElementRef, Vec<f64>)>,
+        estimate: Option<&Estimate>,
+    ) -> Result<Self, ModelError> {
+        let mut diag = Diagnostics::new(&model.source);
+        let n = dofs.len();
+        let mut slots = Vec::new();
+        let mut offset = 0;
+        for (ename, e, _) in &elements {
+            let map = e
+                .dofs()
+                .iter()
+                .map(|d| dofs.iter().position(|x| x == d))
+                .collect();
+            slots.push(ElementSlot {
+                name: ename.clone(),
+                element: e.clone(),
+                map,
+                state_offset: offset,
+                n_states: e.n_states(),
+            });
+            offset += e.n_states();
+        }
+        let ns = offset;
+        let big = 2 * n + ns;
+        let mut mass = DMatrix::zeros(n, n);
+        let mut j0 = DMatrix::zeros(big, big);
+        for i in 0..n {
+            j0[(i, n + i)] = -1.0;
+        }
+        for slot in &slots {
+            if let Some(m) = slot.element.mass() {
+                super::scatter(&mut mass, &m, &slot.map);
+            }
+            let t = zero_state_tangent(slot.element.as_ref());
+            let ne = slot.map.len();
+            let nse = slot.n_states;
+            // Rows: r (element DOFs) then ṡ; columns: u, v, s.
+            let col_index = |c: usize| -> Option<usize> {
+                if c < ne {
+                    slot.map[c]
+                } else if c < 2 * ne {
+                    slot.map[c - ne].map(|k| n + k)
+                } else {
+                    Some(2 * n + slot.state_offset + (c - 2 * ne))
+                }
+            };
+            for row in 0..ne + nse {
+                let target = if row < ne {
+                    match slot.map[row] {
+                        Some(k) => n + k,
+                        None => continue,
+                    }
+                } else {
+                    2 * n + slot.state_offset + (row - ne)
+                };
+                let sign = if row < ne { 1.0 } else { -1.0 };
+                for c in 0..2 * ne + nse {
+                    if let Some(col) = col_index(c) {
+                        j0[(target, col)] += sign * t[(row, c)];
+                    }
+                }
+            }
+        }
+        if let Some(est) = estimate {
+            for (a, da) in est.dofs.iter().enumerate() {
+                let Some(i) = dofs.iter().position(|x| x == da) else { continue };
+                for (b, db) in est.dofs.iter().enumerate() {
+                    let Some(j) = dofs.iter().position(|x| x == db) else { continue };
+                    j0[(n + i, j)] += est.stiffness[(a, b)];
+                    j0[(n + i, n + j)] += est.damping[(a, b)];
+                }
+            }
+        }
+        // Mass must be positive definite: name the first massless DOF.
+        for (i, d) in dofs.iter().enumerate() {
+            if mass[(i, i)] <= 0.0 {
+                diag.push(
+                    format!("substructure.{name}"),
+                    format!(
+                        "{d} has no mass in this substructure, so its matrix D = M + c·J0 is \
+                         singular; give the node a `mass` element here (or a `split` share of one)"
+                    ),
+                );
+            }
+        }
+        if !diag.has_errors() && n > 0 && mass.clone().cholesky().is_none() {
+            diag.push(
+                format!("substructure.{name}"),
+                "the mass matrix is not positive definite (check the `linear` elements' m)",
+            );
+        }
+        if diag.has_errors() {
+            return Err(diag.into_error());
+        }
+        let mut y0 = DVector::zeros(big);
+        for (i, d) in dofs.iter().enumerate() {
+            let (u0, v0) = model.initial(d);
+            y0[i] = u0;
+            y0[n + i] = v0;
+        }
+        for ((_, _, s0), slot) in elements.iter().zip(&slots) {
+            for (k, x) in s0.iter().enumerate() {
+                y0[2 * n + slot.state_offset + k] = *x;
+            }
+        }
+        let loads = model
+            .loads
+            .iter()
+            .filter_map(|l| dofs.iter().position(|d| *d == l.dof).map(|k| (k, l.function.clone())))
+            .collect();
+        let seismic = model
+            .ground_motions
+            .iter()
+            .map(|g| (seismic_vector(&elements, &dofs, &g.direction), g.acceleration.clone()))
+            .filter(|(p, _)| p.amax() > 0.0)
+            .collect();
+        let ground_dof = dofs
+            .iter()
+            .map(|d| model.ground_motions.iter().position(|g| g.direction == d.dof))
+            .collect();
+        let ground = model.ground_motions.iter().map(|g| g.acceleration.clone()).collect();
+        Ok(Self {
+            name: name.to_string(),
+            physical,
+            dofs,
+            n_states: ns,
+            mass,
+            slots,
+            j0,
+            y0,
+            loads,
+            seismic,
+            ground_dof,
+            ground,
+        })
+    }
+
+    /// Number of DOFs `n`.
+    pub fn n_dofs(&self) -> usize {
+        self.dofs.len()
+    }
+
+    /// Size of `Y`: `2n + n_s`.
+    pub fn size(&self) -> usize {
+        2 * self.dofs.len() + self.n_states
+    }
+
+    /// A workspace for [`StateSpace::residual`].
+    pub fn workspace(&self) -> ElementWorkspace {
+        let md = self.slots.iter().map(|s| s.map.len()).max().unwrap_or(0);
+        let ms = self.slots.iter().map(|s| s.n_states).max().unwrap_or(0);
+        ElementWorkspace::new(md, ms)
+    }
+
+    /// `R(Y) = [−v; r(u, v, s); −ṡ]` of the computed elements. Allocation-free.
+    pub fn residual(&self, y: &[f64], out: &mut [f64], ws: &mut ElementWorkspace) {
+        let n = self.dofs.len();
+        for i in 0..n {
+            out[i] = -y[n + i];
+        }
+        out[n..].iter_mut().for_each(|x| *x = 0.0);
+        for slot in &self.slots {
+            self.eval_slot(slot, y, ws);
+            let ne = slot.map.len();
+            for (i, m) in slot.map.iter().enumerate() {
+                if let Some(k) = m {
+                    out[n + k] += ws.r[i];
+                }
+            }
+            for i in 0..slot.n_states {
+                out[2 * n + slot.state_offset + i] = -ws.sdot[i];
+            }
+            let _ = ne;
+        }
+    }
+
+    fn eval_slot(&self, slot: &ElementSlot, y: &[f64], ws: &mut ElementWorkspace) {
+        let n = self.dofs.len();
+        let ne = slot.map.len();
+        for (i, m) in slot.map.iter().enumerate() {
+            match m {
+                Some(k) => {
+                    ws.u[i] = y[*k];
+                    ws.v[i] = y[n + k];
+                }
+                None => {
+                    ws.u[i] = 0.0;
+                    ws.v[i] = 0.0;
+                }
+            }
+        }
+        let s0 = 2 * n + slot.state_offset;
+        ws.s[..slot.n_states].copy_from_slice(&y[s0..s0 + slot.n_states]);
+        slot.element.restoring(
+            &ws.u[..ne],
+            &ws.v[..ne],
+            &ws.s[..slot.n_states],
+            &mut ws.r[..ne],
+            &mut ws.sdot[..slot.n_states],
+        );
+    }
+
+    /// Element forces (per element DOF) at state `y`, into `out` (length of the element DOFs).
+    pub fn element_force(&self, slot: usize, y: &[f64], out: &mut [f64], ws: &mut ElementWorkspace) {
+        let s = &self.slots[slot];
+        self.eval_slot(s, y, ws);
+        out.copy_from_slice(&ws.r[..s.map.len()]);
+    }
+
+    /// External load `F(t) = [0; f(t); 0]`, including the seismic load `−p a_g(t)`.
+    pub fn load(&self, t: f64, out: &mut [f64]) {
+        out.iter_mut().for_each(|x| *x = 0.0);
+        let n = self.dofs.len();
+        for (k, f) in &self.loads {
+            out[n + k] += f.value(t);
+        }
+        for (p, ag) in &self.seismic {
+            let a = ag.value(t);
+            if a != 0.0 {
+                for i in 0..n {
+                    out[n + i] -= p[i] * a;
+                }
+            }
+        }
+    }
+
+    /// Ground acceleration along DOF `i` at `t` (0 when not excited).
+    pub fn ground_acceleration(&self, i: usize, t: f64) -> f64 {
+        match self.ground_dof[i] {
+            Some(g) => self.ground[g].value(t),
+            None => 0.0,
+        }
+    }
+
+    /// `M x` for the block-diagonal `M = diag(I, m, I)`.
+    pub fn mass_times(&self, x: &[f64], out: &mut [f64]) {
+        let n = self.dofs.len();
+        out[..n].copy_from_slice(&x[..n]);
+        for i in 0..n {
+            let mut acc = 0.0;
+            for j in 0..n {
+                acc += self.mass[(i, j)] * x[n + j];
+            }
+            out[n + i] = acc;
+        }
+        out[2 * n..].copy_from_slice(&x[2 * n..]);
+    }
+
+    /// The full `M = diag(I, m, I)`.
+    pub fn big_mass(&self) -> DMatrix<f64> {
+        let n = self.dofs.len();
+        let mut m = DMatrix::identity(self.size(), self.size());
+        m.view_mut((n, n), (n, n)).copy_from(&self.mass);
+        m
+    }
+
+    /// Kinetic energy `½ vᵀ m v`.
+    pub fn kinetic_energy(&self, y: &[f64]) -> f64 {
+        let n = self.dofs.len();
+        let mut e = 0.0;
+        for i in 0..n {
+            for j in 0..n {
+                e += 0.5 * y[n + i] * self.mass[(i, j)] * y[n + j];
+            }
+        }
+        e
+    }
+
+    /// Stored energy of the computed elements (`None` when some element is not conservative).
+    pub fn potential_energy(&self, y: &[f64], ws: &mut ElementWorkspace) -> Option<f64> {
+        let n = self.dofs.len();
+        let mut total = 0.0;
+        for slot in &self.slots {
+            let ne = slot.map.len();
+            for (i, m) in slot.map.iter().enumerate() {
+                ws.u[i] = m.map(|k| y[k]).unwrap_or(0.0);
+            }
+            let s0 = 2 * n + slot.state_offset;
+            ws.s[..slot.n_states].copy_from_slice(&y[s0..s0 + slot.n_states]);
+            if slot.element.mass().is_some() && slot.element.linear_stiffness().is_some_and(|k| k.amax() == 0.0) {
+                continue;
+            }
+            if slot.element.linear_stiffness().is_some_and(|k| k.amax() == 0.0) {
+                continue; // dashpots and Rayleigh terms store no energy
+            }
+            total += slot.element.potential_energy(&ws.u[..ne], &ws.s[..slot.n_states])?;
+        }
+        Some(total)
+    }
+}
+
+/// A partition: the computed state space plus, for a physical substructure, the provider of
+/// the specimen's measured restoring force.
+pub struct Partition {
+    /// Computed part.
+    pub state: StateSpace,
+    /// Specimen force provider (physical substructures).
+    pub provider: Option<Box<dyn RestoringForceProvider>>,
+    /// The specimen elements behind the provider, with their partition DOF maps.
+    pub specimen: Vec<(ElementRef, Vec<Option<usize>>)>,
+    /// Index of this partition in its integrator.
+    pub index: usize,
+    /// Last measured specimen force over the partition DOFs.
+    pub measured: Vec<f64>,
+    /// Element workspace.
+    pub ws: ElementWorkspace,
+    /// Number of provider queries so far.
+    pub provider_calls: u64,
+}
+
+impl std::fmt::Debug for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Partition")
+            .field("name", &self.state.name)
+            .field("dofs", &self.state.dofs)
+            .field("physical", &self.state.physical)
+            .finish()
+    }
+}
+
+impl Partition {
+    /// Wrap a state space.
+    pub fn new(
+        state: StateSpace,
+        provider: Option<Box<dyn RestoringForceProvider>>,
+        specimen: Vec<(ElementRef, Vec<Option<usize>>)>,
+        index: usize,
+    ) -> Self {
+        let n = state.n_dofs();
+        let ws = state.workspace();
+        Self {
+            state,
+            provider,
+            specimen,
+            index,
+            measured: vec![0.0; n],
+            ws,
+            provider_calls: 0,
+        }
+    }
+
+    /// `R(Y)` including the measured specimen force; the provider is commanded with
+    /// `(u, v)` of `y` at time `t` (once per call: call it once per substep).
+    pub fn residual(&mut self, t: f64, y: &[f64], out: &mut [f64]) -> Result<(), ProviderError> {
+        self.state.residual(y, out, &mut self.ws);
+        if let Some(p) = self.provider.as_mut() {
+            let n = self.state.n_dofs();
+            p.command(t, &y[..n], &y[n..2 * n], &mut self.measured)?;
+            self.provider_calls += 1;
+            for i in 0..n {
+                out[n + i] += self.measured[i];
+            }
+        }
+        Ok(())
+    }
+
+    /// `R(Y0)` with the specimen measured at rest.
+    pub fn residual_at_rest(&mut self, t: f64, y: &[f64], out: &mut [f64]) -> Result<(), ProviderError> {
+        self.state.residual(y, out, &mut self.ws);
+        if let Some(p) = self.provider.as_mut() {
+            let n = self.state.n_dofs();
+            p.measure_at_rest(t, &y[..n], &y[n..2 * n], &mut self.measured)?;
+            for i in 0..n {
+                out[n + i] += self.measured[i];
+            }
+        }
+        Ok(())
+    }
+
+    /// Total mechanical energy with this partition's own DOF copy (kinetic + stored), when
+    /// every element is conservative. A specimen's stored energy is taken from its elements at
+    /// the partition's state when they have no extra states (stand-in specimens).
+    pub fn energy(&mut self, y: &[f64]) -> Option<f64> {
+        let k = self.state.kinetic_energy(y);
+        let p = self.state.potential_energy(y, &mut self.ws)?;
+        let mut s = 0.0;
+        let mut u = [0.0f64; 16];
+        for (e, map) in &self.specimen {
+            if e.n_states() > 0 || map.len() > u.len() {
+                return None;
+            }
+            for (i, m) in map.iter().enumerate() {
+                u[i] = m.map(|k| y[k]).unwrap_or(0.0);
+            }
+            s += e.potential_energy(&u[..map.len()], &[])?;
+        }
+        Some(k + p + s)
+    }
+}

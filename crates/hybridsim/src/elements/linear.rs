@@ -1,0 +1,100 @@
+//! Linear superelement with full mass, damping and stiffness matrices.
+
+use super::{DofRef, Element, ElementLaw, Scalar};
+use nalgebra::{DMatrix, DVector};
+
+/// Linear superelement over an ordered DOF list: row/column `i` of `m`, `c`, `k` belongs to DOF
+/// `i`. Resisting force `r = c v + k u`. `k` and `c` are symmetric and `m` positive
+/// semi-definite (checked when the model is read). An optional seismic `influence` vector `ι`
+/// replaces the default (ones on the excited direction) for condensed models, so the seismic
+/// load is `−m ι a_g`.
+#[derive(Debug, Clone)]
+pub struct LinearSuperelement {
+    dofs: Vec<DofRef>,
+    /// Mass matrix.
+    pub m: DMatrix<f64>,
+    /// Damping matrix.
+    pub c: DMatrix<f64>,
+    /// Stiffness matrix.
+    pub k: DMatrix<f64>,
+    /// Seismic influence vector, if given.
+    pub influence: Option<DVector<f64>>,
+}
+
+impl LinearSuperelement {
+    /// A superelement; matrices must be `n × n` with `n = dofs.len()`.
+    pub fn new(
+        dofs: Vec<DofRef>,
+        m: DMatrix<f64>,
+        c: DMatrix<f64>,
+        k: DMatrix<f64>,
+        influence: Option<DVector<f64>>,
+    ) -> Self {
+        Self {
+            dofs,
+            m,
+            c,
+            k,
+            influence,
+        }
+    }
+}
+
+impl ElementLaw for LinearSuperelement {
+    fn law<T: Scalar>(&self, u: &[T], v: &[T], _s: &[T], r: &mut [T], _sdot: &mut [T]) {
+        let n = self.dofs.len();
+        for i in 0..n {
+            let mut acc = T::zero();
+            for j in 0..n {
+                let kij = self.k[(i, j)];
+                let cij = self.c[(i, j)];
+                if kij != 0.0 {
+                    acc += u[j] * kij;
+                }
+                if cij != 0.0 {
+                    acc += v[j] * cij;
+                }
+            }
+            r[i] = acc;
+        }
+    }
+}
+
+impl Element for LinearSuperelement {
+    fn kind(&self) -> &'static str {
+        "linear"
+    }
+    fn dofs(&self) -> &[DofRef] {
+        &self.dofs
+    }
+    fn mass(&self) -> Option<DMatrix<f64>> {
+        if self.m.iter().all(|x| *x == 0.0) {
+            None
+        } else {
+            Some(self.m.clone())
+        }
+    }
+    fn seismic_influence(&self) -> Option<DVector<f64>> {
+        self.influence.clone()
+    }
+    fn linear_stiffness(&self) -> Option<DMatrix<f64>> {
+        Some(self.k.clone())
+    }
+    fn linear_damping(&self) -> Option<DMatrix<f64>> {
+        Some(self.c.clone())
+    }
+    fn rayleigh_by_default(&self) -> bool {
+        true
+    }
+    fn potential_energy(&self, u: &[f64], _s: &[f64]) -> Option<f64> {
+        let n = self.dofs.len();
+        let mut e = 0.0;
+        for i in 0..n {
+            for j in 0..n {
+                e += 0.5 * u[i] * self.k[(i, j)] * u[j];
+            }
+        }
+        Some(e)
+    }
+    crate::impl_element_evaluation!();
+}

@@ -1,0 +1,257 @@
+//! Elements: the building blocks of every substructure.
+//!
+//! An element acts on an ordered list of node DOFs and may carry extra states `s` (hysteretic
+//! variables). In the state-space form of seed 000 eqs (1)–(2) it contributes
+//! - a constant mass block over its DOFs,
+//! - a *resisting* force `r(u, v, s)` on its DOFs (a spring between nodes 1→2 returns
+//!   `k(u1 − u2)` at node 1, as in OpenSees),
+//! - the rates `ṡ = h(u, v, s)` of its extra states; the substructure stores `R_s = −ṡ` so that
+//!   `M Ẏ + R(Y) = F` with `M = diag(I, m, I)`.
+//!
+//! Every element evaluates with `f64` and with forward dual numbers ([`Dual64`]), so the initial
+//! Jacobian `J0 = ∂R/∂Y` is exact (seed 000 Steps 5/9); elements for which the derivative at the
+//! zero state is wrong (slider models, ALGORITHMS.md E3) return an explicit
+//! [`Element::initial_tangent`].
+
+mod cubic_spring;
+mod dashpot;
+mod linear;
+mod mass;
+mod registry;
+mod spring;
+
+pub use cubic_spring::CubicSpring;
+pub use dashpot::Dashpot;
+pub use linear::LinearSuperelement;
+pub use mass::Mass;
+pub use registry::{ElementBuilder, ElementContext, ElementRegistry};
+pub use spring::Spring;
+
+use nalgebra::DMatrix;
+use num_dual::{Dual64, DualNum};
+use std::fmt;
+use std::sync::Arc;
+
+/// A node DOF: node id and DOF name (`x`, `y`, `rz`, …).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DofRef {
+    /// Node id as written in the model file.
+    pub node: i64,
+    /// DOF name as declared on the node.
+    pub dof: String,
+}
+
+impl DofRef {
+    /// Shorthand constructor.
+    pub fn new(node: i64, dof: &str) -> Self {
+        Self {
+            node,
+            dof: dof.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for DofRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "node {} dof {}", self.node, self.dof)
+    }
+}
+
+/// Physical quantity of an element output, for column units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantity {
+    /// Force (moment on rotational DOFs).
+    Force,
+    /// Displacement (rotation on rotational DOFs).
+    Displacement,
+    /// Velocity.
+    Velocity,
+    /// Energy.
+    Energy,
+    /// No unit.
+    Dimensionless,
+}
+
+/// Scalar type the element laws are written over: `f64` for values, [`Dual64`] for tangents.
+pub trait Scalar: DualNum<Primitive = f64> + Copy {}
+impl<T: DualNum<Primitive = f64> + Copy> Scalar for T {}
+
+/// The constitutive law of an element in state-space form, generic over the scalar so that one
+/// code path gives both values and exact derivatives. Implement this and call
+/// [`impl_element_evaluation!`](crate::impl_element_evaluation) inside `impl Element`.
+pub trait ElementLaw {
+    /// Resisting forces `r` on the element DOFs and extra-state rates `sdot`.
+    fn law<T: Scalar>(&self, u: &[T], v: &[T], s: &[T], r: &mut [T], sdot: &mut [T]);
+}
+
+/// Implements [`Element::restoring`] and [`Element::restoring_dual`] through [`ElementLaw::law`].
+#[macro_export]
+macro_rules! impl_element_evaluation {
+    () => {
+        fn restoring(&self, u: &[f64], v: &[f64], s: &[f64], r: &mut [f64], sdot: &mut [f64]) {
+            $crate::elements::ElementLaw::law(self, u, v, s, r, sdot)
+        }
+        fn restoring_dual(
+            &self,
+            u: &[num_dual::Dual64],
+            v: &[num_dual::Dual64],
+            s: &[num_dual::Dual64],
+            r: &mut [num_dual::Dual64],
+            sdot: &mut [num_dual::Dual64],
+        ) {
+            $crate::elements::ElementLaw::law(self, u, v, s, r, sdot)
+        }
+    };
+}
+
+/// An element of a substructure (see the module docs for the sign conventions).
+pub trait Element: Send + Sync + fmt::Debug {
+    /// Registry name of the element kind (`spring`, `mass`, …).
+    fn kind(&self) -> &'static str;
+
+    /// The element DOFs, in the order of its `u`, `v`, `r` vectors.
+    fn dofs(&self) -> &[DofRef];
+
+    /// Number of extra states `s`.
+    fn n_states(&self) -> usize {
+        0
+    }
+
+    /// Names of the extra states (length [`Element::n_states`]).
+    fn state_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Quantity of extra state `i` (for output units).
+    fn state_quantity(&self, _i: usize) -> Quantity {
+        Quantity::Dimensionless
+    }
+
+    /// Constant mass matrix over the element DOFs, if the element has mass.
+    fn mass(&self) -> Option<DMatrix<f64>> {
+        None
+    }
+
+    /// Seismic influence vector `ι` over the element DOFs (load `−m ι a_g`), where it is not the
+    /// default (ones on the excited direction, zeros elsewhere).
+    fn seismic_influence(&self) -> Option<nalgebra::DVector<f64>> {
+        None
+    }
+
+    /// Constant stiffness matrix for linear elements (used by Rayleigh damping and energy).
+    fn linear_stiffness(&self) -> Option<DMatrix<f64>> {
+        None
+    }
+
+    /// Constant damping matrix for linear elements.
+    fn linear_damping(&self) -> Option<DMatrix<f64>> {
+        None
+    }
+
+    /// Whether Rayleigh damping applies to this element unless the model file says otherwise:
+    /// true for linear numerical elements, never for hysteretic ones.
+    fn rayleigh_by_default(&self) -> bool {
+        false
+    }
+
+    /// Resisting forces and extra-state rates at `(u, v, s)`.
+    fn restoring(&self, u: &[f64], v: &[f64], s: &[f64], r: &mut [f64], sdot: &mut [f64]);
+
+    /// The same with forward dual numbers (for exact Jacobians).
+    fn restoring_dual(
+        &self,
+        u: &[Dual64],
+        v: &[Dual64],
+        s: &[Dual64],
+        r: &mut [Dual64],
+        sdot: &mut [Dual64],
+    );
+
+    /// Explicit initial tangent `∂[r; ṡ]/∂[u; v; s]` ((n + n_s) × (2n + n_s)) where automatic
+    /// differentiation at the zero state is wrong (ALGORITHMS.md E3). `None`: use dual numbers.
+    fn initial_tangent(&self) -> Option<DMatrix<f64>> {
+        None
+    }
+
+    /// Stored (potential) energy at `(u, s)` for conservative elements; `None` otherwise.
+    fn potential_energy(&self, _u: &[f64], _s: &[f64]) -> Option<f64> {
+        None
+    }
+}
+
+/// Shared handle to an element.
+pub type ElementRef = Arc<dyn Element>;
+
+/// Tangent `∂[r; ṡ]/∂[u; v; s]` of an element at the zero state: the explicit one if the element
+/// gives it, otherwise exact forward-mode dual numbers (one sweep per input direction).
+pub fn zero_state_tangent(element: &dyn Element) -> DMatrix<f64> {
+    if let Some(t) = element.initial_tangent() {
+        return t;
+    }
+    let n = element.dofs().len();
+    let ns = element.n_states();
+    let ncol = 2 * n + ns;
+    let mut jac = DMatrix::zeros(n + ns, ncol);
+    let zero = Dual64::from(0.0);
+    let mut u = vec![zero; n];
+    let mut v = vec![zero; n];
+    let mut s = vec![zero; ns];
+    let mut r = vec![zero; n];
+    let mut sd = vec![zero; ns];
+    for col in 0..ncol {
+        u.iter_mut().for_each(|x| *x = zero);
+        v.iter_mut().for_each(|x| *x = zero);
+        s.iter_mut().for_each(|x| *x = zero);
+        let seed = Dual64::new(0.0, 1.0);
+        if col < n {
+            u[col] = seed;
+        } else if col < 2 * n {
+            v[col - n] = seed;
+        } else {
+            s[col - 2 * n] = seed;
+        }
+        r.iter_mut().for_each(|x| *x = zero);
+        sd.iter_mut().for_each(|x| *x = zero);
+        element.restoring_dual(&u, &v, &s, &mut r, &mut sd);
+        for i in 0..n {
+            jac[(i, col)] = r[i].eps;
+        }
+        for i in 0..ns {
+            jac[(n + i, col)] = sd[i].eps;
+        }
+    }
+    jac
+}
+
+/// Check that a matrix is square of size `n`, finite and (optionally) symmetric.
+pub(crate) fn check_matrix(
+    m: &DMatrix<f64>,
+    n: usize,
+    symmetric: bool,
+) -> Result<(), String> {
+    if m.nrows() != n || m.ncols() != n {
+        return Err(format!(
+            "must be {n}×{n} to match the DOF list, found {}×{}",
+            m.nrows(),
+            m.ncols()
+        ));
+    }
+    if m.iter().any(|x| !x.is_finite()) {
+        return Err("contains a non-finite entry".into());
+    }
+    if symmetric {
+        let scale = m.amax().max(f64::MIN_POSITIVE);
+        for i in 0..n {
+            for j in 0..i {
+                if (m[(i, j)] - m[(j, i)]).abs() > 1e-10 * scale {
+                    return Err(format!(
+                        "must be symmetric: entry ({i},{j}) = {} but ({j},{i}) = {}",
+                        m[(i, j)],
+                        m[(j, i)]
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,372 @@
+//! The element registry: element kinds by the name used in model files.
+//!
+//! New element kinds plug in by registering a builder; the model reader hands each builder the
+//! element's table without the keys every element shares (`type`, `name`, `substructure`,
+//! `split`, `role`, `rayleigh`, `initial_state`).
+
+use super::{CubicSpring, Dashpot, DofRef, ElementRef, LinearSuperelement, Mass, Spring};
+use crate::error::Diagnostics;
+use nalgebra::{DMatrix, DVector};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What a builder may look up while building an element.
+pub struct ElementContext<'a> {
+    /// Declared DOF names of every node, by node id.
+    pub node_dofs: &'a BTreeMap<i64, Vec<String>>,
+}
+
+impl ElementContext<'_> {
+    /// Resolve `(node, dof)` or record why it does not exist.
+    pub fn dof(&self, node: i64, dof: &str, diag: &mut Diagnostics, field: &str) -> Option<DofRef> {
+        match self.node_dofs.get(&node) {
+            None => {
+                diag.push(field, format!("unknown node {node}"));
+                None
+            }
+            Some(names) if !names.iter().any(|d| d == dof) => {
+                diag.push(
+                    field,
+                    format!(
+                        "node {node} has no DOF `{dof}` (it declares {})",
+                        names.join(", ")
+                    ),
+                );
+                None
+            }
+            Some(_) => Some(DofRef::new(node, dof)),
+        }
+    }
+
+    /// DOFs for a one- or two-node element on direction `dof`.
+    pub fn node_pair(
+        &self,
+        nodes: &[i64],
+        dof: &str,
+        diag: &mut Diagnostics,
+        field: &str,
+    ) -> Option<Vec<DofRef>> {
+        if !matches!(nodes.len(), 1 | 2) {
+            diag.push(
+                format!("{field}.nodes"),
+                format!(
+                    "needs one node (to ground) or two nodes, found {}",
+                    nodes.len()
+                ),
+            );
+            return None;
+        }
+        if nodes.len() == 2 && nodes[0] == nodes[1] {
+            diag.push(
+                format!("{field}.nodes"),
+                format!("both ends are node {}", nodes[0]),
+            );
+            return None;
+        }
+        let mut out = Vec::new();
+        for n in nodes {
+            out.push(self.dof(*n, dof, diag, &format!("{field}.nodes"))?);
+        }
+        Some(out)
+    }
+}
+
+/// Builds one element kind from its parameter table; records problems in `diag` under `field`.
+pub type ElementBuilder =
+    fn(&ElementContext, toml::Table, &mut Diagnostics, &str) -> Option<ElementRef>;
+
+/// Element kinds by name.
+#[derive(Clone)]
+pub struct ElementRegistry {
+    builders: BTreeMap<&'static str, ElementBuilder>,
+}
+
+impl Default for ElementRegistry {
+    fn default() -> Self {
+        let mut r = Self {
+            builders: BTreeMap::new(),
+        };
+        r.register("mass", build_mass);
+        r.register("spring", build_spring);
+        r.register("dashpot", build_dashpot);
+        r.register("cubic_spring", build_cubic_spring);
+        r.register("linear", build_linear);
+        r
+    }
+}
+
+impl ElementRegistry {
+    /// Add or replace an element kind.
+    pub fn register(&mut self, kind: &'static str, builder: ElementBuilder) {
+        self.builders.insert(kind, builder);
+    }
+
+    /// The builder for `kind`.
+    pub fn get(&self, kind: &str) -> Option<ElementBuilder> {
+        self.builders.get(kind).copied()
+    }
+
+    /// Registered kind names.
+    pub fn kinds(&self) -> Vec<&'static str> {
+        self.builders.keys().copied().collect()
+    }
+}
+
+/// Deserialize an element's own parameters, rejecting unknown keys.
+pub fn parse_params<T: DeserializeOwned>(
+    table: toml::Table,
+    diag: &mut Diagnostics,
+    field: &str,
+) -> Option<T> {
+    match toml::Value::Table(table).try_into::<T>() {
+        Ok(v) => Some(v),
+        Err(e) => {
+            diag.push(field, e.to_string().trim().replace('\n', " "));
+            None
+        }
+    }
+}
+
+fn finite_param(x: f64, name: &str, nonneg: bool, diag: &mut Diagnostics, field: &str) -> bool {
+    if !x.is_finite() {
+        diag.push(format!("{field}.{name}"), format!("must be finite, found {x}"));
+        false
+    } else if nonneg && x < 0.0 {
+        diag.push(format!("{field}.{name}"), format!("must not be negative, found {x}"));
+        false
+    } else {
+        true
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TwoNodeParams {
+    nodes: Vec<i64>,
+    dof: String,
+    #[serde(default)]
+    k: Option<f64>,
+    #[serde(default)]
+    c: Option<f64>,
+    #[serde(default)]
+    k3: Option<f64>,
+}
+
+fn two_node(
+    ctx: &ElementContext,
+    table: toml::Table,
+    diag: &mut Diagnostics,
+    field: &str,
+    required: &[&str],
+) -> Option<(Vec<DofRef>, TwoNodeParams)> {
+    let p: TwoNodeParams = parse_params(table, diag, field)?;
+    let given = [("k", p.k), ("c", p.c), ("k3", p.k3)];
+    let mut ok = true;
+    for (name, value) in given {
+        match (required.contains(&name), value) {
+            (true, None) => {
+                diag.push(format!("{field}.{name}"), "is required");
+                ok = false;
+            }
+            (false, Some(_)) => {
+                diag.push(
+                    format!("{field}.{name}"),
+                    format!("is not a parameter of this element (it takes {})", required.join(", ")),
+                );
+                ok = false;
+            }
+            (true, Some(x)) => ok &= finite_param(x, name, name != "k3", diag, field),
+            _ => {}
+        }
+    }
+    let dofs = ctx.node_pair(&p.nodes, &p.dof, diag, field)?;
+    ok.then_some((dofs, p))
+}
+
+fn build_spring(
+    ctx: &ElementContext,
+    t: toml::Table,
+    diag: &mut Diagnostics,
+    field: &str,
+) -> Option<ElementRef> {
+    let (dofs, p) = two_node(ctx, t, diag, field, &["k"])?;
+    Some(Arc::new(Spring::new(dofs, p.k?)))
+}
+
+fn build_dashpot(
+    ctx: &ElementContext,
+    t: toml::Table,
+    diag: &mut Diagnostics,
+    field: &str,
+) -> Option<ElementRef> {
+    let (dofs, p) = two_node(ctx, t, diag, field, &["c"])?;
+    Some(Arc::new(Dashpot::new(dofs, p.c?)))
+}
+
+fn build_cubic_spring(
+    ctx: &ElementContext,
+    t: toml::Table,
+    diag: &mut Diagnostics,
+    field: &str,
+) -> Option<ElementRef> {
+    let (dofs, p) = two_node(ctx, t, diag, field, &["k", "k3"])?;
+    Some(Arc::new(CubicSpring::new(dofs, p.k?, p.k3?)))
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ScalarOrList {
+    Scalar(f64),
+    List(Vec<f64>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MassParams {
+    node: i64,
+    mass: ScalarOrList,
+    #[serde(default)]
+    dofs: Option<Vec<String>>,
+}
+
+fn build_mass(
+    ctx: &ElementContext,
+    t: toml::Table,
+    diag: &mut Diagnostics,
+    field: &str,
+) -> Option<ElementRef> {
+    let p: MassParams = parse_params(t, diag, field)?;
+    let Some(node_dofs) = ctx.node_dofs.get(&p.node) else {
+        diag.push(format!("{field}.node"), format!("unknown node {}", p.node));
+        return None;
+    };
+    let names: Vec<String> = p.dofs.clone().unwrap_or_else(|| node_dofs.clone());
+    let mut dofs = Vec::new();
+    for name in &names {
+        dofs.push(ctx.dof(p.node, name, diag, &format!("{field}.dofs"))?);
+    }
+    let values = match p.mass {
+        ScalarOrList::Scalar(m) => vec![m; dofs.len()],
+        ScalarOrList::List(v) => {
+            if v.len() != dofs.len() {
+                diag.push(
+                    format!("{field}.mass"),
+                    format!("has {} values for {} DOFs", v.len(), dofs.len()),
+                );
+                return None;
+            }
+            v
+        }
+    };
+    for (i, m) in values.iter().enumerate() {
+        if !m.is_finite() || *m < 0.0 {
+            diag.push(
+                format!("{field}.mass"),
+                format!("value {i} must be finite and not negative, found {m}"),
+            );
+            return None;
+        }
+    }
+    Some(Arc::new(Mass::new(dofs, values)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinearParams {
+    dofs: Vec<(i64, String)>,
+    #[serde(default)]
+    m: Option<Vec<Vec<f64>>>,
+    #[serde(default)]
+    c: Option<Vec<Vec<f64>>>,
+    #[serde(default)]
+    k: Option<Vec<Vec<f64>>>,
+    #[serde(default)]
+    influence: Option<Vec<f64>>,
+}
+
+fn matrix(
+    rows: Option<Vec<Vec<f64>>>,
+    n: usize,
+    name: &str,
+    symmetric: bool,
+    diag: &mut Diagnostics,
+    field: &str,
+) -> Option<DMatrix<f64>> {
+    let Some(rows) = rows else {
+        return Some(DMatrix::zeros(n, n));
+    };
+    if rows.len() != n || rows.iter().any(|r| r.len() != n) {
+        diag.push(
+            format!("{field}.{name}"),
+            format!(
+                "must be {n}×{n} to match the {n} entries of `dofs`, found {} rows of lengths {:?}",
+                rows.len(),
+                rows.iter().map(|r| r.len()).collect::<Vec<_>>()
+            ),
+        );
+        return None;
+    }
+    let m = DMatrix::from_fn(n, n, |i, j| rows[i][j]);
+    if let Err(e) = super::check_matrix(&m, n, symmetric) {
+        diag.push(format!("{field}.{name}"), e);
+        return None;
+    }
+    Some(m)
+}
+
+fn build_linear(
+    ctx: &ElementContext,
+    t: toml::Table,
+    diag: &mut Diagnostics,
+    field: &str,
+) -> Option<ElementRef> {
+    let p: LinearParams = parse_params(t, diag, field)?;
+    let n = p.dofs.len();
+    if n == 0 {
+        diag.push(format!("{field}.dofs"), "is empty");
+        return None;
+    }
+    let mut dofs: Vec<DofRef> = Vec::new();
+    for (i, (node, dof)) in p.dofs.iter().enumerate() {
+        let d = ctx.dof(*node, dof, diag, &format!("{field}.dofs[{i}]"))?;
+        if dofs.contains(&d) {
+            diag.push(format!("{field}.dofs[{i}]"), format!("{d} is listed twice"));
+            return None;
+        }
+        dofs.push(d);
+    }
+    let m = matrix(p.m, n, "m", true, diag, field);
+    let c = matrix(p.c, n, "c", true, diag, field);
+    let k = matrix(p.k, n, "k", true, diag, field);
+    let (m, c, k) = (m?, c?, k?);
+    // m must be positive semi-definite.
+    let eig = nalgebra::SymmetricEigen::new(m.clone());
+    let scale = m.amax().max(f64::MIN_POSITIVE);
+    if let Some(min) = eig.eigenvalues.iter().cloned().reduce(f64::min) {
+        if min < -1e-12 * scale {
+            diag.push(
+                format!("{field}.m"),
+                format!("must be positive semi-definite, has eigenvalue {min:.6e}"),
+            );
+            return None;
+        }
+    }
+    let influence = match p.influence {
+        None => None,
+        Some(v) if v.len() != n => {
+            diag.push(
+                format!("{field}.influence"),
+                format!("has {} entries for {n} DOFs", v.len()),
+            );
+            return None;
+        }
+        Some(v) if v.iter().any(|x| !x.is_finite()) => {
+            diag.push(format!("{field}.influence"), "contains a non-finite entry");
+            return None;
+        }
+        Some(v) => Some(DVector::from_vec(v)),
+    };
+    Some(Arc::new(LinearSuperelement::new(dofs, m, c, k, influence)))
+}

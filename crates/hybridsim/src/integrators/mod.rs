@@ -1,0 +1,147 @@
+//! Time integrators, behind one [`TimeIntegrator`] trait.
+//!
+//! - [`MgAlpha`]: monolithic generalized-α in the Brüls–Arnold state-space form (seed 000 §2.1,
+//!   eqs 5–14; ALGORITHMS.md A1), ρ∞ = 1 being the trapezoidal rule;
+//! - [`PgAlpha`]: partitioned generalized-α with subcycling, Lagrange multipliers and the
+//!   Steklov–Poincaré operator (seed 000 §2.2, eqs 23–38; A2), exposed as separately callable
+//!   phases for the real-time runner;
+//! - [`Lsrt2`]: the monolithic linearly implicit Rosenbrock method LSRT2 (seed 002 §2; A3).
+//!
+//! Every integrator exports and imports its full algorithmic state as a flat vector, so that
+//! the amplification matrix of any scheme can be built numerically ([`amplification_matrix`]).
+
+mod alpha;
+mod lsrt2;
+mod mg_alpha;
+mod pg_alpha;
+
+pub use alpha::{AlphaParameters, AlphaState, AlphaStepper};
+pub use lsrt2::Lsrt2;
+pub use mg_alpha::MgAlpha;
+pub use pg_alpha::{PartitionRun, PgAlpha};
+
+use crate::assembly::{build_partitions, Grouping, Interface, Partition};
+use crate::error::{ModelError, StepError};
+use crate::model::{IntegratorKind, Model};
+use nalgebra::DMatrix;
+
+/// A time integrator of a (possibly partitioned) model.
+pub trait TimeIntegrator: Send {
+    /// Scheme name (`mg-alpha`, `pg-alpha`, `lsrt2`).
+    fn name(&self) -> &'static str;
+    /// Current simulation time `t_n`.
+    fn time(&self) -> f64;
+    /// Coarse steps taken.
+    fn steps_taken(&self) -> u64;
+    /// Coarse time step.
+    fn time_step(&self) -> f64;
+    /// Advance one coarse step. Must not allocate.
+    fn step(&mut self) -> Result<(), StepError>;
+    /// The partitions (one for monolithic schemes).
+    fn partitions(&self) -> &[Partition];
+    /// State `Y` of partition `p` at `t_n`.
+    fn state(&self, p: usize) -> &[f64];
+    /// Rate `Ẏ` of partition `p` at `t_n`.
+    fn rate(&self, p: usize) -> &[f64];
+    /// Multipliers `Λ_n` (empty for monolithic schemes).
+    fn multipliers(&self) -> &[f64] {
+        &[]
+    }
+    /// Initial multipliers `Λ_0` of the coupled start (partitioned schemes).
+    fn initial_multipliers(&self) -> &[f64] {
+        &[]
+    }
+    /// The interface (partitioned schemes).
+    fn interface(&self) -> Option<&Interface> {
+        None
+    }
+    /// Mechanical energy of partition `p` with its own DOF copy, if all elements are
+    /// conservative.
+    fn energy(&mut self, p: usize) -> Option<f64>;
+    /// Length of the flat algorithmic state.
+    fn state_len(&self) -> usize;
+    /// Export the full algorithmic state (e.g. `[Y; Ẏ; V]` per partition and `Λ_n`).
+    fn export_state(&self, out: &mut [f64]);
+    /// Import a full algorithmic state (inverse of [`TimeIntegrator::export_state`]).
+    fn import_state(&mut self, state: &[f64]);
+    /// Set the simulation time (used with imported states).
+    fn set_time(&mut self, t: f64);
+}
+
+/// Build the integrator the model's `[analysis]` asks for.
+pub fn build(model: &Model) -> Result<Box<dyn TimeIntegrator>, ModelError> {
+    let a = &model.analysis;
+    let err = |e: String| ModelError::single(&model.source, "analysis", e);
+    Ok(match a.integrator {
+        IntegratorKind::MgAlpha => {
+            let parts = build_partitions(model, Grouping::Monolithic)?;
+            let part = parts.into_iter().next().expect("one partition");
+            Box::new(
+                MgAlpha::new(part, a.rho_inf, a.time_step, a.corrections, 0.0).map_err(err)?,
+            )
+        }
+        IntegratorKind::Lsrt2 => {
+            let parts = build_partitions(model, Grouping::Monolithic)?;
+            let part = parts.into_iter().next().expect("one partition");
+            Box::new(Lsrt2::new(part, a.lsrt2_gamma, a.time_step, 0.0).map_err(err)?)
+        }
+        IntegratorKind::PgAlpha => {
+            let parts = build_partitions(model, Grouping::Partitioned)?;
+            Box::new(
+                PgAlpha::new(
+                    parts,
+                    a.rho_inf,
+                    a.time_step,
+                    a.subcycles,
+                    a.corrections,
+                    a.start,
+                    0.0,
+                )
+                .map_err(err)?,
+            )
+        }
+    })
+}
+
+/// The amplification matrix `𝔸` of one step of any integrator, built numerically by stepping
+/// each basis vector of its flat algorithmic state from `t` (seed 000 eq 17, without
+/// per-scheme algebra). Only meaningful for linear models without external load.
+pub fn amplification_matrix(integrator: &mut dyn TimeIntegrator) -> Result<DMatrix<f64>, StepError> {
+    let n = integrator.state_len();
+    let t0 = integrator.time();
+    let mut saved = vec![0.0; n];
+    integrator.export_state(&mut saved);
+    let mut a = DMatrix::zeros(n, n);
+    let mut e = vec![0.0; n];
+    let mut out = vec![0.0; n];
+    for j in 0..n {
+        e.iter_mut().for_each(|x| *x = 0.0);
+        e[j] = 1.0;
+        integrator.import_state(&e);
+        integrator.set_time(t0);
+        integrator.step()?;
+        integrator.export_state(&mut out);
+        for i in 0..n {
+            a[(i, j)] = out[i];
+        }
+    }
+    integrator.import_state(&saved);
+    integrator.set_time(t0);
+    Ok(a)
+}
+
+/// Spectral radius of a square matrix.
+pub fn spectral_radius(a: &DMatrix<f64>) -> f64 {
+    a.complex_eigenvalues()
+        .iter()
+        .map(|z| z.norm())
+        .fold(0.0, f64::max)
+}
+
+pub(crate) fn check_finite(x: &[f64], what: &'static str, time: f64, step: u64) -> Result<(), StepError> {
+    if x.iter().all(|v| v.is_finite()) {
+        Ok(())
+    } else {
+        Err(StepError::NonFinite { what, time, step })
+    }
+}

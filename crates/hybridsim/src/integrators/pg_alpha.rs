@@ -1,0 +1,376 @@
+//! Partitioned generalized-α (PG-α) with subcycling, seed 000 §2.2 (Steps 1–15, eqs 23–38).
+
+use super::{check_finite, AlphaParameters, AlphaState, AlphaStepper, TimeIntegrator};
+use crate::assembly::{ConstraintLevel, Interface, Partition};
+use crate::error::StepError;
+use crate::model::StartMode;
+use nalgebra::{DMatrix, DVector};
+
+/// Per-partition machinery of PG-α: its stepper, coupled and free states, and its link
+/// operator `ℚ^X = [ℚ_Y; ℚ_Ẏ; ℚ_V]` (seed 000 eqs 32–33, with E9's reading of eq 32a).
+pub struct PartitionRun {
+    /// Generalized-α stepper with `D^X` factorized once.
+    pub stepper: AlphaStepper,
+    /// Coupled state at `t_n`.
+    pub coupled: AlphaState,
+    /// Free state (after the free step / the last free substep).
+    pub free: AlphaState,
+    scratch: AlphaState,
+    /// Link operator blocks, each `size × n_Λ`.
+    pub q_y: DMatrix<f64>,
+    /// `ℚ_Ẏ`.
+    pub q_ydot: DMatrix<f64>,
+    /// `ℚ_V`.
+    pub q_v: DMatrix<f64>,
+    /// Substeps per coarse step (1 for the numerical partition).
+    pub substeps: usize,
+}
+
+/// Partitioned generalized-α.
+///
+/// Each coarse step Δt^N runs, as separately callable phases over preallocated workspaces:
+/// 1. [`PgAlpha::free_numerical_step`]: the numerical partition's free step (Steps 4–6);
+/// 2. [`PgAlpha::free_physical_substep`] for `j = 1..ss` of every physical partition
+///    (Steps 7–11): from the coupled state at `t_n` for `j = 1`, from the free chain after
+///    (E10), with `(1 − j/ss) L^P Λ_n` on the right-hand side (eq 30);
+/// 3. [`PgAlpha::interface_solve`]: `Λ_{n+1} = −H⁻¹ Σ G^X Ẏ^{X,free}` (eq 37);
+/// 4. [`PgAlpha::link_update`]: `𝕐^X = 𝕐^{X,free} + ℚ^X Λ_{n+1}` (Steps 13–14).
+///
+/// `H = Σ 𝔾^X ℚ^X` (eq 38) is the Steklov–Poincaré operator, factorized once;
+/// `D^N` uses Δt^N (E8) and `D^P` the estimated specimen stiffness with Δt^P. The start is
+/// the coupled, acceleration-compatible one (E11): `Λ_0` from the initial state.
+pub struct PgAlpha {
+    parts: Vec<Partition>,
+    runs: Vec<PartitionRun>,
+    numerical: usize,
+    interface: Interface,
+    lambda: DVector<f64>,
+    lambda_next: DVector<f64>,
+    /// Initial multipliers Λ0.
+    pub lambda0: DVector<f64>,
+    params: AlphaParameters,
+    dt: f64,
+    subcycles: usize,
+    t0: f64,
+    n: u64,
+}
+
+impl PgAlpha {
+    /// Build from partitions (exactly one numerical), precompute `D^X`, `ℚ^X`, `H`, and start
+    /// at `t0`.
+    pub fn new(
+        mut parts: Vec<Partition>,
+        rho_inf: f64,
+        dt: f64,
+        subcycles: usize,
+        corrections: usize,
+        start: StartMode,
+        t0: f64,
+    ) -> Result<Self, String> {
+        let numerical = parts
+            .iter()
+            .position(|p| !p.state.physical)
+            .ok_or("pg-alpha needs a numerical substructure")?;
+        if parts.iter().filter(|p| !p.state.physical).count() != 1 {
+            return Err("pg-alpha needs exactly one numerical substructure".into());
+        }
+        let ss = subcycles.max(1);
+        let params = AlphaParameters::new(rho_inf);
+        let mut interface = Interface::new(&parts, ConstraintLevel::Velocity);
+        let nl = interface.len();
+        if nl == 0 {
+            return Err("the substructures share no DOF: there is no interface".into());
+        }
+        let mut runs = Vec::new();
+        let mut h = DMatrix::zeros(nl, nl);
+        for (k, part) in parts.iter().enumerate() {
+            let physical = k != numerical;
+            let substeps = if physical { ss } else { 1 };
+            let dtx = dt / substeps as f64;
+            let stepper = AlphaStepper::new(part, params, dtx, if physical { 1 } else { corrections })?;
+            let st = &part.state;
+            let size = st.size();
+            let (mm, nn) = params.step_matrices(&st.j0, &st.big_mass(), dtx);
+            let mm_lu = mm.lu();
+            if !mm_lu.is_invertible() {
+                return Err(format!("substructure `{}`: singular step matrix", st.name));
+            }
+            let l = interface.l_matrix(k, st.n_dofs(), size);
+            let mut ll = DMatrix::zeros(3 * size, nl);
+            ll.view_mut((0, 0), (size, nl)).copy_from(&l);
+            // ℚ_0 = 0; ℚ_j = 𝕄⁻¹((j/ss) 𝕃 − ℕ ℚ_{j−1}) (eq 32a as read in E9).
+            let mut q = DMatrix::zeros(3 * size, nl);
+            for j in 1..=substeps {
+                let rhs = &ll * (j as f64 / substeps as f64) - &nn * &q;
+                q = mm_lu.solve(&rhs).ok_or("singular step matrix")?;
+            }
+            let q_y = q.rows(0, size).clone_owned();
+            let q_ydot = q.rows(size, size).clone_owned();
+            let q_v = q.rows(2 * size, size).clone_owned();
+            let g = interface.g_matrix(k, st.n_dofs(), size);
+            h += &g * &q_ydot;
+            runs.push(PartitionRun {
+                stepper,
+                coupled: AlphaState::zeros(size),
+                free: AlphaState::zeros(size),
+                scratch: AlphaState::zeros(size),
+                q_y,
+                q_ydot,
+                q_v,
+                substeps,
+            });
+        }
+        if !interface.set_operator(h) {
+            return Err(
+                "the Steklov-Poincaré operator H is singular (check the interface DOFs and \
+                 the estimated stiffness)"
+                    .into(),
+            );
+        }
+        // Consistent start (Steps 1–2; E11, E12).
+        let mut f0: Vec<DVector<f64>> = Vec::new();
+        let mut r0: Vec<DVector<f64>> = Vec::new();
+        for (k, part) in parts.iter_mut().enumerate() {
+            let size = part.state.size();
+            let mut f = DVector::zeros(size);
+            let mut r = DVector::zeros(size);
+            runs[k].coupled.y.copy_from(&part.state.y0);
+            part.state.load(t0, f.as_mut_slice());
+            part.residual_at_rest(t0, part.state.y0.clone().as_slice(), r.as_mut_slice())
+                .map_err(|e| format!("substructure `{}`: {e}", part.state.name))?;
+            f0.push(f);
+            r0.push(r);
+        }
+        let mut lambda0 = DVector::zeros(nl);
+        if start == StartMode::Consistent {
+            // Σ_X S^X m_X⁻¹ S^Xᵀ Λ0 = −Σ_X S^X m_X⁻¹ (f0 − r0)_v
+            let mut a = DMatrix::zeros(nl, nl);
+            let mut b = DVector::zeros(nl);
+            for (k, part) in parts.iter().enumerate() {
+                let n = part.state.n_dofs();
+                let m_lu = part.state.mass.clone().lu();
+                let mut s = DMatrix::zeros(nl, n);
+                for c in &interface.couplings[k] {
+                    s[(c.lambda, c.row)] = c.sign;
+                }
+                let minv_st = m_lu.solve(&s.transpose()).ok_or("singular mass")?;
+                a += &s * &minv_st;
+                let fr = f0[k].rows(n, n) - r0[k].rows(n, n);
+                let minv_fr = m_lu.solve(&fr).ok_or("singular mass")?;
+                b += &s * minv_fr;
+            }
+            lambda0 = -a.lu().solve(&b).ok_or("singular start operator")?;
+        }
+        for (k, part) in parts.iter().enumerate() {
+            let size = part.state.size();
+            let l = interface.l_matrix(k, part.state.n_dofs(), size);
+            let rhs = &f0[k] - &r0[k] + l * &lambda0;
+            let ydot = part
+                .state
+                .big_mass()
+                .lu()
+                .solve(&rhs)
+                .ok_or("singular mass")?;
+            runs[k].coupled.ydot.copy_from(&ydot);
+            runs[k].coupled.v.copy_from(&ydot);
+            let c = runs[k].coupled.clone();
+            runs[k].free.assign(&c);
+        }
+        Ok(Self {
+            parts,
+            runs,
+            numerical,
+            interface,
+            lambda: lambda0.clone(),
+            lambda_next: lambda0.clone(),
+            lambda0,
+            params,
+            dt,
+            subcycles: ss,
+            t0,
+            n: 0,
+        })
+    }
+
+    /// Index of the numerical partition.
+    pub fn numerical(&self) -> usize {
+        self.numerical
+    }
+
+    /// Indices of the physical partitions.
+    pub fn physical(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.parts.len()).filter(move |k| *k != self.numerical)
+    }
+
+    /// Subcycles ss.
+    pub fn subcycles(&self) -> usize {
+        self.subcycles
+    }
+
+    /// The generalized-α parameters.
+    pub fn parameters(&self) -> AlphaParameters {
+        self.params
+    }
+
+    /// Per-partition runs (states, link operators).
+    pub fn runs(&self) -> &[PartitionRun] {
+        &self.runs
+    }
+
+    fn provider_error(&self, k: usize, e: crate::physical::ProviderError) -> StepError {
+        StepError::Physical {
+            substructure: self.parts[k].state.name.clone(),
+            reason: e.0,
+        }
+    }
+
+    /// Phase 1: free step of the numerical partition from `t_n` to `t_{n+1}` (Steps 4–6).
+    pub fn free_numerical_step(&mut self) -> Result<(), StepError> {
+        let k = self.numerical;
+        let t_next = self.time() + self.dt;
+        let run = &mut self.runs[k];
+        let PartitionRun {
+            stepper,
+            coupled,
+            free,
+            ..
+        } = run;
+        stepper
+            .step(&mut self.parts[k], coupled, t_next, None, free)
+            .map_err(|e| StepError::Physical {
+                substructure: self.parts[k].state.name.clone(),
+                reason: e.0,
+            })
+    }
+
+    /// Phase 2: free substep `j ∈ 1..=ss` of physical partition `k` (Steps 7–11, eq 30).
+    pub fn free_physical_substep(&mut self, k: usize, j: usize) -> Result<(), StepError> {
+        let ss = self.runs[k].substeps;
+        let t = self.time() + self.dt * j as f64 / ss as f64;
+        let w = 1.0 - j as f64 / ss as f64;
+        let PartitionRun {
+            stepper,
+            coupled,
+            free,
+            scratch,
+            ..
+        } = &mut self.runs[k];
+        let from = if j == 1 { &*coupled } else { &*free };
+        let couplings = &self.interface.couplings[k];
+        let res = stepper.step(
+            &mut self.parts[k],
+            from,
+            t,
+            Some((couplings.as_slice(), &self.lambda, w)),
+            scratch,
+        );
+        std::mem::swap(free, scratch);
+        res.map_err(|e| self.provider_error(k, e))
+    }
+
+    /// Phase 3: the interface solve `Λ_{n+1} = −H⁻¹ Σ G^X Ẏ^{X,free}` (Step 12, eq 37).
+    pub fn interface_solve(&mut self) {
+        self.interface.begin();
+        for (k, run) in self.runs.iter().enumerate() {
+            let n = self.parts[k].state.n_dofs();
+            self.interface.add(k, run.free.ydot.as_slice(), n);
+        }
+        self.interface.solve(&mut self.lambda_next);
+    }
+
+    /// Phase 4: link update `𝕐^X = 𝕐^{X,free} + ℚ^X Λ_{n+1}` of every partition and
+    /// advance to `t_{n+1}` (Steps 13–14).
+    pub fn link_update(&mut self) -> Result<(), StepError> {
+        for run in &mut self.runs {
+            run.coupled.y.copy_from(&run.free.y);
+            run.coupled.y.gemv(1.0, &run.q_y, &self.lambda_next, 1.0);
+            run.coupled.ydot.copy_from(&run.free.ydot);
+            run.coupled.ydot.gemv(1.0, &run.q_ydot, &self.lambda_next, 1.0);
+            run.coupled.v.copy_from(&run.free.v);
+            run.coupled.v.gemv(1.0, &run.q_v, &self.lambda_next, 1.0);
+        }
+        self.lambda.copy_from(&self.lambda_next);
+        self.n += 1;
+        let t = self.time();
+        check_finite(self.lambda.as_slice(), "interface multipliers", t, self.n)?;
+        for run in &self.runs {
+            check_finite(run.coupled.y.as_slice(), "state", t, self.n)?;
+        }
+        Ok(())
+    }
+}
+
+impl TimeIntegrator for PgAlpha {
+    fn name(&self) -> &'static str {
+        "pg-alpha"
+    }
+    fn time(&self) -> f64 {
+        self.t0 + self.n as f64 * self.dt
+    }
+    fn steps_taken(&self) -> u64 {
+        self.n
+    }
+    fn time_step(&self) -> f64 {
+        self.dt
+    }
+    fn step(&mut self) -> Result<(), StepError> {
+        self.free_numerical_step()?;
+        for k in 0..self.parts.len() {
+            if k == self.numerical {
+                continue;
+            }
+            for j in 1..=self.runs[k].substeps {
+                self.free_physical_substep(k, j)?;
+            }
+        }
+        self.interface_solve();
+        self.link_update()
+    }
+    fn partitions(&self) -> &[Partition] {
+        &self.parts
+    }
+    fn state(&self, p: usize) -> &[f64] {
+        self.runs[p].coupled.y.as_slice()
+    }
+    fn rate(&self, p: usize) -> &[f64] {
+        self.runs[p].coupled.ydot.as_slice()
+    }
+    fn multipliers(&self) -> &[f64] {
+        self.lambda.as_slice()
+    }
+    fn initial_multipliers(&self) -> &[f64] {
+        self.lambda0.as_slice()
+    }
+    fn interface(&self) -> Option<&Interface> {
+        Some(&self.interface)
+    }
+    fn energy(&mut self, p: usize) -> Option<f64> {
+        let Self { parts, runs, .. } = self;
+        parts[p].energy(runs[p].coupled.y.as_slice())
+    }
+    fn state_len(&self) -> usize {
+        self.runs.iter().map(|r| r.coupled.flat_len()).sum::<usize>() + self.lambda.len()
+    }
+    fn export_state(&self, out: &mut [f64]) {
+        let mut o = 0;
+        for r in &self.runs {
+            let l = r.coupled.flat_len();
+            r.coupled.export(&mut out[o..o + l]);
+            o += l;
+        }
+        out[o..o + self.lambda.len()].copy_from_slice(self.lambda.as_slice());
+    }
+    fn import_state(&mut self, x: &[f64]) {
+        let mut o = 0;
+        for r in &mut self.runs {
+            let l = r.coupled.flat_len();
+            r.coupled.import(&x[o..o + l]);
+            o += l;
+        }
+        let nl = self.lambda.len();
+        self.lambda.copy_from_slice(&x[o..o + nl]);
+    }
+    fn set_time(&mut self, t: f64) {
+        self.t0 = t - self.n as f64 * self.dt;
+    }
+}

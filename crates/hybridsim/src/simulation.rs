@@ -1,0 +1,140 @@
+//! A simulation: a validated model, its integrator and its recorder.
+
+use crate::assembly::{linearize, rayleigh_coefficients};
+use crate::error::{ModelError, StepError};
+use crate::integrators::{self, TimeIntegrator};
+use crate::modal;
+use crate::model::{IntegratorKind, Model};
+use crate::output::{Column, Recorder};
+use std::fmt::Write;
+
+/// A model ready to run.
+pub struct Simulation {
+    /// The model.
+    pub model: Model,
+    /// Its integrator.
+    pub integrator: Box<dyn TimeIntegrator>,
+    recorder: Recorder,
+}
+
+impl Simulation {
+    /// Build the integrator and recorder for `model`.
+    pub fn new(model: Model) -> Result<Self, ModelError> {
+        let integrator = integrators::build(&model)?;
+        let recorder = Recorder::new(&model, integrator.as_ref());
+        Ok(Self {
+            model,
+            integrator,
+            recorder,
+        })
+    }
+
+    /// Number of coarse steps of the whole analysis.
+    pub fn n_steps(&self) -> u64 {
+        self.model.analysis.n_steps()
+    }
+
+    /// One coarse step.
+    pub fn step(&mut self) -> Result<(), StepError> {
+        self.integrator.step()
+    }
+
+    /// Recorded columns.
+    pub fn columns(&self) -> &[Column] {
+        self.recorder.columns()
+    }
+
+    /// Fill a row with the current values (allocation-free).
+    pub fn record(&mut self, row: &mut [f64]) {
+        self.recorder.record(self.integrator.as_mut(), row)
+    }
+
+    /// Initial multipliers Λ0 with their DOFs (partitioned schemes).
+    pub fn initial_multipliers(&self) -> Vec<(String, f64)> {
+        match self.integrator.interface() {
+            Some(iface) => iface
+                .dofs
+                .iter()
+                .zip(self.integrator.initial_multipliers())
+                .map(|(d, l)| (format!("{}", d.dof), *l))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Human-readable summary: substructures, interface, time steps, modes.
+    pub fn summary(&self) -> String {
+        let m = &self.model;
+        let a = &m.analysis;
+        let mut s = String::new();
+        let u = &m.units;
+        let _ = writeln!(s, "model: {}{}", m.source, if m.title.is_empty() { String::new() } else { format!(" — {}", m.title) });
+        let _ = writeln!(s, "units: length {}, force {}, time {}, mass {}, g = {} {}/{}^2", u.length, u.force, u.time, u.mass_unit(), u.gravity(), u.length, u.time);
+        let _ = writeln!(s, "integrator: {} (rho_inf = {}, corrections = {})", a.integrator.name(), a.rho_inf, a.corrections);
+        let _ = write!(s, "time steps: numerical dt = {} {}", a.time_step, u.time);
+        if a.integrator == IntegratorKind::PgAlpha {
+            let _ = write!(s, ", subcycles = {}, physical dt = {} {}", a.subcycles, a.time_step / a.subcycles as f64, u.time);
+        }
+        let _ = writeln!(s, ", duration = {} {} ({} steps)", a.duration, u.time, a.n_steps());
+        for p in self.integrator.partitions() {
+            let st = &p.state;
+            let kind = if st.physical { "physical" } else { "numerical" };
+            let _ = writeln!(
+                s,
+                "substructure `{}` ({kind}): {} DOFs [{}], {} extra states, {} computed elements",
+                st.name,
+                st.n_dofs(),
+                st.dofs.iter().map(|d| format!("{}.{}", d.node, d.dof)).collect::<Vec<_>>().join(", "),
+                st.n_states,
+                st.slots.len()
+            );
+            if let Some(pr) = &p.provider {
+                let _ = writeln!(s, "  specimen: {}", pr.describe());
+            }
+        }
+        if let Some(iface) = self.integrator.interface() {
+            let _ = writeln!(s, "interface: {} multiplier(s)", iface.len());
+            let parts = self.integrator.partitions();
+            for (k, d) in iface.dofs.iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    "  lambda[{k}] on {}: +Λ on `{}`, −Λ on `{}`, Λ0 = {:.6e} {}",
+                    d.dof,
+                    parts[d.plus].state.name,
+                    parts[d.minus].state.name,
+                    self.integrator.initial_multipliers().get(k).copied().unwrap_or(0.0),
+                    u.force_unit(&d.dof.dof)
+                );
+            }
+            let _ = writeln!(s, "  Steklov-Poincaré operator H = {:?}", iface.h.as_slice());
+        }
+        for g in &m.ground_motions {
+            let _ = writeln!(s, "ground motion along `{}`: {} (PGA {:.4} g)", g.direction, g.description, g.pga_g);
+        }
+        for l in &m.loads {
+            let _ = writeln!(s, "load on {}", l.dof);
+        }
+        // Modes of the linearized coupled model.
+        let lin = linearize(m);
+        let (alpha, beta) = rayleigh_coefficients(m).ok().flatten().unwrap_or((0.0, 0.0));
+        if alpha != 0.0 || beta != 0.0 {
+            let _ = writeln!(s, "Rayleigh damping: alpha = {alpha:.6e} 1/{}, beta = {beta:.6e} {}", u.time, u.time);
+        }
+        match modal::modes(&lin.m, &lin.k) {
+            Ok(modes) => {
+                let c = &lin.c + &lin.m_rayleigh * alpha + &lin.k_rayleigh * beta;
+                let zeta = modal::damping_ratios(&modes, &c);
+                let _ = writeln!(s, "modes of the linearized coupled model ({} DOFs):", lin.dofs.len());
+                let _ = writeln!(s, "  mode   omega [rad/{t}]   period [{t}]   damping ratio", t = u.time);
+                for (i, (w, z)) in modes.omega.iter().zip(&zeta).enumerate() {
+                    let period = if *w > 0.0 { 2.0 * std::f64::consts::PI / w } else { f64::INFINITY };
+                    let _ = writeln!(s, "  {:>4}   {:>14.6}   {:>12.6}   {:>12.6}", i + 1, w, period, z);
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(s, "modes: not available ({e})");
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,73 @@
+//! Shared helpers for the integration tests.
+#![allow(dead_code)]
+
+use hybridsim::integrators::TimeIntegrator;
+use hybridsim::model::{NoFiles, SourceResolver};
+use hybridsim::{Model, Simulation};
+use std::path::{Path, PathBuf};
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Reads files relative to a folder.
+pub struct Folder(pub PathBuf);
+
+impl SourceResolver for Folder {
+    fn read_to_string(&self, path: &str) -> Result<String, String> {
+        let p = self.0.join(path);
+        std::fs::read_to_string(&p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))
+    }
+}
+
+/// Load `examples/NAME` after editing its TOML table with `edit`.
+pub fn example_with(name: &str, edit: impl FnOnce(&mut toml::Table)) -> Model {
+    let path = root().join("examples").join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut table: toml::Table = text.parse().unwrap();
+    edit(&mut table);
+    let text = toml::to_string(&table).unwrap();
+    Model::from_toml(&text, name, &Folder(root().join("examples"))).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Parse a model from text.
+pub fn model(text: &str) -> Model {
+    Model::from_toml(text, "test.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Set `[analysis].key = value`.
+pub fn set(table: &mut toml::Table, section: &str, key: &str, value: impl Into<toml::Value>) {
+    table
+        .entry(section)
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        .as_table_mut()
+        .unwrap()
+        .insert(key.to_string(), value.into());
+}
+
+/// Run a simulation to its end; returns it.
+pub fn run(model: Model) -> Simulation {
+    let mut sim = Simulation::new(model).unwrap_or_else(|e| panic!("{e}"));
+    let n = sim.n_steps();
+    for _ in 0..n {
+        sim.step().unwrap();
+    }
+    sim
+}
+
+/// Displacement of (node, dof) in every partition that holds a copy.
+pub fn displacement_copies(integ: &dyn TimeIntegrator, node: i64, dof: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    for (p, part) in integ.partitions().iter().enumerate() {
+        if let Some(i) = part.state.dofs.iter().position(|d| d.node == node && d.dof == dof) {
+            out.push(integ.state(p)[i]);
+        }
+    }
+    out
+}
+
+/// Slopes log2(e_i/e_{i+1}) of a halving sequence.
+pub fn slopes(errors: &[f64]) -> Vec<f64> {
+    errors.windows(2).map(|w| (w[0] / w[1]).log2()).collect()
+}
