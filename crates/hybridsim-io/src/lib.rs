@@ -1,1 +1,74 @@
+//! File-system side of hybridsim: reading model files (and the records they refer to) and
+//! writing a results folder per run.
+//!
+//! A run folder holds `results.csv` (every recorded channel, header `name[unit]`), a copy of
+//! the model file, and `run.json` (model hash, settings, version, timing, status). Rows are
+//! produced by the simulation loop into recycled buffers and written by a separate writer
+//! thread fed through a bounded queue; the file is flushed regularly, so a run that fails
+//! part-way keeps every completed step on disk and `run.json` says where and why it stopped.
 
+mod results;
+
+pub use results::{run_to_folder, RunError, RunReport, RunStatus};
+
+use hybridsim::model::SourceResolver;
+use hybridsim::{Model, ModelError};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// Reads files named in a model relative to the model file's folder.
+#[derive(Debug, Clone)]
+pub struct FolderResolver {
+    /// Folder of the model file.
+    pub base: PathBuf,
+}
+
+impl SourceResolver for FolderResolver {
+    fn read_to_string(&self, path: &str) -> Result<String, String> {
+        let p = if Path::new(path).is_absolute() {
+            PathBuf::from(path)
+        } else {
+            self.base.join(path)
+        };
+        std::fs::read(&p)
+            .map_err(|e| format!("cannot read `{}`: {e}", p.display()))
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
+
+/// A model read from disk, with its text and hash.
+#[derive(Debug, Clone)]
+pub struct LoadedModel {
+    /// The validated model.
+    pub model: Model,
+    /// Path of the model file.
+    pub path: PathBuf,
+    /// Its text.
+    pub text: String,
+    /// SHA-256 of the text, hex.
+    pub sha256: String,
+}
+
+/// Read and validate a model file.
+pub fn load_model(path: &Path) -> Result<LoadedModel, ModelError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ModelError::single(&name, "file", format!("cannot read the model file: {e}"))
+    })?;
+    let base = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let model = Model::from_toml(&text, &name, &FolderResolver { base })?;
+    let sha256 = hex(&Sha256::digest(text.as_bytes()));
+    Ok(LoadedModel {
+        model,
+        path: path.to_path_buf(),
+        text,
+        sha256,
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

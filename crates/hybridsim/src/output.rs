@@ -32,9 +32,16 @@ enum Channel {
     Lambda(usize),
     GapU(usize),
     GapV(usize),
-    ElementForce { part: usize, slot: usize, len: usize },
+    ElementForce {
+        part: usize,
+        slot: usize,
+        len: usize,
+    },
     Measured(usize, usize),
-    Provider { part: usize, len: usize },
+    Provider {
+        part: usize,
+        len: usize,
+    },
     Energy(usize),
 }
 
@@ -65,7 +72,11 @@ impl Recorder {
             unit: u.time.clone(),
         }];
         let mut channels = vec![Channel::Time];
-        let push = |cols: &mut Vec<Column>, chans: &mut Vec<Channel>, name: String, unit: String, ch: Channel| {
+        let push = |cols: &mut Vec<Column>,
+                    chans: &mut Vec<Channel>,
+                    name: String,
+                    unit: String,
+                    ch: Channel| {
             cols.push(Column { name, unit });
             chans.push(ch);
         };
@@ -75,23 +86,53 @@ impl Recorder {
             let st = &part.state;
             let x = &st.name;
             for (i, d) in st.dofs.iter().enumerate() {
-                push(&mut columns, &mut channels, format!("u.{x}.{}.{}", d.node, d.dof), u.displacement_unit(&d.dof), Channel::U(p, i));
+                push(
+                    &mut columns,
+                    &mut channels,
+                    format!("u.{x}.{}.{}", d.node, d.dof),
+                    u.displacement_unit(&d.dof),
+                    Channel::U(p, i),
+                );
             }
             for (i, d) in st.dofs.iter().enumerate() {
-                push(&mut columns, &mut channels, format!("v.{x}.{}.{}", d.node, d.dof), u.velocity_unit(&d.dof), Channel::V(p, i));
+                push(
+                    &mut columns,
+                    &mut channels,
+                    format!("v.{x}.{}.{}", d.node, d.dof),
+                    u.velocity_unit(&d.dof),
+                    Channel::V(p, i),
+                );
             }
             for (i, d) in st.dofs.iter().enumerate() {
-                push(&mut columns, &mut channels, format!("a_abs.{x}.{}.{}", d.node, d.dof), u.acceleration_unit(&d.dof), Channel::AbsAcc(p, i));
+                push(
+                    &mut columns,
+                    &mut channels,
+                    format!("a_abs.{x}.{}.{}", d.node, d.dof),
+                    u.acceleration_unit(&d.dof),
+                    Channel::AbsAcc(p, i),
+                );
             }
             if model.output.elements {
                 for (si, slot) in st.slots.iter().enumerate() {
                     let e = &slot.element;
-                    let is_mass = e.mass().is_some() && e.linear_stiffness().is_some_and(|k| k.amax() == 0.0) && e.kind() == "mass";
+                    let is_mass = e.mass().is_some()
+                        && e.linear_stiffness().is_some_and(|k| k.amax() == 0.0)
+                        && e.kind() == "mass";
                     if is_mass {
                         continue;
                     }
                     for d in e.dofs() {
-                        push(&mut columns, &mut channels, format!("force.{}.{}.{}", slot.name, d.node, d.dof), u.force_unit(&d.dof), Channel::ElementForce { part: p, slot: si, len: 0 });
+                        push(
+                            &mut columns,
+                            &mut channels,
+                            format!("force.{}.{}.{}", slot.name, d.node, d.dof),
+                            u.force_unit(&d.dof),
+                            Channel::ElementForce {
+                                part: p,
+                                slot: si,
+                                len: 0,
+                            },
+                        );
                     }
                     if let Some(Channel::ElementForce { len, .. }) = channels.last_mut() {
                         *len = e.dofs().len();
@@ -100,18 +141,34 @@ impl Recorder {
                     let n = e.dofs().len();
                     let k = channels.len();
                     for c in &mut channels[k - n..k - 1] {
-                        *c = Channel::ElementForce { part: p, slot: si, len: 0 };
+                        *c = Channel::ElementForce {
+                            part: p,
+                            slot: si,
+                            len: 0,
+                        };
                     }
                     max_scratch = max_scratch.max(n);
                     for (j, name) in e.state_names().iter().enumerate() {
                         let dof = e.dofs().first().map(|d| d.dof.clone()).unwrap_or_default();
-                        push(&mut columns, &mut channels, format!("state.{}.{}", slot.name, name), unit_of(u, e.state_quantity(j), &dof), Channel::State(p, 2 * st.n_dofs() + slot.state_offset + j));
+                        push(
+                            &mut columns,
+                            &mut channels,
+                            format!("state.{}.{}", slot.name, name),
+                            unit_of(u, e.state_quantity(j), &dof),
+                            Channel::State(p, 2 * st.n_dofs() + slot.state_offset + j),
+                        );
                     }
                 }
             }
             if let Some(pr) = &part.provider {
                 for (i, d) in st.dofs.iter().enumerate() {
-                    push(&mut columns, &mut channels, format!("measured.{x}.{}.{}", d.node, d.dof), u.force_unit(&d.dof), Channel::Measured(p, i));
+                    push(
+                        &mut columns,
+                        &mut channels,
+                        format!("measured.{x}.{}.{}", d.node, d.dof),
+                        u.force_unit(&d.dof),
+                        Channel::Measured(p, i),
+                    );
                 }
                 if model.output.elements {
                     let names = pr.channel_names();
@@ -130,18 +187,42 @@ impl Recorder {
         }
         if let Some(iface) = integrator.interface() {
             for (k, d) in iface.dofs.iter().enumerate() {
-                push(&mut columns, &mut channels, format!("lambda.{}.{}", d.dof.node, d.dof.dof), u.force_unit(&d.dof.dof), Channel::Lambda(k));
+                push(
+                    &mut columns,
+                    &mut channels,
+                    format!("lambda.{}.{}", d.dof.node, d.dof.dof),
+                    u.force_unit(&d.dof.dof),
+                    Channel::Lambda(k),
+                );
             }
             for (k, d) in iface.dofs.iter().enumerate() {
-                push(&mut columns, &mut channels, format!("gap_u.{}.{}", d.dof.node, d.dof.dof), u.displacement_unit(&d.dof.dof), Channel::GapU(k));
+                push(
+                    &mut columns,
+                    &mut channels,
+                    format!("gap_u.{}.{}", d.dof.node, d.dof.dof),
+                    u.displacement_unit(&d.dof.dof),
+                    Channel::GapU(k),
+                );
             }
             for (k, d) in iface.dofs.iter().enumerate() {
-                push(&mut columns, &mut channels, format!("gap_v.{}.{}", d.dof.node, d.dof.dof), u.velocity_unit(&d.dof.dof), Channel::GapV(k));
+                push(
+                    &mut columns,
+                    &mut channels,
+                    format!("gap_v.{}.{}", d.dof.node, d.dof.dof),
+                    u.velocity_unit(&d.dof.dof),
+                    Channel::GapV(k),
+                );
             }
         }
         if model.output.energy {
             for (p, part) in parts.iter().enumerate() {
-                push(&mut columns, &mut channels, format!("energy.{}", part.state.name), u.energy_unit(), Channel::Energy(p));
+                push(
+                    &mut columns,
+                    &mut channels,
+                    format!("energy.{}", part.state.name),
+                    u.energy_unit(),
+                    Channel::Energy(p),
+                );
             }
         }
         let workspaces = parts.iter().map(|p| p.state.workspace()).collect();
@@ -182,7 +263,12 @@ impl Recorder {
                     if len > 0 {
                         let st = &integ.partitions()[part].state;
                         let y = integ.state(part);
-                        st.element_force(slot, y, &mut self.scratch[..len], &mut self.workspaces[part]);
+                        st.element_force(
+                            slot,
+                            y,
+                            &mut self.scratch[..len],
+                            &mut self.workspaces[part],
+                        );
                         row[c + 1 - len..=c].copy_from_slice(&self.scratch[..len]);
                     }
                 }

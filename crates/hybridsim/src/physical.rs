@@ -34,8 +34,13 @@ pub trait RestoringForceProvider: Send {
 
     /// Command the predictor displacement and velocity for time `t` and return the measured
     /// force. Called exactly once per substep; never reverted. Must not allocate.
-    fn command(&mut self, t: f64, u: &[f64], v: &[f64], force: &mut [f64])
-        -> Result<(), ProviderError>;
+    fn command(
+        &mut self,
+        t: f64,
+        u: &[f64],
+        v: &[f64],
+        force: &mut [f64],
+    ) -> Result<(), ProviderError>;
 
     /// Stored energy of the specimen at its last commanded state, when known.
     fn potential_energy(&self) -> Option<f64> {
@@ -55,6 +60,19 @@ pub trait RestoringForceProvider: Send {
     fn try_clone(&self) -> Option<Box<dyn RestoringForceProvider>> {
         None
     }
+}
+
+/// A specimen element placed on the partition DOFs.
+#[derive(Debug, Clone)]
+pub struct SpecimenElement {
+    /// Element name.
+    pub name: String,
+    /// The element.
+    pub element: ElementRef,
+    /// Partition DOF of each element DOF (`None`: fixed).
+    pub map: Vec<Option<usize>>,
+    /// Initial extra states.
+    pub initial_state: Vec<f64>,
 }
 
 struct SpecimenSlot {
@@ -87,15 +105,17 @@ pub struct NumericalSpecimen {
 }
 
 impl NumericalSpecimen {
-    /// A stand-in over `n_dofs` partition DOFs; `elements` are `(name, element, map, s0)` with
-    /// `map[i]` the partition DOF of element DOF `i` (`None`: fixed).
-    pub fn new(
-        n_dofs: usize,
-        elements: Vec<(String, ElementRef, Vec<Option<usize>>, Vec<f64>)>,
-    ) -> Self {
+    /// A stand-in over `n_dofs` partition DOFs.
+    pub fn new(n_dofs: usize, elements: Vec<SpecimenElement>) -> Self {
         let slots = elements
             .into_iter()
-            .map(|(name, element, map, s0)| {
+            .map(|e| {
+                let SpecimenElement {
+                    name,
+                    element,
+                    map,
+                    initial_state: s0,
+                } = e;
                 let n = element.dofs().len();
                 let ns = element.n_states();
                 SpecimenSlot {
@@ -136,7 +156,13 @@ impl NumericalSpecimen {
         }
     }
 
-    fn evaluate(&mut self, t: f64, u: &[f64], v: &[f64], force: &mut [f64]) -> Result<(), ProviderError> {
+    fn evaluate(
+        &mut self,
+        t: f64,
+        u: &[f64],
+        v: &[f64],
+        force: &mut [f64],
+    ) -> Result<(), ProviderError> {
         force.iter_mut().for_each(|x| *x = 0.0);
         let mut energy = Some(0.0);
         let nsub = self.internal_substeps;
@@ -158,8 +184,13 @@ impl NumericalSpecimen {
                         slot.s_mid[i] = slot.s[i] + 0.5 * dt * slot.k1[i];
                     }
                     Self::gather(slot, u, v, w0 + 0.5 * h, pu, pv);
-                    slot.element
-                        .restoring(&slot.u, &slot.v, &slot.s_mid, &mut slot.r, &mut slot.k2);
+                    slot.element.restoring(
+                        &slot.u,
+                        &slot.v,
+                        &slot.s_mid,
+                        &mut slot.r,
+                        &mut slot.k2,
+                    );
                     for i in 0..ns {
                         slot.s[i] += dt * slot.k2[i];
                     }
@@ -277,7 +308,12 @@ impl RestoringForceProvider for NumericalSpecimen {
         let elements = self
             .slots
             .iter()
-            .map(|s| (s.name.clone(), s.element.clone(), s.map.clone(), s.s0.clone()))
+            .map(|s| SpecimenElement {
+                name: s.name.clone(),
+                element: s.element.clone(),
+                map: s.map.clone(),
+                initial_state: s.s0.clone(),
+            })
             .collect();
         let mut c = NumericalSpecimen::new(self.n_dofs, elements);
         c.internal_substeps = self.internal_substeps;

@@ -68,14 +68,51 @@ impl Simulation {
         let a = &m.analysis;
         let mut s = String::new();
         let u = &m.units;
-        let _ = writeln!(s, "model: {}{}", m.source, if m.title.is_empty() { String::new() } else { format!(" — {}", m.title) });
-        let _ = writeln!(s, "units: length {}, force {}, time {}, mass {}, g = {} {}/{}^2", u.length, u.force, u.time, u.mass_unit(), u.gravity(), u.length, u.time);
-        let _ = writeln!(s, "integrator: {} (rho_inf = {}, corrections = {})", a.integrator.name(), a.rho_inf, a.corrections);
+        let _ = writeln!(
+            s,
+            "model: {}{}",
+            m.source,
+            if m.title.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", m.title)
+            }
+        );
+        let _ = writeln!(
+            s,
+            "units: length {}, force {}, time {}, mass {}, g = {} {}/{}^2",
+            u.length,
+            u.force,
+            u.time,
+            u.mass_unit(),
+            u.gravity(),
+            u.length,
+            u.time
+        );
+        let _ = writeln!(
+            s,
+            "integrator: {} (rho_inf = {}, corrections = {})",
+            a.integrator.name(),
+            a.rho_inf,
+            a.corrections
+        );
         let _ = write!(s, "time steps: numerical dt = {} {}", a.time_step, u.time);
         if a.integrator == IntegratorKind::PgAlpha {
-            let _ = write!(s, ", subcycles = {}, physical dt = {} {}", a.subcycles, a.time_step / a.subcycles as f64, u.time);
+            let _ = write!(
+                s,
+                ", subcycles = {}, physical dt = {} {}",
+                a.subcycles,
+                a.time_step / a.subcycles as f64,
+                u.time
+            );
         }
-        let _ = writeln!(s, ", duration = {} {} ({} steps)", a.duration, u.time, a.n_steps());
+        let _ = writeln!(
+            s,
+            ", duration = {} {} ({} steps)",
+            a.duration,
+            u.time,
+            a.n_steps()
+        );
         for p in self.integrator.partitions() {
             let st = &p.state;
             let kind = if st.physical { "physical" } else { "numerical" };
@@ -84,7 +121,11 @@ impl Simulation {
                 "substructure `{}` ({kind}): {} DOFs [{}], {} extra states, {} computed elements",
                 st.name,
                 st.n_dofs(),
-                st.dofs.iter().map(|d| format!("{}.{}", d.node, d.dof)).collect::<Vec<_>>().join(", "),
+                st.dofs
+                    .iter()
+                    .map(|d| format!("{}.{}", d.node, d.dof))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 st.n_states,
                 st.slots.len()
             );
@@ -102,33 +143,72 @@ impl Simulation {
                     d.dof,
                     parts[d.plus].state.name,
                     parts[d.minus].state.name,
-                    self.integrator.initial_multipliers().get(k).copied().unwrap_or(0.0),
+                    self.integrator
+                        .initial_multipliers()
+                        .get(k)
+                        .copied()
+                        .unwrap_or(0.0)
+                        + 0.0,
                     u.force_unit(&d.dof.dof)
                 );
             }
-            let _ = writeln!(s, "  Steklov-Poincaré operator H = {:?}", iface.h.as_slice());
+            let _ = writeln!(
+                s,
+                "  Steklov-Poincaré operator H = {:?}",
+                iface.h.as_slice()
+            );
         }
         for g in &m.ground_motions {
-            let _ = writeln!(s, "ground motion along `{}`: {} (PGA {:.4} g)", g.direction, g.description, g.pga_g);
+            let _ = writeln!(
+                s,
+                "ground motion along `{}`: {} (PGA {:.4} g)",
+                g.direction, g.description, g.pga_g
+            );
         }
         for l in &m.loads {
             let _ = writeln!(s, "load on {}", l.dof);
         }
         // Modes of the linearized coupled model.
         let lin = linearize(m);
-        let (alpha, beta) = rayleigh_coefficients(m).ok().flatten().unwrap_or((0.0, 0.0));
+        let (alpha, beta) = rayleigh_coefficients(m)
+            .ok()
+            .flatten()
+            .unwrap_or((0.0, 0.0));
         if alpha != 0.0 || beta != 0.0 {
-            let _ = writeln!(s, "Rayleigh damping: alpha = {alpha:.6e} 1/{}, beta = {beta:.6e} {}", u.time, u.time);
+            let _ = writeln!(
+                s,
+                "Rayleigh damping: alpha = {alpha:.6e} 1/{}, beta = {beta:.6e} {}",
+                u.time, u.time
+            );
         }
         match modal::modes(&lin.m, &lin.k) {
             Ok(modes) => {
                 let c = &lin.c + &lin.m_rayleigh * alpha + &lin.k_rayleigh * beta;
                 let zeta = modal::damping_ratios(&modes, &c);
-                let _ = writeln!(s, "modes of the linearized coupled model ({} DOFs):", lin.dofs.len());
-                let _ = writeln!(s, "  mode   omega [rad/{t}]   period [{t}]   damping ratio", t = u.time);
+                let _ = writeln!(
+                    s,
+                    "modes of the linearized coupled model ({} DOFs):",
+                    lin.dofs.len()
+                );
+                let _ = writeln!(
+                    s,
+                    "  mode   omega [rad/{t}]   period [{t}]   damping ratio",
+                    t = u.time
+                );
                 for (i, (w, z)) in modes.omega.iter().zip(&zeta).enumerate() {
-                    let period = if *w > 0.0 { 2.0 * std::f64::consts::PI / w } else { f64::INFINITY };
-                    let _ = writeln!(s, "  {:>4}   {:>14.6}   {:>12.6}   {:>12.6}", i + 1, w, period, z);
+                    let period = if *w > 0.0 {
+                        2.0 * std::f64::consts::PI / w
+                    } else {
+                        f64::INFINITY
+                    };
+                    let _ = writeln!(
+                        s,
+                        "  {:>4}   {:>14.6}   {:>12.6}   {:>12.6}",
+                        i + 1,
+                        w,
+                        period,
+                        z
+                    );
                 }
             }
             Err(e) => {

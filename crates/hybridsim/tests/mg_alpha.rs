@@ -1,8 +1,10 @@
 //! MG-α checks of seed 000 §2.1 (ALGORITHMS.md A1, B2).
 mod common;
 use common::*;
-use hybridsim::integrators::{amplification_matrix, spectral_radius, AlphaParameters, MgAlpha, TimeIntegrator};
 use hybridsim::assembly::{build_partitions, Grouping};
+use hybridsim::integrators::{
+    amplification_matrix, spectral_radius, AlphaParameters, MgAlpha, TimeIntegrator,
+};
 use nalgebra::{DMatrix, DVector};
 
 /// ü + ω²u = 0 with ω = 1 (m = k = 1), u(0) = 1.
@@ -33,7 +35,9 @@ duration = {duration:?}
 
 fn mg(rho: f64, dt: f64) -> MgAlpha {
     let m = model(&sdof("mg-alpha", rho, dt, 2.0 * dt));
-    let part = build_partitions(&m, Grouping::Monolithic).unwrap().remove(0);
+    let part = build_partitions(&m, Grouping::Monolithic)
+        .unwrap()
+        .remove(0);
     MgAlpha::new(part, rho, dt, 1, 0.0).unwrap()
 }
 
@@ -48,7 +52,11 @@ fn parameters_match_the_table() {
     ];
     for (rho, am, af, g) in table {
         let p = AlphaParameters::new(rho);
-        assert!((p.alpha_m - am).abs() < 1e-6 && (p.alpha_f - af).abs() < 1e-6 && (p.gamma - g).abs() < 1e-6);
+        assert!(
+            (p.alpha_m - am).abs() < 1e-6
+                && (p.alpha_f - af).abs() < 1e-6
+                && (p.gamma - g).abs() < 1e-6
+        );
     }
 }
 
@@ -69,7 +77,10 @@ fn second_order_on_the_free_oscillator_for_every_rho() {
         let s = slopes(&errors);
         println!("rho_inf = {rho}: errors {errors:?}, slopes {s:.4?}");
         let last = *s.last().unwrap();
-        assert!((last - 2.0).abs() <= 0.05, "rho_inf = {rho}: finest slope {last}");
+        assert!(
+            (last - 2.0).abs() <= 0.05,
+            "rho_inf = {rho}: finest slope {last}"
+        );
     }
 }
 
@@ -95,13 +106,18 @@ fn rho_one_is_the_trapezoidal_rule() {
 #[test]
 fn spectral_radius_tends_to_rho_inf_and_never_grows() {
     for rho in [1.0, 0.9, 0.5, 0.2, 0.0] {
-        let omegas: Vec<f64> = (0..=40).map(|k| 10f64.powf(-2.0 + 8.0 * k as f64 / 40.0)).collect();
+        let omegas: Vec<f64> = (0..=40)
+            .map(|k| 10f64.powf(-2.0 + 8.0 * k as f64 / 40.0))
+            .collect();
         let mut prev = f64::INFINITY;
         for om in &omegas {
             let mut integ = mg(rho, *om);
             let a = amplification_matrix(&mut integ).unwrap();
             let r = spectral_radius(&a);
-            assert!(r <= prev + 1e-9, "rho_inf = {rho}: radius grows at Ω = {om}: {r} > {prev}");
+            assert!(
+                r <= prev + 1e-9,
+                "rho_inf = {rho}: radius grows at Ω = {om}: {r} > {prev}"
+            );
             prev = r;
             if (*om - 1e4).abs() < 1e-6 * 1e4 {
                 assert!((r - rho).abs() <= 0.01, "Ω = 1e4: ρ = {r}");
@@ -114,7 +130,10 @@ fn spectral_radius_tends_to_rho_inf_and_never_grows() {
         if rho == 1.0 {
             let a = amplification_matrix(&mut mg(1.0, 0.5)).unwrap();
             let ev = a.complex_eigenvalues();
-            let on_circle = ev.iter().filter(|z| (z.norm() - 1.0).abs() < 1e-12 && z.im.abs() > 1e-3).count();
+            let on_circle = ev
+                .iter()
+                .filter(|z| (z.norm() - 1.0).abs() < 1e-12 && z.im.abs() > 1e-3)
+                .count();
             assert_eq!(on_circle, 2);
         }
     }
@@ -127,8 +146,14 @@ fn spurious_root_as_omega_vanishes() {
         let a = amplification_matrix(&mut mg(rho, 1e-4)).unwrap();
         let ev = a.complex_eigenvalues();
         let target = p.spurious_root();
-        let best = ev.iter().map(|z| ((z.re - target).powi(2) + z.im.powi(2)).sqrt()).fold(f64::INFINITY, f64::min);
-        assert!(best < 1e-3, "rho_inf = {rho}: no eigenvalue near {target}: {ev:?}");
+        let best = ev
+            .iter()
+            .map(|z| ((z.re - target).powi(2) + z.im.powi(2)).sqrt())
+            .fold(f64::INFINITY, f64::min);
+        assert!(
+            best < 1e-3,
+            "rho_inf = {rho}: no eigenvalue near {target}: {ev:?}"
+        );
     }
 }
 
@@ -137,7 +162,11 @@ fn discrete_frequency_and_damping_of_the_principal_root() {
     // ALGORITHMS.md E7: Ω = 0.1, ρ∞ = 0.5 gives Ω̄ = 0.099889, ζ̄ = 9.2e-6.
     let a = amplification_matrix(&mut mg(0.5, 0.1)).unwrap();
     let ev = a.complex_eigenvalues();
-    let z = ev.iter().filter(|z| z.im > 0.0).max_by(|a, b| a.norm().total_cmp(&b.norm())).unwrap();
+    let z = ev
+        .iter()
+        .filter(|z| z.im > 0.0)
+        .max_by(|a, b| a.norm().total_cmp(&b.norm()))
+        .unwrap();
     let om_bar = z.arg().abs();
     let zeta = -z.norm().ln() / om_bar;
     assert!((om_bar - 0.099889).abs() < 2e-6, "{om_bar}");

@@ -17,7 +17,7 @@ pub use state_space::{ElementSlot, ElementWorkspace, Partition, StateSpace};
 use crate::elements::{zero_state_tangent, DofRef, ElementRef, LinearSuperelement};
 use crate::error::{Diagnostics, ModelError};
 use crate::model::{Model, Rayleigh, Role};
-use crate::physical::{NumericalSpecimen, RestoringForceProvider};
+use crate::physical::{NumericalSpecimen, RestoringForceProvider, SpecimenElement};
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
@@ -99,19 +99,19 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
         let dofs = collect_dofs(model, &instances);
         let n = dofs.len();
         let mut numerical: Vec<(String, ElementRef, Vec<f64>)> = Vec::new();
-        let mut specimen: Vec<(String, ElementRef, Vec<Option<usize>>, Vec<f64>)> = Vec::new();
+        let mut specimen: Vec<SpecimenElement> = Vec::new();
         let mut m_r = DMatrix::<f64>::zeros(n, n);
         let mut k_r = DMatrix::<f64>::zeros(n, n);
         let mut any_rayleigh = false;
         for inst in &instances {
             let map = map_dofs(&dofs, &inst.element);
             if *physical && inst.role == Role::Specimen {
-                specimen.push((
-                    inst.name.clone(),
-                    inst.element.clone(),
+                specimen.push(SpecimenElement {
+                    name: inst.name.clone(),
+                    element: inst.element.clone(),
                     map,
-                    inst.initial_state.clone(),
-                ));
+                    initial_state: inst.initial_state.clone(),
+                });
                 continue;
             }
             if inst.rayleigh {
@@ -146,7 +146,11 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
             }
         }
         let estimate = if *physical {
-            model.substructures.iter().find(|s| s.name == *name).and_then(|s| s.estimate.clone())
+            model
+                .substructures
+                .iter()
+                .find(|s| s.name == *name)
+                .and_then(|s| s.estimate.clone())
         } else {
             None
         };
@@ -159,7 +163,7 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
             Ok(ss) => {
                 let specimen_refs = specimen
                     .iter()
-                    .map(|(_, e, map, _)| (e.clone(), map.clone()))
+                    .map(|e| (e.element.clone(), e.map.clone()))
                     .collect();
                 out.push(Partition::new(ss, provider, specimen_refs, gi));
             }
@@ -248,9 +252,8 @@ pub fn rayleigh_coefficients(model: &Model) -> Result<Option<(f64, f64)>, ModelE
         Some(Rayleigh::Coefficients { alpha, beta }) => Ok(Some((*alpha, *beta))),
         Some(Rayleigh::Modal { modes, ratios }) => {
             let lin = linearize(model);
-            let modal = crate::modal::modes(&lin.m, &lin.k).map_err(|e| {
-                ModelError::single(&model.source, "damping.modes", e)
-            })?;
+            let modal = crate::modal::modes(&lin.m, &lin.k)
+                .map_err(|e| ModelError::single(&model.source, "damping.modes", e))?;
             let nm = modal.omega.len();
             for (i, m) in modes.iter().enumerate() {
                 if *m > nm {
@@ -269,10 +272,25 @@ pub fn rayleigh_coefficients(model: &Model) -> Result<Option<(f64, f64)>, ModelE
                     format!("modes need distinct positive frequencies, found {w1} and {w2} rad/s"),
                 ));
             }
-            let a = nalgebra::Matrix2::new(0.5 / w1, 0.5 * w1, 0.5 / w2, 0.5 * w2);
+            // ζ_i = φ_iᵀ(α M_R + β K_R)φ_i / (2ω_i) over the participating elements only
+            // (the classical α/(2ω) + βω/2 when every element participates).
+            let coefficient = |mode: usize, mat: &DMatrix<f64>| -> f64 {
+                let phi = modal.shapes.column(mode - 1);
+                (phi.transpose() * mat * phi)[(0, 0)] / (2.0 * modal.omega[mode - 1])
+            };
+            let a = nalgebra::Matrix2::new(
+                coefficient(modes[0], &lin.m_rayleigh),
+                coefficient(modes[0], &lin.k_rayleigh),
+                coefficient(modes[1], &lin.m_rayleigh),
+                coefficient(modes[1], &lin.k_rayleigh),
+            );
             let b = nalgebra::Vector2::new(ratios[0], ratios[1]);
             let x = a.lu().solve(&b).ok_or_else(|| {
-                ModelError::single(&model.source, "damping.modes", "singular Rayleigh system")
+                ModelError::single(
+                    &model.source,
+                    "damping.modes",
+                    "no Rayleigh damping can reach these ratios: the damped elements do not take part in both modes",
+                )
             })?;
             Ok(Some((x[0], x[1])))
         }
@@ -293,7 +311,10 @@ pub fn validate_structure(model: &Model) -> Result<(), ModelError> {
         let mut diag = Diagnostics::new(&model.source);
         let iface = Interface::dofs_of(&parts);
         for p in &parts {
-            if !iface.iter().any(|d| d.plus == p.index || d.minus == p.index) {
+            if !iface
+                .iter()
+                .any(|d| d.plus == p.index || d.minus == p.index)
+            {
                 diag.push(
                     format!("substructure.{}", p.state.name),
                     "shares no DOF with any other substructure, so nothing couples it",
@@ -316,7 +337,11 @@ pub(crate) fn seismic_vector(
         let Some(m) = e.mass() else { continue };
         let ed = e.dofs();
         let iota: DVector<f64> = e.seismic_influence().unwrap_or_else(|| {
-            DVector::from_iterator(ed.len(), ed.iter().map(|d| if d.dof == direction { 1.0 } else { 0.0 }))
+            DVector::from_iterator(
+                ed.len(),
+                ed.iter()
+                    .map(|d| if d.dof == direction { 1.0 } else { 0.0 }),
+            )
         });
         let pe = &m * iota;
         for (i, d) in ed.iter().enumerate() {

@@ -21,6 +21,8 @@ pub struct ElementSlot {
     pub state_offset: usize,
     /// Number of extra states.
     pub n_states: usize,
+    /// Whether the element can store energy (false for masses, dashpots and damping terms).
+    pub stores_energy: bool,
 }
 
 /// Scratch buffers for gathering element inputs (sized to the largest element).
@@ -91,12 +93,14 @@ impl StateSpace {
                 .iter()
                 .map(|d| dofs.iter().position(|x| x == d))
                 .collect();
+            let stores_energy = !e.linear_stiffness().is_some_and(|k| k.amax() == 0.0);
             slots.push(ElementSlot {
                 name: ename.clone(),
                 element: e.clone(),
                 map,
                 state_offset: offset,
                 n_states: e.n_states(),
+                stores_energy,
             });
             offset += e.n_states();
         }
@@ -143,9 +147,13 @@ impl StateSpace {
         }
         if let Some(est) = estimate {
             for (a, da) in est.dofs.iter().enumerate() {
-                let Some(i) = dofs.iter().position(|x| x == da) else { continue };
+                let Some(i) = dofs.iter().position(|x| x == da) else {
+                    continue;
+                };
                 for (b, db) in est.dofs.iter().enumerate() {
-                    let Some(j) = dofs.iter().position(|x| x == db) else { continue };
+                    let Some(j) = dofs.iter().position(|x| x == db) else {
+                        continue;
+                    };
                     j0[(n + i, j)] += est.stiffness[(a, b)];
                     j0[(n + i, n + j)] += est.damping[(a, b)];
                 }
@@ -186,19 +194,37 @@ impl StateSpace {
         let loads = model
             .loads
             .iter()
-            .filter_map(|l| dofs.iter().position(|d| *d == l.dof).map(|k| (k, l.function.clone())))
+            .filter_map(|l| {
+                dofs.iter()
+                    .position(|d| *d == l.dof)
+                    .map(|k| (k, l.function.clone()))
+            })
             .collect();
         let seismic = model
             .ground_motions
             .iter()
-            .map(|g| (seismic_vector(&elements, &dofs, &g.direction), g.acceleration.clone()))
+            .map(|g| {
+                (
+                    seismic_vector(&elements, &dofs, &g.direction),
+                    g.acceleration.clone(),
+                )
+            })
             .filter(|(p, _)| p.amax() > 0.0)
             .collect();
         let ground_dof = dofs
             .iter()
-            .map(|d| model.ground_motions.iter().position(|g| g.direction == d.dof))
+            .map(|d| {
+                model
+                    .ground_motions
+                    .iter()
+                    .position(|g| g.direction == d.dof)
+            })
             .collect();
-        let ground = model.ground_motions.iter().map(|g| g.acceleration.clone()).collect();
+        let ground = model
+            .ground_motions
+            .iter()
+            .map(|g| g.acceleration.clone())
+            .collect();
         Ok(Self {
             name: name.to_string(),
             physical,
@@ -281,7 +307,13 @@ impl StateSpace {
     }
 
     /// Element forces (per element DOF) at state `y`, into `out` (length of the element DOFs).
-    pub fn element_force(&self, slot: usize, y: &[f64], out: &mut [f64], ws: &mut ElementWorkspace) {
+    pub fn element_force(
+        &self,
+        slot: usize,
+        y: &[f64],
+        out: &mut [f64],
+        ws: &mut ElementWorkspace,
+    ) {
         let s = &self.slots[slot];
         self.eval_slot(s, y, ws);
         out.copy_from_slice(&ws.r[..s.map.len()]);
@@ -351,19 +383,18 @@ impl StateSpace {
         let n = self.dofs.len();
         let mut total = 0.0;
         for slot in &self.slots {
+            if !slot.stores_energy {
+                continue; // masses, dashpots and Rayleigh terms store no energy
+            }
             let ne = slot.map.len();
             for (i, m) in slot.map.iter().enumerate() {
                 ws.u[i] = m.map(|k| y[k]).unwrap_or(0.0);
             }
             let s0 = 2 * n + slot.state_offset;
             ws.s[..slot.n_states].copy_from_slice(&y[s0..s0 + slot.n_states]);
-            if slot.element.mass().is_some() && slot.element.linear_stiffness().is_some_and(|k| k.amax() == 0.0) {
-                continue;
-            }
-            if slot.element.linear_stiffness().is_some_and(|k| k.amax() == 0.0) {
-                continue; // dashpots and Rayleigh terms store no energy
-            }
-            total += slot.element.potential_energy(&ws.u[..ne], &ws.s[..slot.n_states])?;
+            total += slot
+                .element
+                .potential_energy(&ws.u[..ne], &ws.s[..slot.n_states])?;
         }
         Some(total)
     }
@@ -435,7 +466,12 @@ impl Partition {
     }
 
     /// `R(Y0)` with the specimen measured at rest.
-    pub fn residual_at_rest(&mut self, t: f64, y: &[f64], out: &mut [f64]) -> Result<(), ProviderError> {
+    pub fn residual_at_rest(
+        &mut self,
+        t: f64,
+        y: &[f64],
+        out: &mut [f64],
+    ) -> Result<(), ProviderError> {
         self.state.residual(y, out, &mut self.ws);
         if let Some(p) = self.provider.as_mut() {
             let n = self.state.n_dofs();

@@ -43,7 +43,7 @@ impl LinearSuperelement {
 impl ElementLaw for LinearSuperelement {
     fn law<T: Scalar>(&self, u: &[T], v: &[T], _s: &[T], r: &mut [T], _sdot: &mut [T]) {
         let n = self.dofs.len();
-        for i in 0..n {
+        for (i, ri) in r.iter_mut().enumerate().take(n) {
             let mut acc = T::zero();
             for j in 0..n {
                 let kij = self.k[(i, j)];
@@ -55,7 +55,7 @@ impl ElementLaw for LinearSuperelement {
                     acc += v[j] * cij;
                 }
             }
-            r[i] = acc;
+            *ri = acc;
         }
     }
 }

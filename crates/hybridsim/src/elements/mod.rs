@@ -224,11 +224,7 @@ pub fn zero_state_tangent(element: &dyn Element) -> DMatrix<f64> {
 }
 
 /// Check that a matrix is square of size `n`, finite and (optionally) symmetric.
-pub(crate) fn check_matrix(
-    m: &DMatrix<f64>,
-    n: usize,
-    symmetric: bool,
-) -> Result<(), String> {
+pub(crate) fn check_matrix(m: &DMatrix<f64>, n: usize, symmetric: bool) -> Result<(), String> {
     if m.nrows() != n || m.ncols() != n {
         return Err(format!(
             "must be {n}×{n} to match the DOF list, found {}×{}",

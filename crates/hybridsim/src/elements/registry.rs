@@ -40,6 +40,24 @@ impl ElementContext<'_> {
         }
     }
 
+    /// Resolve `(node, dof)` like [`Self::dof`], reporting an unknown node at `node_field` and
+    /// a DOF the node does not declare at `dof_field`.
+    pub fn dof_at(
+        &self,
+        node: i64,
+        dof: &str,
+        diag: &mut Diagnostics,
+        node_field: &str,
+        dof_field: &str,
+    ) -> Option<DofRef> {
+        let field = if self.node_dofs.contains_key(&node) {
+            dof_field
+        } else {
+            node_field
+        };
+        self.dof(node, dof, diag, field)
+    }
+
     /// DOFs for a one- or two-node element on direction `dof`.
     pub fn node_pair(
         &self,
@@ -67,7 +85,13 @@ impl ElementContext<'_> {
         }
         let mut out = Vec::new();
         for n in nodes {
-            out.push(self.dof(*n, dof, diag, &format!("{field}.nodes"))?);
+            out.push(self.dof_at(
+                *n,
+                dof,
+                diag,
+                &format!("{field}.nodes"),
+                &format!("{field}.dof"),
+            )?);
         }
         Some(out)
     }
@@ -114,7 +138,8 @@ impl ElementRegistry {
     }
 }
 
-/// Deserialize an element's own parameters, rejecting unknown keys.
+/// Deserialize an element's own parameters, rejecting unknown keys. An unknown or missing key
+/// is reported at its own field (`element[3].stiff`), other problems at `field`.
 pub fn parse_params<T: DeserializeOwned>(
     table: toml::Table,
     diag: &mut Diagnostics,
@@ -123,7 +148,16 @@ pub fn parse_params<T: DeserializeOwned>(
     match toml::Value::Table(table).try_into::<T>() {
         Ok(v) => Some(v),
         Err(e) => {
-            diag.push(field, e.to_string().trim().replace('\n', " "));
+            let reason = e.to_string().trim().replace('\n', " ");
+            let key = ["unknown field `", "missing field `"]
+                .iter()
+                .find_map(|p| reason.strip_prefix(p))
+                .and_then(|rest| rest.split('`').next())
+                .filter(|k| !k.is_empty());
+            match key {
+                Some(k) => diag.push(format!("{field}.{k}"), reason.clone()),
+                None => diag.push(field, reason),
+            }
             None
         }
     }
@@ -131,10 +165,16 @@ pub fn parse_params<T: DeserializeOwned>(
 
 fn finite_param(x: f64, name: &str, nonneg: bool, diag: &mut Diagnostics, field: &str) -> bool {
     if !x.is_finite() {
-        diag.push(format!("{field}.{name}"), format!("must be finite, found {x}"));
+        diag.push(
+            format!("{field}.{name}"),
+            format!("must be finite, found {x}"),
+        );
         false
     } else if nonneg && x < 0.0 {
-        diag.push(format!("{field}.{name}"), format!("must not be negative, found {x}"));
+        diag.push(
+            format!("{field}.{name}"),
+            format!("must not be negative, found {x}"),
+        );
         false
     } else {
         true
@@ -173,7 +213,10 @@ fn two_node(
             (false, Some(_)) => {
                 diag.push(
                     format!("{field}.{name}"),
-                    format!("is not a parameter of this element (it takes {})", required.join(", ")),
+                    format!(
+                        "is not a parameter of this element (it takes {})",
+                        required.join(", ")
+                    ),
                 );
                 ok = false;
             }
@@ -243,6 +286,13 @@ fn build_mass(
         return None;
     };
     let names: Vec<String> = p.dofs.clone().unwrap_or_else(|| node_dofs.clone());
+    if names.is_empty() {
+        diag.push(
+            format!("{field}.dofs"),
+            "is empty: list the DOFs the mass acts on, or omit `dofs` for all of the node's DOFs",
+        );
+        return None;
+    }
     let mut dofs = Vec::new();
     for name in &names {
         dofs.push(ctx.dof(p.node, name, diag, &format!("{field}.dofs"))?);

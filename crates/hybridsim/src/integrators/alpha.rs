@@ -43,7 +43,12 @@ impl AlphaParameters {
 
     /// `𝕄` and `ℕ` of the linear step `𝕄 𝕐_{n+1} + ℕ 𝕐_n = 𝔽_{n+1}` (seed 000 eq 16) for
     /// `𝕐 = [Y; Ẏ; V]`, with `J0` in place of `K`.
-    pub fn step_matrices(&self, j0: &DMatrix<f64>, m: &DMatrix<f64>, dt: f64) -> (DMatrix<f64>, DMatrix<f64>) {
+    pub fn step_matrices(
+        &self,
+        j0: &DMatrix<f64>,
+        m: &DMatrix<f64>,
+        dt: f64,
+    ) -> (DMatrix<f64>, DMatrix<f64>) {
         let n = m.nrows();
         let i = DMatrix::<f64>::identity(n, n);
         let mut mm = DMatrix::zeros(3 * n, 3 * n);
@@ -51,13 +56,19 @@ impl AlphaParameters {
         mm.view_mut((0, 0), (n, n)).copy_from(j0);
         mm.view_mut((0, n), (n, n)).copy_from(m);
         mm.view_mut((n, 0), (n, n)).copy_from(&i);
-        mm.view_mut((n, 2 * n), (n, n)).copy_from(&(&i * (-self.gamma * dt)));
-        mm.view_mut((2 * n, n), (n, n)).copy_from(&(&i * (-self.alpha_f)));
-        mm.view_mut((2 * n, 2 * n), (n, n)).copy_from(&(&i * self.alpha_m));
+        mm.view_mut((n, 2 * n), (n, n))
+            .copy_from(&(&i * (-self.gamma * dt)));
+        mm.view_mut((2 * n, n), (n, n))
+            .copy_from(&(&i * (-self.alpha_f)));
+        mm.view_mut((2 * n, 2 * n), (n, n))
+            .copy_from(&(&i * self.alpha_m));
         nn.view_mut((n, 0), (n, n)).copy_from(&(-&i));
-        nn.view_mut((n, 2 * n), (n, n)).copy_from(&(&i * (-dt * (1.0 - self.gamma))));
-        nn.view_mut((2 * n, n), (n, n)).copy_from(&(&i * (-(1.0 - self.alpha_f))));
-        nn.view_mut((2 * n, 2 * n), (n, n)).copy_from(&(&i * (1.0 - self.alpha_m)));
+        nn.view_mut((n, 2 * n), (n, n))
+            .copy_from(&(&i * (-dt * (1.0 - self.gamma))));
+        nn.view_mut((2 * n, n), (n, n))
+            .copy_from(&(&i * (-(1.0 - self.alpha_f))));
+        nn.view_mut((2 * n, 2 * n), (n, n))
+            .copy_from(&(&i * (1.0 - self.alpha_m)));
         (mm, nn)
     }
 }
@@ -145,7 +156,12 @@ pub struct AlphaStepper {
 
 impl AlphaStepper {
     /// Factorize `D = M + c J0` of `part` for step `dt`.
-    pub fn new(part: &Partition, params: AlphaParameters, dt: f64, corrections: usize) -> Result<Self, String> {
+    pub fn new(
+        part: &Partition,
+        params: AlphaParameters,
+        dt: f64,
+        corrections: usize,
+    ) -> Result<Self, String> {
         let st = &part.state;
         let c = params.c(dt);
         let d = st.big_mass() + &st.j0 * c;
@@ -225,8 +241,13 @@ impl AlphaStepper {
         for _ in 1..self.corrections {
             self.y_iter.copy_from(&self.y_tilde);
             self.y_iter.axpy(self.c, &to.ydot, 1.0);
-            part.state.residual(self.y_iter.as_slice(), self.res.as_mut_slice(), &mut part.ws);
-            part.state.mass_times(to.ydot.as_slice(), self.tmp.as_mut_slice());
+            part.state.residual(
+                self.y_iter.as_slice(),
+                self.res.as_mut_slice(),
+                &mut part.ws,
+            );
+            part.state
+                .mass_times(to.ydot.as_slice(), self.tmp.as_mut_slice());
             self.rhs.copy_from(&self.load);
             self.rhs -= &self.res;
             self.rhs -= &self.tmp;

@@ -69,7 +69,8 @@ impl Lsrt2 {
     fn update_rate(&mut self, t: f64) {
         let part = &mut self.parts[0];
         part.state.load(t, self.load.as_mut_slice());
-        part.state.residual(self.y.as_slice(), self.res.as_mut_slice(), &mut part.ws);
+        part.state
+            .residual(self.y.as_slice(), self.res.as_mut_slice(), &mut part.ws);
         let n = part.state.n_dofs();
         for i in 0..n {
             self.res[n + i] += part.measured[i];
@@ -115,7 +116,9 @@ impl TimeIntegrator for Lsrt2 {
             self.stage.copy_from(&self.y);
             self.stage.axpy(0.5, &self.k1, 1.0);
             part.state.load(t + 0.5 * dt, self.load.as_mut_slice());
-            if let Err(e) = part.residual(t + 0.5 * dt, self.stage.as_slice(), self.res.as_mut_slice()) {
+            if let Err(e) =
+                part.residual(t + 0.5 * dt, self.stage.as_slice(), self.res.as_mut_slice())
+            {
                 return Err(name(part, e));
             }
             self.k2.copy_from(&self.load);

@@ -19,9 +19,19 @@ pub struct MgAlpha {
 
 impl MgAlpha {
     /// Build and start at `t0` from the partition's initial state.
-    pub fn new(mut part: Partition, rho_inf: f64, dt: f64, corrections: usize, t0: f64) -> Result<Self, String> {
+    pub fn new(
+        mut part: Partition,
+        rho_inf: f64,
+        dt: f64,
+        corrections: usize,
+        t0: f64,
+    ) -> Result<Self, String> {
         let params = AlphaParameters::new(rho_inf);
-        let corrections = if part.provider.is_some() { 1 } else { corrections };
+        let corrections = if part.provider.is_some() {
+            1
+        } else {
+            corrections
+        };
         let stepper = AlphaStepper::new(&part, params, dt, corrections)?;
         let size = part.state.size();
         let mut state = AlphaState::zeros(size);

@@ -76,9 +76,7 @@ pub fn build(model: &Model) -> Result<Box<dyn TimeIntegrator>, ModelError> {
         IntegratorKind::MgAlpha => {
             let parts = build_partitions(model, Grouping::Monolithic)?;
             let part = parts.into_iter().next().expect("one partition");
-            Box::new(
-                MgAlpha::new(part, a.rho_inf, a.time_step, a.corrections, 0.0).map_err(err)?,
-            )
+            Box::new(MgAlpha::new(part, a.rho_inf, a.time_step, a.corrections, 0.0).map_err(err)?)
         }
         IntegratorKind::Lsrt2 => {
             let parts = build_partitions(model, Grouping::Monolithic)?;
@@ -106,7 +104,9 @@ pub fn build(model: &Model) -> Result<Box<dyn TimeIntegrator>, ModelError> {
 /// The amplification matrix `𝔸` of one step of any integrator, built numerically by stepping
 /// each basis vector of its flat algorithmic state from `t` (seed 000 eq 17, without
 /// per-scheme algebra). Only meaningful for linear models without external load.
-pub fn amplification_matrix(integrator: &mut dyn TimeIntegrator) -> Result<DMatrix<f64>, StepError> {
+pub fn amplification_matrix(
+    integrator: &mut dyn TimeIntegrator,
+) -> Result<DMatrix<f64>, StepError> {
     let n = integrator.state_len();
     let t0 = integrator.time();
     let mut saved = vec![0.0; n];
@@ -138,7 +138,12 @@ pub fn spectral_radius(a: &DMatrix<f64>) -> f64 {
         .fold(0.0, f64::max)
 }
 
-pub(crate) fn check_finite(x: &[f64], what: &'static str, time: f64, step: u64) -> Result<(), StepError> {
+pub(crate) fn check_finite(
+    x: &[f64],
+    what: &'static str,
+    time: f64,
+    step: u64,
+) -> Result<(), StepError> {
     if x.iter().all(|v| v.is_finite()) {
         Ok(())
     } else {

@@ -87,7 +87,8 @@ impl PgAlpha {
             let physical = k != numerical;
             let substeps = if physical { ss } else { 1 };
             let dtx = dt / substeps as f64;
-            let stepper = AlphaStepper::new(part, params, dtx, if physical { 1 } else { corrections })?;
+            let stepper =
+                AlphaStepper::new(part, params, dtx, if physical { 1 } else { corrections })?;
             let st = &part.state;
             let size = st.size();
             let (mm, nn) = params.step_matrices(&st.j0, &st.big_mass(), dtx);
@@ -285,7 +286,9 @@ impl PgAlpha {
             run.coupled.y.copy_from(&run.free.y);
             run.coupled.y.gemv(1.0, &run.q_y, &self.lambda_next, 1.0);
             run.coupled.ydot.copy_from(&run.free.ydot);
-            run.coupled.ydot.gemv(1.0, &run.q_ydot, &self.lambda_next, 1.0);
+            run.coupled
+                .ydot
+                .gemv(1.0, &run.q_ydot, &self.lambda_next, 1.0);
             run.coupled.v.copy_from(&run.free.v);
             run.coupled.v.gemv(1.0, &run.q_v, &self.lambda_next, 1.0);
         }
@@ -349,7 +352,11 @@ impl TimeIntegrator for PgAlpha {
         parts[p].energy(runs[p].coupled.y.as_slice())
     }
     fn state_len(&self) -> usize {
-        self.runs.iter().map(|r| r.coupled.flat_len()).sum::<usize>() + self.lambda.len()
+        self.runs
+            .iter()
+            .map(|r| r.coupled.flat_len())
+            .sum::<usize>()
+            + self.lambda.len()
     }
     fn export_state(&self, out: &mut [f64]) {
         let mut o = 0;

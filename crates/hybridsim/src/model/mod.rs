@@ -26,7 +26,9 @@ pub struct NoFiles;
 
 impl SourceResolver for NoFiles {
     fn read_to_string(&self, path: &str) -> Result<String, String> {
-        Err(format!("cannot read `{path}`: no file access in this context"))
+        Err(format!(
+            "cannot read `{path}`: no file access in this context"
+        ))
     }
 }
 
@@ -259,18 +261,22 @@ impl Model {
         let spec: ModelFile = match toml::from_str(text) {
             Ok(s) => s,
             Err(e) => {
-                let field = e
-                    .span()
-                    .map(|sp| {
-                        let line = text[..sp.start.min(text.len())].matches('\n').count() + 1;
-                        format!("line {line}")
-                    })
-                    .unwrap_or_else(|| "file".to_string());
-                return Err(ModelError::single(
-                    source,
-                    field,
-                    e.message().trim().replace('\n', " "),
-                ));
+                let reason = e.message().trim().replace('\n', " ");
+                let Some(start) = e.span().map(|sp| sp.start.min(text.len())) else {
+                    return Err(ModelError::single(source, "file", reason));
+                };
+                let line = text.get(..start).unwrap_or(text).matches('\n').count() + 1;
+                // An unknown key written as `key = …` is reported at its dotted path.
+                let field = reason
+                    .strip_prefix("unknown field `")
+                    .and_then(|rest| rest.split('`').next())
+                    .and_then(|key| key_path(text, line, key));
+                return Err(match field {
+                    Some(field) => {
+                        ModelError::single(source, field, format!("{reason} (line {line})"))
+                    }
+                    None => ModelError::single(source, format!("line {line}"), reason),
+                });
             }
         };
         build(spec, source, files, registry)
@@ -303,6 +309,40 @@ impl Model {
     /// Index of the numerical substructure.
     pub fn numerical_substructure(&self) -> Option<usize> {
         self.substructures.iter().position(|s| !s.physical)
+    }
+}
+
+/// Dotted path of `key`, written as `key = …` on 1-based `line`, from the table header above it
+/// (`[analysis]` → `analysis.key`, the third `[[node]]` → `node[2].key`); `None` when the key is
+/// not written that way (inline tables, dotted keys).
+fn key_path(text: &str, line: usize, key: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let here = lines.get(line.checked_sub(1)?)?.trim_start();
+    let after = here.strip_prefix(key)?.trim_start();
+    if key.is_empty() || !after.starts_with('=') {
+        return None;
+    }
+    let header = |l: &str| -> Option<(String, bool)> {
+        let l = l.trim();
+        let (inner, array) = match l.strip_prefix("[[") {
+            Some(rest) => (rest.split("]]").next()?, true),
+            None => (l.strip_prefix('[')?.split(']').next()?, false),
+        };
+        Some((inner.replace([' ', '"'], ""), array))
+    };
+    let above = &lines[..line - 1];
+    let Some(at) = above.iter().rposition(|l| header(l).is_some()) else {
+        return Some(key.to_string());
+    };
+    let (name, array) = header(above[at])?;
+    if array {
+        let index = above[..at]
+            .iter()
+            .filter(|l| header(l) == Some((name.clone(), true)))
+            .count();
+        Some(format!("{name}[{index}].{key}"))
+    } else {
+        Some(format!("{name}.{key}"))
     }
 }
 
@@ -385,7 +425,10 @@ fn build(
             continue;
         }
         if n.dofs.is_empty() {
-            diag.push(format!("{f}.dofs"), format!("node {} declares no DOF", n.id));
+            diag.push(
+                format!("{f}.dofs"),
+                format!("node {} declares no DOF", n.id),
+            );
             continue;
         }
         let mut seen = BTreeSet::new();
@@ -439,7 +482,10 @@ fn build(
                         ok = false;
                     }
                     Some(_) if !x.is_finite() => {
-                        diag.push(format!("{f}.{name}.{d}"), format!("must be finite, found {x}"));
+                        diag.push(
+                            format!("{f}.{name}.{d}"),
+                            format!("must be finite, found {x}"),
+                        );
                         ok = false;
                     }
                     Some(k) => out[k] = *x,
@@ -503,6 +549,7 @@ fn build(
     let n_numerical = substructures.iter().filter(|s| !s.physical).count();
 
     // Elements.
+    let issues_before_elements = diag.len();
     let mut elements: Vec<ElementInstance> = Vec::new();
     let mut names = BTreeSet::new();
     if spec.element.is_empty() {
@@ -540,7 +587,10 @@ fn build(
             None => format!("{kind}{i}"),
         };
         if !names.insert(name.clone()) {
-            diag.push(format!("{f}.name"), format!("element name `{name}` is used twice"));
+            diag.push(
+                format!("{f}.name"),
+                format!("element name `{name}` is used twice"),
+            );
         }
         let Some(builder) = registry.get(&kind) else {
             diag.push(
@@ -610,20 +660,29 @@ fn build(
                         }
                     };
                     if !(x.is_finite() && x > 0.0 && x <= 1.0) {
-                        diag.push(format!("{f}.split.{s}"), format!("fraction must be in (0, 1], found {x}"));
+                        diag.push(
+                            format!("{f}.split.{s}"),
+                            format!("fraction must be in (0, 1], found {x}"),
+                        );
                         ok = false;
                     }
                     match substructures.iter().position(|y| y.name == *s) {
                         Some(k) => members.push((k, x)),
                         None => {
-                            diag.push(format!("{f}.split.{s}"), format!("unknown substructure `{s}`"));
+                            diag.push(
+                                format!("{f}.split.{s}"),
+                                format!("unknown substructure `{s}`"),
+                            );
                             ok = false;
                         }
                     }
                     total += x;
                 }
                 if ok && (total - 1.0).abs() > 1e-9 {
-                    diag.push(format!("{f}.split"), format!("fractions must add up to 1, they add up to {total}"));
+                    diag.push(
+                        format!("{f}.split"),
+                        format!("fractions must add up to 1, they add up to {total}"),
+                    );
                     ok = false;
                 }
                 if !ok {
@@ -631,7 +690,10 @@ fn build(
                 }
             }
             (None, Some(_)) => {
-                diag.push(format!("{f}.split"), "must be a table `{ substructure = fraction, … }`");
+                diag.push(
+                    format!("{f}.split"),
+                    "must be a table `{ substructure = fraction, … }`",
+                );
                 continue;
             }
             (None, None) => {
@@ -678,7 +740,10 @@ fn build(
                         _ => None,
                     })
                     .collect();
-                if v.len() != a.len() || v.len() != element.n_states() || v.iter().any(|x| !x.is_finite()) {
+                if v.len() != a.len()
+                    || v.len() != element.n_states()
+                    || v.iter().any(|x| !x.is_finite())
+                {
                     diag.push(
                         format!("{f}.initial_state"),
                         format!(
@@ -714,7 +779,12 @@ fn build(
                 (false, _) => Role::Numerical,
                 (true, Some(r)) => r,
                 (true, None) => {
-                    if element.mass().is_some() && element.linear_stiffness().map(|k| k.amax() == 0.0).unwrap_or(false) {
+                    if element.mass().is_some()
+                        && element
+                            .linear_stiffness()
+                            .map(|k| k.amax() == 0.0)
+                            .unwrap_or(false)
+                    {
                         Role::Numerical
                     } else {
                         Role::Specimen
@@ -747,8 +817,17 @@ fn build(
         }
     }
 
+    // The checks below look at what the elements cover; when an element could not be built they
+    // would only repeat its problem as a gap elsewhere, so they wait until the elements are right.
+    let elements_ok = diag.len() == issues_before_elements;
+
     // Every free node DOF must be touched by an element.
-    for n in &nodes {
+    for n in nodes.iter().filter(|_| elements_ok) {
+        let i = spec
+            .node
+            .iter()
+            .position(|x| x.id == n.id)
+            .unwrap_or_default();
         for (k, d) in n.dofs.iter().enumerate() {
             if n.fixed[k] {
                 continue;
@@ -756,7 +835,7 @@ fn build(
             let dr = DofRef::new(n.id, d);
             if !elements.iter().any(|e| e.element.dofs().contains(&dr)) {
                 diag.push(
-                    format!("node[id={}].dofs", n.id),
+                    format!("node[{i}].dofs"),
                     format!("{dr} is free but no element acts on it (fix it or remove it)"),
                 );
             }
@@ -764,8 +843,9 @@ fn build(
     }
 
     // Substructure checks.
-    for (k, s) in substructures.iter().enumerate() {
-        let members: Vec<&ElementInstance> = elements.iter().filter(|e| e.substructure == k).collect();
+    for (k, s) in substructures.iter().enumerate().filter(|_| elements_ok) {
+        let members: Vec<&ElementInstance> =
+            elements.iter().filter(|e| e.substructure == k).collect();
         if members.is_empty() {
             diag.push(format!("substructure.{}", s.name), "has no elements");
             continue;
@@ -789,61 +869,104 @@ fn build(
     }
 
     // Damping.
-    let rayleigh = spec.damping.as_ref().and_then(|d| {
-        match (d.alpha, d.beta, &d.modes, &d.ratios) {
-            (a, b, None, None) if a.is_some() || b.is_some() => {
-                let (a, b) = (a.unwrap_or(0.0), b.unwrap_or(0.0));
-                if !(a.is_finite() && a >= 0.0 && b.is_finite() && b >= 0.0) {
-                    diag.push("damping", format!("alpha and beta must be finite and not negative, found {a}, {b}"));
-                    None
-                } else {
-                    Some(Rayleigh::Coefficients { alpha: a, beta: b })
+    let rayleigh =
+        spec.damping
+            .as_ref()
+            .and_then(|d| match (d.alpha, d.beta, &d.modes, &d.ratios) {
+                (a, b, None, None) if a.is_some() || b.is_some() => {
+                    let (a, b) = (a.unwrap_or(0.0), b.unwrap_or(0.0));
+                    if !(a.is_finite() && a >= 0.0 && b.is_finite() && b >= 0.0) {
+                        diag.push(
+                            "damping",
+                            format!(
+                                "alpha and beta must be finite and not negative, found {a}, {b}"
+                            ),
+                        );
+                        None
+                    } else {
+                        Some(Rayleigh::Coefficients { alpha: a, beta: b })
+                    }
                 }
-            }
-            (None, None, Some(m), Some(r)) => {
-                if m.len() != 2 || r.len() != 2 {
-                    diag.push("damping.modes", "give exactly two modes and two ratios");
-                    None
-                } else if m[0] == 0 || m[1] == 0 || m[0] == m[1] {
-                    diag.push("damping.modes", format!("must be two different mode numbers ≥ 1, found {m:?}"));
-                    None
-                } else if r.iter().any(|x| !(x.is_finite() && *x >= 0.0 && *x < 1.0)) {
-                    diag.push("damping.ratios", format!("must be in [0, 1), found {r:?}"));
-                    None
-                } else {
-                    Some(Rayleigh::Modal { modes: [m[0], m[1]], ratios: [r[0], r[1]] })
-                }
-            }
-            _ => {
-                diag.push(
-                    "damping",
-                    "give either `alpha`/`beta`, or `modes` and `ratios` (two each)",
+                (None, None, Some(_), None) => {
+                    diag.push(
+                    "damping.ratios",
+                    "is required with `modes`: the target damping ratio of each of the two modes",
                 );
-                None
-            }
-        }
-    });
+                    None
+                }
+                (None, None, None, Some(_)) => {
+                    diag.push(
+                    "damping.modes",
+                    "is required with `ratios`: the two mode numbers (1-based) the ratios apply to",
+                );
+                    None
+                }
+                (None, None, Some(m), Some(r)) => {
+                    if m.len() != 2 || r.len() != 2 {
+                        diag.push("damping.modes", "give exactly two modes and two ratios");
+                        None
+                    } else if m[0] == 0 || m[1] == 0 || m[0] == m[1] {
+                        diag.push(
+                            "damping.modes",
+                            format!("must be two different mode numbers ≥ 1, found {m:?}"),
+                        );
+                        None
+                    } else if r.iter().any(|x| !(x.is_finite() && *x >= 0.0 && *x < 1.0)) {
+                        diag.push("damping.ratios", format!("must be in [0, 1), found {r:?}"));
+                        None
+                    } else {
+                        Some(Rayleigh::Modal {
+                            modes: [m[0], m[1]],
+                            ratios: [r[0], r[1]],
+                        })
+                    }
+                }
+                _ => {
+                    diag.push(
+                        "damping",
+                        "give either `alpha`/`beta`, or `modes` and `ratios` (two each)",
+                    );
+                    None
+                }
+            });
 
     // Loads.
     let mut loads = Vec::new();
     for (i, l) in spec.load.iter().enumerate() {
         let f = format!("load[{i}]");
-        let Some(dof) = ctx.dof(l.node, &l.dof, &mut diag, &format!("{f}.node")) else {
+        let Some(dof) = ctx.dof_at(
+            l.node,
+            &l.dof,
+            &mut diag,
+            &format!("{f}.node"),
+            &format!("{f}.dof"),
+        ) else {
             continue;
         };
         if nodes.iter().any(|n| n.id == l.node) && {
             let n = nodes.iter().find(|n| n.id == l.node).unwrap();
             n.fixed[n.dofs.iter().position(|x| *x == l.dof).unwrap()]
         } {
-            diag.push(format!("{f}.dof"), format!("{dof} is fixed; a force on it does nothing"));
+            diag.push(
+                format!("{f}.dof"),
+                format!("{dof} is fixed; a force on it does nothing"),
+            );
             continue;
         }
-        let given = [l.sine.is_some(), l.constant.is_some(), l.points.is_some(), l.record.is_some()]
-            .iter()
-            .filter(|x| **x)
-            .count();
+        let given = [
+            l.sine.is_some(),
+            l.constant.is_some(),
+            l.points.is_some(),
+            l.record.is_some(),
+        ]
+        .iter()
+        .filter(|x| **x)
+        .count();
         if given != 1 {
-            diag.push(&f, "give exactly one of `sine`, `constant`, `points`, `record`");
+            diag.push(
+                &f,
+                "give exactly one of `sine`, `constant`, `points`, `record`",
+            );
             continue;
         }
         let scale = l.scale.unwrap_or(1.0);
@@ -905,17 +1028,29 @@ fn build(
             );
             continue;
         }
-        if ground_motions.iter().any(|x: &GroundMotion| x.direction == gm.direction) {
-            diag.push(format!("{f}.direction"), format!("direction `{}` is excited twice", gm.direction));
+        if ground_motions
+            .iter()
+            .any(|x: &GroundMotion| x.direction == gm.direction)
+        {
+            diag.push(
+                format!("{f}.direction"),
+                format!("direction `{}` is excited twice", gm.direction),
+            );
             continue;
         }
         if gm.pga.is_some() && gm.scale.is_some() {
-            diag.push(format!("{f}.scale"), "give either `pga` or `scale`, not both");
+            diag.push(
+                format!("{f}.scale"),
+                "give either `pga` or `scale`, not both",
+            );
             continue;
         }
         if let Some(p) = gm.pga {
             if !finite_positive(p) {
-                diag.push(format!("{f}.pga"), format!("must be a positive PGA in g, found {p}"));
+                diag.push(
+                    format!("{f}.pga"),
+                    format!("must be a positive PGA in g, found {p}"),
+                );
                 continue;
             }
         }
@@ -932,11 +1067,17 @@ fn build(
             }
             (None, Some(s)) => {
                 if gm.pga.is_some() || gm.scale.is_some() {
-                    diag.push(format!("{f}.pga"), "a synthetic record takes its PGA in `synthetic.pga`");
+                    diag.push(
+                        format!("{f}.pga"),
+                        "a synthetic record takes its PGA in `synthetic.pga`",
+                    );
                     continue;
                 }
                 if !finite_positive(s.pga) {
-                    diag.push(format!("{f}.synthetic.pga"), format!("must be a positive PGA in g, found {}", s.pga));
+                    diag.push(
+                        format!("{f}.synthetic.pga"),
+                        format!("must be a positive PGA in g, found {}", s.pga),
+                    );
                     continue;
                 }
                 let mut kt = KanaiTajimi::new(s.pga, s.duration, s.seed);
@@ -966,6 +1107,31 @@ fn build(
             }
             (Some(path), None) => {
                 let is_at2 = path.to_ascii_lowercase().ends_with(".at2");
+                // The units are checked before the file is read, so that both problems show.
+                let units_ok = match (is_at2, gm.record_units.as_deref()) {
+                    (true, Some(u)) if u != "g" => {
+                        diag.push(
+                            format!("{f}.record_units"),
+                            "a PEER .AT2 record is always in g",
+                        );
+                        false
+                    }
+                    (true, _) | (false, Some("g" | "model")) => true,
+                    (false, Some(other)) => {
+                        diag.push(
+                            format!("{f}.record_units"),
+                            format!("must be \"g\" or \"model\", found `{other}`"),
+                        );
+                        false
+                    }
+                    (false, None) => {
+                        diag.push(
+                            format!("{f}.record_units"),
+                            "is required for a two-column record: \"g\" or \"model\"",
+                        );
+                        false
+                    }
+                };
                 let text = match files.read_to_string(path) {
                     Ok(t) => t,
                     Err(e) => {
@@ -973,28 +1139,18 @@ fn build(
                         continue;
                     }
                 };
+                if !units_ok {
+                    continue;
+                }
                 let parsed = if is_at2 {
-                    if gm.record_units.as_deref().is_some_and(|u| u != "g") {
-                        diag.push(format!("{f}.record_units"), "a PEER .AT2 record is always in g");
-                        continue;
-                    }
                     excitation::parse_at2(&text).map(|(s, _)| s)
+                } else if gm.record_units.as_deref() == Some("model") {
+                    excitation::parse_two_column(&text).map(|mut s| {
+                        s.scale(1.0 / g);
+                        s
+                    })
                 } else {
-                    match gm.record_units.as_deref() {
-                        Some("g") => excitation::parse_two_column(&text),
-                        Some("model") => excitation::parse_two_column(&text).map(|mut s| {
-                            s.scale(1.0 / g);
-                            s
-                        }),
-                        Some(other) => {
-                            diag.push(format!("{f}.record_units"), format!("must be \"g\" or \"model\", found `{other}`"));
-                            continue;
-                        }
-                        None => {
-                            diag.push(format!("{f}.record_units"), "is required for a two-column record: \"g\" or \"model\"");
-                            continue;
-                        }
-                    }
+                    excitation::parse_two_column(&text)
                 };
                 match parsed {
                     Ok(s) => (s, format!("record {path}"), None),
@@ -1074,9 +1230,21 @@ fn element_as_mass(e: &ElementRef) -> Option<Mass> {
     Some(Mass::new(dofs, values))
 }
 
-fn sine_function(s: &SineSpec, scale: f64, diag: &mut Diagnostics, f: &str) -> Option<TimeFunction> {
-    if !s.amplitude.is_finite() || !finite_positive(s.frequency) || !s.phase.is_finite() || !s.start.is_finite() {
-        diag.push(f, "amplitude, phase and start must be finite and frequency positive");
+fn sine_function(
+    s: &SineSpec,
+    scale: f64,
+    diag: &mut Diagnostics,
+    f: &str,
+) -> Option<TimeFunction> {
+    if !s.amplitude.is_finite()
+        || !finite_positive(s.frequency)
+        || !s.phase.is_finite()
+        || !s.start.is_finite()
+    {
+        diag.push(
+            f,
+            "amplitude, phase and start must be finite and frequency positive",
+        );
         return None;
     }
     if let Some(e) = s.end {
@@ -1109,18 +1277,22 @@ fn build_estimate(
     for (i, (node, d)) in e.dofs.iter().enumerate() {
         dofs.push(ctx.dof(*node, d, diag, &format!("{f}.dofs[{i}]"))?);
     }
-    let to_matrix = |rows: &Vec<Vec<f64>>, name: &str, diag: &mut Diagnostics| -> Option<DMatrix<f64>> {
-        if rows.len() != n || rows.iter().any(|r| r.len() != n) {
-            diag.push(format!("{f}.{name}"), format!("must be {n}×{n} to match `dofs`"));
-            return None;
-        }
-        let m = DMatrix::from_fn(n, n, |i, j| rows[i][j]);
-        if let Err(e) = crate::elements::check_matrix(&m, n, false) {
-            diag.push(format!("{f}.{name}"), e);
-            return None;
-        }
-        Some(m)
-    };
+    let to_matrix =
+        |rows: &Vec<Vec<f64>>, name: &str, diag: &mut Diagnostics| -> Option<DMatrix<f64>> {
+            if rows.len() != n || rows.iter().any(|r| r.len() != n) {
+                diag.push(
+                    format!("{f}.{name}"),
+                    format!("must be {n}×{n} to match `dofs`"),
+                );
+                return None;
+            }
+            let m = DMatrix::from_fn(n, n, |i, j| rows[i][j]);
+            if let Err(e) = crate::elements::check_matrix(&m, n, false) {
+                diag.push(format!("{f}.{name}"), e);
+                return None;
+            }
+            Some(m)
+        };
     let k = to_matrix(&e.stiffness, "stiffness", diag);
     let c = match &e.damping {
         Some(c) => to_matrix(c, "damping", diag),
@@ -1154,32 +1326,53 @@ fn build_analysis(
     };
     let rho_inf = match (a.integrator.as_str(), a.rho_inf) {
         ("trapezoidal", Some(r)) if r != 1.0 => {
-            diag.push("analysis.rho_inf", "the trapezoidal rule is ρ∞ = 1; use mg-alpha for other values");
+            diag.push(
+                "analysis.rho_inf",
+                "the trapezoidal rule is ρ∞ = 1; use mg-alpha for other values",
+            );
             1.0
         }
         (_, r) => r.unwrap_or(1.0),
     };
     if !(rho_inf.is_finite() && (0.0..=1.0).contains(&rho_inf)) {
-        diag.push("analysis.rho_inf", format!("must be in [0, 1], found {rho_inf}"));
+        diag.push(
+            "analysis.rho_inf",
+            format!("must be in [0, 1], found {rho_inf}"),
+        );
     }
     if !finite_positive(a.time_step) {
-        diag.push("analysis.time_step", format!("must be positive and finite, found {}", a.time_step));
+        diag.push(
+            "analysis.time_step",
+            format!("must be positive and finite, found {}", a.time_step),
+        );
     }
     if !finite_positive(a.duration) {
-        diag.push("analysis.duration", format!("must be positive and finite, found {}", a.duration));
+        diag.push(
+            "analysis.duration",
+            format!("must be positive and finite, found {}", a.duration),
+        );
     } else if finite_positive(a.time_step) && a.duration < a.time_step {
         diag.push("analysis.duration", "is shorter than one time step");
     }
     let subcycles = a.subcycles.unwrap_or(1);
     if subcycles < 1 {
-        diag.push("analysis.subcycles", format!("must be a whole number ≥ 1, found {subcycles}"));
+        diag.push(
+            "analysis.subcycles",
+            format!("must be a whole number ≥ 1, found {subcycles}"),
+        );
     }
     if subcycles > 1 && integrator != IntegratorKind::PgAlpha {
-        diag.push("analysis.subcycles", "subcycling needs the partitioned integrator `pg-alpha`");
+        diag.push(
+            "analysis.subcycles",
+            "subcycling needs the partitioned integrator `pg-alpha`",
+        );
     }
     let corrections = a.corrections.unwrap_or(1);
     if !(1..=20).contains(&corrections) {
-        diag.push("analysis.corrections", format!("must be between 1 and 20, found {corrections}"));
+        diag.push(
+            "analysis.corrections",
+            format!("must be between 1 and 20, found {corrections}"),
+        );
     }
     if corrections > 1 && integrator == IntegratorKind::Lsrt2 {
         diag.push("analysis.corrections", "LSRT2 has no corrections");
@@ -1188,7 +1381,10 @@ fn build_analysis(
         None | Some("consistent") => StartMode::Consistent,
         Some("zero") => StartMode::Zero,
         Some(other) => {
-            diag.push("analysis.start", format!("must be \"consistent\" or \"zero\", found `{other}`"));
+            diag.push(
+                "analysis.start",
+                format!("must be \"consistent\" or \"zero\", found `{other}`"),
+            );
             StartMode::Consistent
         }
     };
@@ -1196,12 +1392,18 @@ fn build_analysis(
         None | Some("low") => LSRT2_GAMMA_LOW,
         Some("high") => LSRT2_GAMMA_HIGH,
         Some(other) => {
-            diag.push("analysis.lsrt2_gamma", format!("must be \"low\" or \"high\", found `{other}`"));
+            diag.push(
+                "analysis.lsrt2_gamma",
+                format!("must be \"low\" or \"high\", found `{other}`"),
+            );
             LSRT2_GAMMA_LOW
         }
     };
     if a.lsrt2_gamma.is_some() && integrator != IntegratorKind::Lsrt2 {
-        diag.push("analysis.lsrt2_gamma", "only applies to integrator = \"lsrt2\"");
+        diag.push(
+            "analysis.lsrt2_gamma",
+            "only applies to integrator = \"lsrt2\"",
+        );
     }
     if integrator == IntegratorKind::PgAlpha {
         if n_sub < 2 {

@@ -28,7 +28,8 @@ pub fn example_with(name: &str, edit: impl FnOnce(&mut toml::Table)) -> Model {
     let mut table: toml::Table = text.parse().unwrap();
     edit(&mut table);
     let text = toml::to_string(&table).unwrap();
-    Model::from_toml(&text, name, &Folder(root().join("examples"))).unwrap_or_else(|e| panic!("{e}"))
+    Model::from_toml(&text, name, &Folder(root().join("examples")))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Parse a model from text.
@@ -60,7 +61,12 @@ pub fn run(model: Model) -> Simulation {
 pub fn displacement_copies(integ: &dyn TimeIntegrator, node: i64, dof: &str) -> Vec<f64> {
     let mut out = Vec::new();
     for (p, part) in integ.partitions().iter().enumerate() {
-        if let Some(i) = part.state.dofs.iter().position(|d| d.node == node && d.dof == dof) {
+        if let Some(i) = part
+            .state
+            .dofs
+            .iter()
+            .position(|d| d.node == node && d.dof == dof)
+        {
             out.push(integ.state(p)[i]);
         }
     }

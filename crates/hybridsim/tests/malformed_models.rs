@@ -1,0 +1,877 @@
+//! Malformed model files: each case is a small, complete model that is valid except for one
+//! defect. Reading it must fail (never panic) with an issue that names the source file, the
+//! offending field and, in its reason, what is wrong.
+
+use hybridsim::error::{ModelError, ModelIssue};
+use hybridsim::model::{NoFiles, SourceResolver};
+use hybridsim::Model;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+const SOURCE: &str = "malformed.toml";
+
+/// Two storeys, one DOF each, one (implicit) substructure, MG-α.
+const FRAME: &str = r#"title = "two-storey shear frame"
+
+[[node]]
+id = 1
+dofs = ["x"]
+
+[[node]]
+id = 2
+dofs = ["x"]
+
+[[element]]
+type = "mass"
+name = "m1"
+node = 1
+mass = 1000.0
+
+[[element]]
+type = "mass"
+name = "m2"
+node = 2
+mass = 1000.0
+
+[[element]]
+type = "spring"
+name = "k1"
+nodes = [1]
+dof = "x"
+k = 2.0e5
+
+[[element]]
+type = "spring"
+name = "k2"
+nodes = [1, 2]
+dof = "x"
+k = 1.0e5
+
+[analysis]
+integrator = "mg-alpha"
+rho_inf = 0.9
+time_step = 0.01
+duration = 1.0
+"#;
+
+/// One node with two DOFs and a `linear` superelement.
+const LINEAR: &str = r#"title = "linear superelement"
+
+[[node]]
+id = 1
+dofs = ["x", "y"]
+
+[[element]]
+type = "linear"
+name = "frame"
+dofs = [[1, "x"], [1, "y"]]
+m = [[100.0, 0.0], [0.0, 100.0]]
+k = [[2.0e4, -1.0e4], [-1.0e4, 2.0e4]]
+
+[analysis]
+integrator = "mg-alpha"
+time_step = 0.01
+duration = 1.0
+"#;
+
+/// The split-mass benchmark (examples/split_mass_v1.toml): a physical and a numerical
+/// substructure sharing node 1, PG-α.
+const SPLIT: &str = r#"title = "split mass"
+
+[[node]]
+id = 1
+dofs = ["x"]
+
+[[node]]
+id = 2
+dofs = ["x"]
+initial_displacement = { x = 0.01 }
+
+[substructure.numerical]
+
+[substructure.specimen]
+physical = true
+estimate = { dofs = [[1, "x"]], stiffness = [[4.0e5]] }
+
+[[element]]
+type = "mass"
+name = "m1"
+node = 1
+mass = 4.0e3
+substructure = "specimen"
+
+[[element]]
+type = "spring"
+name = "k1"
+nodes = [1]
+dof = "x"
+k = 4.0e5
+substructure = "specimen"
+
+[[element]]
+type = "mass"
+name = "m2"
+node = 1
+mass = 4.0e3
+substructure = "numerical"
+
+[[element]]
+type = "spring"
+name = "k2"
+nodes = [1, 2]
+dof = "x"
+k = 5.0e5
+substructure = "numerical"
+
+[[element]]
+type = "mass"
+name = "m3"
+node = 2
+mass = 9.0e3
+substructure = "numerical"
+
+[analysis]
+integrator = "pg-alpha"
+rho_inf = 0.9
+time_step = 1.0e-3
+subcycles = 10
+duration = 2.0
+"#;
+
+/// `base` with its one occurrence of `from` replaced by `to` (the case's single defect).
+fn edit(base: &str, from: &str, to: &str) -> String {
+    assert_eq!(
+        base.matches(from).count(),
+        1,
+        "`{from}` must occur exactly once in the base model"
+    );
+    base.replacen(from, to, 1)
+}
+
+/// `base` with `extra` appended.
+fn append(base: &str, extra: &str) -> String {
+    format!("{base}\n{extra}")
+}
+
+/// 1-based line of the first occurrence of `needle` in `text`.
+fn line_of(text: &str, needle: &str) -> usize {
+    let at = text.find(needle).expect("needle in text");
+    text[..at].matches('\n').count() + 1
+}
+
+/// Read `text` with `files`, proving that it neither panics nor succeeds.
+fn read_err(text: &str, files: &dyn SourceResolver) -> ModelError {
+    let result = catch_unwind(AssertUnwindSafe(|| Model::from_toml(text, SOURCE, files)));
+    match result {
+        Err(_) => panic!("reading the model panicked:\n{text}"),
+        Ok(Ok(_)) => panic!("the malformed model was accepted:\n{text}"),
+        Ok(Err(e)) => e,
+    }
+}
+
+/// Check the error of `text`: it has exactly `count` issues, all in `SOURCE`, and one of them
+/// is at `field` with a reason containing `phrase`. Returns that issue.
+fn check_with(
+    text: &str,
+    files: &dyn SourceResolver,
+    count: usize,
+    field: &str,
+    phrase: &str,
+) -> ModelIssue {
+    let err = read_err(text, files);
+    let shown = err.to_string();
+    assert!(!err.issues.is_empty(), "an error without issues");
+    for issue in &err.issues {
+        assert_eq!(issue.file, SOURCE, "issue does not name the file: {issue}");
+        assert!(
+            shown.contains(&issue.to_string()),
+            "Display lacks `{issue}`:\n{shown}"
+        );
+        assert!(
+            issue
+                .to_string()
+                .starts_with(&format!("{SOURCE}: {}: ", issue.field)),
+            "issue not shown as `file: field: reason`: {issue}"
+        );
+        assert!(!issue.reason.trim().is_empty(), "empty reason: {issue}");
+    }
+    assert_eq!(
+        err.issues.len(),
+        count,
+        "expected {count} issue(s), found:\n{shown}"
+    );
+    let issue = err
+        .issues
+        .iter()
+        .find(|i| i.field == field)
+        .unwrap_or_else(|| panic!("no issue at `{field}`:\n{shown}"));
+    assert!(
+        issue.reason.contains(phrase),
+        "reason at `{field}` lacks `{phrase}`: {issue}"
+    );
+    issue.clone()
+}
+
+/// [`check_with`] for a model without referenced files and a single issue.
+fn check(text: &str, field: &str, phrase: &str) -> ModelIssue {
+    check_with(text, &NoFiles, 1, field, phrase)
+}
+
+/// A resolver that serves one two-column record.
+struct OneRecord;
+
+impl SourceResolver for OneRecord {
+    fn read_to_string(&self, path: &str) -> Result<String, String> {
+        match path {
+            "motion.txt" => Ok("0.0 0.0\n0.01 0.1\n0.02 -0.2\n0.03 0.0\n".into()),
+            other => Err(format!("cannot read `{other}`")),
+        }
+    }
+}
+
+#[test]
+fn base_models_are_valid() {
+    for (name, text) in [("FRAME", FRAME), ("LINEAR", LINEAR), ("SPLIT", SPLIT)] {
+        if let Err(e) = Model::from_toml(text, SOURCE, &NoFiles) {
+            panic!("base model {name} is rejected:\n{e}");
+        }
+    }
+    let with_record = append(
+        FRAME,
+        "[[ground_motion]]\ndirection = \"x\"\nrecord = \"motion.txt\"\nrecord_units = \"g\"\n",
+    );
+    if let Err(e) = Model::from_toml(&with_record, SOURCE, &OneRecord) {
+        panic!("model with a record is rejected:\n{e}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nodes and DOFs.
+
+#[test]
+fn element_references_unknown_node() {
+    let text = edit(FRAME, "nodes = [1, 2]", "nodes = [1, 7]");
+    check(&text, "element[3].nodes", "unknown node 7");
+}
+
+#[test]
+fn element_references_unknown_dof_name() {
+    let text = edit(
+        FRAME,
+        "nodes = [1, 2]\ndof = \"x\"",
+        "nodes = [1, 2]\ndof = \"z\"",
+    );
+    check(&text, "element[3].dof", "has no DOF `z`");
+}
+
+#[test]
+fn load_on_unknown_dof_name() {
+    let text = append(FRAME, "[[load]]\nnode = 2\ndof = \"y\"\nconstant = 10.0\n");
+    check(&text, "load[0].dof", "node 2 has no DOF `y`");
+}
+
+#[test]
+fn duplicate_node_id() {
+    let text = edit(
+        FRAME,
+        "[[element]]\ntype = \"mass\"\nname = \"m1\"",
+        "[[node]]\nid = 2\ndofs = [\"x\"]\n\n[[element]]\ntype = \"mass\"\nname = \"m1\"",
+    );
+    check(&text, "node[2].id", "node 2 is defined twice");
+}
+
+#[test]
+fn fixed_dof_that_does_not_exist() {
+    let text = edit(
+        FRAME,
+        "id = 1\ndofs = [\"x\"]",
+        "id = 1\ndofs = [\"x\"]\nfixed = [\"y\"]",
+    );
+    check(&text, "node[0].fixed", "node 1 has no DOF `y` to fix");
+}
+
+#[test]
+fn initial_displacement_on_fixed_dof() {
+    let text = edit(
+        FRAME,
+        "id = 2\ndofs = [\"x\"]",
+        "id = 2\ndofs = [\"x\", \"y\"]\nfixed = [\"y\"]\ninitial_displacement = { y = 0.01 }",
+    );
+    check(
+        &text,
+        "node[1].initial_displacement.y",
+        "is fixed and cannot move",
+    );
+}
+
+#[test]
+fn nan_initial_displacement() {
+    let text = edit(
+        FRAME,
+        "id = 2\ndofs = [\"x\"]",
+        "id = 2\ndofs = [\"x\"]\ninitial_displacement = { x = nan }",
+    );
+    check(&text, "node[1].initial_displacement.x", "must be finite");
+}
+
+#[test]
+fn dangling_free_dof() {
+    let text = edit(
+        FRAME,
+        "[[element]]\ntype = \"mass\"\nname = \"m1\"",
+        "[[node]]\nid = 3\ndofs = [\"x\"]\n\n[[element]]\ntype = \"mass\"\nname = \"m1\"",
+    );
+    check(
+        &text,
+        "node[2].dofs",
+        "node 3 dof x is free but no element acts on it",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Elements.
+
+#[test]
+fn unknown_element_type() {
+    let text = edit(
+        FRAME,
+        "type = \"spring\"\nname = \"k2\"",
+        "type = \"beam\"\nname = \"k2\"",
+    );
+    let issue = check(&text, "element[3].type", "unknown element type `beam`");
+    assert!(
+        issue.reason.contains("spring"),
+        "the known kinds are listed: {issue}"
+    );
+}
+
+#[test]
+fn unknown_key_in_element() {
+    let text = edit(FRAME, "k = 2.0e5", "stiff = 2.0e5");
+    check(&text, "element[2].stiff", "unknown field `stiff`");
+}
+
+#[test]
+fn missing_key_in_element() {
+    let text = edit(
+        FRAME,
+        "name = \"m2\"\nnode = 2\nmass = 1000.0",
+        "name = \"m2\"\nnode = 2",
+    );
+    check(&text, "element[1].mass", "missing field `mass`");
+}
+
+#[test]
+fn parameter_of_another_element_kind() {
+    let text = edit(FRAME, "k = 2.0e5", "k = 2.0e5\nc = 10.0");
+    check(&text, "element[2].c", "is not a parameter of this element");
+}
+
+#[test]
+fn negative_spring_stiffness_is_rejected() {
+    let text = edit(FRAME, "k = 2.0e5", "k = -2.0e5");
+    check(&text, "element[2].k", "must not be negative");
+}
+
+#[test]
+fn negative_mass_is_rejected() {
+    let text = edit(FRAME, "node = 2\nmass = 1000.0", "node = 2\nmass = -1000.0");
+    check(&text, "element[1].mass", "not negative");
+}
+
+#[test]
+fn mass_with_empty_dof_list() {
+    let text = edit(
+        FRAME,
+        "node = 2\nmass = 1000.0",
+        "node = 2\nmass = 1000.0\ndofs = []",
+    );
+    check(&text, "element[1].dofs", "is empty");
+}
+
+#[test]
+fn duplicate_element_name() {
+    let text = edit(FRAME, "name = \"k2\"", "name = \"k1\"");
+    check(&text, "element[3].name", "element name `k1` is used twice");
+}
+
+#[test]
+fn linear_with_non_symmetric_k() {
+    let text = edit(LINEAR, "[-1.0e4, 2.0e4]]", "[-0.5e4, 2.0e4]]");
+    check(&text, "element[0].k", "must be symmetric");
+}
+
+#[test]
+fn linear_with_wrong_matrix_size() {
+    let text = edit(LINEAR, "m = [[100.0, 0.0], [0.0, 100.0]]", "m = [[100.0]]");
+    check(&text, "element[0].m", "must be 2×2");
+}
+
+#[test]
+fn linear_with_indefinite_mass() {
+    let text = edit(
+        LINEAR,
+        "m = [[100.0, 0.0], [0.0, 100.0]]",
+        "m = [[100.0, 200.0], [200.0, 100.0]]",
+    );
+    check(&text, "element[0].m", "must be positive semi-definite");
+}
+
+#[test]
+fn linear_with_non_finite_entry() {
+    let text = edit(LINEAR, "[[2.0e4, -1.0e4]", "[[inf, -1.0e4]");
+    check(&text, "element[0].k", "non-finite");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Substructures.
+
+#[test]
+fn dof_without_mass_in_a_substructure() {
+    // The specimen keeps its spring at node 1 but loses its share of the mass there.
+    let text = edit(
+        SPLIT,
+        "[[element]]\ntype = \"mass\"\nname = \"m1\"\nnode = 1\nmass = 4.0e3\nsubstructure = \"specimen\"\n",
+        "",
+    );
+    check(&text, "substructure.specimen", "node 1 dof x has no mass");
+}
+
+#[test]
+fn dof_without_mass_in_a_monolithic_model() {
+    let text = edit(
+        FRAME,
+        "name = \"m2\"\nnode = 2\nmass = 1000.0",
+        "name = \"m2\"\nnode = 2\nmass = 0.0",
+    );
+    let issue = read_err(&text, &NoFiles);
+    assert_eq!(issue.issues.len(), 1, "{issue}");
+    assert!(
+        issue.issues[0].reason.contains("node 2 dof x has no mass"),
+        "{issue}"
+    );
+}
+
+#[test]
+fn pg_alpha_with_one_substructure() {
+    let text = edit(
+        FRAME,
+        "integrator = \"mg-alpha\"",
+        "integrator = \"pg-alpha\"",
+    );
+    check(&text, "analysis.integrator", "at least two substructures");
+}
+
+#[test]
+fn pg_alpha_with_two_numerical_substructures() {
+    let text = edit(
+        SPLIT,
+        "physical = true\nestimate = { dofs = [[1, \"x\"]], stiffness = [[4.0e5]] }\n",
+        "",
+    );
+    check(
+        &text,
+        "analysis.integrator",
+        "exactly one numerical substructure, found 2",
+    );
+}
+
+#[test]
+fn physical_substructure_without_estimate() {
+    let text = edit(
+        SPLIT,
+        "estimate = { dofs = [[1, \"x\"]], stiffness = [[4.0e5]] }\n",
+        "",
+    );
+    check(
+        &text,
+        "substructure.specimen.estimate",
+        "needs the estimated initial stiffness",
+    );
+}
+
+#[test]
+fn estimate_dofs_not_in_the_substructure() {
+    let text = edit(
+        SPLIT,
+        "estimate = { dofs = [[1, \"x\"]]",
+        "estimate = { dofs = [[2, \"x\"]]",
+    );
+    check(
+        &text,
+        "substructure.specimen.estimate.dofs",
+        "node 2 dof x is not a DOF of this substructure",
+    );
+}
+
+#[test]
+fn substructures_that_do_not_touch() {
+    let text = r#"title = "two separate oscillators"
+
+[[node]]
+id = 1
+dofs = ["x"]
+
+[[node]]
+id = 2
+dofs = ["x"]
+
+[substructure.numerical]
+
+[substructure.specimen]
+physical = true
+estimate = { dofs = [[1, "x"]], stiffness = [[4.0e5]] }
+
+[[element]]
+type = "mass"
+name = "m1"
+node = 1
+mass = 4.0e3
+substructure = "specimen"
+
+[[element]]
+type = "spring"
+name = "k1"
+nodes = [1]
+dof = "x"
+k = 4.0e5
+substructure = "specimen"
+
+[[element]]
+type = "mass"
+name = "m2"
+node = 2
+mass = 4.0e3
+substructure = "numerical"
+
+[[element]]
+type = "spring"
+name = "k2"
+nodes = [2]
+dof = "x"
+k = 5.0e5
+substructure = "numerical"
+
+[analysis]
+integrator = "pg-alpha"
+time_step = 1.0e-3
+duration = 1.0
+"#;
+    // Neither substructure is coupled to the other: both are reported.
+    check_with(
+        text,
+        &NoFiles,
+        2,
+        "substructure.specimen",
+        "shares no DOF with any other substructure",
+    );
+    check_with(
+        text,
+        &NoFiles,
+        2,
+        "substructure.numerical",
+        "shares no DOF with any other substructure",
+    );
+}
+
+#[test]
+fn mass_split_fractions_do_not_add_up_to_one() {
+    let text = edit(
+        SPLIT,
+        "name = \"m1\"\nnode = 1\nmass = 4.0e3\nsubstructure = \"specimen\"",
+        "name = \"m1\"\nnode = 1\nmass = 4.0e3\nsplit = { specimen = 0.5, numerical = 0.4 }",
+    );
+    check(
+        &text,
+        "element[0].split",
+        "fractions must add up to 1, they add up to 0.9",
+    );
+}
+
+#[test]
+fn split_on_a_non_mass_element() {
+    let text = edit(
+        SPLIT,
+        "k = 4.0e5\nsubstructure = \"specimen\"",
+        "k = 4.0e5\nsplit = { specimen = 0.5, numerical = 0.5 }",
+    );
+    check(
+        &text,
+        "element[1].split",
+        "only `mass` elements can be split",
+    );
+}
+
+#[test]
+fn element_in_unknown_substructure() {
+    let text = edit(
+        SPLIT,
+        "mass = 9.0e3\nsubstructure = \"numerical\"",
+        "mass = 9.0e3\nsubstructure = \"numeric\"",
+    );
+    check(
+        &text,
+        "element[4].substructure",
+        "unknown substructure `numeric`",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Analysis.
+
+#[test]
+fn missing_analysis_table() {
+    let at = FRAME.find("[analysis]").unwrap();
+    check(&FRAME[..at], "analysis", "the [analysis] table is required");
+}
+
+#[test]
+fn subcycles_zero() {
+    let text = edit(SPLIT, "subcycles = 10", "subcycles = 0");
+    check(
+        &text,
+        "analysis.subcycles",
+        "must be a whole number ≥ 1, found 0",
+    );
+}
+
+#[test]
+fn time_step_zero() {
+    let text = edit(FRAME, "time_step = 0.01", "time_step = 0.0");
+    check(
+        &text,
+        "analysis.time_step",
+        "must be positive and finite, found 0",
+    );
+}
+
+#[test]
+fn time_step_negative() {
+    let text = edit(FRAME, "time_step = 0.01", "time_step = -0.01");
+    check(
+        &text,
+        "analysis.time_step",
+        "must be positive and finite, found -0.01",
+    );
+}
+
+#[test]
+fn time_step_nan() {
+    let text = edit(FRAME, "time_step = 0.01", "time_step = nan");
+    check(
+        &text,
+        "analysis.time_step",
+        "must be positive and finite, found NaN",
+    );
+}
+
+#[test]
+fn duration_shorter_than_one_step() {
+    let text = edit(FRAME, "duration = 1.0", "duration = 0.001");
+    check(&text, "analysis.duration", "shorter than one time step");
+}
+
+#[test]
+fn rho_inf_out_of_range() {
+    let text = edit(FRAME, "rho_inf = 0.9", "rho_inf = 1.5");
+    check(&text, "analysis.rho_inf", "must be in [0, 1], found 1.5");
+}
+
+#[test]
+fn unknown_integrator() {
+    let text = edit(
+        FRAME,
+        "integrator = \"mg-alpha\"",
+        "integrator = \"newmark\"",
+    );
+    check(&text, "analysis.integrator", "unknown integrator `newmark`");
+}
+
+#[test]
+fn corrections_zero() {
+    let text = edit(SPLIT, "subcycles = 10", "subcycles = 10\ncorrections = 0");
+    check(
+        &text,
+        "analysis.corrections",
+        "must be between 1 and 20, found 0",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// File structure.
+
+#[test]
+fn toml_syntax_error_names_the_line() {
+    let text = edit(FRAME, "name = \"k2\"", "name = \"k2");
+    let line = line_of(&text, "name = \"k2\n");
+    check(&text, &format!("line {line}"), "invalid basic string");
+}
+
+#[test]
+fn unknown_top_level_key() {
+    let text = edit(
+        FRAME,
+        "title = \"two-storey shear frame\"",
+        "title = \"two-storey shear frame\"\ngravity = 9.81",
+    );
+    let line = line_of(&text, "gravity");
+    let issue = check(&text, "gravity", "unknown field `gravity`");
+    assert!(issue.reason.contains(&format!("(line {line})")), "{issue}");
+}
+
+#[test]
+fn unknown_key_in_analysis() {
+    let text = edit(
+        FRAME,
+        "duration = 1.0",
+        "duration = 1.0\ntolerance = 1.0e-6",
+    );
+    let line = line_of(&text, "tolerance");
+    let issue = check(&text, "analysis.tolerance", "unknown field `tolerance`");
+    assert!(issue.reason.contains(&format!("(line {line})")), "{issue}");
+}
+
+#[test]
+fn unknown_key_in_a_node() {
+    let text = edit(
+        FRAME,
+        "id = 2\ndofs = [\"x\"]",
+        "id = 2\ndofs = [\"x\"]\ncolour = \"red\"",
+    );
+    let line = line_of(&text, "colour");
+    let issue = check(&text, "node[1].colour", "unknown field `colour`");
+    assert!(issue.reason.contains(&format!("(line {line})")), "{issue}");
+}
+
+#[test]
+fn unknown_key_in_an_inline_table_names_the_line() {
+    let text = edit(
+        SPLIT,
+        "stiffness = [[4.0e5]] }",
+        "stiffness = [[4.0e5]], mass = 1.0 }",
+    );
+    let line = line_of(&text, "mass = 1.0 }");
+    check(&text, &format!("line {line}"), "unknown field `mass`");
+}
+
+#[test]
+fn reserved_table() {
+    let text = append(FRAME, "[lab]\nactuators = 2\n");
+    check(&text, "lab", "is reserved for the transfer system");
+}
+
+#[test]
+fn unknown_length_unit() {
+    let text = edit(
+        FRAME,
+        "title = \"two-storey shear frame\"",
+        "title = \"two-storey shear frame\"\n\n[units]\nlength = \"furlong\"",
+    );
+    check(&text, "units.length", "unknown length unit `furlong`");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Damping, loads and ground motions.
+
+#[test]
+fn rayleigh_modes_without_ratios() {
+    let text = append(FRAME, "[damping]\nmodes = [1, 2]\n");
+    check(&text, "damping.ratios", "is required");
+}
+
+#[test]
+fn load_on_a_fixed_dof() {
+    let text = edit(
+        FRAME,
+        "id = 2\ndofs = [\"x\"]",
+        "id = 2\ndofs = [\"x\", \"y\"]\nfixed = [\"y\"]",
+    );
+    let text = append(&text, "[[load]]\nnode = 2\ndof = \"y\"\nconstant = 10.0\n");
+    check(&text, "load[0].dof", "is fixed");
+}
+
+#[test]
+fn ground_motion_record_without_file_access() {
+    let text = append(
+        FRAME,
+        "[[ground_motion]]\ndirection = \"x\"\nrecord = \"elcentro.at2\"\npga = 0.3\n",
+    );
+    check(
+        &text,
+        "ground_motion[0].record",
+        "cannot read `elcentro.at2`",
+    );
+}
+
+#[test]
+fn two_column_record_without_record_units() {
+    let text = append(
+        FRAME,
+        "[[ground_motion]]\ndirection = \"x\"\nrecord = \"motion.txt\"\npga = 0.3\n",
+    );
+    check_with(
+        &text,
+        &OneRecord,
+        1,
+        "ground_motion[0].record_units",
+        "is required for a two-column record",
+    );
+    // Without file access both problems are reported, not only the unreadable file.
+    check_with(
+        &text,
+        &NoFiles,
+        2,
+        "ground_motion[0].record_units",
+        "is required for a two-column record",
+    );
+    check_with(
+        &text,
+        &NoFiles,
+        2,
+        "ground_motion[0].record",
+        "cannot read `motion.txt`",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Several problems at once.
+
+#[test]
+fn every_problem_is_reported() {
+    let text = edit(FRAME, "nodes = [1, 2]", "nodes = [1, 7]");
+    let text = edit(&text, "k = 2.0e5", "k = -2.0e5");
+    let text = edit(
+        &text,
+        "type = \"mass\"\nname = \"m2\"",
+        "type = \"point_mass\"\nname = \"m2\"",
+    );
+    let text = edit(&text, "time_step = 0.01", "time_step = -0.01");
+    let text = edit(&text, "rho_inf = 0.9", "rho_inf = 2.0");
+    let text = append(&text, "[lab]\nactuators = 2\n");
+    let err = read_err(&text, &NoFiles);
+    let shown = err.to_string();
+    let expected = [
+        ("lab", "reserved"),
+        ("element[1].type", "unknown element type `point_mass`"),
+        ("element[2].k", "must not be negative"),
+        ("element[3].nodes", "unknown node 7"),
+        ("analysis.rho_inf", "must be in [0, 1]"),
+        ("analysis.time_step", "must be positive"),
+    ];
+    for (field, phrase) in expected {
+        assert!(
+            err.issues
+                .iter()
+                .any(|i| i.field == field && i.reason.contains(phrase)),
+            "missing `{field}: …{phrase}…` in:\n{shown}"
+        );
+    }
+    // Node 2 is then free with only its mass: reported too, but nothing else.
+    assert!(
+        err.issues.len() >= expected.len() && err.issues.iter().all(|i| i.file == SOURCE),
+        "{shown}"
+    );
+    assert!(
+        shown.starts_with(&format!("the model has {} problems:", err.issues.len())),
+        "{shown}"
+    );
+}
