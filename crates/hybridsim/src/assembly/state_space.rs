@@ -66,6 +66,8 @@ pub struct StateSpace {
     pub j0: DMatrix<f64>,
     /// Initial state `Y0`.
     pub y0: DVector<f64>,
+    /// Estimated specimen stiffness/damping included in `j0` (physical substructures).
+    pub estimate: Option<Estimate>,
     loads: Vec<(usize, TimeFunction)>,
     seismic: Vec<(DVector<f64>, TimeFunction)>,
     /// Ground accelerations by DOF (for absolute accelerations): `(dof, ground motion index)`.
@@ -234,11 +236,24 @@ impl StateSpace {
             slots,
             j0,
             y0,
+            estimate: estimate.cloned(),
             loads,
             seismic,
             ground_dof,
             ground,
         })
+    }
+
+    /// Replace the estimated specimen stiffness/damping in `J0` (the integrator must then
+    /// rebuild its operators).
+    pub fn set_estimate(&mut self, estimate: Option<Estimate>) {
+        if let Some(old) = self.estimate.take() {
+            add_estimate(&mut self.j0, &self.dofs, &old, -1.0);
+        }
+        if let Some(new) = &estimate {
+            add_estimate(&mut self.j0, &self.dofs, new, 1.0);
+        }
+        self.estimate = estimate;
     }
 
     /// Number of DOFs `n`.
@@ -397,6 +412,23 @@ impl StateSpace {
                 .potential_energy(&ws.u[..ne], &ws.s[..slot.n_states])?;
         }
         Some(total)
+    }
+}
+
+/// Add `sign ×` the estimated stiffness/damping to the momentum rows of `J0`.
+fn add_estimate(j0: &mut DMatrix<f64>, dofs: &[DofRef], est: &Estimate, sign: f64) {
+    let n = dofs.len();
+    for (a, da) in est.dofs.iter().enumerate() {
+        let Some(i) = dofs.iter().position(|x| x == da) else {
+            continue;
+        };
+        for (b, db) in est.dofs.iter().enumerate() {
+            let Some(j) = dofs.iter().position(|x| x == db) else {
+                continue;
+            };
+            j0[(n + i, j)] += sign * est.stiffness[(a, b)];
+            j0[(n + i, n + j)] += sign * est.damping[(a, b)];
+        }
     }
 }
 

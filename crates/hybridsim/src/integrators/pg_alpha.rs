@@ -82,34 +82,14 @@ impl PgAlpha {
             return Err("the substructures share no DOF: there is no interface".into());
         }
         let mut runs = Vec::new();
-        let mut h = DMatrix::zeros(nl, nl);
         for (k, part) in parts.iter().enumerate() {
             let physical = k != numerical;
             let substeps = if physical { ss } else { 1 };
             let dtx = dt / substeps as f64;
             let stepper =
                 AlphaStepper::new(part, params, dtx, if physical { 1 } else { corrections })?;
-            let st = &part.state;
-            let size = st.size();
-            let (mm, nn) = params.step_matrices(&st.j0, &st.big_mass(), dtx);
-            let mm_lu = mm.lu();
-            if !mm_lu.is_invertible() {
-                return Err(format!("substructure `{}`: singular step matrix", st.name));
-            }
-            let l = interface.l_matrix(k, st.n_dofs(), size);
-            let mut ll = DMatrix::zeros(3 * size, nl);
-            ll.view_mut((0, 0), (size, nl)).copy_from(&l);
-            // ℚ_0 = 0; ℚ_j = 𝕄⁻¹((j/ss) 𝕃 − ℕ ℚ_{j−1}) (eq 32a as read in E9).
-            let mut q = DMatrix::zeros(3 * size, nl);
-            for j in 1..=substeps {
-                let rhs = &ll * (j as f64 / substeps as f64) - &nn * &q;
-                q = mm_lu.solve(&rhs).ok_or("singular step matrix")?;
-            }
-            let q_y = q.rows(0, size).clone_owned();
-            let q_ydot = q.rows(size, size).clone_owned();
-            let q_v = q.rows(2 * size, size).clone_owned();
-            let g = interface.g_matrix(k, st.n_dofs(), size);
-            h += &g * &q_ydot;
+            let size = part.state.size();
+            let (q_y, q_ydot, q_v) = link_operator(part, k, &interface, params, dtx, substeps)?;
             runs.push(PartitionRun {
                 stepper,
                 coupled: AlphaState::zeros(size),
@@ -121,13 +101,7 @@ impl PgAlpha {
                 substeps,
             });
         }
-        if !interface.set_operator(h) {
-            return Err(
-                "the Steklov-Poincaré operator H is singular (check the interface DOFs and \
-                 the estimated stiffness)"
-                    .into(),
-            );
-        }
+        set_steklov_poincare(&parts, &runs, &mut interface)?;
         // Consistent start (Steps 1–2; E11, E12).
         let mut f0: Vec<DVector<f64>> = Vec::new();
         let mut r0: Vec<DVector<f64>> = Vec::new();
@@ -191,6 +165,35 @@ impl PgAlpha {
             t0,
             n: 0,
         })
+    }
+
+    /// Replace the estimated stiffness/damping of physical partition `k` and rebuild
+    /// `D^P`, `ℚ^P` and the Steklov–Poincaré operator `H` (e.g. after a tangent update).
+    /// Not for the real-time loop: it allocates and factorizes.
+    pub fn set_estimate(
+        &mut self,
+        k: usize,
+        estimate: crate::model::Estimate,
+    ) -> Result<(), String> {
+        if k == self.numerical {
+            return Err("only a physical substructure has an estimated stiffness".into());
+        }
+        self.parts[k].state.set_estimate(Some(estimate));
+        let run = &mut self.runs[k];
+        let dtx = self.dt / run.substeps as f64;
+        run.stepper = AlphaStepper::new(&self.parts[k], self.params, dtx, 1)?;
+        let (q_y, q_ydot, q_v) = link_operator(
+            &self.parts[k],
+            k,
+            &self.interface,
+            self.params,
+            dtx,
+            run.substeps,
+        )?;
+        run.q_y = q_y;
+        run.q_ydot = q_ydot;
+        run.q_v = q_v;
+        set_steklov_poincare(&self.parts, &self.runs, &mut self.interface)
     }
 
     /// Index of the numerical partition.
@@ -300,6 +303,66 @@ impl PgAlpha {
             check_finite(run.coupled.y.as_slice(), "state", t, self.n)?;
         }
         Ok(())
+    }
+}
+
+/// The `Y`, `Ẏ` and `V` blocks of a link operator.
+type LinkBlocks = (DMatrix<f64>, DMatrix<f64>, DMatrix<f64>);
+
+/// Link operator `ℚ^X` of partition `k`: `ℚ_0 = 0`,
+/// `ℚ_j = 𝕄⁻¹((j/ss) 𝕃 − ℕ ℚ_{j−1})`, `ℚ^X = ℚ_ss` (seed 000 eqs 32–33 as read in E9), split
+/// into its `Y`, `Ẏ` and `V` blocks.
+fn link_operator(
+    part: &Partition,
+    k: usize,
+    interface: &Interface,
+    params: AlphaParameters,
+    dtx: f64,
+    substeps: usize,
+) -> Result<LinkBlocks, String> {
+    let st = &part.state;
+    let size = st.size();
+    let nl = interface.len();
+    let (mm, nn) = params.step_matrices(&st.j0, &st.big_mass(), dtx);
+    let mm_lu = mm.lu();
+    if !mm_lu.is_invertible() {
+        return Err(format!("substructure `{}`: singular step matrix", st.name));
+    }
+    let l = interface.l_matrix(k, st.n_dofs(), size);
+    let mut ll = DMatrix::zeros(3 * size, nl);
+    ll.view_mut((0, 0), (size, nl)).copy_from(&l);
+    let mut q = DMatrix::zeros(3 * size, nl);
+    for j in 1..=substeps {
+        let rhs = &ll * (j as f64 / substeps as f64) - &nn * &q;
+        q = mm_lu.solve(&rhs).ok_or("singular step matrix")?;
+    }
+    Ok((
+        q.rows(0, size).clone_owned(),
+        q.rows(size, size).clone_owned(),
+        q.rows(2 * size, size).clone_owned(),
+    ))
+}
+
+/// `H = Σ_X 𝔾^X ℚ^X` (seed 000 eq 38), factorized once.
+fn set_steklov_poincare(
+    parts: &[Partition],
+    runs: &[PartitionRun],
+    interface: &mut Interface,
+) -> Result<(), String> {
+    let nl = interface.len();
+    let mut h = DMatrix::zeros(nl, nl);
+    for (k, (part, run)) in parts.iter().zip(runs).enumerate() {
+        let g = interface.g_matrix(k, part.state.n_dofs(), part.state.size());
+        h += &g * &run.q_ydot;
+    }
+    if interface.set_operator(h) {
+        Ok(())
+    } else {
+        Err(
+            "the Steklov-Poincaré operator H is singular (check the interface DOFs and \
+             the estimated stiffness)"
+                .into(),
+        )
     }
 }
 
