@@ -1,0 +1,17 @@
+//! One module per subcommand.
+
+pub mod check;
+pub mod run;
+
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+
+/// Read and validate a model file, with the file's problems as the error.
+pub fn load(path: &Path) -> Result<hybridsim_io::LoadedModel> {
+    if !path.exists() {
+        bail!("{}: no such model file", path.display());
+    }
+    hybridsim_io::load_model(path)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .with_context(|| format!("reading {}", path.display()))
+}

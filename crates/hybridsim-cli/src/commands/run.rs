@@ -1,0 +1,102 @@
+//! `hybridsim run MODEL [-o DIR]`.
+
+use anyhow::Result;
+use hybridsim_io::{run_to_folder, RunStatus};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Arguments of `run`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The model file (TOML).
+    pub model: PathBuf,
+    /// Results folder (default: results/<model name>).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Run the model and write its results folder.
+pub fn execute(args: Args) -> Result<ExitCode> {
+    let Args {
+        model,
+        output,
+        quiet,
+    } = args;
+    let loaded = super::load(&model)?;
+    let folder = output.unwrap_or_else(|| default_folder(&model));
+    let n_steps = loaded.model.analysis.n_steps();
+    let progress = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let abort = AtomicBool::new(false);
+    let bar = (!quiet).then(|| {
+        let bar = ProgressBar::new(n_steps);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} steps {elapsed_precise} eta {eta}")
+                .expect("template"),
+        );
+        let (p, d, b) = (progress.clone(), done.clone(), bar.clone());
+        std::thread::spawn(move || {
+            while !d.load(Ordering::Relaxed) {
+                b.set_position(p.load(Ordering::Relaxed));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        bar
+    });
+    let report = run_to_folder(&loaded, &folder, &progress, &abort);
+    done.store(true, Ordering::Relaxed);
+    if let Some(b) = &bar {
+        b.set_position(progress.load(Ordering::Relaxed));
+        b.finish_and_clear();
+    }
+    let report = report.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let per_step = if report.steps > 0 {
+        report.step_time.as_secs_f64() * 1e6 / report.steps as f64
+    } else {
+        0.0
+    };
+    match &report.status {
+        RunStatus::Completed => {
+            println!(
+                        "completed {} steps ({} rows) in {:.3} s ({per_step:.2} µs per step); results in {}",
+                        report.steps,
+                        report.rows,
+                        report.wall_time.as_secs_f64(),
+                        report.folder.display()
+                    );
+            Ok(ExitCode::SUCCESS)
+        }
+        RunStatus::Failed { error } => {
+            eprintln!(
+                "error: the run failed after {} steps: {error}; the {} completed rows are in {}",
+                report.steps,
+                report.rows,
+                report.folder.display()
+            );
+            Ok(ExitCode::from(1))
+        }
+        RunStatus::Aborted => {
+            eprintln!(
+                "aborted after {} steps; results in {}",
+                report.steps,
+                report.folder.display()
+            );
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn default_folder(model: &Path) -> PathBuf {
+    let stem = model
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into());
+    PathBuf::from("results").join(stem)
+}
