@@ -18,6 +18,7 @@
 //! - [`output`]: recorded channels with names and units;
 //! - [`modal`]: eigen-analysis of the linearized coupled model and Rayleigh damping.
 
+pub mod analysis;
 pub mod assembly;
 pub mod elements;
 pub mod error;

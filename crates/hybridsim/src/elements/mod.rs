@@ -13,14 +13,25 @@
 //! zero state is wrong (slider models, ALGORITHMS.md E3) return an explicit
 //! [`Element::initial_tangent`].
 
+mod bouc_wen;
 mod cubic_spring;
 mod dashpot;
+pub mod driver;
+mod lead_rubber;
 mod linear;
 mod mass;
+mod mostaghel;
 mod registry;
+mod sliding_bearing;
 mod spring;
+pub mod switching;
 
+pub use bouc_wen::BoucWen;
 pub use cubic_spring::CubicSpring;
+pub use driver::{DriverError, ElementDriver};
+pub use lead_rubber::LeadRubberBearing;
+pub use mostaghel::Mostaghel;
+pub use sliding_bearing::{FrictionTable, TripleSlidingBearing};
 pub use dashpot::Dashpot;
 pub use linear::LinearSuperelement;
 pub use mass::Mass;
@@ -104,8 +115,21 @@ macro_rules! impl_element_evaluation {
     };
 }
 
+/// Copying a boxed element (blanket-implemented for every `Element + Clone`), so that an
+/// element shared by a model can be handed to an [`ElementDriver`] or updated at run time.
+pub trait ElementClone {
+    /// An independent copy of the element.
+    fn clone_box(&self) -> Box<dyn Element>;
+}
+
+impl<T: Element + Clone + 'static> ElementClone for T {
+    fn clone_box(&self) -> Box<dyn Element> {
+        Box::new(self.clone())
+    }
+}
+
 /// An element of a substructure (see the module docs for the sign conventions).
-pub trait Element: Send + Sync + fmt::Debug {
+pub trait Element: Send + Sync + fmt::Debug + ElementClone {
     /// Registry name of the element kind (`spring`, `mass`, …).
     fn kind(&self) -> &'static str;
 
@@ -175,6 +199,46 @@ pub trait Element: Send + Sync + fmt::Debug {
 
     /// Stored (potential) energy at `(u, s)` for conservative elements; `None` otherwise.
     fn potential_energy(&self, _u: &[f64], _s: &[f64]) -> Option<f64> {
+        None
+    }
+
+    /// The element's scalar parameters by name (for reports and online model updating).
+    fn parameters(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+
+    /// Change a parameter at run time (online model updating). The value is validated like the
+    /// model file's; the element's extra states are left as they are.
+    fn set_parameter(&mut self, name: &str, _value: f64) -> Result<(), String> {
+        Err(format!(
+            "element kind `{}` has no run-time parameter `{name}`",
+            self.kind()
+        ))
+    }
+
+    /// Deformation of a one- or two-node element (`u1 − u2`, or `u1` to ground), if defined.
+    fn deformation(&self, _u: &[f64]) -> Option<f64> {
+        None
+    }
+
+    /// Cumulative dissipated energy at `(u, s)` for elements that track it (hysteretic
+    /// springs: absorbed energy minus the recoverable energy of their elastic parts).
+    fn dissipated_energy(&self, _u: &[f64], _s: &[f64]) -> Option<f64> {
+        None
+    }
+
+    /// Return mapping of the extra states at the end of a displacement-driven substep (used by
+    /// [`ElementDriver`] only): puts states that overshot a switching surface back on it (slider
+    /// bounds, running peaks), which locates the switching events exactly for piecewise-linear
+    /// laws. `v` is the path velocity. Default: nothing.
+    fn project_state(&self, _u: &[f64], _v: &[f64], _s: &mut [f64]) {}
+
+    /// [`Element::project_state`] with dual numbers (for the driver's algorithmic tangent).
+    fn project_state_dual(&self, _u: &[Dual64], _v: &[Dual64], _s: &mut [Dual64]) {}
+
+    /// Largest deformation increment per internal substep of the displacement-driven form
+    /// (a fraction of the element's yield deformation); `None`: no preference.
+    fn driver_substep(&self) -> Option<f64> {
         None
     }
 }

@@ -4,6 +4,8 @@
 //! the field and the reason. Referenced files (records) are read through a [`SourceResolver`]
 //! supplied by the caller, so this crate performs no I/O itself.
 
+pub mod imposed_motion;
+pub mod lab;
 pub mod schema;
 
 use crate::elements::{DofRef, ElementContext, ElementRef, ElementRegistry, Mass};
@@ -148,6 +150,9 @@ pub enum IntegratorKind {
     PgAlpha,
     /// Monolithic LSRT2 Rosenbrock.
     Lsrt2,
+    /// Element-level partitioning with localized Lagrange multipliers (seed 004), basic
+    /// solver trapezoidal (ρ∞ = 1) or generalized-α.
+    Llm,
 }
 
 impl IntegratorKind {
@@ -157,6 +162,7 @@ impl IntegratorKind {
             Self::MgAlpha => "mg-alpha",
             Self::PgAlpha => "pg-alpha",
             Self::Lsrt2 => "lsrt2",
+            Self::Llm => "llm",
         }
     }
 }
@@ -234,6 +240,12 @@ pub struct Model {
     pub analysis: AnalysisSettings,
     /// Output settings.
     pub output: OutputSettings,
+    /// Imposed (Dirichlet) motions, `[[imposed_motion]]`.
+    pub imposed_motions: Vec<imposed_motion::ImposedMotion>,
+    /// Explicit mass distributions among element partitions (LLM mode).
+    pub mass_shares: Vec<imposed_motion::MassShare>,
+    /// Transfer system, safety limits and runner (`[lab]`, `[safety]`, `[runner]`).
+    pub lab: Option<lab::LabConfig>,
 }
 
 /// LSRT2 γ = 1 − √2/2.
@@ -367,13 +379,10 @@ fn build(
     registry: &ElementRegistry,
 ) -> Result<Model, ModelError> {
     let mut diag = Diagnostics::new(source);
+    let llm = imposed_motion::llm_mode(&spec);
 
     // Reserved tables.
     let reserved = [
-        ("lab", spec.lab.is_some()),
-        ("safety", spec.safety.is_some()),
-        ("runner", spec.runner.is_some()),
-        ("imposed_motion", spec.imposed_motion.is_some()),
         ("updating", spec.updating.is_some()),
         ("network", spec.network.is_some()),
     ];
@@ -552,6 +561,7 @@ fn build(
     let issues_before_elements = diag.len();
     let mut elements: Vec<ElementInstance> = Vec::new();
     let mut names = BTreeSet::new();
+    let mut mass_shares = Vec::new();
     if spec.element.is_empty() {
         diag.push("element", "the model has no elements");
     }
@@ -611,6 +621,9 @@ fn build(
         };
         // Substructure membership, or a split for masses.
         let mut members: Vec<(usize, f64)> = Vec::new();
+        if llm && kind == "mass" {
+            mass_shares.extend(imposed_motion::take_llm_split(&mut shared, &name, &f, &mut diag));
+        }
         match (shared.get("substructure"), shared.get("split")) {
             (Some(_), Some(_)) => {
                 diag.push(
@@ -697,7 +710,7 @@ fn build(
                 continue;
             }
             (None, None) => {
-                if substructures.len() == 1 {
+                if substructures.len() == 1 || (llm && kind == "mass") {
                     members.push((0, 1.0));
                 } else {
                     diag.push(
@@ -1181,6 +1194,17 @@ fn build(
         });
     }
 
+    // Imposed motions.
+    let imposed_motions = imposed_motion::build(
+        spec.imposed_motion.as_ref(),
+        llm,
+        &ctx,
+        &nodes,
+        &units,
+        files,
+        &mut diag,
+    );
+
     // Analysis.
     let analysis = match &spec.analysis {
         None => {
@@ -1201,6 +1225,40 @@ fn build(
         energy: spec.output.energy.unwrap_or(true),
     };
 
+    // Lab, safety and runner.
+    let lab_config = {
+        let physical_dofs = elements
+            .iter()
+            .filter(|e| substructures[e.substructure].physical)
+            .flat_map(|e| e.element.dofs().iter().map(|d| (d.node, d.dof.clone())))
+            .collect();
+        let specimen_masses = elements
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.role == Role::Specimen && e.element.kind() == "mass")
+            .map(|(i, e)| format!("element[{i}] ({})", e.name))
+            .collect();
+        let (dt_n, ss) = analysis
+            .as_ref()
+            .map(|a| (a.time_step, a.subcycles))
+            .unwrap_or((1.0, 1));
+        let ctx = lab::LabContext {
+            dt_n,
+            ss,
+            units: &units,
+            physical_dofs,
+            has_physical: substructures.iter().any(|s| s.physical),
+            specimen_masses,
+        };
+        lab::parse(
+            spec.lab.as_ref(),
+            spec.safety.as_ref(),
+            spec.runner.as_ref(),
+            &ctx,
+            &mut diag,
+        )
+    };
+
     if diag.has_errors() {
         return Err(diag.into_error());
     }
@@ -1217,6 +1275,9 @@ fn build(
         ground_motions,
         analysis,
         output,
+        imposed_motions,
+        mass_shares,
+        lab: lab_config,
     };
     // Structural checks that need the assembled layout (mass, interfaces).
     crate::assembly::validate_structure(&model)?;
@@ -1316,14 +1377,18 @@ fn build_analysis(
         "mg-alpha" | "trapezoidal" => IntegratorKind::MgAlpha,
         "pg-alpha" => IntegratorKind::PgAlpha,
         "lsrt2" => IntegratorKind::Lsrt2,
+        "llm" => IntegratorKind::Llm,
         other => {
             diag.push(
                 "analysis.integrator",
-                format!("unknown integrator `{other}` (mg-alpha, pg-alpha, lsrt2, trapezoidal)"),
+                format!(
+                    "unknown integrator `{other}` (mg-alpha, pg-alpha, lsrt2, trapezoidal, llm)"
+                ),
             );
             IntegratorKind::MgAlpha
         }
     };
+    imposed_motion::check_basic_solver(a, diag);
     let rho_inf = match (a.integrator.as_str(), a.rho_inf) {
         ("trapezoidal", Some(r)) if r != 1.0 => {
             diag.push(

@@ -1,8 +1,8 @@
 //! The model file as written (TOML), before validation.
 //!
 //! Top-level tables: `title`, `[units]`, `[[node]]`, `[[element]]`, `[substructure.NAME]`,
-//! `[damping]`, `[[load]]`, `[[ground_motion]]`, `[analysis]`, `[output]`. The tables `lab`,
-//! `safety`, `runner`, `imposed_motion`, `updating` and `network` are reserved for later
+//! `[damping]`, `[[load]]`, `[[ground_motion]]`, `[[imposed_motion]]`, `[analysis]`, `[output]`. The
+//! tables `lab`, `safety`, `runner`, `updating` and `network` are reserved for later
 //! versions; any other key is rejected.
 
 use crate::units::Units;
@@ -14,7 +14,6 @@ pub const RESERVED_TABLES: &[(&str, &str)] = &[
     ("lab", "the transfer system / virtual lab"),
     ("safety", "actuator safety limits"),
     ("runner", "the real-time runner"),
-    ("imposed_motion", "imposed (Dirichlet) motions"),
     ("updating", "online model updating"),
     ("network", "network transfer systems"),
 ];
@@ -61,7 +60,7 @@ pub struct ModelFile {
     /// Reserved.
     #[serde(default)]
     pub runner: Option<toml::Value>,
-    /// Reserved.
+    /// Imposed (Dirichlet) motions, parsed in [`super::imposed_motion`].
     #[serde(default)]
     pub imposed_motion: Option<toml::Value>,
     /// Reserved.
@@ -248,6 +247,9 @@ pub struct AnalysisSpec {
     /// LSRT2 diagonal coefficient: `low` (1 − √2/2, default) or `high` (1 + √2/2).
     #[serde(default)]
     pub lsrt2_gamma: Option<String>,
+    /// Basic solver of the `llm` integrator: `trapezoidal` (default) or `generalized-alpha`.
+    #[serde(default)]
+    pub basic_solver: Option<String>,
 }
 
 /// `[output]`.

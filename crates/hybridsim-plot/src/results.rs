@@ -1,0 +1,657 @@
+//! Reading a results folder and building the standard figures of `hybridsim plot`.
+//!
+//! A results folder (written by `hybridsim run` or `hybridsim cyclic`) holds `results.csv`, whose
+//! header cells are `name[unit]`, and usually `run.json`. Column names follow the recorder
+//! (`hybridsim::output`): `time`, `u.<substructure>.<node>.<dof>`, `lambda.<node>.<dof>`,
+//! `gap_u.…`, `gap_v.…`, `energy.<substructure>`, `force.<element>.<node>.<dof>`,
+//! `state.<element>.<name>`, and optionally `deformation.<element>`.
+//!
+//! Figures (each written as PNG and SVG by [`plot_results_folder`]):
+//! - `displacements`: one chart per substructure copy;
+//! - `interface`: Λ, displacement gap and velocity gap (partitioned runs);
+//! - `energy`: the energy balance channels;
+//! - `hysteresis`: element force against element deformation, one chart per element;
+//! - `element_energy`: cumulative energy absorbed by each element, `Σ_i ∫ r_i du_i` (trapezoidal),
+//!   which over closed loops is the dissipated energy, plus any energy-valued element state
+//!   (e.g. a dissipated-energy state, ALGORITHMS.md A13/E32).
+
+use crate::{save_grid, Axis, Chart, PlotError, Series};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Points kept per time-history series (min/max per bucket beyond that).
+const MAX_POINTS: usize = 4000;
+/// Charts per hysteresis/energy figure at most (the rest are listed as skipped).
+const MAX_CHARTS: usize = 12;
+
+/// A results table: column names, units and values (column-major).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ResultsTable {
+    /// Column names without the unit (`u.frame.2.x`).
+    pub names: Vec<String>,
+    /// Column units (`m`), empty when the header has none.
+    pub units: Vec<String>,
+    /// One vector per column, all of the same length.
+    pub columns: Vec<Vec<f64>>,
+}
+
+/// Split a header cell `name[unit]` into name and unit.
+pub fn split_header(cell: &str) -> (String, String) {
+    let cell = cell.trim();
+    if let (Some(open), true) = (cell.rfind('['), cell.ends_with(']')) {
+        (
+            cell[..open].to_string(),
+            cell[open + 1..cell.len() - 1].to_string(),
+        )
+    } else {
+        (cell.to_string(), String::new())
+    }
+}
+
+impl ResultsTable {
+    /// Parse CSV text (header `name[unit]`, numeric rows; `NaN`/`inf` allowed). `source` names
+    /// the file in errors.
+    pub fn parse(text: &str, source: &Path) -> Result<Self, PlotError> {
+        let err = |reason: String| PlotError::Read {
+            path: source.to_path_buf(),
+            reason,
+        };
+        let mut lines = text.lines().enumerate();
+        let header = loop {
+            match lines.next() {
+                Some((_, l)) if l.trim().is_empty() => continue,
+                Some((_, l)) => break l,
+                None => return Err(err("empty file: no header line".into())),
+            }
+        };
+        let (names, units): (Vec<_>, Vec<_>) = header.split(',').map(split_header).unzip();
+        let mut columns = vec![Vec::new(); names.len()];
+        for (i, line) in lines {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let mut n = 0;
+            for (c, cell) in line.split(',').enumerate() {
+                if c >= names.len() {
+                    return Err(err(format!(
+                        "line {}: more than the {} columns of the header",
+                        i + 1,
+                        names.len()
+                    )));
+                }
+                let v: f64 = cell.trim().parse().map_err(|_| {
+                    err(format!(
+                        "line {}, column `{}`: `{}` is not a number",
+                        i + 1,
+                        names[c],
+                        cell.trim()
+                    ))
+                })?;
+                columns[c].push(v);
+                n = c + 1;
+            }
+            if n != names.len() {
+                return Err(err(format!(
+                    "line {}: {} values but the header has {} columns",
+                    i + 1,
+                    n,
+                    names.len()
+                )));
+            }
+        }
+        Ok(Self {
+            names,
+            units,
+            columns,
+        })
+    }
+
+    /// Read a CSV file.
+    pub fn read(path: &Path) -> Result<Self, PlotError> {
+        let text = std::fs::read_to_string(path).map_err(|e| PlotError::Read {
+            path: path.to_path_buf(),
+            reason: format!("cannot read: {e}"),
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Index of a column by name.
+    pub fn index(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == name)
+    }
+
+    /// Values of a column by name.
+    pub fn column(&self, name: &str) -> Option<&[f64]> {
+        self.index(name).map(|i| self.columns[i].as_slice())
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.columns.first().map_or(0, Vec::len)
+    }
+}
+
+/// One figure: a file stem (`hysteresis`) and its charts, stacked vertically.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// File name without extension.
+    pub stem: String,
+    /// Charts, top to bottom.
+    pub charts: Vec<Chart>,
+}
+
+/// `name [u1, u2]` from the distinct non-empty units.
+fn label(quantity: &str, units: &[&str]) -> String {
+    let mut distinct: Vec<&str> = Vec::new();
+    for u in units {
+        if !u.is_empty() && !distinct.contains(u) {
+            distinct.push(u);
+        }
+    }
+    if distinct.is_empty() {
+        quantity.to_string()
+    } else {
+        format!("{quantity} [{}]", distinct.join(", "))
+    }
+}
+
+/// Row indices keeping at most about `max` points: the first and last row and, per bucket,
+/// the rows of the minimum and maximum of `y` (so peaks survive).
+fn decimate(y: &[f64], max: usize) -> Vec<usize> {
+    let n = y.len();
+    if n <= max {
+        return (0..n).collect();
+    }
+    let bucket = n.div_ceil(max / 2);
+    let mut out = Vec::with_capacity(max + 2);
+    let mut start = 0;
+    while start < n {
+        let end = (start + bucket).min(n);
+        let (mut imin, mut imax) = (start, start);
+        for i in start..end {
+            if y[i] < y[imin] || y[imin].is_nan() {
+                imin = i;
+            }
+            if y[i] > y[imax] || y[imax].is_nan() {
+                imax = i;
+            }
+        }
+        let (a, b) = if imin <= imax {
+            (imin, imax)
+        } else {
+            (imax, imin)
+        };
+        out.push(a);
+        if b != a {
+            out.push(b);
+        }
+        start = end;
+    }
+    if out.first() != Some(&0) {
+        out.insert(0, 0);
+    }
+    if out.last() != Some(&(n - 1)) {
+        out.push(n - 1);
+    }
+    out
+}
+
+/// A time-history series of column `c` against `time`, decimated for drawing.
+fn history(table: &ResultsTable, time: &[f64], c: usize, name: String) -> Series {
+    let y = &table.columns[c];
+    let idx = decimate(y, MAX_POINTS);
+    Series {
+        name,
+        x: idx.iter().map(|&i| time[i]).collect(),
+        y: idx.iter().map(|&i| y[i]).collect(),
+    }
+}
+
+/// `prefix.<rest>` → rest split from the right into (`head`, node, dof) where the name ends
+/// in `.<node>.<dof>`.
+fn split_dof(rest: &str) -> Option<(&str, &str, &str)> {
+    let mut it = rest.rsplitn(3, '.');
+    let dof = it.next()?;
+    let node = it.next()?;
+    let head = it.next().unwrap_or("");
+    node.parse::<i64>().ok()?;
+    Some((head, node, dof))
+}
+
+/// An element's force columns, from `force.<element>.<node>.<dof>` headers.
+struct ElementColumns {
+    name: String,
+    /// (column index, node, dof)
+    forces: Vec<(usize, String, String)>,
+    states: Vec<usize>,
+    deformation: Option<usize>,
+}
+
+fn elements(table: &ResultsTable) -> Vec<ElementColumns> {
+    let mut out: Vec<ElementColumns> = Vec::new();
+    for (c, name) in table.names.iter().enumerate() {
+        let Some(rest) = name.strip_prefix("force.") else {
+            continue;
+        };
+        let Some((el, node, dof)) = split_dof(rest) else {
+            continue;
+        };
+        // `force.rayleigh@<substructure>…` are Rayleigh damping forces, not elements.
+        if el.is_empty() || el.contains('@') {
+            continue;
+        }
+        match out.iter_mut().find(|e| e.name == el) {
+            Some(e) => e.forces.push((c, node.into(), dof.into())),
+            None => out.push(ElementColumns {
+                name: el.into(),
+                forces: vec![(c, node.into(), dof.into())],
+                states: Vec::new(),
+                deformation: None,
+            }),
+        }
+    }
+    for e in &mut out {
+        let prefix = format!("state.{}.", e.name);
+        e.states = (0..table.names.len())
+            .filter(|&c| table.names[c].starts_with(&prefix))
+            .collect();
+        e.deformation = table
+            .index(&format!("deformation.{}", e.name))
+            .or_else(|| table.index(&format!("state.{}.deformation", e.name)));
+    }
+    out
+}
+
+/// Displacement column of `node.dof` for the element whose force column is `force_col`: the
+/// substructure copy whose `u.` columns precede the force column (the recorder writes each
+/// substructure's element forces after its own DOFs), else any copy, else a copy-less `u.node.dof`.
+fn displacement_of(table: &ResultsTable, force_col: usize, node: &str, dof: &str) -> Option<usize> {
+    let suffix = format!(".{node}.{dof}");
+    let owner = table.names[..force_col]
+        .iter()
+        .rev()
+        .find_map(|n| n.strip_prefix("u.").and_then(split_dof).map(|(s, _, _)| s));
+    if let Some(sub) = owner {
+        if let Some(i) = table.index(&format!("u.{sub}{suffix}")) {
+            return Some(i);
+        }
+    }
+    table
+        .names
+        .iter()
+        .position(|n| n.starts_with("u.") && n.ends_with(&suffix))
+        .or_else(|| table.index(&format!("u{suffix}")))
+}
+
+/// Element deformation history and its unit: the `deformation.<element>` column when recorded,
+/// else `u(first DOF)` for one DOF or `u(first) − u(second)` for two DOFs of the same name.
+fn deformation(table: &ResultsTable, e: &ElementColumns) -> Option<(Vec<f64>, String)> {
+    if let Some(c) = e.deformation {
+        return Some((table.columns[c].clone(), table.units[c].clone()));
+    }
+    match e.forces.as_slice() {
+        [(c, node, dof)] => {
+            let i = displacement_of(table, *c, node, dof)?;
+            Some((table.columns[i].clone(), table.units[i].clone()))
+        }
+        [(c1, n1, d1), (c2, n2, d2)] if d1 == d2 => {
+            let i = displacement_of(table, *c1, n1, d1)?;
+            let j = displacement_of(table, *c2, n2, d2)?;
+            let d = table.columns[i]
+                .iter()
+                .zip(&table.columns[j])
+                .map(|(a, b)| a - b)
+                .collect();
+            Some((d, table.units[i].clone()))
+        }
+        _ => None,
+    }
+}
+
+/// Cumulative `Σ_i ∫ r_i du_i` by the trapezoidal rule; `None` if a DOF's displacement is not
+/// recorded. Non-finite increments are skipped.
+fn absorbed_energy(table: &ResultsTable, e: &ElementColumns) -> Option<Vec<f64>> {
+    let n = table.rows();
+    let mut w = vec![0.0; n];
+    for (c, node, dof) in &e.forces {
+        let d = displacement_of(table, *c, node, dof)?;
+        let (r, u) = (&table.columns[*c], &table.columns[d]);
+        let mut acc = 0.0;
+        for k in 1..n {
+            let inc = 0.5 * (r[k] + r[k - 1]) * (u[k] - u[k - 1]);
+            if inc.is_finite() {
+                acc += inc;
+            }
+            w[k] += acc;
+        }
+    }
+    Some(w)
+}
+
+/// The standard figures for a results table. `title` (the model title) prefixes chart titles.
+/// Figures whose columns are absent are left out.
+pub fn results_figures(table: &ResultsTable, title: &str) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    let n = table.rows();
+    let (time, time_unit) = match table.index("time") {
+        Some(i) => (table.columns[i].clone(), table.units[i].clone()),
+        None => ((0..n).map(|k| k as f64).collect(), String::new()),
+    };
+    let time_axis = Axis {
+        label: if time_unit.is_empty() {
+            "row".into()
+        } else {
+            format!("time [{time_unit}]")
+        },
+        log: false,
+    };
+    let prefixed = |s: &str| {
+        if title.is_empty() {
+            s.to_string()
+        } else {
+            format!("{title} — {s}")
+        }
+    };
+    let cols_with = |prefix: &str| -> Vec<usize> {
+        (0..table.names.len())
+            .filter(|&c| table.names[c].starts_with(prefix))
+            .collect()
+    };
+    let chart_of = |t: String, quantity: &str, cols: &[usize], strip: &str| Chart {
+        title: t,
+        x: time_axis.clone(),
+        y: Axis {
+            label: label(
+                quantity,
+                &cols
+                    .iter()
+                    .map(|&c| table.units[c].as_str())
+                    .collect::<Vec<_>>(),
+            ),
+            log: false,
+        },
+        series: cols
+            .iter()
+            .map(|&c| {
+                let name = table.names[c]
+                    .strip_prefix(strip)
+                    .unwrap_or(&table.names[c])
+                    .to_string();
+                history(table, &time, c, name)
+            })
+            .collect(),
+    };
+
+    // Displacements per substructure copy.
+    let mut by_sub: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut sub_order = Vec::new();
+    for c in cols_with("u.") {
+        if let Some((sub, _, _)) = split_dof(&table.names[c][2..]) {
+            if !by_sub.contains_key(sub) {
+                sub_order.push(sub.to_string());
+            }
+            by_sub.entry(sub.to_string()).or_default().push(c);
+        }
+    }
+    if !sub_order.is_empty() {
+        let charts = sub_order
+            .iter()
+            .map(|sub| {
+                let t = if sub.is_empty() {
+                    prefixed("displacements")
+                } else {
+                    prefixed(&format!("displacements, substructure {sub}"))
+                };
+                let strip = if sub.is_empty() {
+                    "u.".to_string()
+                } else {
+                    format!("u.{sub}.")
+                };
+                chart_of(t, "displacement", &by_sub[sub], &strip)
+            })
+            .collect();
+        figures.push(Figure {
+            stem: "displacements".into(),
+            charts,
+        });
+    }
+
+    // Interface multipliers and gaps.
+    let mut interface = Vec::new();
+    for (prefix, t, q) in [
+        ("lambda.", "interface forces Λ", "Λ"),
+        ("gap_u.", "interface displacement gap u⁺ − u⁻", "gap"),
+        ("gap_v.", "interface velocity gap v⁺ − v⁻", "gap"),
+    ] {
+        let cols = cols_with(prefix);
+        if !cols.is_empty() {
+            interface.push(chart_of(prefixed(t), q, &cols, prefix));
+        }
+    }
+    if !interface.is_empty() {
+        figures.push(Figure {
+            stem: "interface".into(),
+            charts: interface,
+        });
+    }
+
+    // Energy channels.
+    let energy = cols_with("energy.");
+    if !energy.is_empty() {
+        figures.push(Figure {
+            stem: "energy".into(),
+            charts: vec![chart_of(prefixed("energy"), "energy", &energy, "energy.")],
+        });
+    }
+
+    // Element hysteresis loops and energies.
+    let els = elements(table);
+    let hysteretic: Vec<&ElementColumns> = {
+        let with_states: Vec<_> = els.iter().filter(|e| !e.states.is_empty()).collect();
+        if with_states.is_empty() {
+            els.iter().collect()
+        } else {
+            with_states
+        }
+    };
+    let mut loops = Vec::new();
+    let mut energy_series = Vec::new();
+    let mut energy_units = Vec::new();
+    for e in hysteretic.iter().take(MAX_CHARTS) {
+        let (fc, _, _) = &e.forces[0];
+        if let Some((d, unit)) = deformation(table, e) {
+            loops.push(Chart {
+                title: prefixed(&format!("hysteresis of {}", e.name)),
+                x: Axis {
+                    label: label("deformation", &[unit.as_str()]),
+                    log: false,
+                },
+                y: Axis {
+                    label: label("force", &[table.units[*fc].as_str()]),
+                    log: false,
+                },
+                series: vec![Series {
+                    name: table.names[*fc].clone(),
+                    x: d,
+                    y: table.columns[*fc].clone(),
+                }],
+            });
+        }
+        if let Some(w) = absorbed_energy(table, e) {
+            let idx = decimate(&w, MAX_POINTS);
+            energy_series.push(Series {
+                name: format!("{}: ∫ r·du", e.name),
+                x: idx.iter().map(|&i| time[i]).collect(),
+                y: idx.iter().map(|&i| w[i]).collect(),
+            });
+            // r·u has the unit force·displacement.
+            let d = displacement_of(table, *fc, &e.forces[0].1, &e.forces[0].2);
+            if let Some(d) = d {
+                energy_units.push(format!("{}*{}", table.units[*fc], table.units[d]));
+            }
+        }
+        for &s in &e.states {
+            let unit = &table.units[s];
+            let is_energy = unit.contains('*') || unit.eq_ignore_ascii_case("J");
+            let name = &table.names[s];
+            let looks_energy =
+                name.ends_with(".e") || name.contains("energy") || name.ends_with(".dissipated");
+            if is_energy && looks_energy {
+                energy_series.push(history(table, &time, s, name.clone()));
+                energy_units.push(unit.clone());
+            }
+        }
+    }
+    if !loops.is_empty() {
+        figures.push(Figure {
+            stem: "hysteresis".into(),
+            charts: loops,
+        });
+    }
+    if !energy_series.is_empty() {
+        let units: Vec<&str> = energy_units.iter().map(String::as_str).collect();
+        figures.push(Figure {
+            stem: "element_energy".into(),
+            charts: vec![Chart {
+                title: prefixed("cumulative energy absorbed by elements"),
+                x: time_axis.clone(),
+                y: Axis {
+                    label: label("energy", &units),
+                    log: false,
+                },
+                series: energy_series,
+            }],
+        });
+    }
+    figures
+}
+
+/// Model title from `run.json`, if present and readable.
+fn run_title(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("run.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.pointer("/model/title")
+        .or_else(|| v.get("title"))
+        .and_then(|t| t.as_str())
+        .map(str::to_string)
+}
+
+/// Read `dir/results.csv` (and `dir/run.json` for the title), write every standard figure as
+/// PNG and SVG into `out` (created if missing) and return the files written.
+pub fn plot_results_folder(dir: &Path, out: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    if !dir.is_dir() {
+        return Err(PlotError::Read {
+            path: dir.to_path_buf(),
+            reason: "no such results folder".into(),
+        });
+    }
+    let csv = dir.join("results.csv");
+    if !csv.is_file() {
+        return Err(PlotError::Read {
+            path: csv,
+            reason: "missing: a results folder holds results.csv (written by `hybridsim run` or `hybridsim cyclic`)".into(),
+        });
+    }
+    let table = ResultsTable::read(&csv)?;
+    if table.rows() == 0 {
+        return Err(PlotError::Read {
+            path: csv,
+            reason: "no data rows".into(),
+        });
+    }
+    let title = run_title(dir).unwrap_or_default();
+    // Titles get long; keep the model title short in captions.
+    let short: String = if title.chars().count() > 60 {
+        title.chars().take(57).collect::<String>() + "…"
+    } else {
+        title
+    };
+    let figures = results_figures(&table, &short);
+    if figures.is_empty() {
+        return Err(PlotError::Read {
+            path: csv,
+            reason: "no plottable columns (expected u.*, lambda.*, energy.* or force.* columns)"
+                .into(),
+        });
+    }
+    std::fs::create_dir_all(out).map_err(|e| PlotError::Write {
+        path: out.to_path_buf(),
+        reason: format!("cannot create the folder: {e}"),
+    })?;
+    let mut written = Vec::new();
+    for f in &figures {
+        for ext in ["png", "svg"] {
+            let path = out.join(format!("{}.{ext}", f.stem));
+            save_grid(&f.charts, &path)?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_split() {
+        assert_eq!(split_header("u.a.1.x[m]"), ("u.a.1.x".into(), "m".into()));
+        assert_eq!(
+            split_header("energy.a[kN*m]"),
+            ("energy.a".into(), "kN*m".into())
+        );
+        assert_eq!(split_header("step"), ("step".into(), String::new()));
+    }
+
+    #[test]
+    fn decimation_keeps_peaks_and_ends() {
+        let y: Vec<f64> = (0..100_000).map(|k| ((k as f64) * 0.001).sin()).collect();
+        let idx = decimate(&y, 1000);
+        assert!(idx.len() <= 1002);
+        assert_eq!(idx[0], 0);
+        assert_eq!(*idx.last().unwrap(), y.len() - 1);
+        let kept_max = idx.iter().map(|&i| y[i]).fold(f64::MIN, f64::max);
+        assert_eq!(kept_max, y.iter().copied().fold(f64::MIN, f64::max));
+        assert!(idx.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn bad_csv_names_line_and_column() {
+        let e = ResultsTable::parse("time[s],u.a.1.x[m]\n0,1\n0.1,abc\n", Path::new("r.csv"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("r.csv") && e.contains("line 3") && e.contains("u.a.1.x"),
+            "{e}"
+        );
+        let e = ResultsTable::parse("time[s],u[m]\n0\n", Path::new("r.csv"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2") && e.contains("1 values"), "{e}");
+    }
+
+    #[test]
+    fn spring_loop_and_energy_from_columns() {
+        // A one-DOF spring r = k u under u = sin t: loop on a line, ∫ r du = k u²/2.
+        let mut text = String::from("time[s],u.s.1.x[m],force.spring.1.x[kN],state.spring.z[m]\n");
+        for k in 0..=100 {
+            let t = k as f64 * 0.01;
+            text.push_str(&format!("{t},{},{},0\n", t.sin(), 2.0 * t.sin()));
+        }
+        let table = ResultsTable::parse(&text, Path::new("r.csv")).unwrap();
+        let figs = results_figures(&table, "");
+        let stems: Vec<_> = figs.iter().map(|f| f.stem.as_str()).collect();
+        assert_eq!(stems, ["displacements", "hysteresis", "element_energy"]);
+        let h = &figs[1].charts[0];
+        assert_eq!(h.x.label, "deformation [m]");
+        assert_eq!(h.y.label, "force [kN]");
+        let w = &figs[2].charts[0].series[0];
+        let u = 1.0f64.sin();
+        assert!(
+            (w.y.last().unwrap() - u * u).abs() < 1e-3,
+            "{:?}",
+            w.y.last()
+        );
+        assert_eq!(figs[2].charts[0].y.label, "energy [kN*m]");
+    }
+}

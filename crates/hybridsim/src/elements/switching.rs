@@ -1,0 +1,202 @@
+//! Switching functions of the spring-slider models (seed 000 eq 41, seed 003 eq 19) and helpers
+//! shared by the hysteretic elements.
+//!
+//! Seed 000 eq 41 defines `N(w) = 0.5(1 + sgn w)(1 + (1 − sgn w))`, a Heaviside step with
+//! `N(0) = 1` *provided* `sgn(0) = 0` (MATLAB). Rust's `f64::signum` returns ±1 for ±0.0, so a
+//! literal port gives `N(−0.0) = 0` (ALGORITHMS.md E1). Everything here decides on the value
+//! part of the scalar and never calls `signum`.
+
+use super::Scalar;
+
+/// Sign with `sgn(0) = sgn(−0.0) = 0` (MATLAB convention; E1, E5).
+#[inline]
+pub fn sgn(w: f64) -> f64 {
+    if w > 0.0 {
+        1.0
+    } else if w < 0.0 {
+        -1.0
+    } else {
+        0.0
+    }
+}
+
+/// `N(w)` of seed 000 eq 41: 1 for `w ≥ 0` (including −0.0), 0 otherwise.
+#[inline]
+pub fn n_fn(w: f64) -> f64 {
+    if w >= 0.0 {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// `M(w) = 1 − N(w)`: 1 for `w < 0`.
+#[inline]
+pub fn m_fn(w: f64) -> f64 {
+    1.0 - n_fn(w)
+}
+
+/// `N̄(w) = M(−w)`: 1 for `w > 0`.
+#[inline]
+pub fn n_bar(w: f64) -> f64 {
+    m_fn(-w)
+}
+
+/// `M̄(w) = N(−w)`: 1 for `w ≤ 0`.
+#[inline]
+pub fn m_bar(w: f64) -> f64 {
+    n_fn(-w)
+}
+
+/// The elastic indicator of a spring-slider branch, `N̄(v) M̄(s − δ) + M(v) N(s + δ)` (seed 000
+/// eq 39b, seed 003 eq 17): 1 while the slider sticks (`v > 0 ∧ s ≤ δ` or `v < 0 ∧ s ≥ −δ`),
+/// 0 while it slips — and 0 at `v = 0` exactly, which is why automatic differentiation at rest
+/// returns the post-slip stiffness (E3).
+#[inline]
+pub fn stick(v: f64, s: f64, delta: f64) -> f64 {
+    n_bar(v) * m_bar(s - delta) + m_fn(v) * n_fn(s + delta)
+}
+
+/// Value part of a scalar.
+#[inline]
+pub fn re<T: Scalar>(x: T) -> f64 {
+    x.re()
+}
+
+/// `|x|` for a generic scalar, with derivative `sgn(x)·ẋ` (zero derivative at `x = 0`).
+#[inline]
+pub fn abs<T: Scalar>(x: T) -> T {
+    if x.re() < 0.0 {
+        -x
+    } else if x.re() > 0.0 {
+        x
+    } else {
+        x * 0.0
+    }
+}
+
+/// `|x|^n` for a generic scalar; `0` (with zero derivative) at `x = 0`, so `n < 1` does not
+/// produce `0 · ∞`.
+#[inline]
+pub fn abs_pow<T: Scalar>(x: T, n: f64) -> T {
+    if x.re() == 0.0 {
+        x * 0.0
+    } else if n == 1.0 {
+        abs(x)
+    } else {
+        abs(x).powf(n)
+    }
+}
+
+/// Deformation `u1 − u2` of a two-node element, or `u1` for a node-to-ground one.
+#[inline]
+pub fn deformation<T: Scalar>(u: &[T]) -> T {
+    if u.len() == 2 {
+        u[0] - u[1]
+    } else {
+        u[0]
+    }
+}
+
+/// Write the resisting forces `[f, −f]` (two nodes) or `[f]` (to ground).
+#[inline]
+pub fn scatter_force<T: Scalar>(r: &mut [T], f: T) {
+    r[0] = f;
+    if r.len() == 2 {
+        r[1] = -f;
+    }
+}
+
+/// Check a parameter value: finite and within `rule`. The error is the reason only
+/// (`must be > 0, found -1`); callers add the file and field.
+pub fn check_value(value: f64, rule: Rule) -> Result<(), String> {
+    if !value.is_finite() {
+        return Err(format!("must be finite, found {value}"));
+    }
+    match rule {
+        Rule::Positive if value <= 0.0 => Err(format!("must be > 0, found {value}")),
+        Rule::NonNegative if value < 0.0 => Err(format!("must not be negative, found {value}")),
+        Rule::Fraction if !(0.0..1.0).contains(&value) => {
+            Err(format!("must be in [0, 1), found {value}"))
+        }
+        Rule::AtLeastOne if value < 1.0 => Err(format!("must be ≥ 1, found {value}")),
+        _ => Ok(()),
+    }
+}
+
+/// Check every `(name, value, rule)` and record each problem at `field.name`; true if all pass.
+pub(crate) fn check_params(
+    diag: &mut crate::error::Diagnostics,
+    field: &str,
+    params: &[(&str, f64, Rule)],
+) -> bool {
+    let mut ok = true;
+    for (name, value, rule) in params {
+        if let Err(e) = check_value(*value, *rule) {
+            diag.push(format!("{field}.{name}"), e);
+            ok = false;
+        }
+    }
+    ok
+}
+
+/// Run-time parameter update: find `name` among `(name, rule)`, check the value and return the
+/// index, or say which parameters exist.
+pub(crate) fn settable(
+    kind: &str,
+    table: &[(&'static str, Rule)],
+    name: &str,
+    value: f64,
+) -> Result<usize, String> {
+    let Some(i) = table.iter().position(|(n, _)| *n == name) else {
+        return Err(format!(
+            "element kind `{kind}` has no run-time parameter `{name}` (it has {})",
+            table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        ));
+    };
+    check_value(value, table[i].1).map_err(|e| format!("`{name}` {e}"))?;
+    Ok(i)
+}
+
+/// Admissible range of a parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Any finite value.
+    Finite,
+    /// `> 0`.
+    Positive,
+    /// `≥ 0`.
+    NonNegative,
+    /// In `[0, 1)`.
+    Fraction,
+    /// `≥ 1`.
+    AtLeastOne,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switching_functions_follow_eq_41_with_sgn_0_equal_0() {
+        assert_eq!(sgn(-0.0), 0.0);
+        assert_eq!(sgn(0.0), 0.0);
+        assert_eq!(n_fn(-0.0), 1.0);
+        assert_eq!([n_fn(-1.0), n_fn(0.0), n_fn(1.0)], [0.0, 1.0, 1.0]);
+        assert_eq!([m_fn(-1.0), m_fn(0.0), m_fn(1.0)], [1.0, 0.0, 0.0]);
+        assert_eq!([n_bar(-1.0), n_bar(0.0), n_bar(1.0)], [0.0, 0.0, 1.0]);
+        assert_eq!([m_bar(-1.0), m_bar(0.0), m_bar(1.0)], [1.0, 1.0, 0.0]);
+        // Literal eq 41 with sgn(0) = 0 agrees everywhere.
+        for w in [-2.0, -0.0, 0.0, 3.0] {
+            let lit = 0.5 * (1.0 + sgn(w)) * (1.0 + (1.0 - sgn(w)));
+            assert_eq!(lit, n_fn(w), "w = {w}");
+        }
+        assert_eq!(stick(1.0, 0.5, 1.0), 1.0);
+        assert_eq!(stick(1.0, 1.0, 1.0), 1.0);
+        assert_eq!(stick(1.0, 1.0 + 1e-12, 1.0), 0.0);
+        assert_eq!(stick(-1.0, 1.5, 1.0), 1.0);
+        assert_eq!(stick(-1.0, -1.0 - 1e-12, 1.0), 0.0);
+        assert_eq!(stick(0.0, 0.0, 1.0), 0.0);
+        assert_eq!(stick(-0.0, 0.0, 1.0), 0.0);
+    }
+}

@@ -1,0 +1,691 @@
+//! Imposed motions (time-varying Dirichlet conditions): the `[[imposed_motion]]` table.
+//!
+//! A prescribed displacement, velocity or acceleration history on chosen node DOFs, e.g. the
+//! motion of each support of a multi-support seismic excitation (seed 004 §1 and eq 3c). The
+//! history is one of
+//!
+//! - `sine = { amplitude, frequency, phase }`: a harmonic history of `quantity`;
+//! - `points = [[t, x], …]` or `file = "two-column file"`: samples of `quantity` in model
+//!   units;
+//! - `record = "file.AT2"`: an accelerogram (PEER `.AT2` in g, or two columns with
+//!   `record_units = "g" | "model"`), scaled by `pga` (g) or `scale`.
+//!
+//! Sampled histories are turned into one piecewise cubic displacement `d(t)` whose derivatives
+//! are the velocity and acceleration: accelerations are integrated exactly (piecewise linear
+//! `a`), velocities are interpolated linearly (piecewise quadratic `d`), displacements by a
+//! natural cubic spline. Before the first and after the last sample the motion continues at
+//! constant velocity (zero acceleration). [`ImposedMotion::displacement`],
+//! [`ImposedMotion::velocity`] and [`ImposedMotion::acceleration`] evaluate the three without
+//! allocating (for the LLM integrator, the `cyclic` command and the virtual-lab drive).
+//!
+//! Imposed motions are in absolute coordinates; the scheme that enforces them (the LLM
+//! integrator, [`crate::integrators::Llm`]) prescribes the *rate* `h(t)` (ALGORITHMS.md E33),
+//! so the displacement of a support follows the trapezoidal integral of its velocity; the drift
+//! from `d(t)` is recorded.
+
+use super::Node;
+use crate::elements::{DofRef, ElementContext};
+use crate::error::Diagnostics;
+use crate::excitation;
+use crate::units::Units;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// What a history prescribes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MotionQuantity {
+    /// Displacement (rotation on rotational DOFs).
+    Displacement,
+    /// Velocity.
+    Velocity,
+    /// Acceleration.
+    Acceleration,
+}
+
+impl MotionQuantity {
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "displacement" => Some(Self::Displacement),
+            "velocity" => Some(Self::Velocity),
+            "acceleration" => Some(Self::Acceleration),
+            _ => None,
+        }
+    }
+}
+
+/// A piecewise cubic displacement: on `[t_i, t_{i+1}]`, `d = c0 + c1 τ + c2 τ² + c3 τ³` with
+/// `τ = t − t_i`; linear (constant velocity) outside the samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PiecewiseCubic {
+    t: Vec<f64>,
+    c: Vec<[f64; 4]>,
+}
+
+impl PiecewiseCubic {
+    /// Exact double integral of piecewise-linear accelerations `a` at times `t`, starting at
+    /// rest at the origin at `t[0]`.
+    pub fn from_accelerations(t: &[f64], a: &[f64]) -> Self {
+        let mut c = Vec::with_capacity(t.len().saturating_sub(1));
+        let (mut d, mut v) = (0.0, 0.0);
+        for i in 0..t.len().saturating_sub(1) {
+            let h = t[i + 1] - t[i];
+            let j = (a[i + 1] - a[i]) / h;
+            c.push([d, v, a[i] / 2.0, j / 6.0]);
+            d += v * h + a[i] * h * h / 2.0 + j * h * h * h / 6.0;
+            v += a[i] * h + j * h * h / 2.0;
+        }
+        Self { t: t.to_vec(), c }
+    }
+
+    /// Integral of piecewise-linear velocities `v`, starting at the origin at `t[0]`.
+    pub fn from_velocities(t: &[f64], v: &[f64]) -> Self {
+        let mut c = Vec::with_capacity(t.len().saturating_sub(1));
+        let mut d = 0.0;
+        for i in 0..t.len().saturating_sub(1) {
+            let h = t[i + 1] - t[i];
+            let s = (v[i + 1] - v[i]) / h;
+            c.push([d, v[i], s / 2.0, 0.0]);
+            d += v[i] * h + s * h * h / 2.0;
+        }
+        Self { t: t.to_vec(), c }
+    }
+
+    /// Natural cubic spline through displacements `d` (zero curvature at both ends).
+    pub fn from_displacements(t: &[f64], d: &[f64]) -> Self {
+        let n = t.len();
+        let mut m = vec![0.0; n]; // second derivatives
+        if n > 2 {
+            // Tridiagonal system for m[1..n-1] (Thomas algorithm).
+            let k = n - 2;
+            let mut diag = vec![0.0; k];
+            let mut upper = vec![0.0; k];
+            let mut rhs = vec![0.0; k];
+            for j in 0..k {
+                let i = j + 1;
+                let h0 = t[i] - t[i - 1];
+                let h1 = t[i + 1] - t[i];
+                diag[j] = 2.0 * (h0 + h1);
+                upper[j] = h1;
+                rhs[j] = 6.0 * ((d[i + 1] - d[i]) / h1 - (d[i] - d[i - 1]) / h0);
+            }
+            for j in 1..k {
+                let lower = t[j + 1] - t[j];
+                let w = lower / diag[j - 1];
+                diag[j] -= w * upper[j - 1];
+                rhs[j] -= w * rhs[j - 1];
+            }
+            for j in (0..k).rev() {
+                let next = if j + 1 < k { m[j + 2] } else { 0.0 };
+                m[j + 1] = (rhs[j] - upper[j] * next) / diag[j];
+            }
+        }
+        let c = (0..n.saturating_sub(1))
+            .map(|i| {
+                let h = t[i + 1] - t[i];
+                [
+                    d[i],
+                    (d[i + 1] - d[i]) / h - h * (2.0 * m[i] + m[i + 1]) / 6.0,
+                    m[i] / 2.0,
+                    (m[i + 1] - m[i]) / (6.0 * h),
+                ]
+            })
+            .collect();
+        Self { t: t.to_vec(), c }
+    }
+
+    /// `(d, v, a)` at `t`. Allocation-free.
+    pub fn evaluate(&self, t: f64) -> [f64; 3] {
+        let n = self.t.len();
+        if self.c.is_empty() {
+            return [0.0; 3];
+        }
+        let poly = |k: usize, tau: f64| {
+            let c = &self.c[k];
+            [
+                c[0] + tau * (c[1] + tau * (c[2] + tau * c[3])),
+                c[1] + tau * (2.0 * c[2] + 3.0 * tau * c[3]),
+                2.0 * c[2] + 6.0 * tau * c[3],
+            ]
+        };
+        if t <= self.t[0] {
+            let [d, v, _] = poly(0, 0.0);
+            return [d + v * (t - self.t[0]), v, 0.0];
+        }
+        if t >= self.t[n - 1] {
+            let h = self.t[n - 1] - self.t[n - 2];
+            let [d, v, _] = poly(n - 2, h);
+            return [d + v * (t - self.t[n - 1]), v, 0.0];
+        }
+        let k = self.t.partition_point(|x| *x <= t).saturating_sub(1).min(n - 2);
+        poly(k, t - self.t[k])
+    }
+}
+
+/// A prescribed motion history.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MotionHistory {
+    /// `quantity = amplitude · sin(ω t + φ)`; the other two quantities follow by exact
+    /// differentiation/integration from rest at the origin at `t = 0` (for a velocity or
+    /// acceleration sine).
+    Sine {
+        /// Prescribed quantity.
+        quantity: MotionQuantity,
+        /// Amplitude in model units of the quantity.
+        amplitude: f64,
+        /// Circular frequency ω (rad per time unit).
+        omega: f64,
+        /// Phase φ (rad).
+        phase: f64,
+    },
+    /// Samples turned into a piecewise cubic displacement.
+    Sampled(PiecewiseCubic),
+}
+
+/// An imposed motion of one DOF.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImposedMotion {
+    /// The driven DOF.
+    pub dof: DofRef,
+    /// Its history.
+    pub history: MotionHistory,
+    /// Description (for summaries and `run.json`).
+    pub description: String,
+    /// Index of the `[[imposed_motion]]` entry (for messages).
+    pub entry: usize,
+}
+
+impl ImposedMotion {
+    /// `(d, v, a)` at `t`. Allocation-free.
+    pub fn kinematics(&self, t: f64) -> [f64; 3] {
+        match &self.history {
+            MotionHistory::Sine {
+                quantity,
+                amplitude: a,
+                omega: w,
+                phase: p,
+            } => {
+                let (s, c) = (w * t + p).sin_cos();
+                let (s0, c0) = p.sin_cos();
+                match quantity {
+                    MotionQuantity::Displacement => [a * s, a * w * c, -a * w * w * s],
+                    MotionQuantity::Velocity => [-(a / w) * (c - c0), a * s, a * w * c],
+                    MotionQuantity::Acceleration => [
+                        -(a / (w * w)) * (s - s0) + (a / w) * c0 * t,
+                        -(a / w) * (c - c0),
+                        a * s,
+                    ],
+                }
+            }
+            MotionHistory::Sampled(pc) => pc.evaluate(t),
+        }
+    }
+
+    /// Prescribed displacement at `t`.
+    pub fn displacement(&self, t: f64) -> f64 {
+        self.kinematics(t)[0]
+    }
+
+    /// Prescribed velocity at `t`.
+    pub fn velocity(&self, t: f64) -> f64 {
+        self.kinematics(t)[1]
+    }
+
+    /// Prescribed acceleration at `t`.
+    pub fn acceleration(&self, t: f64) -> f64 {
+        self.kinematics(t)[2]
+    }
+}
+
+/// An explicit distribution of a nodal `mass` element among the element partitions of the LLM
+/// mode (seed 004 eq 10): keys are element names or substructure names (a substructure's share
+/// goes evenly to its elements that have the DOF).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MassShare {
+    /// Name of the mass element.
+    pub mass: String,
+    /// Field path of its `split` (for messages).
+    pub field: String,
+    /// `(element or substructure name, fraction)`.
+    pub shares: Vec<(String, f64)>,
+}
+
+/// `[[imposed_motion]]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ImposedMotionSpec {
+    node: i64,
+    #[serde(default)]
+    dof: Option<String>,
+    #[serde(default)]
+    dofs: Option<Vec<String>>,
+    #[serde(default)]
+    quantity: Option<String>,
+    #[serde(default)]
+    sine: Option<super::schema::SineSpec>,
+    #[serde(default)]
+    points: Option<Vec<(f64, f64)>>,
+    #[serde(default)]
+    file: Option<String>,
+    #[serde(default)]
+    record: Option<String>,
+    #[serde(default)]
+    record_units: Option<String>,
+    #[serde(default)]
+    pga: Option<f64>,
+    #[serde(default)]
+    scale: Option<f64>,
+}
+
+/// Whether the model file asks for the LLM integrator (`[analysis] integrator = "llm"`).
+pub(crate) fn llm_mode(spec: &super::schema::ModelFile) -> bool {
+    spec.analysis
+        .as_ref()
+        .is_some_and(|a| a.integrator == "llm")
+}
+
+/// In the LLM mode a `mass` element's `split` distributes it among *elements* (or
+/// substructures): take it out of the shared keys and keep it for the assembly.
+pub(crate) fn take_llm_split(
+    shared: &mut BTreeMap<&str, toml::Value>,
+    name: &str,
+    field: &str,
+    diag: &mut Diagnostics,
+) -> Option<MassShare> {
+    let value = shared.remove("split")?;
+    let f = format!("{field}.split");
+    let toml::Value::Table(t) = value else {
+        diag.push(&f, "must be a table `{ element = fraction, … }`");
+        return None;
+    };
+    let mut shares = Vec::new();
+    let mut total = 0.0;
+    for (k, v) in &t {
+        let x = match v {
+            toml::Value::Float(x) => *x,
+            toml::Value::Integer(x) => *x as f64,
+            _ => {
+                diag.push(format!("{f}.{k}"), "must be a number");
+                return None;
+            }
+        };
+        if !(x.is_finite() && x > 0.0 && x <= 1.0) {
+            diag.push(
+                format!("{f}.{k}"),
+                format!("fraction must be in (0, 1], found {x}"),
+            );
+            return None;
+        }
+        total += x;
+        shares.push((k.clone(), x));
+    }
+    if (total - 1.0).abs() > 1e-9 {
+        diag.push(
+            &f,
+            format!("fractions must add up to 1, they add up to {total}"),
+        );
+        return None;
+    }
+    Some(MassShare {
+        mass: name.to_string(),
+        field: f,
+        shares,
+    })
+}
+
+/// Parse and validate the `[[imposed_motion]]` entries.
+pub(crate) fn build(
+    value: Option<&toml::Value>,
+    llm: bool,
+    ctx: &ElementContext,
+    nodes: &[Node],
+    units: &Units,
+    files: &dyn super::SourceResolver,
+    diag: &mut Diagnostics,
+) -> Vec<ImposedMotion> {
+    let Some(value) = value else {
+        return Vec::new();
+    };
+    let entries: Vec<toml::Value> = match value {
+        toml::Value::Array(a) => a.clone(),
+        toml::Value::Table(_) => vec![value.clone()],
+        _ => {
+            diag.push(
+                "imposed_motion",
+                "must be an array of tables `[[imposed_motion]]`",
+            );
+            return Vec::new();
+        }
+    };
+    if !llm {
+        diag.push(
+            "imposed_motion",
+            "imposed motions need the element-level partitioned integrator: set \
+             `[analysis] integrator = \"llm\"`",
+        );
+        return Vec::new();
+    }
+    let mut out: Vec<ImposedMotion> = Vec::new();
+    for (i, entry) in entries.into_iter().enumerate() {
+        let f = format!("imposed_motion[{i}]");
+        let spec: ImposedMotionSpec = match entry.try_into() {
+            Ok(s) => s,
+            Err(e) => {
+                diag.push(&f, e.to_string().trim().replace('\n', " "));
+                continue;
+            }
+        };
+        let names: Vec<String> = match (&spec.dof, &spec.dofs) {
+            (Some(d), None) => vec![d.clone()],
+            (None, Some(ds)) if !ds.is_empty() => ds.clone(),
+            _ => {
+                diag.push(&f, "give the driven DOF as `dof = \"x\"` or `dofs = [\"x\", …]`");
+                continue;
+            }
+        };
+        let mut dofs = Vec::new();
+        for d in &names {
+            let Some(dof) = ctx.dof_at(
+                spec.node,
+                d,
+                diag,
+                &format!("{f}.node"),
+                &format!("{f}.dof"),
+            ) else {
+                continue;
+            };
+            let node = nodes.iter().find(|n| n.id == spec.node);
+            if let Some(n) = node {
+                let k = n.dofs.iter().position(|x| x == d).unwrap_or(0);
+                if n.fixed[k] {
+                    diag.push(
+                        format!("{f}.dof"),
+                        format!(
+                            "{dof} is fixed; a fixed DOF cannot follow an imposed motion \
+                             (remove it from the node's `fixed` list)"
+                        ),
+                    );
+                    continue;
+                }
+                if n.u0[k] != 0.0 || n.v0[k] != 0.0 {
+                    diag.push(
+                        format!("{f}.dof"),
+                        format!(
+                            "{dof} has an initial displacement or velocity on its node, but an \
+                             imposed DOF starts where its motion is at t = 0"
+                        ),
+                    );
+                    continue;
+                }
+            }
+            if let Some(prev) = out.iter().find(|m| m.dof == dof) {
+                diag.push(
+                    format!("{f}.dof"),
+                    format!(
+                        "{dof} is over-constrained: imposed_motion[{}] already drives it",
+                        prev.entry
+                    ),
+                );
+                continue;
+            }
+            dofs.push(dof);
+        }
+        let Some((history, description)) = history(&spec, &f, units, files, diag) else {
+            continue;
+        };
+        for dof in dofs {
+            out.push(ImposedMotion {
+                dof,
+                history: history.clone(),
+                description: description.clone(),
+                entry: i,
+            });
+        }
+    }
+    out
+}
+
+fn history(
+    spec: &ImposedMotionSpec,
+    f: &str,
+    units: &Units,
+    files: &dyn super::SourceResolver,
+    diag: &mut Diagnostics,
+) -> Option<(MotionHistory, String)> {
+    let given = [
+        spec.sine.is_some(),
+        spec.points.is_some(),
+        spec.file.is_some(),
+        spec.record.is_some(),
+    ]
+    .iter()
+    .filter(|x| **x)
+    .count();
+    if given != 1 {
+        diag.push(f, "give exactly one of `sine`, `points`, `file`, `record`");
+        return None;
+    }
+    let default_quantity = if spec.record.is_some() {
+        "acceleration"
+    } else {
+        "displacement"
+    };
+    let qname = spec.quantity.as_deref().unwrap_or(default_quantity);
+    let Some(quantity) = MotionQuantity::parse(qname) else {
+        diag.push(
+            format!("{f}.quantity"),
+            format!("must be \"displacement\", \"velocity\" or \"acceleration\", found `{qname}`"),
+        );
+        return None;
+    };
+    if spec.record.is_some() && quantity != MotionQuantity::Acceleration {
+        diag.push(
+            format!("{f}.quantity"),
+            "a `record` is an accelerogram; use `file` or `points` for displacement or \
+             velocity histories",
+        );
+        return None;
+    }
+    if spec.pga.is_some() && spec.record.is_none() {
+        diag.push(format!("{f}.pga"), "only a `record` can be scaled to a PGA");
+        return None;
+    }
+    if spec.pga.is_some() && spec.scale.is_some() {
+        diag.push(format!("{f}.scale"), "give either `pga` or `scale`, not both");
+        return None;
+    }
+    if spec.record_units.is_some() && spec.record.is_none() {
+        diag.push(format!("{f}.record_units"), "only applies to a `record`");
+        return None;
+    }
+    let scale = spec.scale.unwrap_or(1.0);
+    if !scale.is_finite() {
+        diag.push(format!("{f}.scale"), format!("must be finite, found {scale}"));
+        return None;
+    }
+    if let Some(s) = &spec.sine {
+        if s.start != 0.0 || s.end.is_some() {
+            diag.push(
+                format!("{f}.sine"),
+                "an imposed sine runs for the whole analysis (no `start`/`end`; use `points` \
+                 or `file` for a windowed history)",
+            );
+            return None;
+        }
+        if !(s.amplitude.is_finite()
+            && s.frequency.is_finite()
+            && s.frequency > 0.0
+            && s.phase.is_finite())
+        {
+            diag.push(
+                format!("{f}.sine"),
+                "amplitude and phase must be finite and frequency positive",
+            );
+            return None;
+        }
+        return Some((
+            MotionHistory::Sine {
+                quantity,
+                amplitude: s.amplitude * scale,
+                omega: std::f64::consts::TAU * s.frequency,
+                phase: s.phase,
+            },
+            format!(
+                "{qname} sine, amplitude {}, {} Hz, phase {} rad",
+                s.amplitude * scale,
+                s.frequency,
+                s.phase
+            ),
+        ));
+    }
+    let (times, values, description, factor) = if let Some(p) = &spec.points {
+        let (t, v): (Vec<f64>, Vec<f64>) = p.iter().cloned().unzip();
+        (t, v, format!("{qname} points ({} samples)", p.len()), 1.0)
+    } else if let Some(path) = &spec.file {
+        let text = match files.read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                diag.push(format!("{f}.file"), e);
+                return None;
+            }
+        };
+        match excitation::parse_two_column(&text) {
+            Ok(s) => (
+                s.times().to_vec(),
+                s.values().to_vec(),
+                format!("{qname} file {path}"),
+                1.0,
+            ),
+            Err(e) => {
+                diag.push(format!("{f}.file"), format!("{path}: {e}"));
+                return None;
+            }
+        }
+    } else {
+        let path = spec.record.as_ref().expect("one history");
+        let is_at2 = path.to_ascii_lowercase().ends_with(".at2");
+        let in_g = match (is_at2, spec.record_units.as_deref()) {
+            (true, None | Some("g")) => true,
+            (true, Some(_)) => {
+                diag.push(format!("{f}.record_units"), "a PEER .AT2 record is always in g");
+                return None;
+            }
+            (false, Some("g")) => true,
+            (false, Some("model")) => false,
+            (false, other) => {
+                diag.push(
+                    format!("{f}.record_units"),
+                    format!(
+                        "a two-column record needs `record_units = \"g\"` or `\"model\"`{}",
+                        other.map(|o| format!(", found `{o}`")).unwrap_or_default()
+                    ),
+                );
+                return None;
+            }
+        };
+        let text = match files.read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                diag.push(format!("{f}.record"), e);
+                return None;
+            }
+        };
+        let parsed = if is_at2 {
+            excitation::parse_at2(&text).map(|(s, _)| s)
+        } else {
+            excitation::parse_two_column(&text)
+        };
+        let mut series = match parsed {
+            Ok(s) => s,
+            Err(e) => {
+                diag.push(format!("{f}.record"), format!("{path}: {e}"));
+                return None;
+            }
+        };
+        if let Some(p) = spec.pga {
+            if !(p.is_finite() && p > 0.0) {
+                diag.push(format!("{f}.pga"), format!("must be a positive PGA in g, found {p}"));
+                return None;
+            }
+            if !in_g {
+                diag.push(format!("{f}.pga"), "a PGA in g needs a record in g");
+                return None;
+            }
+            if let Err(e) = series.scaled_to_peak(p) {
+                diag.push(format!("{f}.pga"), e.to_string());
+                return None;
+            }
+        }
+        let g = if in_g { units.gravity() } else { 1.0 };
+        (
+            series.times().to_vec(),
+            series.values().to_vec(),
+            format!("accelerogram {path}"),
+            g,
+        )
+    };
+    let field = if spec.points.is_some() {
+        "points"
+    } else if spec.file.is_some() {
+        "file"
+    } else {
+        "record"
+    };
+    if times.len() < 2 {
+        diag.push(format!("{f}.{field}"), "needs at least two samples");
+        return None;
+    }
+    for (k, w) in times.windows(2).enumerate() {
+        if !(w[1] > w[0]) {
+            diag.push(
+                format!("{f}.{field}"),
+                format!("sample times must increase strictly (sample {})", k + 1),
+            );
+            return None;
+        }
+    }
+    if times.iter().chain(&values).any(|x| !x.is_finite()) {
+        diag.push(format!("{f}.{field}"), "every time and value must be finite");
+        return None;
+    }
+    let values: Vec<f64> = values.iter().map(|x| x * scale * factor).collect();
+    let pc = match quantity {
+        MotionQuantity::Displacement => PiecewiseCubic::from_displacements(&times, &values),
+        MotionQuantity::Velocity => PiecewiseCubic::from_velocities(&times, &values),
+        MotionQuantity::Acceleration => PiecewiseCubic::from_accelerations(&times, &values),
+    };
+    Some((MotionHistory::Sampled(pc), description))
+}
+
+/// `[analysis] basic_solver` of the `llm` integrator: `trapezoidal` (seed 004 eqs 5–9, the
+/// default; ρ∞ = 1) or `generalized-alpha` (ρ∞ from `rho_inf`).
+pub(crate) fn check_basic_solver(a: &super::schema::AnalysisSpec, diag: &mut Diagnostics) {
+    let llm = a.integrator == "llm";
+    match (a.basic_solver.as_deref(), llm) {
+        (Some(_), false) => diag.push(
+            "analysis.basic_solver",
+            "only applies to integrator = \"llm\"",
+        ),
+        (None | Some("trapezoidal"), true) => {
+            if let Some(r) = a.rho_inf {
+                if r != 1.0 {
+                    diag.push(
+                        "analysis.rho_inf",
+                        "the trapezoidal basic solver is ρ∞ = 1; set basic_solver = \
+                         \"generalized-alpha\" for algorithmic damping",
+                    );
+                }
+            }
+        }
+        (Some("generalized-alpha"), true) | (None, false) => {}
+        (Some(other), true) => diag.push(
+            "analysis.basic_solver",
+            format!("must be \"trapezoidal\" or \"generalized-alpha\", found `{other}`"),
+        ),
+    }
+    if llm && a.start.as_deref() == Some("zero") {
+        diag.push(
+            "analysis.start",
+            "the llm integrator always starts from the coupled, consistent state",
+        );
+    }
+}

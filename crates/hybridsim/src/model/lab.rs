@@ -1,0 +1,1168 @@
+//! `[lab]`, `[safety]` and `[runner]`: the transfer system of the physical substructures, the
+//! actuator safety limits and the real-time runner, parsed and validated.
+//!
+//! Time scale (seed 000 §2.2, seed 003 §2.2, ALGORITHMS.md A17): the user gives Δt^N
+//! (`analysis.time_step`), ss (`analysis.subcycles`) and either λ (`lab.time_scale`) or the
+//! controller rate (`lab.controller_rate`); then Δt^P = Δt^N/ss, Δt^C = λ Δt^P (wall clock),
+//! Δt^S = ss Δt^C, and the two are checked against each other when both are given.
+//!
+//! Safety limits are required for every actuator: there is no silent infinite default.
+
+use crate::error::Diagnostics;
+use crate::units::Units;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// Derived time scale of a hybrid test (A17). Simulation times Δt^N, Δt^P; wall-clock times
+/// Δt^C, Δt^S.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimeScale {
+    /// Numerical (coarse) step Δt^N, simulation time.
+    pub dt_n: f64,
+    /// Subcycles ss = Δt^N/Δt^P = Δt^S/Δt^C.
+    pub ss: usize,
+    /// Testing time scale λ = Δt^C/Δt^P = Δt^S/Δt^N.
+    pub lambda: f64,
+    /// Physical substep Δt^P = Δt^N/ss, simulation time.
+    pub dt_p: f64,
+    /// Controller tick Δt^C = λ Δt^P, wall clock.
+    pub dt_c: f64,
+    /// Wall-clock window of one coarse step Δt^S = ss Δt^C.
+    pub dt_s: f64,
+}
+
+impl TimeScale {
+    /// Derive from Δt^N, ss and λ.
+    pub fn new(dt_n: f64, ss: usize, lambda: f64) -> Self {
+        let ss = ss.max(1);
+        let dt_p = dt_n / ss as f64;
+        let dt_c = lambda * dt_p;
+        Self {
+            dt_n,
+            ss,
+            lambda,
+            dt_p,
+            dt_c,
+            dt_s: ss as f64 * dt_c,
+        }
+    }
+
+    /// Controller rate 1/Δt^C in Hz.
+    pub fn controller_rate(&self) -> f64 {
+        1.0 / self.dt_c
+    }
+
+    /// One line for summaries.
+    pub fn describe(&self, time_unit: &str) -> String {
+        format!(
+            "time scale: dt_N = {:.6e} {time_unit}, ss = {}, lambda = {}, dt_P = {:.6e} {time_unit}, \
+             dt_C = {:.6e} s wall ({:.3} Hz controller), dt_S = {:.6e} s wall",
+            self.dt_n,
+            self.ss,
+            self.lambda,
+            self.dt_p,
+            self.dt_c,
+            self.controller_rate(),
+            self.dt_s
+        )
+    }
+}
+
+/// Testing regime: which side carries the specimen's inertia and damping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Regime {
+    /// λ ≫ 1: the physical substructure's numerical mass and damping carry its full inertia and
+    /// damping; a specimen `mass` element is not allowed.
+    Pseudodynamic,
+    /// λ = 1: the measured force contains the specimen's own inertia and damping, so specimen
+    /// `mass` elements are measured (left out of M^P) while their seismic load stays numerical.
+    RealTime,
+}
+
+/// Kind of transfer system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransferKind {
+    /// The virtual laboratory (default): simulated actuators, sensors and specimen.
+    Virtual,
+}
+
+/// Actuator dynamics from command to achieved displacement (wall-clock time).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ActuatorDynamics {
+    /// Achieved = commanded.
+    Ideal,
+    /// Pure delay τ (s, wall clock; fractional ticks interpolated linearly).
+    Delay {
+        /// τ in seconds.
+        delay: f64,
+    },
+    /// First-order lag τ ẋ + x = d.
+    FirstOrder {
+        /// Time constant in seconds.
+        tau: f64,
+    },
+    /// General linear transfer function num(s)/den(s) (coefficients, highest power first),
+    /// discretized by the bilinear (Tustin) transform at Δt^C.
+    TransferFunction {
+        /// Numerator.
+        num: Vec<f64>,
+        /// Denominator.
+        den: Vec<f64>,
+    },
+    /// Servo-hydraulic actuator coupled with the specimen (control–structure interaction):
+    /// `m ẍ = A p − F_s`, `(V/4β) ṗ = K (d − x) − A ẋ − c_l p`, specimen units.
+    ServoHydraulic {
+        /// Proportional flow gain K (length³/s per unit of displacement error).
+        gain: f64,
+        /// Piston area A (length²).
+        area: f64,
+        /// V/(4β) (length³/pressure, i.e. length⁵/force).
+        compliance: f64,
+        /// Leakage c_l (length³/(s·pressure)).
+        leakage: f64,
+        /// Moving mass m (force·s²/length).
+        mass: f64,
+        /// Internal integration substeps per tick.
+        substeps: usize,
+    },
+}
+
+/// Delay compensation by polynomial extrapolation of the desired displacement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DelayCompensation {
+    /// Polynomial order (0..=3).
+    pub order: usize,
+    /// Estimated delay in seconds (wall clock).
+    pub estimate: f64,
+}
+
+/// Compliance compensation of the loading system (seed 003 eq 15, E29): `d_cmd = d_des + r/k`,
+/// `k = k_positive` if `r ≥ 0` else `k_negative`, in model units (converted from the given ones).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ComplianceCompensation {
+    /// Stiffness for non-negative feedback force, model units.
+    pub k_positive: f64,
+    /// Stiffness for negative feedback force, model units.
+    pub k_negative: f64,
+}
+
+/// One actuator of the transfer system.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActuatorSettings {
+    /// Name (used for limits and lab.csv columns).
+    pub name: String,
+    /// DOFs the actuator drives, `(node, dof)`.
+    pub dofs: Vec<(i64, String)>,
+    /// `d = Σ c_i u_i` over those DOFs.
+    pub coefficients: Vec<f64>,
+    /// Dynamics.
+    pub dynamics: ActuatorDynamics,
+    /// Displacement sensor noise RMS (specimen units).
+    pub displacement_noise: f64,
+    /// Force sensor noise RMS (specimen units).
+    pub force_noise: f64,
+    /// ADC resolution of the displacement channel (0: none).
+    pub displacement_resolution: f64,
+    /// ADC resolution of the force channel (0: none).
+    pub force_resolution: f64,
+    /// ADC full scale of the displacement channel (saturation; ∞ allowed).
+    pub displacement_range: f64,
+    /// ADC full scale of the force channel.
+    pub force_range: f64,
+    /// Loading-system stiffness between actuator and specimen (∞: rigid).
+    pub loading_stiffness: f64,
+    /// Delay compensation.
+    pub delay_compensation: Option<DelayCompensation>,
+    /// Compliance compensation.
+    pub compliance_compensation: Option<ComplianceCompensation>,
+}
+
+/// A DOF held at a constant force (vertical load by a jack).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForceControl {
+    /// The DOF.
+    pub dof: (i64, String),
+    /// Force applied to the specimen (model units, resisting-force sign convention).
+    pub force: f64,
+}
+
+/// `[lab]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabSettings {
+    /// Transfer system.
+    pub transfer: TransferKind,
+    /// Regime.
+    pub regime: Regime,
+    /// Time scale (derived).
+    pub time_scale: TimeScale,
+    /// Seed of every random draw of the lab (noise), recorded in run.json.
+    pub seed: u64,
+    /// Prototype displacement = `geometric_scale` × specimen displacement.
+    pub geometric_scale: f64,
+    /// Prototype force = `force_scale` × specimen force.
+    pub force_scale: f64,
+    /// Device multiplier on the force (one bearing of a pair tested: 2).
+    pub device_multiplier: f64,
+    /// Actuators.
+    pub actuators: Vec<ActuatorSettings>,
+    /// Force-controlled DOFs.
+    pub force_control: Vec<ForceControl>,
+}
+
+/// What the safety layer does after an event.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TripAction {
+    /// Hold the last accepted command.
+    Hold,
+    /// Ramp from the last accepted command to the rest position at this speed (specimen units/s),
+    /// within the limits.
+    RampDown {
+        /// Speed (length/s).
+        rate: f64,
+    },
+}
+
+/// Limits of one actuator, specimen units, wall-clock rates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ActuatorLimits {
+    /// |d| ≤ displacement (stroke).
+    pub displacement: f64,
+    /// |ḋ| ≤ velocity.
+    pub velocity: f64,
+    /// |F| ≤ force.
+    pub force: f64,
+    /// |d_k − d_{k−1}| ≤ increment per tick.
+    pub increment: f64,
+}
+
+/// Divergence criterion (stated): non-finite values; |u| of any interface DOF above
+/// `displacement`; |Λ| above `force`; or the peak |u| over the interface DOFs growing by at least
+/// `growth` in each of `windows` consecutive windows of `window` simulation time while above
+/// `floor`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DivergenceSettings {
+    /// Bound on |u| (model units).
+    pub displacement: f64,
+    /// Bound on |Λ| (model units).
+    pub force: f64,
+    /// Growth factor per window.
+    pub growth: f64,
+    /// Window length (simulation time).
+    pub window: f64,
+    /// Consecutive growing windows.
+    pub windows: usize,
+    /// Amplitudes below this never count as growth.
+    pub floor: f64,
+}
+
+/// `[safety]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SafetySettings {
+    /// Limits by actuator name.
+    pub limits: BTreeMap<String, ActuatorLimits>,
+    /// Action after an event.
+    pub on_trip: TripAction,
+    /// Consecutive deadline overruns that latch an event.
+    pub max_overruns: u64,
+    /// Divergence criterion.
+    pub divergence: DivergenceSettings,
+}
+
+/// Pacing of the runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pacing {
+    /// As fast as possible (same code path).
+    Fast,
+    /// Wall clock, one tick per Δt^C.
+    Realtime,
+}
+
+/// `[runner]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunnerSettings {
+    /// Pacing.
+    pub pacing: Pacing,
+    /// CPUs to pin the tasks to (empty: no pinning).
+    pub cpus: Vec<usize>,
+    /// SCHED_FIFO priority when permitted.
+    pub priority: u8,
+    /// Capacity of the results ring in rows.
+    pub results_ring: usize,
+}
+
+/// Everything about the laboratory side of a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabConfig {
+    /// `[lab]`.
+    pub lab: LabSettings,
+    /// `[safety]`.
+    pub safety: SafetySettings,
+    /// `[runner]`.
+    pub runner: RunnerSettings,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LabSpec {
+    #[serde(default)]
+    transfer: Option<String>,
+    #[serde(default)]
+    regime: Option<String>,
+    #[serde(default)]
+    time_scale: Option<f64>,
+    #[serde(default)]
+    controller_rate: Option<f64>,
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    geometric_scale: Option<f64>,
+    #[serde(default)]
+    force_scale: Option<f64>,
+    #[serde(default)]
+    device_multiplier: Option<f64>,
+    #[serde(default)]
+    actuator: Vec<ActuatorSpec>,
+    #[serde(default)]
+    force_control: Vec<ForceControlSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActuatorSpec {
+    name: String,
+    dofs: Vec<(i64, String)>,
+    #[serde(default)]
+    coefficients: Option<Vec<f64>>,
+    #[serde(default)]
+    dynamics: Option<toml::Table>,
+    #[serde(default)]
+    noise: Option<NoiseSpec>,
+    #[serde(default)]
+    adc: Option<AdcSpec>,
+    #[serde(default)]
+    loading_stiffness: Option<f64>,
+    #[serde(default)]
+    compensation: Option<CompensationSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoiseSpec {
+    #[serde(default)]
+    displacement_rms: Option<f64>,
+    #[serde(default)]
+    force_rms: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdcSpec {
+    #[serde(default)]
+    displacement_resolution: Option<f64>,
+    #[serde(default)]
+    force_resolution: Option<f64>,
+    #[serde(default)]
+    displacement_range: Option<f64>,
+    #[serde(default)]
+    force_range: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompensationSpec {
+    #[serde(default)]
+    delay: Option<DelayCompSpec>,
+    #[serde(default)]
+    compliance: Option<ComplianceSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DelayCompSpec {
+    order: i64,
+    estimate: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ComplianceSpec {
+    k_positive: f64,
+    k_negative: f64,
+    units: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForceControlSpec {
+    dof: (i64, String),
+    force: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SafetySpec {
+    #[serde(default)]
+    on_trip: Option<String>,
+    #[serde(default)]
+    ramp_rate: Option<f64>,
+    #[serde(default)]
+    max_overruns: Option<i64>,
+    #[serde(default)]
+    actuator: BTreeMap<String, LimitsSpec>,
+    #[serde(default)]
+    divergence: Option<DivergenceSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsSpec {
+    displacement: Option<f64>,
+    velocity: Option<f64>,
+    force: Option<f64>,
+    increment: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DivergenceSpec {
+    displacement: Option<f64>,
+    force: Option<f64>,
+    #[serde(default)]
+    growth: Option<f64>,
+    #[serde(default)]
+    window: Option<f64>,
+    #[serde(default)]
+    windows: Option<i64>,
+    #[serde(default)]
+    floor: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunnerSpec {
+    #[serde(default)]
+    pacing: Option<String>,
+    #[serde(default)]
+    cpus: Option<Vec<i64>>,
+    #[serde(default)]
+    priority: Option<i64>,
+    #[serde(default)]
+    results_ring: Option<i64>,
+}
+
+fn deserialize<T: for<'de> Deserialize<'de>>(
+    value: &toml::Value,
+    table: &str,
+    diag: &mut Diagnostics,
+) -> Option<T> {
+    match value.clone().try_into::<T>() {
+        Ok(v) => Some(v),
+        Err(e) => {
+            let reason = e.message().trim().replace('\n', " ");
+            let field = reason
+                .strip_prefix("unknown field `")
+                .and_then(|rest| rest.split('`').next())
+                .map(|k| format!("{table}.{k}"))
+                .unwrap_or_else(|| table.to_string());
+            diag.push(field, reason);
+            None
+        }
+    }
+}
+
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+/// A stiffness with explicit units (`N/m`, `kN/m`, `kN/mm`, `MN/m`, `lbf/in`, `kip/in`) in model
+/// units (force/length of `[units]`).
+fn stiffness_in_model_units(value: f64, unit: &str, units: &Units) -> Option<f64> {
+    let (f, l) = unit.split_once('/')?;
+    let force_n = Units {
+        force: f.trim().to_string(),
+        ..Units::default()
+    }
+    .force_in_n()?;
+    let length_m = Units {
+        length: l.trim().to_string(),
+        ..Units::default()
+    }
+    .length_in_m()?;
+    let n_per_m = value * force_n / length_m;
+    Some(n_per_m * units.length_in_m()? / units.force_in_n()?)
+}
+
+/// Inputs from the rest of the model that `[lab]` is checked against.
+pub struct LabContext<'a> {
+    /// Δt^N.
+    pub dt_n: f64,
+    /// ss.
+    pub ss: usize,
+    /// Units.
+    pub units: &'a Units,
+    /// DOFs of every physical substructure (node, dof).
+    pub physical_dofs: Vec<(i64, String)>,
+    /// Whether the model has a physical substructure at all.
+    pub has_physical: bool,
+    /// Field paths of specimen `mass` elements (for the regime check).
+    pub specimen_masses: Vec<String>,
+}
+
+/// Parse and validate `[lab]`, `[safety]` and `[runner]`. All three are needed once `[lab]` is
+/// present; `[safety]` or `[runner]` alone is an error.
+pub fn parse(
+    lab: Option<&toml::Value>,
+    safety: Option<&toml::Value>,
+    runner: Option<&toml::Value>,
+    ctx: &LabContext,
+    diag: &mut Diagnostics,
+) -> Option<LabConfig> {
+    let Some(lab) = lab else {
+        if safety.is_some() {
+            diag.push("safety", "limits need a [lab] table describing the actuators");
+        }
+        if runner.is_some() {
+            diag.push("runner", "the runner needs a [lab] table (the transfer system)");
+        }
+        return None;
+    };
+    let before = diag.len();
+    if !ctx.has_physical {
+        diag.push("lab", "the model has no physical substructure to test");
+    }
+    let spec: LabSpec = deserialize(lab, "lab", diag)?;
+    let transfer = match spec.transfer.as_deref().unwrap_or("virtual") {
+        "virtual" => TransferKind::Virtual,
+        other => {
+            diag.push(
+                "lab.transfer",
+                format!("unknown transfer system `{other}` (this version supports `virtual`)"),
+            );
+            TransferKind::Virtual
+        }
+    };
+    // Time scale.
+    let lambda = match (spec.time_scale, spec.controller_rate) {
+        (None, None) => {
+            diag.push(
+                "lab",
+                "give the time scale λ (`time_scale`) or the controller rate in Hz (`controller_rate`)",
+            );
+            1.0
+        }
+        (Some(l), rate) => {
+            if !(l.is_finite() && l >= 1.0) {
+                diag.push("lab.time_scale", format!("λ must be a number ≥ 1, found {l}"));
+            }
+            if let Some(rate) = rate {
+                let dt_c = l * ctx.dt_n / ctx.ss as f64;
+                if !positive(rate) {
+                    diag.push("lab.controller_rate", format!("must be positive, found {rate}"));
+                } else if ((1.0 / dt_c) - rate).abs() > 1e-6 * rate {
+                    diag.push(
+                        "lab.controller_rate",
+                        format!(
+                            "{rate} Hz does not match λ = {l} with dt_N = {} and ss = {}: \
+                             dt_C = λ·dt_N/ss = {dt_c:e} s, i.e. {} Hz",
+                            ctx.dt_n,
+                            ctx.ss,
+                            1.0 / dt_c
+                        ),
+                    );
+                }
+            }
+            l
+        }
+        (None, Some(rate)) => {
+            if !positive(rate) {
+                diag.push("lab.controller_rate", format!("must be positive, found {rate}"));
+                1.0
+            } else {
+                let l = (1.0 / rate) / (ctx.dt_n / ctx.ss as f64);
+                if l < 1.0 - 1e-9 {
+                    diag.push(
+                        "lab.controller_rate",
+                        format!(
+                            "{rate} Hz gives λ = {l} < 1: the test would run faster than real time \
+                             (dt_P = {:e} s); lower the rate or raise ss",
+                            ctx.dt_n / ctx.ss as f64
+                        ),
+                    );
+                }
+                l
+            }
+        }
+    };
+    let time_scale = TimeScale::new(ctx.dt_n, ctx.ss, lambda);
+    let regime = match spec.regime.as_deref() {
+        Some("pseudodynamic") => Regime::Pseudodynamic,
+        Some("real-time") | Some("realtime") => Regime::RealTime,
+        Some(other) => {
+            diag.push(
+                "lab.regime",
+                format!("unknown regime `{other}` (pseudodynamic, real-time)"),
+            );
+            Regime::Pseudodynamic
+        }
+        None => {
+            if (lambda - 1.0).abs() < 1e-12 {
+                Regime::RealTime
+            } else {
+                Regime::Pseudodynamic
+            }
+        }
+    };
+    if regime == Regime::RealTime && (lambda - 1.0).abs() > 1e-9 {
+        diag.push(
+            "lab.regime",
+            format!("a real-time test needs λ = 1, found λ = {lambda}"),
+        );
+    }
+    if regime == Regime::Pseudodynamic {
+        for f in &ctx.specimen_masses {
+            diag.push(
+                format!("{f}.role"),
+                "a specimen mass cannot be measured in a pseudodynamic test: give the mass \
+                 role = \"numerical\" so that M^P carries its inertia",
+            );
+        }
+    }
+    let seed = spec.seed.unwrap_or(0);
+    let geometric_scale = spec.geometric_scale.unwrap_or(1.0);
+    if !positive(geometric_scale) {
+        diag.push(
+            "lab.geometric_scale",
+            format!("must be positive, found {geometric_scale}"),
+        );
+    }
+    let force_scale = spec
+        .force_scale
+        .unwrap_or(geometric_scale * geometric_scale);
+    if !positive(force_scale) {
+        diag.push("lab.force_scale", format!("must be positive, found {force_scale}"));
+    }
+    let device_multiplier = spec.device_multiplier.unwrap_or(1.0);
+    if !positive(device_multiplier) {
+        diag.push(
+            "lab.device_multiplier",
+            format!("must be positive, found {device_multiplier}"),
+        );
+    }
+    if spec.actuator.is_empty() {
+        diag.push("lab.actuator", "at least one [[lab.actuator]] is needed");
+    }
+    let mut actuators = Vec::new();
+    let mut names = std::collections::BTreeSet::new();
+    for (i, a) in spec.actuator.iter().enumerate() {
+        let f = format!("lab.actuator[{i}]");
+        if !names.insert(a.name.clone()) {
+            diag.push(format!("{f}.name"), format!("actuator `{}` is defined twice", a.name));
+        }
+        if a.dofs.is_empty() {
+            diag.push(format!("{f}.dofs"), "lists no DOF");
+        }
+        for d in &a.dofs {
+            if !ctx.physical_dofs.contains(d) {
+                diag.push(
+                    format!("{f}.dofs"),
+                    format!(
+                        "node {} dof {} is not a DOF of a physical substructure",
+                        d.0, d.1
+                    ),
+                );
+            }
+        }
+        let coefficients = match &a.coefficients {
+            None if a.dofs.len() == 1 => vec![1.0],
+            None => {
+                diag.push(
+                    format!("{f}.coefficients"),
+                    format!(
+                        "an actuator on {} DOFs needs its coefficients (d = Σ c_i u_i), e.g. \
+                         [-1.0, 1.0] for a two-node device",
+                        a.dofs.len()
+                    ),
+                );
+                vec![0.0; a.dofs.len()]
+            }
+            Some(c) => {
+                if c.len() != a.dofs.len() {
+                    diag.push(
+                        format!("{f}.coefficients"),
+                        format!("has {} entries for {} DOFs", c.len(), a.dofs.len()),
+                    );
+                }
+                if c.iter().any(|x| !x.is_finite()) || c.iter().all(|x| *x == 0.0) {
+                    diag.push(
+                        format!("{f}.coefficients"),
+                        "must be finite and not all zero",
+                    );
+                }
+                c.clone()
+            }
+        };
+        let dynamics = match &a.dynamics {
+            None => ActuatorDynamics::Ideal,
+            Some(t) => parse_dynamics(t, &format!("{f}.dynamics"), diag),
+        };
+        let noise = a.noise.as_ref();
+        let displacement_noise = noise.and_then(|n| n.displacement_rms).unwrap_or(0.0);
+        let force_noise = noise.and_then(|n| n.force_rms).unwrap_or(0.0);
+        for (x, k) in [
+            (displacement_noise, "noise.displacement_rms"),
+            (force_noise, "noise.force_rms"),
+        ] {
+            if !(x.is_finite() && x >= 0.0) {
+                diag.push(format!("{f}.{k}"), format!("must be ≥ 0, found {x}"));
+            }
+        }
+        let adc = a.adc.as_ref();
+        let get = |o: Option<f64>, d: f64| o.unwrap_or(d);
+        let displacement_resolution = get(adc.and_then(|a| a.displacement_resolution), 0.0);
+        let force_resolution = get(adc.and_then(|a| a.force_resolution), 0.0);
+        let displacement_range = get(adc.and_then(|a| a.displacement_range), f64::INFINITY);
+        let force_range = get(adc.and_then(|a| a.force_range), f64::INFINITY);
+        for (x, k) in [
+            (displacement_resolution, "adc.displacement_resolution"),
+            (force_resolution, "adc.force_resolution"),
+        ] {
+            if !(x.is_finite() && x >= 0.0) {
+                diag.push(format!("{f}.{k}"), format!("must be ≥ 0, found {x}"));
+            }
+        }
+        for (x, k) in [
+            (displacement_range, "adc.displacement_range"),
+            (force_range, "adc.force_range"),
+        ] {
+            if x.is_nan() || x <= 0.0 {
+                diag.push(format!("{f}.{k}"), format!("must be positive, found {x}"));
+            }
+        }
+        let loading_stiffness = a.loading_stiffness.unwrap_or(f64::INFINITY);
+        if loading_stiffness.is_nan() || loading_stiffness <= 0.0 {
+            diag.push(
+                format!("{f}.loading_stiffness"),
+                format!("must be positive, found {loading_stiffness}"),
+            );
+        }
+        let mut delay_compensation = None;
+        let mut compliance_compensation = None;
+        if let Some(c) = &a.compensation {
+            if let Some(d) = &c.delay {
+                if !(0..=3).contains(&d.order) {
+                    diag.push(
+                        format!("{f}.compensation.delay.order"),
+                        format!("must be 0, 1, 2 or 3, found {}", d.order),
+                    );
+                }
+                if !(d.estimate.is_finite() && d.estimate >= 0.0) {
+                    diag.push(
+                        format!("{f}.compensation.delay.estimate"),
+                        format!("must be a delay ≥ 0 s, found {}", d.estimate),
+                    );
+                }
+                delay_compensation = Some(DelayCompensation {
+                    order: d.order.clamp(0, 3) as usize,
+                    estimate: d.estimate,
+                });
+            }
+            if let Some(k) = &c.compliance {
+                let conv = |x: f64| stiffness_in_model_units(x, &k.units, ctx.units);
+                match (conv(k.k_positive), conv(k.k_negative)) {
+                    (Some(kp), Some(kn)) if positive(kp) && positive(kn) => {
+                        compliance_compensation = Some(ComplianceCompensation {
+                            k_positive: kp,
+                            k_negative: kn,
+                        })
+                    }
+                    (Some(_), Some(_)) => diag.push(
+                        format!("{f}.compensation.compliance"),
+                        "k_positive and k_negative must be positive",
+                    ),
+                    _ => diag.push(
+                        format!("{f}.compensation.compliance.units"),
+                        format!(
+                            "unknown stiffness unit `{}`: write force/length, e.g. `kN/mm` or \
+                             `N/m` (seed 003 eq 15 prints kN/m where kN/mm is likely, E29)",
+                            k.units
+                        ),
+                    ),
+                }
+            }
+        }
+        actuators.push(ActuatorSettings {
+            name: a.name.clone(),
+            dofs: a.dofs.clone(),
+            coefficients,
+            dynamics,
+            displacement_noise,
+            force_noise,
+            displacement_resolution,
+            force_resolution,
+            displacement_range,
+            force_range,
+            loading_stiffness,
+            delay_compensation,
+            compliance_compensation,
+        });
+    }
+    let mut force_control = Vec::new();
+    for (i, fc) in spec.force_control.iter().enumerate() {
+        let f = format!("lab.force_control[{i}]");
+        if !ctx.physical_dofs.contains(&fc.dof) {
+            diag.push(
+                format!("{f}.dof"),
+                format!(
+                    "node {} dof {} is not a DOF of a physical substructure",
+                    fc.dof.0, fc.dof.1
+                ),
+            );
+        }
+        if actuators.iter().any(|a| a.dofs.contains(&fc.dof)) {
+            diag.push(
+                format!("{f}.dof"),
+                "is also driven by an actuator in displacement control",
+            );
+        }
+        if !fc.force.is_finite() {
+            diag.push(format!("{f}.force"), "must be finite");
+        }
+        force_control.push(ForceControl {
+            dof: fc.dof.clone(),
+            force: fc.force,
+        });
+    }
+    let lab_settings = LabSettings {
+        transfer,
+        regime,
+        time_scale,
+        seed,
+        geometric_scale,
+        force_scale,
+        device_multiplier,
+        actuators,
+        force_control,
+    };
+
+    // Safety: required.
+    let safety = match safety {
+        None => {
+            diag.push(
+                "safety",
+                "a [safety] table with limits for every actuator is required when a [lab] is \
+                 configured (there is no default limit)",
+            );
+            None
+        }
+        Some(v) => parse_safety(v, &lab_settings, diag),
+    };
+    let runner = match runner {
+        None => Some(RunnerSettings {
+            pacing: Pacing::Fast,
+            cpus: Vec::new(),
+            priority: 80,
+            results_ring: 8192,
+        }),
+        Some(v) => parse_runner(v, diag),
+    };
+    if diag.len() > before {
+        return None;
+    }
+    Some(LabConfig {
+        lab: lab_settings,
+        safety: safety?,
+        runner: runner?,
+    })
+}
+
+fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorDynamics {
+    let kind = t.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    let num = |key: &str, diag: &mut Diagnostics| -> f64 {
+        match t.get(key).and_then(|x| x.as_float().or(x.as_integer().map(|i| i as f64))) {
+            Some(x) => x,
+            None => {
+                diag.push(format!("{f}.{key}"), format!("a `{kind}` actuator needs `{key}`"));
+                f64::NAN
+            }
+        }
+    };
+    let allowed: &[&str] = match kind {
+        "ideal" => &["kind"],
+        "delay" => &["kind", "delay"],
+        "first_order" => &["kind", "tau"],
+        "transfer_function" => &["kind", "num", "den"],
+        "servo_hydraulic" => &[
+            "kind",
+            "gain",
+            "area",
+            "compliance",
+            "leakage",
+            "mass",
+            "substeps",
+        ],
+        _ => {
+            diag.push(
+                format!("{f}.kind"),
+                format!(
+                    "unknown actuator dynamics `{kind}` (ideal, delay, first_order, \
+                     transfer_function, servo_hydraulic)"
+                ),
+            );
+            return ActuatorDynamics::Ideal;
+        }
+    };
+    for k in t.keys() {
+        if !allowed.contains(&k.as_str()) {
+            diag.push(
+                format!("{f}.{k}"),
+                format!("unknown key for `{kind}` dynamics (expected {})", allowed.join(", ")),
+            );
+        }
+    }
+    let check_pos = |x: f64, key: &str, diag: &mut Diagnostics| {
+        if !(x.is_finite() && x > 0.0) && !x.is_nan() {
+            diag.push(format!("{f}.{key}"), format!("must be positive, found {x}"));
+        }
+    };
+    match kind {
+        "ideal" => ActuatorDynamics::Ideal,
+        "delay" => {
+            let delay = num("delay", diag);
+            if !(delay.is_finite() && delay >= 0.0) && !delay.is_nan() {
+                diag.push(format!("{f}.delay"), format!("must be ≥ 0 s, found {delay}"));
+            }
+            ActuatorDynamics::Delay { delay }
+        }
+        "first_order" => {
+            let tau = num("tau", diag);
+            check_pos(tau, "tau", diag);
+            ActuatorDynamics::FirstOrder { tau }
+        }
+        "transfer_function" => {
+            let list = |key: &str, diag: &mut Diagnostics| -> Vec<f64> {
+                let v: Option<Vec<f64>> = t.get(key).and_then(|x| x.as_array()).map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_float().or(x.as_integer().map(|i| i as f64)))
+                        .collect()
+                });
+                match v {
+                    Some(v) if !v.is_empty() && v.iter().all(|x| x.is_finite()) => v,
+                    _ => {
+                        diag.push(
+                            format!("{f}.{key}"),
+                            "must be a non-empty list of finite coefficients (highest power first)",
+                        );
+                        vec![1.0]
+                    }
+                }
+            };
+            let num_c = list("num", diag);
+            let den = list("den", diag);
+            if den[0] == 0.0 {
+                diag.push(format!("{f}.den"), "the leading coefficient must not be zero");
+            }
+            if num_c.len() > den.len() {
+                diag.push(
+                    format!("{f}.num"),
+                    "the transfer function must be proper (numerator degree ≤ denominator degree)",
+                );
+            }
+            ActuatorDynamics::TransferFunction { num: num_c, den }
+        }
+        _ => {
+            let gain = num("gain", diag);
+            let area = num("area", diag);
+            let compliance = num("compliance", diag);
+            let mass = num("mass", diag);
+            for (x, k) in [
+                (gain, "gain"),
+                (area, "area"),
+                (compliance, "compliance"),
+                (mass, "mass"),
+            ] {
+                check_pos(x, k, diag);
+            }
+            let leakage = t
+                .get("leakage")
+                .and_then(|x| x.as_float())
+                .unwrap_or(0.0);
+            let substeps = t
+                .get("substeps")
+                .and_then(|x| x.as_integer())
+                .unwrap_or(20);
+            if !(1..=10_000).contains(&substeps) {
+                diag.push(format!("{f}.substeps"), format!("must be 1..10000, found {substeps}"));
+            }
+            ActuatorDynamics::ServoHydraulic {
+                gain,
+                area,
+                compliance,
+                leakage,
+                mass,
+                substeps: substeps.clamp(1, 10_000) as usize,
+            }
+        }
+    }
+}
+
+fn parse_safety(
+    v: &toml::Value,
+    lab: &LabSettings,
+    diag: &mut Diagnostics,
+) -> Option<SafetySettings> {
+    let spec: SafetySpec = deserialize(v, "safety", diag)?;
+    let on_trip = match spec.on_trip.as_deref().unwrap_or("hold") {
+        "hold" => TripAction::Hold,
+        "ramp_down" => match spec.ramp_rate {
+            Some(r) if positive(r) => TripAction::RampDown { rate: r },
+            other => {
+                diag.push(
+                    "safety.ramp_rate",
+                    format!("ramp_down needs a positive ramp_rate (length/s), found {other:?}"),
+                );
+                TripAction::Hold
+            }
+        },
+        other => {
+            diag.push(
+                "safety.on_trip",
+                format!("unknown action `{other}` (hold, ramp_down)"),
+            );
+            TripAction::Hold
+        }
+    };
+    let max_overruns = spec.max_overruns.unwrap_or(10);
+    if max_overruns < 1 {
+        diag.push(
+            "safety.max_overruns",
+            format!("must be at least 1, found {max_overruns}"),
+        );
+    }
+    let mut limits = BTreeMap::new();
+    for a in &lab.actuators {
+        let f = format!("safety.actuator.{}", a.name);
+        let Some(l) = spec.actuator.get(&a.name) else {
+            diag.push(
+                f,
+                "limits are required for every actuator: displacement, velocity, force, increment",
+            );
+            continue;
+        };
+        let mut get = |x: Option<f64>, key: &str| -> f64 {
+            match x {
+                Some(x) if positive(x) => x,
+                Some(x) => {
+                    diag.push(format!("{f}.{key}"), format!("must be a positive finite limit, found {x}"));
+                    0.0
+                }
+                None => {
+                    diag.push(format!("{f}.{key}"), "is required (no default limit)");
+                    0.0
+                }
+            }
+        };
+        let lim = ActuatorLimits {
+            displacement: get(l.displacement, "displacement"),
+            velocity: get(l.velocity, "velocity"),
+            force: get(l.force, "force"),
+            increment: get(l.increment, "increment"),
+        };
+        limits.insert(a.name.clone(), lim);
+    }
+    for name in spec.actuator.keys() {
+        if !lab.actuators.iter().any(|a| &a.name == name) {
+            diag.push(
+                format!("safety.actuator.{name}"),
+                "names no actuator of [lab]",
+            );
+        }
+    }
+    let divergence = match &spec.divergence {
+        None => {
+            diag.push(
+                "safety.divergence",
+                "a divergence criterion is required: displacement (|u| bound) and force (|Λ| bound)",
+            );
+            None
+        }
+        Some(d) => {
+            let mut req = |x: Option<f64>, key: &str| -> f64 {
+                match x {
+                    Some(x) if positive(x) => x,
+                    other => {
+                        diag.push(
+                            format!("safety.divergence.{key}"),
+                            format!("a positive bound is required, found {other:?}"),
+                        );
+                        0.0
+                    }
+                }
+            };
+            let displacement = req(d.displacement, "displacement");
+            let force = req(d.force, "force");
+            let growth = d.growth.unwrap_or(1.5);
+            let window = d.window.unwrap_or(1.0);
+            let windows = d.windows.unwrap_or(3);
+            let floor = d.floor.unwrap_or(0.0);
+            if !(growth.is_finite() && growth > 1.0) {
+                diag.push("safety.divergence.growth", format!("must be > 1, found {growth}"));
+            }
+            if !positive(window) {
+                diag.push("safety.divergence.window", format!("must be positive, found {window}"));
+            }
+            if windows < 1 {
+                diag.push("safety.divergence.windows", format!("must be ≥ 1, found {windows}"));
+            }
+            if !(floor.is_finite() && floor >= 0.0) {
+                diag.push("safety.divergence.floor", format!("must be ≥ 0, found {floor}"));
+            }
+            Some(DivergenceSettings {
+                displacement,
+                force,
+                growth,
+                window,
+                windows: windows.max(1) as usize,
+                floor,
+            })
+        }
+    };
+    Some(SafetySettings {
+        limits,
+        on_trip,
+        max_overruns: max_overruns.max(1) as u64,
+        divergence: divergence?,
+    })
+}
+
+fn parse_runner(v: &toml::Value, diag: &mut Diagnostics) -> Option<RunnerSettings> {
+    let spec: RunnerSpec = deserialize(v, "runner", diag)?;
+    let pacing = match spec.pacing.as_deref().unwrap_or("fast") {
+        "fast" => Pacing::Fast,
+        "realtime" | "real-time" => Pacing::Realtime,
+        other => {
+            diag.push("runner.pacing", format!("unknown pacing `{other}` (fast, realtime)"));
+            Pacing::Fast
+        }
+    };
+    let cpus = spec.cpus.unwrap_or_default();
+    if cpus.iter().any(|c| *c < 0) {
+        diag.push("runner.cpus", "CPU indices must be ≥ 0");
+    }
+    let priority = spec.priority.unwrap_or(80);
+    if !(1..=99).contains(&priority) {
+        diag.push("runner.priority", format!("must be 1..99, found {priority}"));
+    }
+    let results_ring = spec.results_ring.unwrap_or(8192);
+    if results_ring < 16 {
+        diag.push(
+            "runner.results_ring",
+            format!("must be at least 16 rows, found {results_ring}"),
+        );
+    }
+    Some(RunnerSettings {
+        pacing,
+        cpus: cpus.into_iter().map(|c| c.max(0) as usize).collect(),
+        priority: priority.clamp(1, 99) as u8,
+        results_ring: results_ring.max(16) as usize,
+    })
+}
