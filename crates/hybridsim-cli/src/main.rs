@@ -32,13 +32,43 @@ enum Command {
     /// time steps, and the periods and damping ratios of the linearized coupled model.
     #[command(after_help = "Example:\n  hybridsim check examples/split_mass_v1.toml")]
     Check(commands::check::Args),
+    /// Plot a results folder to PNG and SVG: displacements, interface Λ and gaps, energy,
+    /// hysteresis loops and cumulative element energy (where those columns exist).
+    #[command(
+        after_help = "Example:\n  hybridsim plot results/quickstart -o results/quickstart/plots"
+    )]
+    Plot(commands::plot::Args),
+    /// Impose a deformation history (sine, ramped cycles or a file) on one element of a model
+    /// file and record its force, states and dissipated energy (device characterization).
+    #[command(
+        after_help = "Examples:\n  hybridsim cyclic examples/mostaghel_dcsb.toml --element dcsb --amplitude 0.05 --frequency 0.5 --cycles 3\n  hybridsim cyclic examples/isolated_deck_lrb.toml --element lrb --history ramp --amplitude 0.2 --cycles 4\n  hybridsim cyclic model.toml --element pier --history file --file history.txt --dt 0.001"
+    )]
+    Cyclic(commands::cyclic::Args),
+    /// Run a hybrid test with a [lab] on the threaded multi-rate runner (virtual lab by
+    /// default): results.csv, controller-rate lab.csv, run.json with the time scale, seeds,
+    /// safety event and per-task timing. Ctrl-C stops through the safety layer.
+    #[command(
+        after_help = "Examples:\n  hybridsim realtime examples/split_mass_delayed_actuator.toml --pacing realtime\n  hybridsim realtime examples/seed003_lab_1024hz.toml --pacing fast -o out/seed003"
+    )]
+    Realtime(commands::realtime::Args),
+    /// Algorithm analysis of the model's scheme: spectral radius, Ω̄ and ζ̄ over Ω = ωΔt
+    /// (with drift modes, estimated-stiffness ratio and loop delay), convergence slopes, or
+    /// the energy history; CSV, summary.json and PNG/SVG plots.
+    #[command(
+        after_help = "Examples:\n  hybridsim analyze spectral examples/split_mass_v1.toml -o out/spectral\n  hybridsim analyze convergence examples/split_mass_v1.toml --until 0.01\n  hybridsim analyze energy examples/split_mass_v2.toml --rho-inf 1"
+    )]
+    Analyze(commands::analyze::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => commands::run::execute(args),
+        Command::Realtime(args) => commands::realtime::execute(args),
+        Command::Analyze(args) => commands::analyze::execute(args),
         Command::Check(args) => commands::check::execute(args),
+        Command::Plot(args) => commands::plot::execute(args),
+        Command::Cyclic(args) => commands::cyclic::execute(args),
     };
     match result {
         Ok(code) => code,

@@ -271,7 +271,7 @@ fn prepare(chart: &Chart) -> Result<Prepared, String> {
     }
     Ok(Prepared {
         series,
-        x_range: padded(xr, chart.x.log, 0.0),
+        x_range: padded(xr, chart.x.log, 0.02),
         y_range: padded(yr, chart.y.log, 0.05),
     })
 }
@@ -400,7 +400,9 @@ where
     let mut labelled = false;
     for (i, s) in data.series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
-        let style = ShapeStyle::from(&color).stroke_width(2);
+        // One-pixel lines: plotters joins wider polylines with unlimited miters, which draw
+        // long spikes at the sharp reversals of hysteresis loops.
+        let style = ShapeStyle::from(&color).stroke_width(1);
         if s.segments.is_empty() {
             if !s.label.is_empty() {
                 ctx.draw_series(LineSeries::new(std::iter::empty::<(f64, f64)>(), style))

@@ -10,6 +10,8 @@
 //! - `displacements`: one chart per substructure copy;
 //! - `interface`: Λ, displacement gap and velocity gap (partitioned runs);
 //! - `energy`: the energy balance channels;
+//! - `element_histories`: imposed deformations and element forces against time (folders of
+//!   `hybridsim cyclic`, which record `deformation.<element>`);
 //! - `hysteresis`: element force against element deformation, one chart per element;
 //! - `element_energy`: cumulative energy absorbed by each element, `Σ_i ∫ r_i du_i` (trapezoidal),
 //!   which over closed loops is the dissipated energy, plus any energy-valued element state
@@ -441,6 +443,30 @@ pub fn results_figures(table: &ResultsTable, title: &str) -> Vec<Figure> {
         figures.push(Figure {
             stem: "energy".into(),
             charts: vec![chart_of(prefixed("energy"), "energy", &energy, "energy.")],
+        });
+    }
+
+    // Imposed element deformations and element forces (`hybridsim cyclic` folders).
+    let deformations = cols_with("deformation.");
+    if !deformations.is_empty() {
+        let forces: Vec<usize> = elements(table).iter().map(|e| e.forces[0].0).collect();
+        let mut charts = vec![chart_of(
+            prefixed("element deformation"),
+            "deformation",
+            &deformations,
+            "deformation.",
+        )];
+        if !forces.is_empty() {
+            charts.push(chart_of(
+                prefixed("element force"),
+                "force",
+                &forces,
+                "force.",
+            ));
+        }
+        figures.push(Figure {
+            stem: "element_histories".into(),
+            charts,
         });
     }
 

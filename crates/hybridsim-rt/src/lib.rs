@@ -1,1 +1,926 @@
-//! placeholder
+//! # hybridsim-rt — the multi-rate, multi-core real-time runner
+//!
+//! Seed 003 §2.2 runs the NS free solution, the PS free solution and online estimation as
+//! parallel tasks on separate cores, synchronized by the link solution at the end of every
+//! coarse step. This runner does the same with the PG-α phases of [`hybridsim`]:
+//!
+//! - the **PS task** runs the ss physical substeps of a coarse step, one per controller tick
+//!   Δt^C (each one commands the transfer system through the safety layer);
+//! - the **NS task** runs the numerical free step in parallel, within Δt^S = ss·Δt^C;
+//! - the **link task** (the coordinating thread) solves the interface, updates every partition,
+//!   checks divergence of Λ, and pushes the results row and the controller-rate lab records
+//!   into preallocated lock-free rings ([`rtrb`]);
+//! - an **estimation slot** receives a snapshot (Λ, interface displacements) per step
+//!   (next wave: parameter updates applied at a fixed step latency; here a least-squares secant
+//!   stiffness is tracked and reported, not applied);
+//! - a **writer** thread turns the rings into `results.csv` and `lab.csv`.
+//!
+//! Everything is sized before the loop; inside it nothing allocates, locks, prints or touches a
+//! file. A full ring is a safety event (hybrid-test data loss is unacceptable). Pacing
+//! `realtime` sleeps to absolute deadlines (`clock_nanosleep`, `TIMER_ABSTIME`), pins threads
+//! and asks for SCHED_FIFO when permitted (and reports when not); pacing `fast` runs the same
+//! code as fast as possible. The threaded run is bit-identical to [`hybridsim::Simulation`]
+//! stepping the same model (same arithmetic on the same data, in the same order).
+
+pub mod clock;
+pub mod stats;
+
+use clock::{now_ns, sleep_until, Backoff, ThreadSetup};
+use hybridsim::assembly::{build_partitions, Grouping};
+use hybridsim::integrators::{FreePhase, PgAlpha, TimeIntegrator};
+use hybridsim::model::lab::Pacing;
+use hybridsim::model::IntegratorKind;
+use hybridsim::output::Recorder;
+use hybridsim::physical::safety::DivergenceMonitor;
+use hybridsim::physical::{EventKind, SafetyEvent, SafetySummary};
+use hybridsim::Model;
+use hybridsim_io::lab::{CsvSink, LabLog, TrackingIndicators};
+use rtrb::RingBuffer;
+use serde_json::{json, Value};
+use stats::TaskStats;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Most physical partitions the runner drives.
+pub const MAX_PHYSICAL: usize = 7;
+/// Interface multipliers carried to the estimation slot.
+pub const MAX_SNAPSHOT: usize = 8;
+
+/// Options of a run.
+#[derive(Clone)]
+pub struct RunOptions {
+    /// Pacing (overrides `[runner] pacing`).
+    pub pacing: Option<Pacing>,
+    /// Results folder (`results.csv`, `lab.csv`, `run.json`, plots); `None`: nothing on disk.
+    pub folder: Option<PathBuf>,
+    /// Model text to copy into the folder.
+    pub model_text: Option<String>,
+    /// Model hash for run.json.
+    pub model_sha256: Option<String>,
+    /// Operator abort (Ctrl-C): checked every coarse step; takes the safety path.
+    pub abort: Arc<AtomicBool>,
+    /// Keep every results row in memory (tests).
+    pub keep_rows: bool,
+    /// Results ring capacity in rows (overrides `[runner] results_ring`).
+    pub results_ring: Option<usize>,
+    /// Artificial writer delay per row (tests of the overflow path).
+    pub writer_delay: Option<Duration>,
+    /// Called with `true` when a loop thread enters its loop and `false` when it leaves (the
+    /// counting-allocator test marks the loop threads with it).
+    pub loop_marker: Option<fn(bool)>,
+    /// Stop after this many coarse steps (default: the analysis duration).
+    pub max_steps: Option<u64>,
+    /// How long the loop may wait for ring space before a full ring is a safety event
+    /// (default: 2 s with pacing `fast`, which has no wall-clock deadline; 0 with `realtime`).
+    pub overflow_wait: Option<Duration>,
+    /// Wait for real-time scheduling even with a virtual lab (refuse to start without it).
+    pub require_realtime: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            pacing: None,
+            folder: None,
+            model_text: None,
+            model_sha256: None,
+            abort: Arc::new(AtomicBool::new(false)),
+            keep_rows: false,
+            results_ring: None,
+            writer_delay: None,
+            loop_marker: None,
+            max_steps: None,
+            overflow_wait: None,
+            require_realtime: false,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunStatus {
+    /// Every step done.
+    Completed,
+    /// Stopped cleanly by a safety event.
+    Stopped(SafetyEvent),
+    /// Stopped by a failure that is not a safety event.
+    Failed(String),
+}
+
+/// What a run produced.
+pub struct RunOutcome {
+    /// Status.
+    pub status: RunStatus,
+    /// Completed coarse steps.
+    pub steps: u64,
+    /// Result columns (headers).
+    pub columns: Vec<String>,
+    /// Rows, when kept.
+    pub rows: Vec<Vec<f64>>,
+    /// Rows written to results.csv (or handled by the writer).
+    pub rows_written: u64,
+    /// Lab rows handled by the writer.
+    pub lab_rows: u64,
+    /// Task statistics.
+    pub tasks: Vec<TaskStats>,
+    /// Thread set-up obtained.
+    pub setup: Vec<ThreadSetup>,
+    /// Whether mlockall succeeded.
+    pub memory_locked: bool,
+    /// Safety state of each physical partition.
+    pub safety: Vec<SafetySummary>,
+    /// Tracking indicators per actuator.
+    pub indicators: Vec<TrackingIndicators>,
+    /// Estimation-slot report.
+    pub estimation: Value,
+    /// Wall time of the loop (s).
+    pub wall: f64,
+    /// The run.json written (also when no folder).
+    pub run_json: Value,
+}
+
+impl RunOutcome {
+    /// Terminal summary.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        for t in &self.tasks {
+            s.push_str(&t.line());
+            s.push('\n');
+        }
+        for st in &self.setup {
+            s.push_str(&format!(
+                "thread {}: cpu {:?} pinned {} SCHED_FIFO {} {}\n",
+                st.task, st.cpu, st.pinned, st.fifo, st.note
+            ));
+        }
+        for i in &self.indicators {
+            s.push_str(&format!(
+                "actuator {}: delay {:.4} s, NRMS tracking error {:.3e}, peak error {:.3e}, energy error {:.3e} (input {:.3e})\n",
+                i.actuator, i.delay, i.nrms_error, i.peak_error, i.energy_error, i.energy_input
+            ));
+        }
+        s
+    }
+}
+
+/// What the writer thread returns: rows, lab rows, kept rows and the lab logs.
+type WriterResult = Result<(u64, u64, Vec<Vec<f64>>, Vec<LabLog>), String>;
+
+#[derive(Clone, Copy)]
+struct Job {
+    phases: [*mut FreePhase<'static>; MAX_PHYSICAL],
+    count: usize,
+    step: u64,
+    stop: bool,
+}
+
+// SAFETY: the pointers reference `FreePhase`s living on the coordinator's stack, which waits
+// for the worker's `Done` before they go out of scope; each phase is used by one thread only.
+unsafe impl Send for Job {}
+
+impl Job {
+    fn stop() -> Self {
+        Self {
+            phases: [std::ptr::null_mut(); MAX_PHYSICAL],
+            count: 0,
+            step: 0,
+            stop: true,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Done {
+    ok: bool,
+    miss_run: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Snapshot {
+    step: u64,
+    time: f64,
+    n: usize,
+    lambda: [f64; MAX_SNAPSHOT],
+    u: [f64; MAX_SNAPSHOT],
+}
+
+fn wait_pop<T>(c: &mut rtrb::Consumer<T>) -> T {
+    let mut b = Backoff::default();
+    loop {
+        if let Ok(x) = c.pop() {
+            return x;
+        }
+        b.snooze();
+    }
+}
+
+/// Errors that keep a run from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The model cannot run on this runner.
+    #[error("{0}")]
+    Model(String),
+    /// A file could not be written.
+    #[error("{path}: {source}")]
+    Io {
+        /// Path.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> StartError + '_ {
+    move |source| StartError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Run `model` (PG-α with a `[lab]`) on the threaded runner.
+pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
+    let lab = model.lab.as_ref().ok_or_else(|| {
+        StartError::Model(format!("{}: the model has no [lab] table", model.source))
+    })?;
+    if model.analysis.integrator != IntegratorKind::PgAlpha {
+        return Err(StartError::Model(format!(
+            "{}: analysis.integrator: the real-time runner needs `pg-alpha`, found `{}`",
+            model.source,
+            model.analysis.integrator.name()
+        )));
+    }
+    let ts = lab.lab.time_scale;
+    let pacing = opts.pacing.unwrap_or(lab.runner.pacing);
+    let realtime = pacing == Pacing::Realtime;
+    let a = &model.analysis;
+    let parts = build_partitions(model, Grouping::Partitioned)
+        .map_err(|e| StartError::Model(e.to_string()))?;
+    let mut pg = PgAlpha::new(
+        parts,
+        a.rho_inf,
+        a.time_step,
+        a.subcycles,
+        a.corrections,
+        a.start,
+        0.0,
+    )
+    .map_err(|e| StartError::Model(format!("{}: analysis: {e}", model.source)))?;
+    let numerical = pg.numerical();
+    let physical: Vec<usize> = pg.physical().collect();
+    if physical.len() > MAX_PHYSICAL {
+        return Err(StartError::Model(format!(
+            "at most {MAX_PHYSICAL} physical substructures are supported"
+        )));
+    }
+    let any_hardware = pg
+        .partitions()
+        .iter()
+        .filter_map(|p| p.provider.as_ref())
+        .any(|p| !p.is_virtual());
+    let mut recorder = Recorder::new(model, &pg);
+    let columns: Vec<String> = recorder.columns().iter().map(|c| c.header()).collect();
+    let ncol = columns.len();
+    let ss = pg.subcycles() as u64;
+    let n_steps = opts.max_steps.unwrap_or(a.n_steps()).min(a.n_steps());
+    let every = model.output.every;
+    let ring_rows = opts.results_ring.unwrap_or(lab.runner.results_ring);
+
+    // Rings.
+    let (mut res_tx, mut res_rx) = RingBuffer::<f64>::new(ring_rows * ncol);
+    let mut lab_tx = Vec::new();
+    let mut lab_rx = Vec::new();
+    let mut lab_cols = Vec::new();
+    for &k in &physical {
+        let cols = pg.partitions()[k]
+            .provider
+            .as_ref()
+            .map(|p| p.lab_columns())
+            .unwrap_or_default();
+        let width = cols.len().max(1);
+        let lab_rows = (64 * ss as usize).max(ring_rows * ss as usize / every.max(1) as usize);
+        let (tx, rx) = RingBuffer::<f64>::new(width * lab_rows.max(1024));
+        lab_tx.push(tx);
+        lab_rx.push((rx, width));
+        lab_cols.push(cols);
+    }
+    let (mut ns_jobs_tx, mut ns_jobs_rx) = RingBuffer::<Job>::new(2);
+    let (mut ns_done_tx, mut ns_done_rx) = RingBuffer::<Done>::new(2);
+    let (mut ps_jobs_tx, mut ps_jobs_rx) = RingBuffer::<Job>::new(2);
+    let (mut ps_done_tx, mut ps_done_rx) = RingBuffer::<Done>::new(2);
+    let (mut est_tx, mut est_rx) = RingBuffer::<Option<Snapshot>>::new(64);
+
+    // Folder.
+    if let Some(f) = &opts.folder {
+        std::fs::create_dir_all(f).map_err(io(f))?;
+        if let Some(text) = &opts.model_text {
+            let p = f.join("model.toml");
+            std::fs::write(&p, text).map_err(io(&p))?;
+        }
+    }
+    let results_sink = match &opts.folder {
+        Some(f) => {
+            let p = f.join("results.csv");
+            Some(CsvSink::create(&p, &columns.join(",")).map_err(io(&p))?)
+        }
+        None => None,
+    };
+    let mut lab_sinks = Vec::new();
+    for (i, &k) in physical.iter().enumerate() {
+        let sink = match &opts.folder {
+            Some(f) => {
+                let name = if i == 0 {
+                    "lab.csv".to_string()
+                } else {
+                    format!("lab.{}.csv", pg.partitions()[k].state.name)
+                };
+                let p = f.join(name);
+                Some(CsvSink::create(&p, &lab_cols[i].join(",")).map_err(io(&p))?)
+            }
+            None => None,
+        };
+        lab_sinks.push(sink);
+    }
+
+    // Scheduling.
+    let cpus = lab.runner.cpus.clone();
+    let cpu_for = |i: usize| -> Option<usize> {
+        if cpus.is_empty() {
+            None
+        } else {
+            Some(cpus[i % cpus.len()])
+        }
+    };
+    let memory_locked = if realtime {
+        clock::lock_memory()
+    } else {
+        false
+    };
+    let coord_setup =
+        clock::setup_current_thread("link", cpu_for(0), lab.runner.priority, realtime);
+    if realtime && (any_hardware || opts.require_realtime) && !coord_setup.fifo {
+        if memory_locked {
+            clock::unlock_memory();
+        }
+        return Err(StartError::Model(format!(
+            "realtime pacing with {} refuses to start without real-time scheduling: {}",
+            if any_hardware {
+                "a non-virtual transfer system"
+            } else {
+                "--require-realtime"
+            },
+            coord_setup.note
+        )));
+    }
+    let start_ns = now_ns() + 2_000_000;
+    let dtc_ns = (ts.dt_c * 1e9).round() as u64;
+    let marker = opts.loop_marker;
+    let priority = lab.runner.priority;
+
+    // Workers.
+    let ns_cpu = cpu_for(1);
+    let ns = std::thread::Builder::new()
+        .name("hs-ns".into())
+        .spawn(move || {
+            let setup = clock::setup_current_thread("numerical", ns_cpu, priority, realtime);
+            let mut st = TaskStats::new("numerical");
+            let mut err = None;
+            if let Some(m) = marker {
+                m(true);
+            }
+            loop {
+                let job = wait_pop(&mut ns_jobs_rx);
+                if job.stop {
+                    break;
+                }
+                let t0 = now_ns();
+                // SAFETY: see `Job`.
+                let ph = unsafe { &mut *job.phases[0] };
+                let r = ph.numerical_step();
+                let t1 = now_ns();
+                let missed = realtime && t1 > start_ns + (job.step + 1) * ss * dtc_ns;
+                let run = st.record(t1 - t0, None, missed);
+                let ok = r.is_ok();
+                if let Err(e) = r {
+                    err.get_or_insert(e);
+                }
+                let _ = ns_done_tx.push(Done { ok, miss_run: run });
+            }
+            if let Some(m) = marker {
+                m(false);
+            }
+            (st, err, setup)
+        })
+        .expect("spawn");
+    let ps_cpu = cpu_for(0).map(|c| if cpus.len() > 1 { cpus[0] } else { c });
+    let ps = std::thread::Builder::new()
+        .name("hs-ps".into())
+        .spawn(move || {
+            let setup = clock::setup_current_thread("physical", ps_cpu, priority, realtime);
+            let mut st = TaskStats::new("physical");
+            let mut err = None;
+            if let Some(m) = marker {
+                m(true);
+            }
+            loop {
+                let job = wait_pop(&mut ps_jobs_rx);
+                if job.stop {
+                    break;
+                }
+                let mut ok = true;
+                let mut run = 0;
+                for j in 1..=ss {
+                    let i = job.step * ss + (j - 1);
+                    let deadline = start_ns + i * dtc_ns;
+                    let late = if realtime {
+                        sleep_until(deadline);
+                        Some(now_ns().saturating_sub(deadline))
+                    } else {
+                        None
+                    };
+                    let t0 = now_ns();
+                    for p in 0..job.count {
+                        // SAFETY: see `Job`.
+                        let ph = unsafe { &mut *job.phases[p] };
+                        if let Err(e) = ph.physical_substep(j as usize) {
+                            ok = false;
+                            err.get_or_insert(e);
+                        }
+                    }
+                    let t1 = now_ns();
+                    let missed = realtime && t1 > deadline + dtc_ns;
+                    run = run.max(st.record(t1 - t0, late, missed));
+                    if !ok {
+                        break;
+                    }
+                }
+                let _ = ps_done_tx.push(Done { ok, miss_run: run });
+            }
+            if let Some(m) = marker {
+                m(false);
+            }
+            (st, err, setup)
+        })
+        .expect("spawn");
+    let est = std::thread::Builder::new()
+        .name("hs-estimation".into())
+        .spawn(move || {
+            let mut st = TaskStats::new("estimation");
+            let (mut sxx, mut sxy, mut count) = (0.0f64, 0.0f64, 0u64);
+            if let Some(m) = marker {
+                m(true);
+            }
+            loop {
+                let snap = wait_pop(&mut est_rx);
+                let Some(s) = snap else { break };
+                let t0 = now_ns();
+                // Least-squares secant stiffness of the first interface DOF: Λ ≈ −k u.
+                if s.n > 0 {
+                    sxx += s.u[0] * s.u[0];
+                    sxy += -s.lambda[0] * s.u[0];
+                    count += 1;
+                }
+                let _ = (s.step, s.time);
+                st.record(now_ns() - t0, None, false);
+            }
+            if let Some(m) = marker {
+                m(false);
+            }
+            let k = if sxx > 0.0 { sxy / sxx } else { f64::NAN };
+            (
+                st,
+                json!({
+                    "estimator": "least-squares secant stiffness of the first interface DOF (reported, not applied; updates at a fixed step latency are the next wave)",
+                    "snapshots": count,
+                    "secant_stiffness": if k.is_finite() { json!(k) } else { Value::Null },
+                }),
+            )
+        })
+        .expect("spawn");
+    let keep = opts.keep_rows;
+    let delay = opts.writer_delay;
+    let lab_width: Vec<usize> = lab_rx.iter().map(|(_, w)| *w).collect();
+    let lab_cols_w = lab_cols.clone();
+    let writer = std::thread::Builder::new()
+        .name("hs-writer".into())
+        .spawn(move || -> WriterResult {
+            let mut results_sink = results_sink;
+            let mut lab_sinks = lab_sinks;
+            let mut row = vec![0.0; ncol];
+            let mut lab_row: Vec<Vec<f64>> = lab_width.iter().map(|w| vec![0.0; *w]).collect();
+            let mut logs: Vec<LabLog> = lab_cols_w.into_iter().map(LabLog::new).collect();
+            let mut kept = Vec::new();
+            let (mut nrows, mut nlab) = (0u64, 0u64);
+            let mut last_flush = std::time::Instant::now();
+            loop {
+                let mut progressed = false;
+                while res_rx.slots() >= ncol {
+                    res_rx
+                        .pop_entire_slice(&mut row)
+                        .map_err(|e| e.to_string())?;
+                    if let Some(d) = delay {
+                        std::thread::sleep(d);
+                    }
+                    if let Some(s) = &mut results_sink {
+                        s.write_row(&row).map_err(|e| format!("results.csv: {e}"))?;
+                    }
+                    if keep {
+                        kept.push(row.clone());
+                    }
+                    nrows += 1;
+                    progressed = true;
+                }
+                for (i, (rx, w)) in lab_rx.iter_mut().enumerate() {
+                    while rx.slots() >= *w {
+                        rx.pop_entire_slice(&mut lab_row[i])
+                            .map_err(|e| e.to_string())?;
+                        if let Some(s) = &mut lab_sinks[i] {
+                            s.write_row(&lab_row[i])
+                                .map_err(|e| format!("lab.csv: {e}"))?;
+                        }
+                        logs[i].push(&lab_row[i]);
+                        nlab += 1;
+                        progressed = true;
+                    }
+                }
+                if last_flush.elapsed() > Duration::from_millis(200) {
+                    if let Some(s) = &mut results_sink {
+                        s.flush().map_err(|e| format!("results.csv: {e}"))?;
+                    }
+                    for s in lab_sinks.iter_mut().flatten() {
+                        s.flush().map_err(|e| format!("lab.csv: {e}"))?;
+                    }
+                    last_flush = std::time::Instant::now();
+                }
+                if !progressed {
+                    let done = res_rx.is_abandoned()
+                        && res_rx.slots() < ncol
+                        && lab_rx
+                            .iter()
+                            .all(|(rx, w)| rx.is_abandoned() && rx.slots() < *w);
+                    if done {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+            if let Some(s) = results_sink {
+                s.finish().map_err(|e| format!("results.csv: {e}"))?;
+            }
+            for s in lab_sinks.into_iter().flatten() {
+                s.finish().map_err(|e| format!("lab.csv: {e}"))?;
+            }
+            Ok((nrows, nlab, kept, logs))
+        })
+        .expect("spawn");
+
+    // The loop.
+    let divergence = DivergenceMonitor::new(lab.safety.divergence);
+    let max_overruns = lab.safety.max_overruns;
+    let mut link_stats = TaskStats::new("link");
+    let mut row = vec![0.0; ncol];
+    let mut status = RunStatus::Completed;
+    let mut steps = 0u64;
+    let mut est_dropped = 0u64;
+
+    // Pushes a row; when the ring is full, waits up to `wait_ns` (forever after a stop).
+    fn push_row(tx: &mut rtrb::Producer<f64>, row: &[f64], wait_ns: u64) -> bool {
+        if tx.push_entire_slice(row).is_ok() {
+            return true;
+        }
+        if wait_ns == 0 {
+            return false;
+        }
+        let until = now_ns().saturating_add(wait_ns);
+        let mut b = Backoff::default();
+        while tx.push_entire_slice(row).is_err() {
+            if now_ns() > until {
+                return false;
+            }
+            b.snooze();
+        }
+        true
+    }
+    fn drain_labs(
+        pg: &mut PgAlpha,
+        physical: &[usize],
+        lab_tx: &mut [rtrb::Producer<f64>],
+        wait: u64,
+    ) -> bool {
+        let mut ok = true;
+        for mut ph in pg.free_phases() {
+            let k = ph.index();
+            let Some(i) = physical.iter().position(|p| *p == k) else {
+                continue;
+            };
+            let tx = &mut lab_tx[i];
+            if let Some(p) = ph.partition_mut().provider.as_mut() {
+                p.drain_lab(&mut |r: &[f64]| {
+                    if !push_row(tx, r, wait) {
+                        ok = false;
+                    }
+                });
+            }
+        }
+        ok
+    }
+    fn trip_all(pg: &mut PgAlpha, kind: EventKind, t: f64) {
+        for mut ph in pg.free_phases() {
+            if let Some(p) = ph.partition_mut().provider.as_mut() {
+                p.trip(kind, t);
+            }
+        }
+    }
+    fn first_event(pg: &PgAlpha) -> Option<SafetyEvent> {
+        pg.partitions()
+            .iter()
+            .filter_map(|p| p.provider.as_ref()?.safety_summary()?.event)
+            .next()
+    }
+
+    if let Some(m) = marker {
+        m(true);
+    }
+    let wall0 = now_ns();
+    recorder.record(&mut pg, &mut row);
+    let wait_ns = opts
+        .overflow_wait
+        .unwrap_or(if realtime {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(2)
+        })
+        .as_nanos() as u64;
+    let mut overflow = !push_row(&mut res_tx, &row, wait_ns);
+    overflow |= !drain_labs(&mut pg, &physical, &mut lab_tx, wait_ns);
+    if overflow {
+        trip_all(&mut pg, EventKind::WriterOverflow, 0.0);
+        status = RunStatus::Stopped(first_event(&pg).expect("tripped"));
+    }
+    let mut n = 0u64;
+    while n < n_steps && status == RunStatus::Completed {
+        let t = pg.time();
+        if opts.abort.load(Ordering::Relaxed) {
+            trip_all(&mut pg, EventKind::OperatorAbort, t);
+            status = RunStatus::Stopped(first_event(&pg).expect("tripped"));
+            break;
+        }
+        let (ns_done, ps_done) = {
+            const NONE: Option<FreePhase<'static>> = None;
+            let _ = NONE;
+            let mut slots: [Option<FreePhase<'_>>; MAX_PHYSICAL + 1] = Default::default();
+            for (i, ph) in pg.free_phases().enumerate() {
+                slots[i] = Some(ph);
+            }
+            let mut ns_job = Job::stop();
+            let mut ps_job = Job::stop();
+            ns_job.stop = false;
+            ps_job.stop = false;
+            ns_job.step = n;
+            ps_job.step = n;
+            for slot in slots.iter_mut() {
+                let Some(ph) = slot.as_mut() else { continue };
+                let ptr = (ph as *mut FreePhase<'_>).cast::<FreePhase<'static>>();
+                if ph.is_numerical() {
+                    ns_job.phases[0] = ptr;
+                    ns_job.count = 1;
+                } else {
+                    ps_job.phases[ps_job.count] = ptr;
+                    ps_job.count += 1;
+                }
+            }
+            let _ = ns_jobs_tx.push(ns_job);
+            let _ = ps_jobs_tx.push(ps_job);
+            // Both workers must report before `slots` goes out of scope.
+            let d1 = wait_pop(&mut ns_done_rx);
+            let d2 = wait_pop(&mut ps_done_rx);
+            (d1, d2)
+        };
+        let t0 = now_ns();
+        if !(ns_done.ok && ps_done.ok) {
+            status = match first_event(&pg) {
+                Some(ev) => RunStatus::Stopped(ev),
+                None => RunStatus::Failed(String::new()),
+            };
+            break;
+        }
+        pg.interface_solve();
+        if pg.link_update().is_err() {
+            trip_all(&mut pg, EventKind::Divergence, t);
+            status = RunStatus::Stopped(first_event(&pg).expect("tripped"));
+            break;
+        }
+        n += 1;
+        steps = n;
+        let t_next = pg.time();
+        let mut event = None;
+        if divergence.observe_force(pg.multipliers()).is_some() {
+            event = Some(EventKind::Divergence);
+        }
+        if realtime && ps_done.miss_run.max(ns_done.miss_run) >= max_overruns {
+            event = Some(EventKind::DeadlineOverruns);
+        }
+        // Estimation snapshot (dropped, and counted, if the slot lags).
+        let mut snap = Snapshot {
+            step: n,
+            time: t_next,
+            n: 0,
+            lambda: [0.0; MAX_SNAPSHOT],
+            u: [0.0; MAX_SNAPSHOT],
+        };
+        if let Some(iface) = pg.interface() {
+            let lam = pg.multipliers();
+            let m = lam.len().min(MAX_SNAPSHOT);
+            snap.n = m;
+            snap.lambda[..m].copy_from_slice(&lam[..m]);
+            for (k, d) in iface.dofs.iter().take(m).enumerate() {
+                let st = &pg.partitions()[d.plus].state;
+                if let Some(i) = st.dofs.iter().position(|x| *x == d.dof) {
+                    snap.u[k] = pg.state(d.plus)[i];
+                }
+            }
+        }
+        if est_tx.push(Some(snap)).is_err() {
+            est_dropped += 1;
+        }
+        if !drain_labs(&mut pg, &physical, &mut lab_tx, wait_ns) {
+            event = Some(EventKind::WriterOverflow);
+        }
+        if n.is_multiple_of(every) || n == n_steps {
+            recorder.record(&mut pg, &mut row);
+            if !push_row(&mut res_tx, &row, wait_ns) {
+                event = Some(EventKind::WriterOverflow);
+                // The row of this completed step still goes to disk, after the stop.
+                trip_all(&mut pg, EventKind::WriterOverflow, t_next);
+                push_row(&mut res_tx, &row, u64::MAX);
+            }
+        }
+        link_stats.record(now_ns() - t0, None, false);
+        if let Some(kind) = event {
+            trip_all(&mut pg, kind, t_next);
+            status = RunStatus::Stopped(first_event(&pg).expect("tripped"));
+        }
+    }
+    let wall = (now_ns() - wall0) as f64 * 1e-9;
+    if let Some(m) = marker {
+        m(false);
+    }
+    let _ = numerical;
+
+    // Stop the workers; flush the lab records of the stop (waiting for ring space now).
+    let _ = ns_jobs_tx.push(Job::stop());
+    let _ = ps_jobs_tx.push(Job::stop());
+    let mut b = Backoff::default();
+    while est_tx.push(None).is_err() {
+        b.snooze();
+    }
+    let (ns_stats, ns_err, ns_setup) = ns.join().expect("numerical thread");
+    let (ps_stats, ps_err, ps_setup) = ps.join().expect("physical thread");
+    let (est_stats, mut estimation) = est.join().expect("estimation thread");
+    estimation["snapshots_dropped"] = json!(est_dropped);
+    drain_labs(&mut pg, &physical, &mut lab_tx, u64::MAX);
+    if let RunStatus::Failed(msg) = &mut status {
+        *msg = ps_err
+            .or(ns_err)
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "a task failed".into());
+    }
+    drop(res_tx);
+    drop(lab_tx);
+    let written = writer.join().expect("writer thread");
+    if memory_locked {
+        clock::unlock_memory();
+    }
+    let (rows_written, lab_rows, rows, logs, writer_error) = match written {
+        Ok((a, b, c, d)) => (a, b, c, d, None),
+        Err(e) => (0, 0, Vec::new(), Vec::new(), Some(e)),
+    };
+    if let (Some(e), RunStatus::Completed) = (&writer_error, &status) {
+        status = RunStatus::Failed(e.clone());
+    }
+    let safety: Vec<SafetySummary> = pg
+        .partitions()
+        .iter()
+        .filter_map(|p| p.provider.as_ref()?.safety_summary())
+        .collect();
+    let mut indicators = Vec::new();
+    for log in &logs {
+        indicators.extend(log.indicators(ts.dt_c, 0.25));
+    }
+    if let Some(f) = &opts.folder {
+        if let Some(log) = logs.first() {
+            if log.len() > 1 {
+                let _ =
+                    log.plot_synchronization(&f.join("synchronization.png"), &model.units.length);
+            }
+        }
+    }
+    let tasks = vec![ps_stats, ns_stats, link_stats, est_stats];
+    let setup = vec![coord_setup, ps_setup, ns_setup];
+    let seeds: Vec<Value> = pg
+        .partitions()
+        .iter()
+        .filter_map(|p| p.provider.as_ref())
+        .flat_map(|p| p.seeds())
+        .map(|(k, s)| json!({"source": k, "seed": s}))
+        .chain(model.ground_motions.iter().filter_map(|g| {
+            g.seed
+                .map(|s| json!({"source": format!("ground_motion.{}", g.direction), "seed": s}))
+        }))
+        .collect();
+    let (status_name, event_json, error) = match &status {
+        RunStatus::Completed => ("completed", Value::Null, writer_error.clone()),
+        RunStatus::Stopped(ev) => (
+            "stopped",
+            json!({
+                "kind": ev.kind.name(),
+                "tick": ev.tick,
+                "time": ev.time,
+                "actuator": ev.actuator,
+                "value": if ev.value.is_finite() { json!(ev.value) } else { json!(format!("{}", ev.value)) },
+                "limit": if ev.limit.is_finite() { json!(ev.limit) } else { Value::Null },
+                "message": ev.to_string(),
+            }),
+            None,
+        ),
+        RunStatus::Failed(e) => ("failed", Value::Null, Some(e.clone())),
+    };
+    let run_json = json!({
+        "hybridsim_version": env!("CARGO_PKG_VERSION"),
+        "runner": "hybridsim-rt",
+        "model": {
+            "path": model.source,
+            "sha256": opts.model_sha256,
+            "title": model.title,
+            "units": { "length": model.units.length, "force": model.units.force, "time": model.units.time },
+        },
+        "pacing": if realtime { "realtime" } else { "fast" },
+        "time_scale": {
+            "dt_N": ts.dt_n, "subcycles": ts.ss, "lambda": ts.lambda, "dt_P": ts.dt_p,
+            "dt_C_wall": ts.dt_c, "dt_S_wall": ts.dt_s, "controller_rate_hz": ts.controller_rate(),
+            "regime": format!("{:?}", lab.lab.regime),
+        },
+        "lab": {
+            "transfer": format!("{:?}", lab.lab.transfer),
+            "geometric_scale": lab.lab.geometric_scale,
+            "force_scale": lab.lab.force_scale,
+            "device_multiplier": lab.lab.device_multiplier,
+            "providers": pg.partitions().iter().filter_map(|p| p.provider.as_ref().map(|pr| pr.describe())).collect::<Vec<_>>(),
+        },
+        "random_seeds": seeds,
+        "status": status_name,
+        "safety_event": event_json,
+        "error": error,
+        "steps_completed": steps,
+        "time_reached": pg.time(),
+        "rows_written": rows_written,
+        "lab_rows_written": lab_rows,
+        "safety": safety.iter().map(|s| json!({
+            "armed": s.armed,
+            "actuators": s.actuators,
+            "max_command_sent": s.max_sent,
+            "displacement_limits": s.limits.iter().map(|l| l.displacement).collect::<Vec<_>>(),
+            "commands_sent": s.commands_sent,
+            "lab_records_dropped": s.lab_records_dropped,
+        })).collect::<Vec<_>>(),
+        "divergence_criterion": {
+            "displacement": lab.safety.divergence.displacement,
+            "force": lab.safety.divergence.force,
+            "growth": lab.safety.divergence.growth,
+            "window": lab.safety.divergence.window,
+            "windows": lab.safety.divergence.windows,
+            "floor": lab.safety.divergence.floor,
+        },
+        "tasks": tasks.iter().map(|t| t.to_json()).collect::<Vec<_>>(),
+        "scheduling": {
+            "memory_locked": memory_locked,
+            "threads": setup.iter().map(|s| json!({"task": s.task, "cpu": s.cpu, "pinned": s.pinned, "sched_fifo": s.fifo, "note": s.note})).collect::<Vec<_>>(),
+        },
+        "indicators": indicators.iter().map(|i| i.to_json()).collect::<Vec<_>>(),
+        "estimation": estimation,
+        "wall_seconds": wall,
+        "files": { "results": "results.csv", "lab": "lab.csv", "model": "model.toml", "synchronization_plot": "synchronization.png" },
+    });
+    if let Some(f) = &opts.folder {
+        let p = f.join("run.json");
+        std::fs::write(&p, serde_json::to_string_pretty(&run_json).expect("json"))
+            .map_err(io(&p))?;
+    }
+    Ok(RunOutcome {
+        status,
+        steps,
+        columns,
+        rows,
+        rows_written,
+        lab_rows,
+        tasks,
+        setup,
+        memory_locked,
+        safety,
+        indicators,
+        estimation,
+        wall,
+        run_json,
+    })
+}

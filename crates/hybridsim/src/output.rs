@@ -38,11 +38,18 @@ enum Channel {
         len: usize,
     },
     Measured(usize, usize),
+    Deformation(usize, usize),
+    Dissipated(usize, usize),
     Provider {
         part: usize,
         len: usize,
     },
     Energy(usize),
+    /// The integrator's own channels ([`TimeIntegrator::extra_channels`]); written by the
+    /// last column of the group (`len > 0`).
+    Extra {
+        len: usize,
+    },
 }
 
 /// Fills rows of recorded values; column layout fixed at construction.
@@ -148,6 +155,29 @@ impl Recorder {
                         };
                     }
                     max_scratch = max_scratch.max(n);
+                    if e.n_states() > 0 {
+                        let zeros = vec![0.0; e.dofs().len()];
+                        let dof = e.dofs().first().map(|d| d.dof.clone()).unwrap_or_default();
+                        if e.deformation(&zeros).is_some() {
+                            push(
+                                &mut columns,
+                                &mut channels,
+                                format!("deformation.{}", slot.name),
+                                u.displacement_unit(&dof),
+                                Channel::Deformation(p, si),
+                            );
+                        }
+                        let zs = vec![0.0; e.n_states()];
+                        if e.dissipated_energy(&zeros, &zs).is_some() {
+                            push(
+                                &mut columns,
+                                &mut channels,
+                                format!("dissipated.{}", slot.name),
+                                u.energy_unit(),
+                                Channel::Dissipated(p, si),
+                            );
+                        }
+                    }
                     for (j, name) in e.state_names().iter().enumerate() {
                         let dof = e.dofs().first().map(|d| d.dof.clone()).unwrap_or_default();
                         push(
@@ -214,6 +244,19 @@ impl Recorder {
                 );
             }
         }
+        let extra = integrator.extra_channels();
+        let n_extra = extra.len();
+        for (k, (name, q, dof)) in extra.into_iter().enumerate() {
+            let len = if k + 1 == n_extra { n_extra } else { 0 };
+            push(
+                &mut columns,
+                &mut channels,
+                name,
+                unit_of(u, q, &dof),
+                Channel::Extra { len },
+            );
+        }
+        max_scratch = max_scratch.max(n_extra);
         if model.output.energy {
             for (p, part) in parts.iter().enumerate() {
                 push(
@@ -273,6 +316,20 @@ impl Recorder {
                     }
                 }
                 Channel::Measured(p, i) => row[c] = integ.partitions()[p].measured[i],
+                Channel::Deformation(p, slot) | Channel::Dissipated(p, slot) => {
+                    let st = &integ.partitions()[p].state;
+                    let (d, e) = st.element_deformation_and_dissipation(
+                        slot,
+                        integ.state(p),
+                        &mut self.workspaces[p],
+                    );
+                    let v = if matches!(ch, Channel::Deformation(..)) {
+                        d
+                    } else {
+                        e
+                    };
+                    row[c] = v.unwrap_or(f64::NAN);
+                }
                 Channel::Provider { part, len } => {
                     if len > 0 {
                         if let Some(pr) = &integ.partitions()[part].provider {
@@ -295,6 +352,12 @@ impl Recorder {
                     row[c] = val(d.plus) - val(d.minus);
                 }
                 Channel::Energy(p) => row[c] = integ.energy(p).unwrap_or(f64::NAN),
+                Channel::Extra { len } => {
+                    if len > 0 {
+                        integ.extra_values(&mut self.scratch[..len]);
+                        row[c + 1 - len..=c].copy_from_slice(&self.scratch[..len]);
+                    }
+                }
             }
             c += 1;
         }

@@ -1,6 +1,10 @@
 //! One module per subcommand.
 
+pub mod analyze;
 pub mod check;
+pub mod cyclic;
+pub mod plot;
+pub mod realtime;
 pub mod run;
 
 use anyhow::{bail, Context, Result};

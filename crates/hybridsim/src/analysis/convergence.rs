@@ -203,7 +203,11 @@ pub fn convergence(
             "exact (matrix exponential of the linearized coupled model)".to_string(),
         )
     } else {
-        let dt_min = opts.time_steps.iter().copied().fold(f64::INFINITY, f64::min);
+        let dt_min = opts
+            .time_steps
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
         let dt_ref = dt_min / opts.fine_factor.max(1) as f64;
         let mut m = model.clone();
         m.analysis.integrator = IntegratorKind::MgAlpha;
@@ -274,7 +278,10 @@ pub fn convergence(
             "second order expected: extra fixed-D corrections on a nonlinear model (E38)".into(),
         )
     } else {
-        (None, "no order predicted for this scheme on a nonlinear model".into())
+        (
+            None,
+            "no order predicted for this scheme on a nonlinear model".into(),
+        )
     };
     Ok(ConvergenceReport {
         scheme,

@@ -70,7 +70,12 @@ impl EnergyReport {
         }
         let mt = self.times.iter().sum::<f64>() / n;
         let md = d.iter().sum::<f64>() / n;
-        let sxy: f64 = self.times.iter().zip(&d).map(|(t, e)| (t - mt) * (e - md)).sum();
+        let sxy: f64 = self
+            .times
+            .iter()
+            .zip(&d)
+            .map(|(t, e)| (t - mt) * (e - md))
+            .sum();
         let sxx: f64 = self.times.iter().map(|t| (t - mt).powi(2)).sum();
         if sxx > 0.0 {
             sxy / sxx

@@ -50,7 +50,11 @@ pub enum AnalysisError {
 }
 
 impl AnalysisError {
-    pub(crate) fn input(model: &Model, field: impl Into<String>, reason: impl Into<String>) -> Self {
+    pub(crate) fn input(
+        model: &Model,
+        field: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
         Self::Input {
             file: model.source.clone(),
             field: field.into(),

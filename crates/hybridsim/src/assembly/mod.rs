@@ -8,16 +8,21 @@
 //! the later one), `−Λ` on the "minus" copy (ALGORITHMS.md E13). `G` carries the same signs on
 //! the `u̇` rows (velocity-level compatibility) or on the `v̇` rows (acceleration level).
 
+mod element_partitions;
 mod interface;
 mod state_space;
 
+pub use element_partitions::{
+    build_element_partitions, dynamic_matrix, validate as validate_element_partitions,
+    ElementPartitions,
+};
 pub use interface::{ConstraintLevel, Coupling, Interface, InterfaceDof};
 pub use state_space::{ElementSlot, ElementWorkspace, Partition, StateSpace};
 
-use crate::elements::{zero_state_tangent, DofRef, ElementRef, LinearSuperelement};
+use crate::elements::{DofRef, ElementRef, LinearSuperelement};
 use crate::error::{Diagnostics, ModelError};
 use crate::model::{Model, Rayleigh, Role};
-use crate::physical::{NumericalSpecimen, RestoringForceProvider, SpecimenElement};
+use crate::physical::{RestoringForceProvider, SpecimenElement};
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
@@ -155,7 +160,10 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
             None
         };
         let provider: Option<Box<dyn RestoringForceProvider>> = if *physical {
-            Some(Box::new(NumericalSpecimen::new(n, specimen.clone())))
+            Some(
+                crate::physical::build_provider(model, name, &dofs, specimen.clone())
+                    .map_err(|e| ModelError::single(&model.source, "lab", e))?,
+            )
         } else {
             None
         };
@@ -171,6 +179,24 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
                 for issue in e.issues {
                     diag.push(issue.field, issue.reason);
                 }
+            }
+        }
+    }
+    // A nodal load on a DOF that several partitions share acts on one copy only: the
+    // numerical one (else the first partition holding it), never on every copy.
+    for load in &model.loads {
+        let holders: Vec<usize> = (0..out.len())
+            .filter(|k| out[*k].state.dofs.contains(&load.dof))
+            .collect();
+        let owner = holders
+            .iter()
+            .copied()
+            .find(|k| !out[*k].state.physical)
+            .or(holders.first().copied());
+        for k in holders {
+            if Some(k) != owner {
+                let d = load.dof.clone();
+                out[k].state.retain_loads(|x| *x != d);
             }
         }
     }
@@ -224,13 +250,12 @@ pub fn linearize(model: &Model) -> LinearizedModel {
                 scatter(&mut k_rayleigh, &ke, &map);
             }
         }
-        let ne = inst.element.dofs().len();
         if let Some(me) = inst.element.mass() {
             scatter(&mut m, &me, &map);
         }
-        let t = zero_state_tangent(inst.element.as_ref());
-        let ke = t.view((0, 0), (ne, ne)).clone_owned();
-        let ce = t.view((0, ne), (ne, ne)).clone_owned();
+        // Elastic tangent with the extra states folded in (∂r/∂u + ∂r/∂s·∂ṡ/∂v), so that
+        // force-state elements (Bouc-Wen, sliders) contribute their initial stiffness.
+        let (ke, ce) = crate::elements::driver::initial_matrices(inst.element.as_ref());
         scatter(&mut k, &ke, &map);
         scatter(&mut c, &ce, &map);
     }
@@ -301,6 +326,7 @@ pub fn rayleigh_coefficients(model: &Model) -> Result<Option<(f64, f64)>, ModelE
 /// (else `D` is singular), interfaces exist where the integrator needs them.
 pub fn validate_structure(model: &Model) -> Result<(), ModelError> {
     let grouping = match model.analysis.integrator {
+        crate::model::IntegratorKind::Llm => return element_partitions::validate(model),
         crate::model::IntegratorKind::PgAlpha => Grouping::Partitioned,
         _ => Grouping::Monolithic,
     };

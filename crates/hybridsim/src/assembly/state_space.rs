@@ -256,6 +256,13 @@ impl StateSpace {
         self.estimate = estimate;
     }
 
+    /// Keep only the nodal loads on DOFs for which `keep` holds. A load on a DOF shared by
+    /// several partitions must act on exactly one copy (see [`super::build_partitions`]).
+    pub fn retain_loads(&mut self, keep: impl Fn(&DofRef) -> bool) {
+        let dofs = &self.dofs;
+        self.loads.retain(|(k, _)| keep(&dofs[*k]));
+    }
+
     /// Number of DOFs `n`.
     pub fn n_dofs(&self) -> usize {
         self.dofs.len()
@@ -332,6 +339,24 @@ impl StateSpace {
         let s = &self.slots[slot];
         self.eval_slot(s, y, ws);
         out.copy_from_slice(&ws.r[..s.map.len()]);
+    }
+
+    /// Deformation and cumulative dissipated energy of element `slot` at state `y`, where the
+    /// element defines them (hysteretic springs). Allocation-free.
+    pub fn element_deformation_and_dissipation(
+        &self,
+        slot: usize,
+        y: &[f64],
+        ws: &mut ElementWorkspace,
+    ) -> (Option<f64>, Option<f64>) {
+        let s = &self.slots[slot];
+        self.eval_slot(s, y, ws);
+        let ne = s.map.len();
+        (
+            s.element.deformation(&ws.u[..ne]),
+            s.element
+                .dissipated_energy(&ws.u[..ne], &ws.s[..s.n_states]),
+        )
     }
 
     /// External load `F(t) = [0; f(t); 0]`, including the seismic load `−p a_g(t)`.

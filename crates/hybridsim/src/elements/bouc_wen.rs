@@ -51,13 +51,7 @@ const PARAMS: [(&str, Rule); 4] = [
 
 impl BoucWen {
     /// A Bouc-Wen spring; checks the parameters (finite, `A > 0`, `n > 0`, `β + γ > 0`).
-    pub fn new(
-        dofs: Vec<DofRef>,
-        a: f64,
-        beta: f64,
-        gamma: f64,
-        n: f64,
-    ) -> Result<Self, String> {
+    pub fn new(dofs: Vec<DofRef>, a: f64, beta: f64, gamma: f64, n: f64) -> Result<Self, String> {
         assert!(matches!(dofs.len(), 1 | 2));
         let e = Self {
             dofs,

@@ -52,5 +52,20 @@ impl Element for CubicSpring {
     fn linear_stiffness(&self) -> Option<DMatrix<f64>> {
         None
     }
+    fn parameters(&self) -> Vec<(&'static str, f64)> {
+        vec![("k", self.stiffness), ("k3", self.cubic)]
+    }
+    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
+        use super::switching::Rule;
+        let rules = [("k", Rule::NonNegative), ("k3", Rule::Finite)];
+        match super::switching::settable(self.kind(), &rules, name, value)? {
+            0 => self.stiffness = value,
+            _ => self.cubic = value,
+        }
+        Ok(())
+    }
+    fn deformation(&self, u: &[f64]) -> Option<f64> {
+        Some(super::switching::deformation(u))
+    }
     crate::impl_element_evaluation!();
 }

@@ -44,5 +44,17 @@ impl Element for Dashpot {
     fn linear_stiffness(&self) -> Option<DMatrix<f64>> {
         Some(DMatrix::zeros(self.dofs.len(), self.dofs.len()))
     }
+    fn parameters(&self) -> Vec<(&'static str, f64)> {
+        vec![("c", self.damping)]
+    }
+    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
+        let rules = [("c", super::switching::Rule::NonNegative)];
+        super::switching::settable(self.kind(), &rules, name, value)?;
+        self.damping = value;
+        Ok(())
+    }
+    fn deformation(&self, u: &[f64]) -> Option<f64> {
+        Some(super::switching::deformation(u))
+    }
     crate::impl_element_evaluation!();
 }

@@ -117,11 +117,10 @@ impl LeadRubberBearing {
         self.g(xi) * (sv * self.r_lead)
     }
 
-    fn project<T: Scalar>(&self, u: &[T], s: &mut [T]) {
+    /// Along a straight path the running peak is exact: `p = max(p_start, |d|)`.
+    fn project<T: Scalar>(&self, u: &[T], s0: &[T], s: &mut [T]) {
         let a = abs(deformation(u));
-        if re(a) > re(s[0]) {
-            s[0] = a;
-        }
+        s[0] = if re(a) > re(s0[0]) { a } else { s0[0] };
     }
 }
 
@@ -207,15 +206,16 @@ impl Element for LeadRubberBearing {
         let d = deformation(u);
         let p = self.p_eff(s[0]);
         let n = self.n_rubber;
-        let stored =
-            0.5 * self.k_rubber * (0.5 * d * d + d.abs().powf(n + 1.0) / ((n + 1.0) * p.powf(n - 1.0)));
+        let stored = 0.5
+            * self.k_rubber
+            * (0.5 * d * d + d.abs().powf(n + 1.0) / ((n + 1.0) * p.powf(n - 1.0)));
         Some(s[1] - stored)
     }
-    fn project_state(&self, u: &[f64], _v: &[f64], s: &mut [f64]) {
-        self.project(u, s)
+    fn project_state(&self, u: &[f64], _v: &[f64], s0: &[f64], s: &mut [f64]) {
+        self.project(u, s0, s)
     }
-    fn project_state_dual(&self, u: &[Dual64], _v: &[Dual64], s: &mut [Dual64]) {
-        self.project(u, s)
+    fn project_state_dual(&self, u: &[Dual64], _v: &[Dual64], s0: &[Dual64], s: &mut [Dual64]) {
+        self.project(u, s0, s)
     }
     fn driver_substep(&self) -> Option<f64> {
         Some(0.5 * self.p0)

@@ -28,14 +28,14 @@ pub mod switching;
 
 pub use bouc_wen::BoucWen;
 pub use cubic_spring::CubicSpring;
+pub use dashpot::Dashpot;
 pub use driver::{DriverError, ElementDriver};
 pub use lead_rubber::LeadRubberBearing;
-pub use mostaghel::Mostaghel;
-pub use sliding_bearing::{FrictionTable, TripleSlidingBearing};
-pub use dashpot::Dashpot;
 pub use linear::LinearSuperelement;
 pub use mass::Mass;
+pub use mostaghel::Mostaghel;
 pub use registry::{ElementBuilder, ElementContext, ElementRegistry};
+pub use sliding_bearing::{FrictionTable, TripleSlidingBearing};
 pub use spring::Spring;
 
 use nalgebra::DMatrix;
@@ -227,14 +227,22 @@ pub trait Element: Send + Sync + fmt::Debug + ElementClone {
         None
     }
 
-    /// Return mapping of the extra states at the end of a displacement-driven substep (used by
+    /// Return mapping of the extra states at a stage of a displacement-driven substep (used by
     /// [`ElementDriver`] only): puts states that overshot a switching surface back on it (slider
-    /// bounds, running peaks), which locates the switching events exactly for piecewise-linear
-    /// laws. `v` is the path velocity. Default: nothing.
-    fn project_state(&self, _u: &[f64], _v: &[f64], _s: &mut [f64]) {}
+    /// bounds) or sets them to their exact value along the straight path (running peaks), which
+    /// locates the switching events exactly for piecewise-linear laws. `v` is the path
+    /// velocity, `s_start` the states at the start of the substep. Default: nothing.
+    fn project_state(&self, _u: &[f64], _v: &[f64], _s_start: &[f64], _s: &mut [f64]) {}
 
     /// [`Element::project_state`] with dual numbers (for the driver's algorithmic tangent).
-    fn project_state_dual(&self, _u: &[Dual64], _v: &[Dual64], _s: &mut [Dual64]) {}
+    fn project_state_dual(
+        &self,
+        _u: &[Dual64],
+        _v: &[Dual64],
+        _s_start: &[Dual64],
+        _s: &mut [Dual64],
+    ) {
+    }
 
     /// Largest deformation increment per internal substep of the displacement-driven form
     /// (a fraction of the element's yield deformation); `None`: no preference.

@@ -147,14 +147,12 @@ impl Element for Mostaghel {
     fn dissipated_energy(&self, u: &[f64], s: &[f64]) -> Option<f64> {
         let d = deformation(u);
         let sl = self.slider_deformation(d, s[0]);
-        Some(
-            s[1] - 0.5 * self.alpha * self.k * d * d - 0.5 * (1.0 - self.alpha) * self.k * sl * sl,
-        )
+        Some(s[1] - 0.5 * self.alpha * self.k * d * d - 0.5 * (1.0 - self.alpha) * self.k * sl * sl)
     }
-    fn project_state(&self, u: &[f64], _v: &[f64], s: &mut [f64]) {
+    fn project_state(&self, u: &[f64], _v: &[f64], _s0: &[f64], s: &mut [f64]) {
         self.project(u, s)
     }
-    fn project_state_dual(&self, u: &[Dual64], _v: &[Dual64], s: &mut [Dual64]) {
+    fn project_state_dual(&self, u: &[Dual64], _v: &[Dual64], _s0: &[Dual64], s: &mut [Dual64]) {
         self.project(u, s)
     }
     fn driver_substep(&self) -> Option<f64> {

@@ -117,6 +117,10 @@ impl Default for ElementRegistry {
         r.register("dashpot", build_dashpot);
         r.register("cubic_spring", build_cubic_spring);
         r.register("linear", build_linear);
+        r.register("bouc_wen", super::bouc_wen::build);
+        r.register("mostaghel", super::mostaghel::build);
+        r.register("sliding_bearing", super::sliding_bearing::build);
+        r.register("lead_rubber", super::lead_rubber::build);
         r
     }
 }

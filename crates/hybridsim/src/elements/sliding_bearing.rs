@@ -161,8 +161,7 @@ impl TripleSlidingBearing {
             super::switching::check_value(x, *rule).map_err(|r| format!("`{name}` {r}"))?;
         }
         if let Some(f) = &friction {
-            f.check()
-                .map_err(|(k, e)| format!("`friction.{k}` {e}"))?;
+            f.check().map_err(|(k, e)| format!("`friction.{k}` {e}"))?;
         }
         Ok(Self {
             dofs,
@@ -276,10 +275,10 @@ impl Element for TripleSlidingBearing {
                 - 0.5 * self.k2 * d * d,
         )
     }
-    fn project_state(&self, _u: &[f64], v: &[f64], s: &mut [f64]) {
+    fn project_state(&self, _u: &[f64], v: &[f64], _s0: &[f64], s: &mut [f64]) {
         self.project(v, s)
     }
-    fn project_state_dual(&self, _u: &[Dual64], v: &[Dual64], s: &mut [Dual64]) {
+    fn project_state_dual(&self, _u: &[Dual64], v: &[Dual64], _s0: &[Dual64], s: &mut [Dual64]) {
         self.project(v, s)
     }
     fn driver_substep(&self) -> Option<f64> {

@@ -57,5 +57,17 @@ impl Element for Spring {
         let d = if u.len() == 2 { u[0] - u[1] } else { u[0] };
         Some(0.5 * self.stiffness * d * d)
     }
+    fn parameters(&self) -> Vec<(&'static str, f64)> {
+        vec![("k", self.stiffness)]
+    }
+    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
+        let rules = [("k", super::switching::Rule::NonNegative)];
+        super::switching::settable(self.kind(), &rules, name, value)?;
+        self.stiffness = value;
+        Ok(())
+    }
+    fn deformation(&self, u: &[f64]) -> Option<f64> {
+        Some(super::switching::deformation(u))
+    }
     crate::impl_element_evaluation!();
 }

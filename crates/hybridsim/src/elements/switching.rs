@@ -51,11 +51,16 @@ pub fn m_bar(w: f64) -> f64 {
 /// The elastic indicator of a spring-slider branch, `N̄(v) M̄(s − δ) + M(v) N(s + δ)` (seed 000
 /// eq 39b, seed 003 eq 17): 1 while the slider sticks (`v > 0 ∧ s ≤ δ` or `v < 0 ∧ s ≥ −δ`),
 /// 0 while it slips — and 0 at `v = 0` exactly, which is why automatic differentiation at rest
-/// returns the post-slip stiffness (E3).
+/// returns the post-slip stiffness (E3). The bound is widened by [`SWITCH_TOLERANCE`]`·δ`, so
+/// a state put back on the bound by a return mapping counts as on it despite rounding.
 #[inline]
 pub fn stick(v: f64, s: f64, delta: f64) -> f64 {
-    n_bar(v) * m_bar(s - delta) + m_fn(v) * n_fn(s + delta)
+    let d = delta * (1.0 + SWITCH_TOLERANCE);
+    n_bar(v) * m_bar(s - d) + m_fn(v) * n_fn(s + d)
 }
+
+/// Relative widening of slider bounds in [`stick`] (rounding only; 1e-12).
+pub const SWITCH_TOLERANCE: f64 = 1e-12;
 
 /// Value part of a scalar.
 #[inline]
@@ -193,9 +198,10 @@ mod tests {
         }
         assert_eq!(stick(1.0, 0.5, 1.0), 1.0);
         assert_eq!(stick(1.0, 1.0, 1.0), 1.0);
-        assert_eq!(stick(1.0, 1.0 + 1e-12, 1.0), 0.0);
+        assert_eq!(stick(1.0, 1.0 + 1e-9, 1.0), 0.0);
         assert_eq!(stick(-1.0, 1.5, 1.0), 1.0);
-        assert_eq!(stick(-1.0, -1.0 - 1e-12, 1.0), 0.0);
+        assert_eq!(stick(-1.0, -1.0 - 1e-9, 1.0), 0.0);
+        assert_eq!(stick(1.0, 1.0 + 1e-16, 1.0), 1.0);
         assert_eq!(stick(0.0, 0.0, 1.0), 0.0);
         assert_eq!(stick(-0.0, 0.0, 1.0), 0.0);
     }

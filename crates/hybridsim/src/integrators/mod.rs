@@ -11,14 +11,16 @@
 //! the amplification matrix of any scheme can be built numerically ([`amplification_matrix`]).
 
 mod alpha;
+mod llm;
 mod lsrt2;
 mod mg_alpha;
 mod pg_alpha;
 
 pub use alpha::{AlphaParameters, AlphaState, AlphaStepper};
+pub use llm::{Llm, LlmRun};
 pub use lsrt2::Lsrt2;
 pub use mg_alpha::MgAlpha;
-pub use pg_alpha::{PartitionRun, PgAlpha};
+pub use pg_alpha::{FreePhase, PartitionRun, PgAlpha};
 
 use crate::assembly::{build_partitions, Grouping, Interface, Partition};
 use crate::error::{ModelError, StepError};
@@ -66,6 +68,13 @@ pub trait TimeIntegrator: Send {
     fn import_state(&mut self, state: &[f64]);
     /// Set the simulation time (used with imported states).
     fn set_time(&mut self, t: f64);
+    /// Further recorded channels of the scheme, `(name, quantity, DOF name for the unit)`
+    /// (e.g. the LLM multipliers per element and the imposed-motion drift).
+    fn extra_channels(&self) -> Vec<(String, crate::elements::Quantity, String)> {
+        Vec::new()
+    }
+    /// Values of [`TimeIntegrator::extra_channels`] at `t_n`. Must not allocate.
+    fn extra_values(&self, _out: &mut [f64]) {}
 }
 
 /// Build the integrator the model's `[analysis]` asks for.
@@ -82,6 +91,20 @@ pub fn build(model: &Model) -> Result<Box<dyn TimeIntegrator>, ModelError> {
             let parts = build_partitions(model, Grouping::Monolithic)?;
             let part = parts.into_iter().next().expect("one partition");
             Box::new(Lsrt2::new(part, a.lsrt2_gamma, a.time_step, 0.0).map_err(err)?)
+        }
+        IntegratorKind::Llm => {
+            let ep = crate::assembly::build_element_partitions(model)?;
+            Box::new(
+                Llm::new(
+                    ep,
+                    &model.imposed_motions,
+                    a.rho_inf,
+                    a.time_step,
+                    a.corrections,
+                    0.0,
+                )
+                .map_err(err)?,
+            )
         }
         IntegratorKind::PgAlpha => {
             let parts = build_partitions(model, Grouping::Partitioned)?;
@@ -130,12 +153,13 @@ pub fn amplification_matrix(
     Ok(a)
 }
 
-/// Spectral radius of a square matrix.
+/// Spectral radius of a square matrix (NaN when the eigenvalue iteration does not converge;
+/// the Schur iteration is capped, see [`crate::analysis::spectral::eigenvalues`]).
 pub fn spectral_radius(a: &DMatrix<f64>) -> f64 {
-    a.complex_eigenvalues()
-        .iter()
-        .map(|z| z.norm())
-        .fold(0.0, f64::max)
+    match crate::analysis::spectral::eigenvalues(a) {
+        Some(ev) => ev.iter().map(|z| z.norm()).fold(0.0, f64::max),
+        None => f64::NAN,
+    }
 }
 
 pub(crate) fn check_finite(

@@ -221,55 +221,53 @@ impl PgAlpha {
         &self.runs
     }
 
-    fn provider_error(&self, k: usize, e: crate::physical::ProviderError) -> StepError {
-        StepError::Physical {
-            substructure: self.parts[k].state.name.clone(),
-            reason: e.0,
-        }
-    }
-
     /// Phase 1: free step of the numerical partition from `t_n` to `t_{n+1}` (Steps 4–6).
     pub fn free_numerical_step(&mut self) -> Result<(), StepError> {
         let k = self.numerical;
-        let t_next = self.time() + self.dt;
-        let run = &mut self.runs[k];
-        let PartitionRun {
-            stepper,
-            coupled,
-            free,
-            ..
-        } = run;
-        stepper
-            .step(&mut self.parts[k], coupled, t_next, None, free)
-            .map_err(|e| StepError::Physical {
-                substructure: self.parts[k].state.name.clone(),
-                reason: e.0,
-            })
+        let t_n = self.time();
+        numerical_free_step(&mut self.parts[k], &mut self.runs[k], t_n, self.dt)
     }
 
     /// Phase 2: free substep `j ∈ 1..=ss` of physical partition `k` (Steps 7–11, eq 30).
     pub fn free_physical_substep(&mut self, k: usize, j: usize) -> Result<(), StepError> {
-        let ss = self.runs[k].substeps;
-        let t = self.time() + self.dt * j as f64 / ss as f64;
-        let w = 1.0 - j as f64 / ss as f64;
-        let PartitionRun {
-            stepper,
-            coupled,
-            free,
-            scratch,
-            ..
-        } = &mut self.runs[k];
-        let from = if j == 1 { &*coupled } else { &*free };
-        let couplings = &self.interface.couplings[k];
-        let res = stepper.step(
+        let t_n = self.time();
+        physical_free_substep(
             &mut self.parts[k],
-            from,
-            t,
-            Some((couplings.as_slice(), &self.lambda, w)),
-            scratch,
-        );
-        std::mem::swap(free, scratch);
-        res.map_err(|e| self.provider_error(k, e))
+            &mut self.runs[k],
+            &self.interface.couplings[k],
+            &self.lambda,
+            t_n,
+            self.dt,
+            j,
+        )
+    }
+
+    /// The free solutions of the coming coarse step as independent tasks, one per partition,
+    /// borrowed disjointly (seed 003 §2.2: NS free solution and PS free solution are parallel
+    /// independent processes, synchronized by the link solution). Running
+    /// [`FreePhase::numerical_step`] and every [`FreePhase::physical_substep`] (on any threads)
+    /// and then [`PgAlpha::interface_solve`] and [`PgAlpha::link_update`] is bit-identical to
+    /// [`TimeIntegrator::step`].
+    pub fn free_phases(&mut self) -> impl Iterator<Item = FreePhase<'_>> + '_ {
+        let t_n = self.time();
+        let dt = self.dt;
+        let numerical = self.numerical;
+        let lambda = &self.lambda;
+        self.parts
+            .iter_mut()
+            .zip(self.runs.iter_mut())
+            .zip(self.interface.couplings.iter())
+            .enumerate()
+            .map(move |(k, ((part, run), couplings))| FreePhase {
+                part,
+                run,
+                couplings,
+                lambda,
+                t_n,
+                dt,
+                index: k,
+                numerical: k == numerical,
+            })
     }
 
     /// Phase 3: the interface solve `Λ_{n+1} = −H⁻¹ Σ G^X Ẏ^{X,free}` (Step 12, eq 37).
@@ -304,6 +302,108 @@ impl PgAlpha {
         }
         Ok(())
     }
+}
+
+/// One partition's free solution over a coarse step, borrowed from a [`PgAlpha`] (see
+/// [`PgAlpha::free_phases`]). Allocation-free.
+pub struct FreePhase<'a> {
+    part: &'a mut Partition,
+    run: &'a mut PartitionRun,
+    couplings: &'a [crate::assembly::Coupling],
+    lambda: &'a DVector<f64>,
+    t_n: f64,
+    dt: f64,
+    index: usize,
+    numerical: bool,
+}
+
+impl FreePhase<'_> {
+    /// Whether this is the numerical partition.
+    pub fn is_numerical(&self) -> bool {
+        self.numerical
+    }
+
+    /// Partition index.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Substeps of this partition (ss for physical ones, 1 for the numerical one).
+    pub fn substeps(&self) -> usize {
+        self.run.substeps
+    }
+
+    /// The partition (e.g. to reach its provider).
+    pub fn partition_mut(&mut self) -> &mut Partition {
+        self.part
+    }
+
+    /// Free step of the numerical partition (Steps 4–6).
+    pub fn numerical_step(&mut self) -> Result<(), StepError> {
+        numerical_free_step(self.part, self.run, self.t_n, self.dt)
+    }
+
+    /// Free substep `j ∈ 1..=ss` of a physical partition (Steps 7–11, eq 30).
+    pub fn physical_substep(&mut self, j: usize) -> Result<(), StepError> {
+        physical_free_substep(
+            self.part,
+            self.run,
+            self.couplings,
+            self.lambda,
+            self.t_n,
+            self.dt,
+            j,
+        )
+    }
+}
+
+fn numerical_free_step(
+    part: &mut Partition,
+    run: &mut PartitionRun,
+    t_n: f64,
+    dt: f64,
+) -> Result<(), StepError> {
+    let t_next = t_n + dt;
+    let PartitionRun {
+        stepper,
+        coupled,
+        free,
+        ..
+    } = run;
+    stepper
+        .step(part, coupled, t_next, None, free)
+        .map_err(|e| StepError::Physical {
+            substructure: part.state.name.clone(),
+            reason: e.0,
+        })
+}
+
+fn physical_free_substep(
+    part: &mut Partition,
+    run: &mut PartitionRun,
+    couplings: &[crate::assembly::Coupling],
+    lambda: &DVector<f64>,
+    t_n: f64,
+    dt: f64,
+    j: usize,
+) -> Result<(), StepError> {
+    let ss = run.substeps;
+    let t = t_n + dt * j as f64 / ss as f64;
+    let w = 1.0 - j as f64 / ss as f64;
+    let PartitionRun {
+        stepper,
+        coupled,
+        free,
+        scratch,
+        ..
+    } = run;
+    let from = if j == 1 { &*coupled } else { &*free };
+    let res = stepper.step(part, from, t, Some((couplings, lambda, w)), scratch);
+    std::mem::swap(free, scratch);
+    res.map_err(|e| StepError::Physical {
+        substructure: part.state.name.clone(),
+        reason: e.0,
+    })
 }
 
 /// The `Y`, `Ẏ` and `V` blocks of a link operator.

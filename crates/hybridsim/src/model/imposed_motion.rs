@@ -156,7 +156,11 @@ impl PiecewiseCubic {
             let [d, v, _] = poly(n - 2, h);
             return [d + v * (t - self.t[n - 1]), v, 0.0];
         }
-        let k = self.t.partition_point(|x| *x <= t).saturating_sub(1).min(n - 2);
+        let k = self
+            .t
+            .partition_point(|x| *x <= t)
+            .saturating_sub(1)
+            .min(n - 2);
         poly(k, t - self.t[k])
     }
 }
@@ -378,7 +382,10 @@ pub(crate) fn build(
             (Some(d), None) => vec![d.clone()],
             (None, Some(ds)) if !ds.is_empty() => ds.clone(),
             _ => {
-                diag.push(&f, "give the driven DOF as `dof = \"x\"` or `dofs = [\"x\", …]`");
+                diag.push(
+                    &f,
+                    "give the driven DOF as `dof = \"x\"` or `dofs = [\"x\", …]`",
+                );
                 continue;
             }
         };
@@ -490,7 +497,10 @@ fn history(
         return None;
     }
     if spec.pga.is_some() && spec.scale.is_some() {
-        diag.push(format!("{f}.scale"), "give either `pga` or `scale`, not both");
+        diag.push(
+            format!("{f}.scale"),
+            "give either `pga` or `scale`, not both",
+        );
         return None;
     }
     if spec.record_units.is_some() && spec.record.is_none() {
@@ -499,7 +509,10 @@ fn history(
     }
     let scale = spec.scale.unwrap_or(1.0);
     if !scale.is_finite() {
-        diag.push(format!("{f}.scale"), format!("must be finite, found {scale}"));
+        diag.push(
+            format!("{f}.scale"),
+            format!("must be finite, found {scale}"),
+        );
         return None;
     }
     if let Some(s) = &spec.sine {
@@ -566,7 +579,10 @@ fn history(
         let in_g = match (is_at2, spec.record_units.as_deref()) {
             (true, None | Some("g")) => true,
             (true, Some(_)) => {
-                diag.push(format!("{f}.record_units"), "a PEER .AT2 record is always in g");
+                diag.push(
+                    format!("{f}.record_units"),
+                    "a PEER .AT2 record is always in g",
+                );
                 return None;
             }
             (false, Some("g")) => true,
@@ -603,7 +619,10 @@ fn history(
         };
         if let Some(p) = spec.pga {
             if !(p.is_finite() && p > 0.0) {
-                diag.push(format!("{f}.pga"), format!("must be a positive PGA in g, found {p}"));
+                diag.push(
+                    format!("{f}.pga"),
+                    format!("must be a positive PGA in g, found {p}"),
+                );
                 return None;
             }
             if !in_g {
@@ -635,7 +654,7 @@ fn history(
         return None;
     }
     for (k, w) in times.windows(2).enumerate() {
-        if !(w[1] > w[0]) {
+        if w[1] <= w[0] || w[1].is_nan() || w[0].is_nan() {
             diag.push(
                 format!("{f}.{field}"),
                 format!("sample times must increase strictly (sample {})", k + 1),
@@ -644,7 +663,10 @@ fn history(
         }
     }
     if times.iter().chain(&values).any(|x| !x.is_finite()) {
-        diag.push(format!("{f}.{field}"), "every time and value must be finite");
+        diag.push(
+            format!("{f}.{field}"),
+            "every time and value must be finite",
+        );
         return None;
     }
     let values: Vec<f64> = values.iter().map(|x| x * scale * factor).collect();

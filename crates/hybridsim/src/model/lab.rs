@@ -519,10 +519,16 @@ pub fn parse(
 ) -> Option<LabConfig> {
     let Some(lab) = lab else {
         if safety.is_some() {
-            diag.push("safety", "limits need a [lab] table describing the actuators");
+            diag.push(
+                "safety",
+                "limits need a [lab] table describing the actuators",
+            );
         }
         if runner.is_some() {
-            diag.push("runner", "the runner needs a [lab] table (the transfer system)");
+            diag.push(
+                "runner",
+                "the runner needs a [lab] table (the transfer system)",
+            );
         }
         return None;
     };
@@ -552,12 +558,18 @@ pub fn parse(
         }
         (Some(l), rate) => {
             if !(l.is_finite() && l >= 1.0) {
-                diag.push("lab.time_scale", format!("λ must be a number ≥ 1, found {l}"));
+                diag.push(
+                    "lab.time_scale",
+                    format!("λ must be a number ≥ 1, found {l}"),
+                );
             }
             if let Some(rate) = rate {
                 let dt_c = l * ctx.dt_n / ctx.ss as f64;
                 if !positive(rate) {
-                    diag.push("lab.controller_rate", format!("must be positive, found {rate}"));
+                    diag.push(
+                        "lab.controller_rate",
+                        format!("must be positive, found {rate}"),
+                    );
                 } else if ((1.0 / dt_c) - rate).abs() > 1e-6 * rate {
                     diag.push(
                         "lab.controller_rate",
@@ -575,7 +587,10 @@ pub fn parse(
         }
         (None, Some(rate)) => {
             if !positive(rate) {
-                diag.push("lab.controller_rate", format!("must be positive, found {rate}"));
+                diag.push(
+                    "lab.controller_rate",
+                    format!("must be positive, found {rate}"),
+                );
                 1.0
             } else {
                 let l = (1.0 / rate) / (ctx.dt_n / ctx.ss as f64);
@@ -639,7 +654,10 @@ pub fn parse(
         .force_scale
         .unwrap_or(geometric_scale * geometric_scale);
     if !positive(force_scale) {
-        diag.push("lab.force_scale", format!("must be positive, found {force_scale}"));
+        diag.push(
+            "lab.force_scale",
+            format!("must be positive, found {force_scale}"),
+        );
     }
     let device_multiplier = spec.device_multiplier.unwrap_or(1.0);
     if !positive(device_multiplier) {
@@ -656,7 +674,10 @@ pub fn parse(
     for (i, a) in spec.actuator.iter().enumerate() {
         let f = format!("lab.actuator[{i}]");
         if !names.insert(a.name.clone()) {
-            diag.push(format!("{f}.name"), format!("actuator `{}` is defined twice", a.name));
+            diag.push(
+                format!("{f}.name"),
+                format!("actuator `{}` is defined twice", a.name),
+            );
         }
         if a.dofs.is_empty() {
             diag.push(format!("{f}.dofs"), "lists no DOF");
@@ -878,10 +899,16 @@ pub fn parse(
 fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorDynamics {
     let kind = t.get("kind").and_then(|k| k.as_str()).unwrap_or("");
     let num = |key: &str, diag: &mut Diagnostics| -> f64 {
-        match t.get(key).and_then(|x| x.as_float().or(x.as_integer().map(|i| i as f64))) {
+        match t
+            .get(key)
+            .and_then(|x| x.as_float().or(x.as_integer().map(|i| i as f64)))
+        {
             Some(x) => x,
             None => {
-                diag.push(format!("{f}.{key}"), format!("a `{kind}` actuator needs `{key}`"));
+                diag.push(
+                    format!("{f}.{key}"),
+                    format!("a `{kind}` actuator needs `{key}`"),
+                );
                 f64::NAN
             }
         }
@@ -915,12 +942,15 @@ fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorD
         if !allowed.contains(&k.as_str()) {
             diag.push(
                 format!("{f}.{k}"),
-                format!("unknown key for `{kind}` dynamics (expected {})", allowed.join(", ")),
+                format!(
+                    "unknown key for `{kind}` dynamics (expected {})",
+                    allowed.join(", ")
+                ),
             );
         }
     }
     let check_pos = |x: f64, key: &str, diag: &mut Diagnostics| {
-        if !(x.is_finite() && x > 0.0) && !x.is_nan() {
+        if !(x.is_nan() || x.is_finite() && x > 0.0) {
             diag.push(format!("{f}.{key}"), format!("must be positive, found {x}"));
         }
     };
@@ -928,8 +958,11 @@ fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorD
         "ideal" => ActuatorDynamics::Ideal,
         "delay" => {
             let delay = num("delay", diag);
-            if !(delay.is_finite() && delay >= 0.0) && !delay.is_nan() {
-                diag.push(format!("{f}.delay"), format!("must be ≥ 0 s, found {delay}"));
+            if !(delay.is_nan() || delay.is_finite() && delay >= 0.0) {
+                diag.push(
+                    format!("{f}.delay"),
+                    format!("must be ≥ 0 s, found {delay}"),
+                );
             }
             ActuatorDynamics::Delay { delay }
         }
@@ -959,7 +992,10 @@ fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorD
             let num_c = list("num", diag);
             let den = list("den", diag);
             if den[0] == 0.0 {
-                diag.push(format!("{f}.den"), "the leading coefficient must not be zero");
+                diag.push(
+                    format!("{f}.den"),
+                    "the leading coefficient must not be zero",
+                );
             }
             if num_c.len() > den.len() {
                 diag.push(
@@ -982,16 +1018,13 @@ fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorD
             ] {
                 check_pos(x, k, diag);
             }
-            let leakage = t
-                .get("leakage")
-                .and_then(|x| x.as_float())
-                .unwrap_or(0.0);
-            let substeps = t
-                .get("substeps")
-                .and_then(|x| x.as_integer())
-                .unwrap_or(20);
+            let leakage = t.get("leakage").and_then(|x| x.as_float()).unwrap_or(0.0);
+            let substeps = t.get("substeps").and_then(|x| x.as_integer()).unwrap_or(20);
             if !(1..=10_000).contains(&substeps) {
-                diag.push(format!("{f}.substeps"), format!("must be 1..10000, found {substeps}"));
+                diag.push(
+                    format!("{f}.substeps"),
+                    format!("must be 1..10000, found {substeps}"),
+                );
             }
             ActuatorDynamics::ServoHydraulic {
                 gain,
@@ -1052,7 +1085,10 @@ fn parse_safety(
             match x {
                 Some(x) if positive(x) => x,
                 Some(x) => {
-                    diag.push(format!("{f}.{key}"), format!("must be a positive finite limit, found {x}"));
+                    diag.push(
+                        format!("{f}.{key}"),
+                        format!("must be a positive finite limit, found {x}"),
+                    );
                     0.0
                 }
                 None => {
@@ -1105,16 +1141,28 @@ fn parse_safety(
             let windows = d.windows.unwrap_or(3);
             let floor = d.floor.unwrap_or(0.0);
             if !(growth.is_finite() && growth > 1.0) {
-                diag.push("safety.divergence.growth", format!("must be > 1, found {growth}"));
+                diag.push(
+                    "safety.divergence.growth",
+                    format!("must be > 1, found {growth}"),
+                );
             }
             if !positive(window) {
-                diag.push("safety.divergence.window", format!("must be positive, found {window}"));
+                diag.push(
+                    "safety.divergence.window",
+                    format!("must be positive, found {window}"),
+                );
             }
             if windows < 1 {
-                diag.push("safety.divergence.windows", format!("must be ≥ 1, found {windows}"));
+                diag.push(
+                    "safety.divergence.windows",
+                    format!("must be ≥ 1, found {windows}"),
+                );
             }
             if !(floor.is_finite() && floor >= 0.0) {
-                diag.push("safety.divergence.floor", format!("must be ≥ 0, found {floor}"));
+                diag.push(
+                    "safety.divergence.floor",
+                    format!("must be ≥ 0, found {floor}"),
+                );
             }
             Some(DivergenceSettings {
                 displacement,
@@ -1140,7 +1188,10 @@ fn parse_runner(v: &toml::Value, diag: &mut Diagnostics) -> Option<RunnerSetting
         "fast" => Pacing::Fast,
         "realtime" | "real-time" => Pacing::Realtime,
         other => {
-            diag.push("runner.pacing", format!("unknown pacing `{other}` (fast, realtime)"));
+            diag.push(
+                "runner.pacing",
+                format!("unknown pacing `{other}` (fast, realtime)"),
+            );
             Pacing::Fast
         }
     };
@@ -1150,7 +1201,10 @@ fn parse_runner(v: &toml::Value, diag: &mut Diagnostics) -> Option<RunnerSetting
     }
     let priority = spec.priority.unwrap_or(80);
     if !(1..=99).contains(&priority) {
-        diag.push("runner.priority", format!("must be 1..99, found {priority}"));
+        diag.push(
+            "runner.priority",
+            format!("must be 1..99, found {priority}"),
+        );
     }
     let results_ring = spec.results_ring.unwrap_or(8192);
     if results_ring < 16 {

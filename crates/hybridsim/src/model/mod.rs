@@ -622,7 +622,12 @@ fn build(
         // Substructure membership, or a split for masses.
         let mut members: Vec<(usize, f64)> = Vec::new();
         if llm && kind == "mass" {
-            mass_shares.extend(imposed_motion::take_llm_split(&mut shared, &name, &f, &mut diag));
+            mass_shares.extend(imposed_motion::take_llm_split(
+                &mut shared,
+                &name,
+                &f,
+                &mut diag,
+            ));
         }
         match (shared.get("substructure"), shared.get("split")) {
             (Some(_), Some(_)) => {

@@ -4,10 +4,25 @@
 //! *numerical* mass and damping (ordinary elements of the partition), a [`RestoringForceProvider`]
 //! queried **once per substep at the predictor** `(ũ, ṽ)` with no trial/revert (a specimen cannot
 //! be un-deformed), and a user-given *estimated* initial stiffness/damping used only to build
-//! `D^P` and the interface operator. Later versions put a virtual lab and networked controllers
-//! behind the same trait; [`NumericalSpecimen`] is the stand-in used now.
+//! `D^P` and the interface operator.
+//!
+//! With a `[lab]` table the provider is a [`LabProvider`]: DOF→actuator transform and scale
+//! factors, compensation ([`compensation`]), the mandatory [`safety`] layer and a
+//! [`transfer::TransferSystem`] — the [`virtual_lab::VirtualLab`] by default. Without one, the
+//! specimen elements are evaluated directly by the [`NumericalSpecimen`] stand-in.
 
-use crate::elements::{DofRef, ElementRef};
+pub mod actuator;
+pub mod compensation;
+mod lab_provider;
+pub mod safety;
+pub mod time_scale;
+pub mod transfer;
+pub mod virtual_lab;
+
+pub use lab_provider::{LabProvider, LabRecords};
+pub use safety::{EventKind, SafetyEvent};
+
+use crate::elements::{DofRef, ElementDriver, ElementRef};
 
 /// A failure reported by a provider (lab fault, network error, non-finite measurement).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -60,6 +75,68 @@ pub trait RestoringForceProvider: Send {
     fn try_clone(&self) -> Option<Box<dyn RestoringForceProvider>> {
         None
     }
+
+    /// Column names of the controller-rate lab records (empty without a transfer system).
+    fn lab_columns(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Hand the lab records gathered since the last call to `sink`, oldest first.
+    /// Allocation-free.
+    fn drain_lab(&mut self, _sink: &mut dyn FnMut(&[f64])) {}
+
+    /// Trip the safety layer from outside (operator abort, deadline overruns, writer overflow,
+    /// divergence of Λ): the same path as a limit breach. Allocation-free.
+    fn trip(&mut self, _kind: EventKind, _time: f64) {}
+
+    /// State of the safety layer, when there is one.
+    fn safety_summary(&self) -> Option<SafetySummary> {
+        None
+    }
+
+    /// Whether the specimen is virtual (no hardware behind the provider).
+    fn is_virtual(&self) -> bool {
+        true
+    }
+
+    /// Random seeds used by the provider (recorded in run.json).
+    fn seeds(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+}
+
+/// The state of a provider's safety layer (for run.json, reports and tests).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SafetySummary {
+    /// Still armed (no event).
+    pub armed: bool,
+    /// The latched event.
+    pub event: Option<SafetyEvent>,
+    /// Actuator names.
+    pub actuators: Vec<String>,
+    /// Largest |command| ever sent per actuator (specimen units).
+    pub max_sent: Vec<f64>,
+    /// Limits per actuator.
+    pub limits: Vec<crate::model::lab::ActuatorLimits>,
+    /// Commands sent.
+    pub commands_sent: u64,
+    /// Lab records overwritten before being drained.
+    pub lab_records_dropped: u64,
+}
+
+/// The provider of physical substructure `name` of `model`: a [`LabProvider`] when the model
+/// has a `[lab]`, the [`NumericalSpecimen`] stand-in otherwise.
+pub fn build_provider(
+    model: &crate::model::Model,
+    name: &str,
+    dofs: &[DofRef],
+    specimen: Vec<SpecimenElement>,
+) -> Result<Box<dyn RestoringForceProvider>, String> {
+    if model.lab.is_some() {
+        Ok(Box::new(LabProvider::new(model, name, dofs, specimen)?))
+    } else {
+        Ok(Box::new(NumericalSpecimen::new(dofs.len(), specimen)))
+    }
 }
 
 /// A specimen element placed on the partition DOFs.
@@ -80,25 +157,19 @@ struct SpecimenSlot {
     element: ElementRef,
     map: Vec<Option<usize>>,
     s0: Vec<f64>,
-    s: Vec<f64>,
-    s_mid: Vec<f64>,
-    k1: Vec<f64>,
-    k2: Vec<f64>,
+    driver: ElementDriver,
     u: Vec<f64>,
     v: Vec<f64>,
-    r: Vec<f64>,
 }
 
 /// Numerical stand-in for a tested specimen: a set of elements evaluated at the commanded
-/// state. Extra states are integrated along the commanded path (linear in `u` and `v` between
-/// commands) with `internal_substeps` explicit midpoint steps, so that the specimen's own
-/// memory follows the imposed motion as a real specimen's would.
+/// state through the element library's displacement-driven form ([`ElementDriver`]): between
+/// two commands each element moves on the straight path, its extra states integrated along
+/// it, so that the specimen's own memory follows the imposed motion as a real specimen's
+/// would; every command is committed (a specimen cannot be reverted).
 pub struct NumericalSpecimen {
     slots: Vec<SpecimenSlot>,
     n_dofs: usize,
-    internal_substeps: usize,
-    prev_u: Vec<f64>,
-    prev_v: Vec<f64>,
     prev_t: f64,
     have_prev: bool,
     energy: Option<f64>,
@@ -117,42 +188,25 @@ impl NumericalSpecimen {
                     initial_state: s0,
                 } = e;
                 let n = element.dofs().len();
-                let ns = element.n_states();
+                let driver = ElementDriver::from_shared(&element, &s0)
+                    .expect("validated element and initial state");
                 SpecimenSlot {
                     name,
                     element,
                     map,
-                    s: s0.clone(),
                     s0,
-                    s_mid: vec![0.0; ns],
-                    k1: vec![0.0; ns],
-                    k2: vec![0.0; ns],
+                    driver,
                     u: vec![0.0; n],
                     v: vec![0.0; n],
-                    r: vec![0.0; n],
                 }
             })
             .collect();
         Self {
             slots,
             n_dofs,
-            internal_substeps: 8,
-            prev_u: vec![0.0; n_dofs],
-            prev_v: vec![0.0; n_dofs],
             prev_t: 0.0,
             have_prev: false,
             energy: None,
-        }
-    }
-
-    fn gather(slot: &mut SpecimenSlot, u: &[f64], v: &[f64], w: f64, u0: &[f64], v0: &[f64]) {
-        for (i, m) in slot.map.iter().enumerate() {
-            let (a, b) = match m {
-                Some(k) => (u0[*k] + w * (u[*k] - u0[*k]), v0[*k] + w * (v[*k] - v0[*k])),
-                None => (0.0, 0.0),
-            };
-            slot.u[i] = a;
-            slot.v[i] = b;
         }
     }
 
@@ -165,53 +219,38 @@ impl NumericalSpecimen {
     ) -> Result<(), ProviderError> {
         force.iter_mut().for_each(|x| *x = 0.0);
         let mut energy = Some(0.0);
-        let nsub = self.internal_substeps;
-        let (pu, pv) = (&self.prev_u, &self.prev_v);
-        let have_prev = self.have_prev;
-        let span = t - self.prev_t;
+        let dt = if self.have_prev {
+            (t - self.prev_t).max(0.0)
+        } else {
+            0.0
+        };
         for slot in &mut self.slots {
-            let ns = slot.s.len();
-            if ns > 0 && have_prev {
-                // Explicit midpoint along the linear path from the previous command.
-                let h = 1.0 / nsub as f64;
-                let dt = h * span;
-                for k in 0..nsub {
-                    let w0 = k as f64 * h;
-                    Self::gather(slot, u, v, w0, pu, pv);
-                    slot.element
-                        .restoring(&slot.u, &slot.v, &slot.s, &mut slot.r, &mut slot.k1);
-                    for i in 0..ns {
-                        slot.s_mid[i] = slot.s[i] + 0.5 * dt * slot.k1[i];
-                    }
-                    Self::gather(slot, u, v, w0 + 0.5 * h, pu, pv);
-                    slot.element.restoring(
-                        &slot.u,
-                        &slot.v,
-                        &slot.s_mid,
-                        &mut slot.r,
-                        &mut slot.k2,
-                    );
-                    for i in 0..ns {
-                        slot.s[i] += dt * slot.k2[i];
-                    }
-                }
+            for (i, m) in slot.map.iter().enumerate() {
+                let (a, b) = match m {
+                    Some(k) => (u[*k], v[*k]),
+                    None => (0.0, 0.0),
+                };
+                slot.u[i] = a;
+                slot.v[i] = b;
             }
-            Self::gather(slot, u, v, 1.0, u, v);
-            slot.element
-                .restoring(&slot.u, &slot.v, &slot.s, &mut slot.r, &mut slot.k1);
+            slot.driver
+                .set_trial(dt, &slot.u, &slot.v)
+                .map_err(|e| ProviderError(format!("specimen element `{}`: {e}", slot.name)))?;
+            slot.driver.commit();
             for (i, m) in slot.map.iter().enumerate() {
                 if let Some(k) = m {
-                    force[*k] += slot.r[i];
+                    force[*k] += slot.driver.force()[i];
                 }
             }
-            energy = match (energy, slot.element.potential_energy(&slot.u, &slot.s)) {
+            energy = match (
+                energy,
+                slot.element.potential_energy(&slot.u, slot.driver.states()),
+            ) {
                 (Some(a), Some(b)) => Some(a + b),
                 _ => None,
             };
         }
         self.energy = energy;
-        self.prev_u.copy_from_slice(u);
-        self.prev_v.copy_from_slice(v);
         self.prev_t = t;
         self.have_prev = true;
         if force.iter().any(|x| !x.is_finite()) {
@@ -245,7 +284,8 @@ impl RestoringForceProvider for NumericalSpecimen {
         debug_assert_eq!(u.len(), self.n_dofs);
         self.have_prev = false;
         for slot in &mut self.slots {
-            slot.s.copy_from_slice(&slot.s0);
+            slot.driver = ElementDriver::from_shared(&slot.element, &slot.s0)
+                .map_err(|e| ProviderError(format!("specimen element `{}`: {e}", slot.name)))?;
         }
         self.evaluate(t, u, v, force)
     }
@@ -293,11 +333,11 @@ impl RestoringForceProvider for NumericalSpecimen {
     fn channels(&self, out: &mut [f64]) {
         let mut k = 0;
         for slot in &self.slots {
-            for x in &slot.s {
+            for x in slot.driver.states() {
                 out[k] = *x;
                 k += 1;
             }
-            for x in &slot.r {
+            for x in slot.driver.force() {
                 out[k] = *x;
                 k += 1;
             }
@@ -315,9 +355,7 @@ impl RestoringForceProvider for NumericalSpecimen {
                 initial_state: s.s0.clone(),
             })
             .collect();
-        let mut c = NumericalSpecimen::new(self.n_dofs, elements);
-        c.internal_substeps = self.internal_substeps;
-        Some(Box::new(c))
+        Some(Box::new(NumericalSpecimen::new(self.n_dofs, elements)))
     }
 }
 

@@ -1,0 +1,143 @@
+//! `hybridsim realtime MODEL [--pacing fast|realtime]`: run a hybrid test on the threaded
+//! multi-rate runner (NS free step, PS substeps one per controller tick, link solution and an
+//! estimation slot on separate threads), with the safety layer on every actuator; writes
+//! `results.csv`, the controller-rate `lab.csv`, `run.json` (time scale, seeds, safety event,
+//! per-task timing) and a synchronization-subspace plot. Ctrl-C aborts through the safety path.
+
+use anyhow::Result;
+use hybridsim::model::lab::Pacing;
+use hybridsim_rt::{RunOptions, RunStatus};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Arguments of `realtime`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The model file (TOML) with `[lab]`, `[safety]` and optionally `[runner]`.
+    pub model: PathBuf,
+    /// Results folder (default: results/<model name>).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// `realtime` (wall clock, one tick per Δt^C) or `fast` (same code, as fast as possible);
+    /// default: `[runner] pacing`.
+    #[arg(long)]
+    pub pacing: Option<String>,
+    /// Refuse to start without SCHED_FIFO even on the virtual lab.
+    #[arg(long)]
+    pub require_realtime: bool,
+    /// Stop after this much simulated time (default: the analysis duration).
+    #[arg(long)]
+    pub duration: Option<f64>,
+}
+
+static ABORT: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    ABORT.store(true, Ordering::SeqCst);
+}
+
+/// Run on the threaded runner.
+pub fn execute(args: Args) -> Result<ExitCode> {
+    let loaded = super::load(&args.model)?;
+    let pacing = match args.pacing.as_deref() {
+        None => None,
+        Some("fast") => Some(Pacing::Fast),
+        Some("realtime") | Some("real-time") => Some(Pacing::Realtime),
+        Some(other) => anyhow::bail!("--pacing: unknown pacing `{other}` (fast, realtime)"),
+    };
+    let folder = args
+        .output
+        .clone()
+        .unwrap_or_else(|| default_folder(&args.model));
+    run_lab(
+        &loaded,
+        &folder,
+        pacing,
+        args.require_realtime,
+        args.duration,
+    )
+}
+
+/// Run a model with a `[lab]` on the threaded runner and print the outcome (also used by
+/// `hybridsim run` for such models).
+pub fn run_lab(
+    loaded: &hybridsim_io::LoadedModel,
+    folder: &Path,
+    pacing: Option<Pacing>,
+    require_realtime: bool,
+    duration: Option<f64>,
+) -> Result<ExitCode> {
+    let model = &loaded.model;
+    // Ctrl-C takes the safety path: the loop sees the flag, trips every actuator, stops cleanly.
+    // SAFETY: installing an async-signal-safe handler that only stores an atomic.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
+    let abort = Arc::new(AtomicBool::new(false));
+    let watch = abort.clone();
+    std::thread::spawn(move || loop {
+        if ABORT.load(Ordering::SeqCst) {
+            watch.store(true, Ordering::SeqCst);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    });
+    let max_steps = duration.map(|d| (d / model.analysis.time_step - 1e-9).ceil().max(0.0) as u64);
+    let opts = RunOptions {
+        pacing,
+        folder: Some(folder.to_path_buf()),
+        model_text: Some(loaded.text.clone()),
+        model_sha256: Some(loaded.sha256.clone()),
+        abort,
+        max_steps,
+        require_realtime,
+        ..Default::default()
+    };
+    if let Some(lab) = &model.lab {
+        println!("{}", lab.lab.time_scale.describe(&model.units.time));
+    }
+    let out = hybridsim_rt::run(model, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+    print!("{}", out.summary());
+    match &out.status {
+        RunStatus::Completed => {
+            println!(
+                "completed {} steps ({} rows, {} lab rows) in {:.3} s; results in {}",
+                out.steps,
+                out.rows_written,
+                out.lab_rows,
+                out.wall,
+                folder.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        RunStatus::Stopped(ev) => {
+            eprintln!(
+                "stopped after {} steps: {ev}; every completed step is in {}",
+                out.steps,
+                folder.display()
+            );
+            Ok(ExitCode::from(1))
+        }
+        RunStatus::Failed(e) => {
+            eprintln!(
+                "error: the run failed after {} steps: {e}; completed rows are in {}",
+                out.steps,
+                folder.display()
+            );
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn default_folder(model: &Path) -> PathBuf {
+    let stem = model
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into());
+    PathBuf::from("results").join(stem)
+}

@@ -1,0 +1,267 @@
+//! End-to-end tests of `hybridsim cyclic`: imposed deformation histories on one element of a
+//! model file, results folder contents, closed forms, and clear errors.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn hybridsim() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hybridsim"));
+    c.current_dir(root());
+    c
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hybridsim-cyclic-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().split(',').map(String::from).collect();
+    let rows = lines
+        .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
+        .collect();
+    (header, rows)
+}
+
+fn col(header: &[String], name: &str) -> usize {
+    header
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name} in {header:?}"))
+}
+
+#[test]
+fn cyclic_sine_on_the_dcsb_matches_the_bilinear_loop() {
+    let out = scratch("dcsb");
+    let st = hybridsim()
+        .args([
+            "cyclic",
+            "examples/mostaghel_dcsb.toml",
+            "--element",
+            "dcsb",
+            "--amplitude",
+            "0.05",
+            "--frequency",
+            "0.5",
+            "--cycles",
+            "2",
+            "--dt",
+            "0.0025",
+            "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&st.stdout);
+    assert!(
+        st.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert!(stdout.contains("completed 1600 driving steps"), "{stdout}");
+    let (h, rows) = read_csv(&out.join("results.csv"));
+    assert_eq!(
+        h,
+        [
+            "time[s]",
+            "deformation.dcsb[m]",
+            "velocity.dcsb[m/s]",
+            "force.dcsb.1.x[kN]",
+            "state.dcsb.r[kN]",
+            "state.dcsb.e[kN*m]",
+            "state.dcsb.absorbed_energy[kN*m]",
+            "state.dcsb.dissipated[kN*m]"
+        ]
+    );
+    assert_eq!(rows.len(), 1601);
+    // Seed 003 D-CSB: k = 166000 kN/m, alpha = 0.0035, delta = 1 mm. The peak (sampled
+    // exactly: 800 steps per cycle) is on the bilinear envelope.
+    let (k, a, d, u) = (166000.0, 0.0035, 0.001, 0.05);
+    let f = col(&h, "force.dcsb.1.x[kN]");
+    let peak = rows.iter().map(|r| r[f]).fold(f64::MIN, f64::max);
+    let envelope = a * k * u + (1.0 - a) * k * d;
+    assert!(
+        (peak - envelope).abs() < 1e-9 * envelope,
+        "{peak} vs {envelope}"
+    );
+    // Energy of the second cycle: 4 (1 − α) k δ (U − δ).
+    let e = col(&h, "state.dcsb.dissipated[kN*m]");
+    let loop_energy = rows[1600][e] - rows[800][e];
+    let exact = 4.0 * (1.0 - a) * k * d * (u - d);
+    println!("cyclic D-CSB: loop energy {loop_energy:.6} kN·m, closed form {exact:.6} kN·m");
+    assert!((loop_energy - exact).abs() < 1e-3 * exact);
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["command"], "cyclic");
+    assert_eq!(run["status"], "completed");
+    assert_eq!(run["element"]["kind"], "mostaghel");
+    assert_eq!(run["element"]["parameters"]["delta"], 0.001);
+    assert_eq!(run["steps"], 1600);
+    assert!(out.join("model.toml").exists());
+}
+
+#[test]
+fn cyclic_ramp_and_file_histories() {
+    // Ramped cycles on the LRB: p grows to the final amplitude.
+    let out = scratch("lrb");
+    let st = hybridsim()
+        .args([
+            "cyclic",
+            "examples/isolated_deck_lrb.toml",
+            "--element",
+            "lrb",
+            "--history",
+            "ramp",
+            "--amplitude",
+            "0.2",
+            "--cycles",
+            "4",
+            "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let (h, rows) = read_csv(&out.join("results.csv"));
+    let p = col(&h, "state.lrb.p[m]");
+    let d = col(&h, "deformation.lrb[m]");
+    let mut peak = 0.0f64;
+    for r in &rows {
+        peak = peak.max(r[d].abs());
+        assert!((r[p] - peak).abs() < 1e-12);
+    }
+    assert!(peak > 0.18);
+    // A two-column file (with a header line and comments), resampled at --dt.
+    let dir = scratch("file");
+    let file = dir.join("history.txt");
+    let mut text = String::from("# time deformation\ntime, deformation\n");
+    for k in 0..=100 {
+        let t = k as f64 * 0.01;
+        text.push_str(&format!(
+            "{t} {}\n",
+            0.002 * (2.0 * std::f64::consts::PI * t).sin()
+        ));
+    }
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("out");
+    let st = hybridsim()
+        .args([
+            "cyclic",
+            "examples/bouc_wen_pier.toml",
+            "--element",
+            "pier",
+            "--history",
+            "file",
+            "--dt",
+            "0.005",
+            "--file",
+        ])
+        .arg(&file)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let (h, rows) = read_csv(&out.join("results.csv"));
+    assert_eq!(rows.len(), 201);
+    // Small amplitude (2 mm ≪ 15.7 mm yield): nearly elastic, r ≈ A d at the first samples.
+    let f = col(&h, "force.pier.1.x[N]");
+    let d = col(&h, "deformation.pier[m]");
+    let k = rows[1][f] / rows[1][d];
+    assert!((k - 5.0e7).abs() < 0.01 * 5.0e7, "{k}");
+}
+
+#[test]
+fn cyclic_reports_bad_input_clearly() {
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &[
+                "examples/bouc_wen_pier.toml",
+                "--element",
+                "nope",
+                "--amplitude",
+                "0.01",
+            ],
+            "no element named `nope` (elements: pier, support)",
+        ),
+        (
+            &["examples/bouc_wen_pier.toml", "--element", "pier"],
+            "--amplitude is required",
+        ),
+        (
+            &[
+                "examples/bouc_wen_pier.toml",
+                "--element",
+                "pier",
+                "--amplitude=-1",
+            ],
+            "--amplitude must be finite and > 0, found -1",
+        ),
+        (
+            &[
+                "examples/bouc_wen_pier.toml",
+                "--element",
+                "pier",
+                "--history",
+                "file",
+            ],
+            "--history file needs --file PATH",
+        ),
+        (
+            &[
+                "examples/bouc_wen_pier.toml",
+                "--element",
+                "pier",
+                "--history",
+                "file",
+                "--file",
+                "no/such/file.txt",
+            ],
+            "cannot read the history file no/such/file.txt",
+        ),
+    ];
+    for (args, expected) in cases {
+        let st = hybridsim().arg("cyclic").args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(expected),
+            "{args:?}: expected `{expected}` in {err}"
+        );
+    }
+    // A bad line in a history file names the file and line.
+    let dir = scratch("badfile");
+    let file = dir.join("h.txt");
+    std::fs::write(&file, "0 0\n0.1 0.001\n0.1 0.002\n").unwrap();
+    let st = hybridsim()
+        .args([
+            "cyclic",
+            "examples/bouc_wen_pier.toml",
+            "--element",
+            "pier",
+            "--history",
+            "file",
+            "--file",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert!(err.contains("line 3: time 0.1 does not increase"), "{err}");
+}

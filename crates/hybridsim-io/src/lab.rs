@@ -1,0 +1,266 @@
+//! Laboratory records: the controller-rate `lab.csv`, tracking and energy-error indicators and
+//! the synchronization-subspace plot.
+//!
+//! `lab.csv` has one row per controller tick Δt^C: `time` (simulation), `wall_time`, and per
+//! actuator `desired`, `compensated` (the final command), `measured` displacement, measured
+//! `force` and the `safety` state (0 armed, 1 tripped), in specimen units.
+//!
+//! Indicators per actuator (tracking of the transfer system, as used in real-time hybrid
+//! testing):
+//! - delay: the lag (in ticks × Δt^C) maximizing the cross-correlation of measured and desired
+//!   displacement;
+//! - normalized RMS tracking error `√(Σ e²/Σ d²)` and peak tracking error `max|e|/max|d|`,
+//!   `e = measured − desired`;
+//! - energy error: the work of the measured force on the tracking error `Σ F_k (e_k − e_{k−1})`,
+//!   against the work on the desired path `Σ F_k (d_k − d_{k−1})` (positive: the transfer
+//!   system injects energy into the test).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// A CSV file written row by row without allocating per row.
+pub struct CsvSink {
+    out: BufWriter<File>,
+    line: String,
+    rows: u64,
+}
+
+impl CsvSink {
+    /// Create `path` with `header` (comma-separated names).
+    pub fn create(path: &Path, header: &str) -> std::io::Result<Self> {
+        let mut out = BufWriter::with_capacity(1 << 16, File::create(path)?);
+        writeln!(out, "{header}")?;
+        Ok(Self {
+            out,
+            line: String::with_capacity(8192),
+            rows: 0,
+        })
+    }
+
+    /// Append one row.
+    pub fn write_row(&mut self, row: &[f64]) -> std::io::Result<()> {
+        use std::fmt::Write as _;
+        self.line.clear();
+        for (i, x) in row.iter().enumerate() {
+            if i > 0 {
+                self.line.push(',');
+            }
+            let _ = write!(self.line, "{x:e}");
+        }
+        self.line.push('\n');
+        self.rows += 1;
+        self.out.write_all(self.line.as_bytes())
+    }
+
+    /// Rows written.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Flush to the OS.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+
+    /// Flush and sync to disk.
+    pub fn finish(mut self) -> std::io::Result<u64> {
+        self.out.flush()?;
+        self.out
+            .into_inner()
+            .map_err(|e| e.into_error())?
+            .sync_all()?;
+        Ok(self.rows)
+    }
+}
+
+/// Tracking indicators of one actuator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrackingIndicators {
+    /// Actuator name.
+    pub actuator: String,
+    /// Delay estimated by cross-correlation (s, wall clock).
+    pub delay: f64,
+    /// Normalized RMS tracking error.
+    pub nrms_error: f64,
+    /// Peak tracking error normalized by the peak desired displacement.
+    pub peak_error: f64,
+    /// Work of the measured force on the tracking error.
+    pub energy_error: f64,
+    /// Work of the measured force along the desired path.
+    pub energy_input: f64,
+}
+
+impl TrackingIndicators {
+    /// As JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "actuator": self.actuator,
+            "delay_seconds": self.delay,
+            "nrms_tracking_error": self.nrms_error,
+            "peak_tracking_error": self.peak_error,
+            "energy_error": self.energy_error,
+            "energy_input": self.energy_input,
+        })
+    }
+}
+
+/// Indicators from the desired, measured and force series of one actuator (controller rate
+/// `dt_c`); `max_lag` bounds the cross-correlation search (ticks).
+pub fn tracking(
+    actuator: &str,
+    desired: &[f64],
+    measured: &[f64],
+    force: &[f64],
+    dt_c: f64,
+    max_lag: usize,
+) -> TrackingIndicators {
+    let n = desired.len().min(measured.len()).min(force.len());
+    let (d, m, f) = (&desired[..n], &measured[..n], &force[..n]);
+    let mut best = (0usize, f64::NEG_INFINITY);
+    for lag in 0..=max_lag.min(n.saturating_sub(2)) {
+        let mut s = 0.0;
+        for k in lag..n {
+            s += m[k] * d[k - lag];
+        }
+        let s = s / (n - lag) as f64;
+        if s > best.1 {
+            best = (lag, s);
+        }
+    }
+    let mut e2 = 0.0;
+    let mut d2 = 0.0;
+    let mut emax = 0.0f64;
+    let mut dmax = 0.0f64;
+    let mut ee = 0.0;
+    let mut ein = 0.0;
+    for k in 0..n {
+        let e = m[k] - d[k];
+        e2 += e * e;
+        d2 += d[k] * d[k];
+        emax = emax.max(e.abs());
+        dmax = dmax.max(d[k].abs());
+        if k > 0 {
+            let ep = m[k - 1] - d[k - 1];
+            ee += f[k] * (e - ep);
+            ein += f[k] * (d[k] - d[k - 1]);
+        }
+    }
+    TrackingIndicators {
+        actuator: actuator.to_string(),
+        delay: best.0 as f64 * dt_c,
+        nrms_error: if d2 > 0.0 { (e2 / d2).sqrt() } else { 0.0 },
+        peak_error: if dmax > 0.0 { emax / dmax } else { 0.0 },
+        energy_error: ee,
+        energy_input: ein,
+    }
+}
+
+/// Collects lab rows (on the writer thread) for the indicators and plots at the end.
+pub struct LabLog {
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Actuator names.
+    pub actuators: Vec<String>,
+    data: Vec<Vec<f64>>,
+}
+
+impl LabLog {
+    /// A log for `columns` as produced by the lab provider (`time`, `wall_time`, then five
+    /// columns per actuator).
+    pub fn new(columns: Vec<String>) -> Self {
+        let actuators = columns
+            .iter()
+            .filter_map(|c| c.strip_prefix("desired.").map(str::to_string))
+            .collect();
+        let n = columns.len();
+        Self {
+            columns,
+            actuators,
+            data: vec![Vec::new(); n],
+        }
+    }
+
+    /// Add a row.
+    pub fn push(&mut self, row: &[f64]) {
+        for (c, x) in self.data.iter_mut().zip(row) {
+            c.push(*x);
+        }
+    }
+
+    /// Rows stored.
+    pub fn len(&self) -> usize {
+        self.data.first().map(Vec::len).unwrap_or(0)
+    }
+
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn column(&self, name: &str) -> Option<&[f64]> {
+        self.columns
+            .iter()
+            .position(|c| c == name)
+            .map(|i| self.data[i].as_slice())
+    }
+
+    /// Indicators of every actuator.
+    pub fn indicators(&self, dt_c: f64, max_delay: f64) -> Vec<TrackingIndicators> {
+        let max_lag = (max_delay / dt_c).ceil() as usize;
+        self.actuators
+            .iter()
+            .filter_map(|a| {
+                Some(tracking(
+                    a,
+                    self.column(&format!("desired.{a}"))?,
+                    self.column(&format!("measured.{a}"))?,
+                    self.column(&format!("force.{a}"))?,
+                    dt_c,
+                    max_lag,
+                ))
+            })
+            .collect()
+    }
+
+    /// Synchronization-subspace plot (measured against desired displacement, one series per
+    /// actuator; a perfect transfer system is the diagonal) to `path` (PNG or SVG).
+    pub fn plot_synchronization(&self, path: &Path, unit: &str) -> Result<(), String> {
+        let mut series = Vec::new();
+        for a in &self.actuators {
+            let (Some(d), Some(m)) = (
+                self.column(&format!("desired.{a}")),
+                self.column(&format!("measured.{a}")),
+            ) else {
+                continue;
+            };
+            let lo = d.iter().cloned().fold(f64::INFINITY, f64::min);
+            let hi = d.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            series.push(hybridsim_plot::Series {
+                name: format!("{a}: measured"),
+                x: d.to_vec(),
+                y: m.to_vec(),
+            });
+            if lo.is_finite() && hi.is_finite() {
+                series.push(hybridsim_plot::Series {
+                    name: format!("{a}: ideal"),
+                    x: vec![lo, hi],
+                    y: vec![lo, hi],
+                });
+            }
+        }
+        let chart = hybridsim_plot::Chart {
+            title: "Synchronization subspace".into(),
+            x: hybridsim_plot::Axis {
+                label: format!("desired displacement [{unit}]"),
+                log: false,
+            },
+            y: hybridsim_plot::Axis {
+                label: format!("measured displacement [{unit}]"),
+                log: false,
+            },
+            series,
+        };
+        hybridsim_plot::save(&chart, path).map_err(|e| e.to_string())
+    }
+}

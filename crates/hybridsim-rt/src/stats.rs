@@ -1,0 +1,100 @@
+//! Per-task timing statistics: execution-time and wake-up-lateness histograms (hdrhistogram,
+//! nanoseconds, allocated before the loop) and deadline misses.
+
+use hdrhistogram::Histogram;
+
+/// Timing of one task.
+pub struct TaskStats {
+    /// Task name.
+    pub name: &'static str,
+    /// Execution time per activation (ns).
+    pub exec: Histogram<u64>,
+    /// Wake-up lateness against the schedule (ns), paced tasks only.
+    pub lateness: Histogram<u64>,
+    /// Activations that ended after their deadline.
+    pub misses: u64,
+    /// Longest run of consecutive misses.
+    pub worst_run: u64,
+    run: u64,
+}
+
+impl TaskStats {
+    /// Empty statistics, 1 ns … 100 s at 3 significant digits.
+    pub fn new(name: &'static str) -> Self {
+        let h = || Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("histogram bounds");
+        Self {
+            name,
+            exec: h(),
+            lateness: h(),
+            misses: 0,
+            worst_run: 0,
+            run: 0,
+        }
+    }
+
+    /// Record one activation; returns the current run of consecutive misses.
+    pub fn record(&mut self, exec_ns: u64, late_ns: Option<u64>, missed: bool) -> u64 {
+        self.exec.saturating_record(exec_ns.max(1));
+        if let Some(l) = late_ns {
+            self.lateness.saturating_record(l.max(1));
+        }
+        if missed {
+            self.misses += 1;
+            self.run += 1;
+            self.worst_run = self.worst_run.max(self.run);
+        } else {
+            self.run = 0;
+        }
+        self.run
+    }
+
+    /// Summary as JSON (microseconds).
+    pub fn to_json(&self) -> serde_json::Value {
+        let q = |h: &Histogram<u64>, p: f64| h.value_at_quantile(p) as f64 / 1e3;
+        let summary = |h: &Histogram<u64>| {
+            if h.is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::json!({
+                    "count": h.len(),
+                    "mean_us": h.mean() / 1e3,
+                    "p50_us": q(h, 0.5),
+                    "p99_us": q(h, 0.99),
+                    "p999_us": q(h, 0.999),
+                    "max_us": h.max() as f64 / 1e3,
+                })
+            }
+        };
+        serde_json::json!({
+            "task": self.name,
+            "execution": summary(&self.exec),
+            "wakeup_lateness": summary(&self.lateness),
+            "deadline_misses": self.misses,
+            "longest_miss_run": self.worst_run,
+        })
+    }
+
+    /// One line for the terminal.
+    pub fn line(&self) -> String {
+        let q = |h: &Histogram<u64>, p: f64| h.value_at_quantile(p) as f64 / 1e3;
+        let mut s = format!(
+            "{:<12} exec p50 {:>9.2} µs  p99 {:>9.2} µs  p99.9 {:>9.2} µs  max {:>9.2} µs",
+            self.name,
+            q(&self.exec, 0.5),
+            q(&self.exec, 0.99),
+            q(&self.exec, 0.999),
+            self.exec.max() as f64 / 1e3
+        );
+        if !self.lateness.is_empty() {
+            s.push_str(&format!(
+                " | wake-up late p50 {:.1} µs p99 {:.1} µs p99.9 {:.1} µs max {:.1} µs",
+                q(&self.lateness, 0.5),
+                q(&self.lateness, 0.99),
+                q(&self.lateness, 0.999),
+                self.lateness.max() as f64 / 1e3
+            ));
+        }
+        s.push_str(&format!(" | deadline misses {}", self.misses));
+        s
+    }
+}

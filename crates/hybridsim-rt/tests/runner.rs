@@ -1,0 +1,216 @@
+//! The threaded runner: bit-identical to the single-threaded run (also with noise), clean
+//! stops on writer overflow and abort with every completed step on disk, and no allocation in
+//! the loop threads.
+use hybridsim::model::lab::Pacing;
+use hybridsim::model::NoFiles;
+use hybridsim::{Model, Simulation};
+use hybridsim_rt::{run, RunOptions, RunStatus};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+struct Counting;
+static LOOP_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    static IN_LOOP: Cell<bool> = const { Cell::new(false) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if IN_LOOP.try_with(|c| c.get()).unwrap_or(false) {
+            LOOP_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if IN_LOOP.try_with(|c| c.get()).unwrap_or(false) {
+            LOOP_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn mark(on: bool) {
+    IN_LOOP.with(|c| c.set(on));
+}
+
+fn example(edit: impl FnOnce(&mut toml::Table)) -> Model {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text =
+        std::fs::read_to_string(root.join("examples/split_mass_delayed_actuator.toml")).unwrap();
+    let mut t: toml::Table = text.parse().unwrap();
+    edit(&mut t);
+    Model::from_toml(
+        &toml::to_string(&t).unwrap(),
+        "split_mass_delayed_actuator.toml",
+        &NoFiles,
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn single_threaded(model: &Model) -> Vec<Vec<f64>> {
+    let mut sim = Simulation::new(model.clone()).unwrap();
+    let ncol = sim.columns().len();
+    let mut rows = Vec::new();
+    let mut row = vec![0.0; ncol];
+    sim.record(&mut row);
+    rows.push(row.clone());
+    let n = sim.n_steps();
+    for k in 1..=n {
+        sim.step().unwrap();
+        if k % model.output.every == 0 || k == n {
+            sim.record(&mut row);
+            rows.push(row.clone());
+        }
+    }
+    rows
+}
+
+fn set_duration(t: &mut toml::Table, d: f64) {
+    t["analysis"]
+        .as_table_mut()
+        .unwrap()
+        .insert("duration".into(), d.into());
+}
+
+#[test]
+fn threaded_fast_runner_is_bit_identical_to_the_single_threaded_run() {
+    for noise in [false, true] {
+        let model = example(|t| {
+            set_duration(t, 3.0);
+            if noise {
+                t["lab"]["actuator"].as_array_mut().unwrap()[0]
+                    .as_table_mut()
+                    .unwrap()
+                    .insert(
+                        "noise".into(),
+                        toml::Value::Table(
+                            "force_rms = 20.0\ndisplacement_rms = 1e-6"
+                                .parse::<toml::Table>()
+                                .unwrap(),
+                        ),
+                    );
+            }
+        });
+        let reference = single_threaded(&model);
+        let out = run(
+            &model,
+            &RunOptions {
+                pacing: Some(Pacing::Fast),
+                keep_rows: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(out.status, RunStatus::Completed);
+        assert_eq!(out.rows.len(), reference.len());
+        let same = out
+            .rows
+            .iter()
+            .zip(&reference)
+            .all(|(a, b)| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()));
+        println!(
+            "noise {noise}: {} rows × {} columns, bit-identical: {same}; lab rows {}",
+            out.rows.len(),
+            out.columns.len(),
+            out.lab_rows
+        );
+        assert!(
+            same,
+            "threaded and single-threaded runs differ (noise {noise})"
+        );
+        assert_eq!(out.lab_rows, 2 * 1500 + 1);
+    }
+}
+
+#[test]
+fn writer_overflow_and_abort_stop_cleanly_with_every_step_on_disk() {
+    let dir = std::env::temp_dir().join(format!("hybridsim-rt-overflow-{}", std::process::id()));
+    let model = example(|t| set_duration(t, 4.0));
+    let out = run(
+        &model,
+        &RunOptions {
+            pacing: Some(Pacing::Fast),
+            folder: Some(dir.clone()),
+            results_ring: Some(16),
+            writer_delay: Some(std::time::Duration::from_millis(2)),
+            overflow_wait: Some(std::time::Duration::ZERO),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let RunStatus::Stopped(ev) = &out.status else {
+        panic!("expected a safety stop, got {:?}", out.status)
+    };
+    println!(
+        "overflow: {ev}; {} steps, {} rows written",
+        out.steps, out.rows_written
+    );
+    assert_eq!(ev.kind.name(), "writer_overflow");
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    // Header + initial row + one row per completed step.
+    assert_eq!(csv.lines().count() as u64, 2 + out.steps);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(json["status"], "stopped");
+    assert_eq!(json["safety_event"]["kind"], "writer_overflow");
+    let lab = std::fs::read_to_string(dir.join("lab.csv")).unwrap();
+    assert!(lab.lines().count() as u64 > 2 * out.steps);
+
+    // Abort: set before the start, the loop trips every actuator on the first check.
+    let opts = RunOptions {
+        pacing: Some(Pacing::Fast),
+        folder: Some(dir.clone()),
+        ..Default::default()
+    };
+    opts.abort.store(true, Ordering::SeqCst);
+    let out = run(&model, &opts).unwrap();
+    let RunStatus::Stopped(ev) = &out.status else {
+        panic!("expected a safety stop, got {:?}", out.status)
+    };
+    assert_eq!(ev.kind.name(), "operator_abort");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(json["safety_event"]["kind"], "operator_abort");
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn threaded_loop_does_not_allocate_over_ten_thousand_steps() {
+    let model = example(|t| {
+        set_duration(t, 24.0);
+        t.insert(
+            "output".into(),
+            toml::Value::Table("every = 1".parse::<toml::Table>().unwrap()),
+        );
+    });
+    assert!(model.analysis.n_steps() >= 10_000);
+    LOOP_ALLOCATIONS.store(0, Ordering::SeqCst);
+    let out = run(
+        &model,
+        &RunOptions {
+            pacing: Some(Pacing::Fast),
+            loop_marker: Some(mark),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let n = LOOP_ALLOCATIONS.load(Ordering::SeqCst);
+    println!(
+        "{} steps, {} physical ticks: {n} allocations in the loop threads",
+        out.steps,
+        2 * out.steps
+    );
+    assert_eq!(out.status, RunStatus::Completed);
+    assert!(out.steps >= 10_000);
+    assert_eq!(n, 0);
+}

@@ -1,0 +1,572 @@
+//! The physical substructure behind a transfer system: the restoring-force provider that the
+//! integrator queries once per substep (one controller tick Δt^C), composed of
+//!
+//! 1. the DOF→actuator transform `d = T u` and the scale factors (prototype → specimen units,
+//!    wall-clock rates `ṽ/λ`, `ã/λ²`; A17),
+//! 2. compensation (polynomial delay extrapolation, compliance per seed 003 eq 15),
+//! 3. the safety layer (final command checked in specimen units; measurement checked),
+//! 4. the transfer system (the [`VirtualLab`] by default),
+//! 5. forces back to the DOFs `f = Tᵀ F · force_scale · device_multiplier`, plus the constant
+//!    force-controlled DOFs and, in real time, the numerical seismic load of the specimen mass.
+//!
+//! Every tick writes a controller-rate record (simulation and wall time; per actuator desired,
+//! compensated, measured displacement, measured force, safety state) into a preallocated ring
+//! that the runner drains after each coarse step (`lab.csv`).
+
+use super::compensation::{compliance, DelayCompensator};
+use super::safety::{DivergenceMonitor, EventKind, SafetyEvent, SafetyLayer, SafetyState};
+use super::transfer::{ActuatorCommand, DofMap, TransferSystem};
+use super::virtual_lab::VirtualLab;
+use super::{
+    NumericalSpecimen, ProviderError, RestoringForceProvider, SafetySummary, SpecimenElement,
+};
+use crate::elements::DofRef;
+use crate::excitation::TimeFunction;
+use crate::model::lab::{ComplianceCompensation, LabConfig, Regime};
+use crate::model::Model;
+use std::time::Instant;
+
+/// Preallocated ring of controller-rate records.
+#[derive(Debug, Clone)]
+pub struct LabRecords {
+    ncol: usize,
+    cap: usize,
+    data: Vec<f64>,
+    head: usize,
+    len: usize,
+    dropped: u64,
+}
+
+impl LabRecords {
+    /// A ring of `cap` rows of `ncol` values.
+    pub fn new(ncol: usize, cap: usize) -> Self {
+        Self {
+            ncol,
+            cap,
+            data: vec![0.0; ncol * cap],
+            head: 0,
+            len: 0,
+            dropped: 0,
+        }
+    }
+
+    fn push(&mut self) -> &mut [f64] {
+        let at = (self.head + self.len) % self.cap;
+        if self.len == self.cap {
+            self.head = (self.head + 1) % self.cap;
+            self.dropped += 1;
+        } else {
+            self.len += 1;
+        }
+        &mut self.data[at * self.ncol..(at + 1) * self.ncol]
+    }
+
+    /// Hand every stored row to `sink`, oldest first, and empty the ring.
+    pub fn drain(&mut self, sink: &mut dyn FnMut(&[f64])) {
+        for i in 0..self.len {
+            let at = (self.head + i) % self.cap;
+            sink(&self.data[at * self.ncol..(at + 1) * self.ncol]);
+        }
+        self.head = 0;
+        self.len = 0;
+    }
+
+    /// Rows overwritten before being drained.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}
+
+/// What is needed to (re)build a lab provider.
+#[derive(Clone)]
+struct Recipe {
+    name: String,
+    dofs: Vec<DofRef>,
+    specimen: Vec<SpecimenElement>,
+    config: LabConfig,
+    t: Vec<f64>,
+    act: Vec<usize>,
+    force_control: Vec<(usize, f64)>,
+    seismic: Vec<(usize, f64, TimeFunction)>,
+    inertia: Option<Vec<f64>>,
+    k_specimen: Vec<f64>,
+    lab_ring: usize,
+}
+
+/// The lab-side restoring-force provider of one physical substructure.
+pub struct LabProvider {
+    recipe: Recipe,
+    map: DofMap,
+    safety: SafetyLayer<Box<dyn TransferSystem>>,
+    delay: Vec<Option<DelayCompensator>>,
+    compliance: Vec<Option<ComplianceCompensation>>,
+    divergence: DivergenceMonitor,
+    lambda: f64,
+    dt_p: f64,
+    dt_c: f64,
+    s_d: f64,
+    s_f: f64,
+    tick: u64,
+    started: Option<Instant>,
+    d: Vec<f64>,
+    vd: Vec<f64>,
+    vd_prev: Vec<f64>,
+    desired: Vec<f64>,
+    cmd: Vec<ActuatorCommand>,
+    force: Vec<f64>,
+    achieved: Vec<f64>,
+    records: LabRecords,
+    event: Option<SafetyEvent>,
+}
+
+impl LabProvider {
+    /// Build the provider of physical substructure `name` over its partition `dofs`.
+    pub fn new(
+        model: &Model,
+        name: &str,
+        dofs: &[DofRef],
+        specimen: Vec<SpecimenElement>,
+    ) -> Result<Self, String> {
+        let config = model
+            .lab
+            .clone()
+            .ok_or("the model has no [lab] configuration")?;
+        let n = dofs.len();
+        let dof_index = |d: &(i64, String)| dofs.iter().position(|x| x.node == d.0 && x.dof == d.1);
+        let act: Vec<usize> = config
+            .lab
+            .actuators
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.dofs.iter().any(|d| dof_index(d).is_some()))
+            .map(|(i, _)| i)
+            .collect();
+        if act.is_empty() {
+            return Err(format!(
+                "physical substructure `{name}` has no actuator in [lab] driving its DOFs"
+            ));
+        }
+        let mut t = vec![0.0; act.len() * n];
+        for (row, &ai) in act.iter().enumerate() {
+            let a = &config.lab.actuators[ai];
+            for (d, c) in a.dofs.iter().zip(&a.coefficients) {
+                let j = dof_index(d).ok_or_else(|| {
+                    format!(
+                        "actuator `{}` drives node {} dof {} outside substructure `{name}`",
+                        a.name, d.0, d.1
+                    )
+                })?;
+                t[row * n + j] += c;
+            }
+        }
+        let force_control = config
+            .lab
+            .force_control
+            .iter()
+            .filter_map(|f| dof_index(&f.dof).map(|j| (j, f.force)))
+            .collect();
+        // Specimen mass (real time: measured inertia, numerical seismic load).
+        let mut inertia = None;
+        let mut seismic = Vec::new();
+        if config.lab.regime == Regime::RealTime {
+            let mut m = vec![0.0; n * n];
+            let mut any = false;
+            for e in &specimen {
+                let Some(me) = e.element.mass() else { continue };
+                any = true;
+                for (i, mi) in e.map.iter().enumerate() {
+                    let Some(a) = mi else { continue };
+                    for (j, mj) in e.map.iter().enumerate() {
+                        if let Some(b) = mj {
+                            m[a * n + b] += me[(i, j)];
+                        }
+                    }
+                    for g in &model.ground_motions {
+                        let iota = e.element.seismic_influence().map(|v| v[i]).unwrap_or(
+                            if e.element.dofs()[i].dof == g.direction {
+                                1.0
+                            } else {
+                                0.0
+                            },
+                        );
+                        let p: f64 = (0..e.map.len()).map(|j| me[(i, j)] * iota).sum();
+                        if p != 0.0 {
+                            seismic.push((*a, p, g.acceleration.clone()));
+                        }
+                    }
+                }
+            }
+            if any {
+                inertia = Some(m);
+            }
+        }
+        // Estimated specimen stiffness per actuator (servo-hydraulic CSI linearization).
+        let map = DofMap::new(act.len(), n, t.clone())?;
+        let mut k_dof = vec![0.0; n * n];
+        if let Some(est) = model
+            .substructures
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.estimate.as_ref())
+        {
+            for (i, di) in est.dofs.iter().enumerate() {
+                for (j, dj) in est.dofs.iter().enumerate() {
+                    if let (Some(a), Some(b)) = (
+                        dofs.iter().position(|x| x == di),
+                        dofs.iter().position(|x| x == dj),
+                    ) {
+                        k_dof[a * n + b] = est.stiffness[(i, j)];
+                    }
+                }
+            }
+        }
+        let s_d = config.lab.geometric_scale;
+        let s_f = config.lab.force_scale * config.lab.device_multiplier;
+        let k_specimen = (0..act.len())
+            .map(|a| {
+                let mut s = 0.0;
+                for i in 0..n {
+                    for j in 0..n {
+                        s += map.r[a * n + i] * k_dof[i * n + j] * map.p[j * act.len() + a];
+                    }
+                }
+                s * s_d / s_f
+            })
+            .collect();
+        let recipe = Recipe {
+            name: name.to_string(),
+            dofs: dofs.to_vec(),
+            specimen,
+            config,
+            t,
+            act,
+            force_control,
+            seismic,
+            inertia,
+            k_specimen,
+            lab_ring: 4 * model.analysis.subcycles.max(1) + 16,
+        };
+        Self::from_recipe(recipe)
+    }
+
+    fn from_recipe(recipe: Recipe) -> Result<Self, String> {
+        let n = recipe.dofs.len();
+        let na = recipe.act.len();
+        let cfg = &recipe.config;
+        let ts = cfg.lab.time_scale;
+        let map = DofMap::new(na, n, recipe.t.clone())?;
+        let settings: Vec<_> = recipe
+            .act
+            .iter()
+            .map(|&i| cfg.lab.actuators[i].clone())
+            .collect();
+        let limits = settings
+            .iter()
+            .map(|a| {
+                cfg.safety
+                    .limits
+                    .get(&a.name)
+                    .copied()
+                    .ok_or_else(|| format!("actuator `{}` has no safety limits", a.name))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let specimen = NumericalSpecimen::new(n, recipe.specimen.clone());
+        let lab = VirtualLab::new(
+            specimen,
+            map.clone(),
+            &settings,
+            cfg.lab.seed,
+            ts.dt_c,
+            ts.lambda,
+            cfg.lab.geometric_scale,
+            cfg.lab.force_scale * cfg.lab.device_multiplier,
+            &recipe.k_specimen,
+            recipe.inertia.clone(),
+        );
+        let transfer: Box<dyn TransferSystem> = Box::new(lab);
+        let safety = SafetyLayer::new(transfer, limits, cfg.safety.on_trip, ts.dt_c);
+        let delay = settings
+            .iter()
+            .map(|a| {
+                a.delay_compensation
+                    .as_ref()
+                    .map(|c| DelayCompensator::new(c, ts.dt_c))
+            })
+            .collect();
+        let compliance = settings.iter().map(|a| a.compliance_compensation).collect();
+        let ncol = 2 + 5 * na;
+        Ok(Self {
+            map,
+            safety,
+            delay,
+            compliance,
+            divergence: DivergenceMonitor::new(cfg.safety.divergence),
+            lambda: ts.lambda,
+            dt_p: ts.dt_p,
+            dt_c: ts.dt_c,
+            s_d: cfg.lab.geometric_scale,
+            s_f: cfg.lab.force_scale * cfg.lab.device_multiplier,
+            tick: 0,
+            started: None,
+            d: vec![0.0; na],
+            vd: vec![0.0; na],
+            vd_prev: vec![0.0; na],
+            desired: vec![0.0; na],
+            cmd: vec![ActuatorCommand::default(); na],
+            force: vec![0.0; na],
+            achieved: vec![0.0; na],
+            records: LabRecords::new(ncol, recipe.lab_ring),
+            event: None,
+            recipe,
+        })
+    }
+
+    /// Actuator names in lab.csv order.
+    pub fn actuator_names(&self) -> Vec<String> {
+        self.recipe
+            .act
+            .iter()
+            .map(|&i| self.recipe.config.lab.actuators[i].name.clone())
+            .collect()
+    }
+
+    fn dof_forces(&self, t: f64, force: &mut [f64]) {
+        force.iter_mut().for_each(|x| *x = 0.0);
+        if self.s_f == 1.0 {
+            self.map.forces_to_dofs(&self.force, force);
+        } else {
+            for (k, f) in self.force.iter().enumerate() {
+                let ff = f * self.s_f;
+                for (j, fj) in force.iter_mut().enumerate() {
+                    let c = self.map.t[k * self.map.n_dof + j];
+                    if c != 0.0 {
+                        *fj += c * ff;
+                    }
+                }
+            }
+        }
+        for (j, f) in &self.recipe.force_control {
+            force[*j] += f;
+        }
+        for (j, p, ag) in &self.recipe.seismic {
+            force[*j] += p * ag.value(t);
+        }
+    }
+
+    fn record(&mut self, t: f64) {
+        let wall = self
+            .started
+            .map(|s| s.elapsed().as_secs_f64())
+            .unwrap_or(0.0);
+        let tripped = if self.safety.state() == SafetyState::Tripped {
+            1.0
+        } else {
+            0.0
+        };
+        let na = self.d.len();
+        let row = self.records.push();
+        row[0] = t;
+        row[1] = wall;
+        for k in 0..na {
+            let o = 2 + 5 * k;
+            row[o] = self.desired[k];
+            row[o + 1] = self.cmd[k].d;
+            row[o + 2] = self.achieved[k];
+            row[o + 3] = self.force[k];
+            row[o + 4] = tripped;
+        }
+    }
+
+    fn fail(&mut self, ev: SafetyEvent, t: f64) -> ProviderError {
+        self.event = Some(ev);
+        self.record(t);
+        ProviderError(ev.to_string())
+    }
+}
+
+impl RestoringForceProvider for LabProvider {
+    fn describe(&self) -> String {
+        let c = &self.recipe.config.lab;
+        format!(
+            "{} ({:?}, geometric scale ×{}, force ×{}, device ×{}, safety armed)\n  {}",
+            self.safety.inner().describe(),
+            c.regime,
+            c.geometric_scale,
+            c.force_scale,
+            c.device_multiplier,
+            c.time_scale.describe("s")
+        )
+    }
+
+    fn measure_at_rest(
+        &mut self,
+        t: f64,
+        u: &[f64],
+        _v: &[f64],
+        force: &mut [f64],
+    ) -> Result<(), ProviderError> {
+        self.tick = 0;
+        self.started = Some(Instant::now());
+        self.event = None;
+        self.divergence = DivergenceMonitor::new(self.recipe.config.safety.divergence);
+        self.map.to_actuators(u, &mut self.d);
+        for k in 0..self.d.len() {
+            self.achieved[k] = self.d[k] / self.s_d;
+            self.desired[k] = self.achieved[k];
+            self.vd_prev[k] = 0.0;
+        }
+        self.safety
+            .measure_at_rest(&mut self.force, &mut self.achieved)?;
+        for k in 0..self.d.len() {
+            self.cmd[k] = ActuatorCommand {
+                d: self.achieved[k],
+                v: 0.0,
+                a: 0.0,
+            };
+            if let Some(c) = &mut self.delay[k] {
+                c.reset(self.achieved[k]);
+            }
+        }
+        self.dof_forces(t, force);
+        self.record(t);
+        Ok(())
+    }
+
+    fn command(
+        &mut self,
+        t: f64,
+        u: &[f64],
+        v: &[f64],
+        force: &mut [f64],
+    ) -> Result<(), ProviderError> {
+        self.tick += 1;
+        let tick = self.tick;
+        if let Some(ev) = self.safety.event() {
+            return Err(self.fail(ev, t));
+        }
+        if let Some(value) = self.divergence.observe_displacement(t, u) {
+            let ev = SafetyEvent {
+                kind: EventKind::Divergence,
+                tick,
+                time: t,
+                actuator: None,
+                value,
+                // NaN: the growth criterion fired (the bound was not reached).
+                limit: if value.abs() > self.recipe.config.safety.divergence.displacement {
+                    self.recipe.config.safety.divergence.displacement
+                } else {
+                    f64::NAN
+                },
+            };
+            self.safety.trip(ev);
+            return Err(self.fail(ev, t));
+        }
+        self.map.to_actuators(u, &mut self.d);
+        self.map.to_actuators(v, &mut self.vd);
+        let lam = self.lambda;
+        for k in 0..self.d.len() {
+            let (d, vd) = if self.s_d == 1.0 {
+                (self.d[k], self.vd[k])
+            } else {
+                (self.d[k] / self.s_d, self.vd[k] / self.s_d)
+            };
+            let a = (vd - self.vd_prev[k]) / self.dt_p;
+            self.vd_prev[k] = vd;
+            self.desired[k] = d;
+            let mut dc = d;
+            if let Some(c) = &mut self.delay[k] {
+                dc = c.apply(dc);
+            }
+            if let Some(c) = &self.compliance[k] {
+                dc = compliance(c, dc, self.force[k]);
+            }
+            self.cmd[k] = ActuatorCommand {
+                d: dc,
+                v: if lam == 1.0 { vd } else { vd / lam },
+                a: a / (lam * lam),
+            };
+        }
+        let t_wall = tick as f64 * self.dt_c;
+        if let Err(ev) = self.safety.exchange(
+            tick,
+            t,
+            t_wall,
+            &self.cmd,
+            &mut self.force,
+            &mut self.achieved,
+        ) {
+            return Err(self.fail(ev, t));
+        }
+        self.dof_forces(t, force);
+        self.record(t);
+        Ok(())
+    }
+
+    fn potential_energy(&self) -> Option<f64> {
+        if self.s_f == 1.0 && self.s_d == 1.0 {
+            self.safety.inner().potential_energy()
+        } else {
+            None
+        }
+    }
+
+    fn try_clone(&self) -> Option<Box<dyn RestoringForceProvider>> {
+        Self::from_recipe(self.recipe.clone())
+            .ok()
+            .map(|p| Box::new(p) as Box<dyn RestoringForceProvider>)
+    }
+
+    fn lab_columns(&self) -> Vec<String> {
+        let mut out = vec!["time".to_string(), "wall_time".to_string()];
+        for name in self.actuator_names() {
+            for what in ["desired", "compensated", "measured", "force", "safety"] {
+                out.push(format!("{what}.{name}"));
+            }
+        }
+        out
+    }
+
+    fn drain_lab(&mut self, sink: &mut dyn FnMut(&[f64])) {
+        self.records.drain(sink);
+    }
+
+    fn trip(&mut self, kind: EventKind, t: f64) {
+        let ev = SafetyEvent {
+            kind,
+            tick: self.tick,
+            time: t,
+            actuator: None,
+            value: f64::NAN,
+            limit: f64::NAN,
+        };
+        self.safety.trip(ev);
+        if self.event.is_none() {
+            self.event = self.safety.event();
+        }
+    }
+
+    fn safety_summary(&self) -> Option<SafetySummary> {
+        Some(SafetySummary {
+            armed: self.safety.state() == SafetyState::Armed,
+            event: self.safety.event().or(self.event),
+            actuators: self.actuator_names(),
+            max_sent: self.safety.max_sent().to_vec(),
+            limits: self.safety.limits().to_vec(),
+            commands_sent: self.safety.sent(),
+            lab_records_dropped: self.records.dropped(),
+        })
+    }
+
+    fn is_virtual(&self) -> bool {
+        self.safety.inner().is_virtual()
+    }
+
+    fn seeds(&self) -> Vec<(String, u64)> {
+        self.safety
+            .inner()
+            .seeds()
+            .into_iter()
+            .map(|(k, s)| (format!("{}.{k}", self.recipe.name), s))
+            .collect()
+    }
+}

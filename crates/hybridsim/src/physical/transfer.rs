@@ -1,0 +1,202 @@
+//! The transfer-system interface: what stands between the integrator and a specimen.
+//!
+//! Split phase (seed 000 §2.2, seed 003 §2.2): every controller tick Δt^C the integrator
+//! [`TransferSystem::send`]s one command per actuator (displacement, velocity, acceleration,
+//! in specimen units and wall-clock rates) and later [`TransferSystem::receive`]s the measured
+//! force and achieved displacement of that tick; a network transfer system may answer after
+//! more than a tick. [`TransferSystem::measure_at_rest`] comes before step 1, so that Λ0 uses
+//! the measured force.
+
+use super::ProviderError;
+
+/// One actuator command of a tick (specimen units; wall-clock velocity and acceleration).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ActuatorCommand {
+    /// Displacement.
+    pub d: f64,
+    /// Velocity (`ṽ/λ` in specimen units, A17).
+    pub v: f64,
+    /// Acceleration (`ã/λ²`).
+    pub a: f64,
+}
+
+/// A transfer system: actuators and load cells (virtual or real).
+pub trait TransferSystem: Send {
+    /// Description for summaries.
+    fn describe(&self) -> String;
+    /// Whether this is the virtual laboratory (no hardware).
+    fn is_virtual(&self) -> bool;
+    /// Number of actuators.
+    fn n_actuators(&self) -> usize;
+    /// Measure force and position of every actuator at rest (before step 1).
+    fn measure_at_rest(
+        &mut self,
+        force: &mut [f64],
+        position: &mut [f64],
+    ) -> Result<(), ProviderError>;
+    /// Send the commands of `tick` (wall time `t_wall` of the test).
+    fn send(
+        &mut self,
+        tick: u64,
+        t_wall: f64,
+        cmd: &[ActuatorCommand],
+    ) -> Result<(), ProviderError>;
+    /// Receive the measured force and achieved displacement of `tick`.
+    fn receive(
+        &mut self,
+        tick: u64,
+        force: &mut [f64],
+        achieved: &mut [f64],
+    ) -> Result<(), ProviderError>;
+    /// Stored energy of the specimen, when known (virtual specimens of conservative elements).
+    fn potential_energy(&self) -> Option<f64> {
+        None
+    }
+    /// Random seeds used (recorded in run.json).
+    fn seeds(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+}
+
+/// Linear map between partition DOFs and actuators: `d = T u` (prototype units), forces back
+/// by `f = Tᵀ F`. A two-node device driven by its relative displacement (`T = [−1, 1]`) thus
+/// returns equal and opposite forces. `R = (T Tᵀ)⁻¹ T` maps DOF forces to actuator forces and
+/// `P = Tᵀ (T Tᵀ)⁻¹` actuator displacements to (minimum-norm) DOF displacements.
+#[derive(Debug, Clone)]
+pub struct DofMap {
+    /// Actuators.
+    pub n_act: usize,
+    /// Partition DOFs.
+    pub n_dof: usize,
+    /// `T`, row-major `n_act × n_dof`.
+    pub t: Vec<f64>,
+    /// `R`, row-major `n_act × n_dof`.
+    pub r: Vec<f64>,
+    /// `P`, row-major `n_dof × n_act`.
+    pub p: Vec<f64>,
+}
+
+impl DofMap {
+    /// Build from `T` (row-major). Fails when `T Tᵀ` is singular (dependent actuators).
+    pub fn new(n_act: usize, n_dof: usize, t: Vec<f64>) -> Result<Self, String> {
+        let tm = nalgebra::DMatrix::from_row_slice(n_act, n_dof, &t);
+        let ttt = &tm * tm.transpose();
+        let inv = ttt
+            .try_inverse()
+            .ok_or("the actuators are not independent (T·Tᵀ is singular)")?;
+        // Exact inverse for the common diagonal case (single-DOF actuators, ±1 devices).
+        let r = &inv * &tm;
+        let p = tm.transpose() * &inv;
+        let row_major = |m: &nalgebra::DMatrix<f64>| {
+            let mut out = Vec::with_capacity(m.nrows() * m.ncols());
+            for i in 0..m.nrows() {
+                for j in 0..m.ncols() {
+                    out.push(m[(i, j)]);
+                }
+            }
+            out
+        };
+        Ok(Self {
+            n_act,
+            n_dof,
+            r: row_major(&r),
+            p: row_major(&p),
+            t,
+        })
+    }
+
+    /// `d = T u`.
+    pub fn to_actuators(&self, u: &[f64], d: &mut [f64]) {
+        for (a, da) in d.iter_mut().enumerate().take(self.n_act) {
+            let mut s = 0.0;
+            for (j, uj) in u.iter().enumerate().take(self.n_dof) {
+                let c = self.t[a * self.n_dof + j];
+                if c != 0.0 {
+                    s += c * uj;
+                }
+            }
+            *da = s;
+        }
+    }
+
+    /// `f += Tᵀ F`.
+    pub fn forces_to_dofs(&self, force: &[f64], f: &mut [f64]) {
+        for (a, fa) in force.iter().enumerate().take(self.n_act) {
+            for (j, fj) in f.iter_mut().enumerate().take(self.n_dof) {
+                let c = self.t[a * self.n_dof + j];
+                if c != 0.0 {
+                    *fj += c * fa;
+                }
+            }
+        }
+    }
+
+    /// `F = R f`.
+    pub fn dof_forces_to_actuators(&self, f: &[f64], force: &mut [f64]) {
+        for (a, fa) in force.iter_mut().enumerate().take(self.n_act) {
+            let mut s = 0.0;
+            for (j, fj) in f.iter().enumerate().take(self.n_dof) {
+                let c = self.r[a * self.n_dof + j];
+                if c != 0.0 {
+                    s += c * fj;
+                }
+            }
+            *fa = s;
+        }
+    }
+
+    /// `u = P d`.
+    pub fn actuators_to_dofs(&self, d: &[f64], u: &mut [f64]) {
+        for (j, uj) in u.iter_mut().enumerate().take(self.n_dof) {
+            let mut s = 0.0;
+            for (a, da) in d.iter().enumerate().take(self.n_act) {
+                let c = self.p[j * self.n_act + a];
+                if c != 0.0 {
+                    s += c * da;
+                }
+            }
+            *uj = s;
+        }
+    }
+}
+
+impl<T: TransferSystem + ?Sized> TransferSystem for Box<T> {
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+    fn is_virtual(&self) -> bool {
+        (**self).is_virtual()
+    }
+    fn n_actuators(&self) -> usize {
+        (**self).n_actuators()
+    }
+    fn measure_at_rest(
+        &mut self,
+        force: &mut [f64],
+        position: &mut [f64],
+    ) -> Result<(), ProviderError> {
+        (**self).measure_at_rest(force, position)
+    }
+    fn send(
+        &mut self,
+        tick: u64,
+        t_wall: f64,
+        cmd: &[ActuatorCommand],
+    ) -> Result<(), ProviderError> {
+        (**self).send(tick, t_wall, cmd)
+    }
+    fn receive(
+        &mut self,
+        tick: u64,
+        force: &mut [f64],
+        achieved: &mut [f64],
+    ) -> Result<(), ProviderError> {
+        (**self).receive(tick, force, achieved)
+    }
+    fn potential_energy(&self) -> Option<f64> {
+        (**self).potential_energy()
+    }
+    fn seeds(&self) -> Vec<(String, u64)> {
+        (**self).seeds()
+    }
+}

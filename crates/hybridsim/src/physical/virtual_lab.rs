@@ -1,0 +1,326 @@
+//! The virtual laboratory: the default transfer system, so that every example runs without
+//! hardware.
+//!
+//! Per controller tick Δt^C (wall clock): every actuator's dynamics turn the command into an
+//! achieved displacement ([`super::actuator`]); a compliant loading system (stiffness `k_ls`)
+//! leaves the specimen at `x_s = x_a − F/k_ls` (previous-tick force, an explicit one-tick
+//! coupling); the specimen — any element set of the model, evaluated at the prototype scale —
+//! gives its force; load cells and LVDTs add seeded Gaussian noise, saturate at their range and
+//! quantize at their resolution (ADC). Rates are wall-clock rates: the specimen sees the
+//! prototype velocity divided by λ and integrates its own states over wall time, so a viscous
+//! specimen's force scales with 1/λ while a rate-independent one does not (seeds 000 §2.2,
+//! 003 §1). Scaled specimens: specimen displacement = prototype/`geometric_scale`, specimen
+//! force = prototype/`force_scale` (1:2 pier: ×2 and ×4, seed 003 §3).
+//!
+//! Every random draw is a counter-based function of `(seed, tick, channel)`: a run, a threaded
+//! run and a re-run give the same noise, independent of thread timing.
+
+use super::actuator::Actuator;
+use super::transfer::{ActuatorCommand, DofMap, TransferSystem};
+use super::{NumericalSpecimen, ProviderError, RestoringForceProvider};
+use crate::model::lab::{ActuatorDynamics, ActuatorSettings};
+
+/// SplitMix64 finalizer.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Standard normal draw for `(seed, tick, channel)` (Box–Muller on two counter-based
+/// uniforms). Deterministic and allocation-free.
+pub fn gaussian(seed: u64, tick: u64, channel: u64) -> f64 {
+    let h = mix(seed ^ mix(tick.wrapping_mul(0x1000_0000_01B3) ^ mix(channel)));
+    let h2 = mix(h ^ 0xD1B5_4A32_D192_ED03);
+    let u1 = ((h >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    let u2 = (h2 >> 11) as f64 / (1u64 << 53) as f64;
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+/// ADC model: saturation at ±range, then quantization at `resolution` (0: none).
+pub fn adc(x: f64, resolution: f64, range: f64) -> f64 {
+    let s = x.clamp(-range, range);
+    if resolution > 0.0 {
+        (s / resolution).round() * resolution
+    } else {
+        s
+    }
+}
+
+struct Channel {
+    settings: ActuatorSettings,
+    actuator: Actuator,
+    x_prev: f64,
+    v_prev: f64,
+    force: f64,
+    achieved: f64,
+}
+
+/// The virtual laboratory.
+pub struct VirtualLab {
+    specimen: NumericalSpecimen,
+    map: DofMap,
+    channels: Vec<Channel>,
+    seed: u64,
+    dt_c: f64,
+    lambda: f64,
+    geometric_scale: f64,
+    specimen_force_scale: f64,
+    /// Specimen mass over the DOFs (real-time regime: its inertia is measured).
+    inertia: Option<Vec<f64>>,
+    // Workspaces.
+    u: Vec<f64>,
+    v: Vec<f64>,
+    a: Vec<f64>,
+    f: Vec<f64>,
+    x: Vec<f64>,
+    xv: Vec<f64>,
+    xa: Vec<f64>,
+    fa: Vec<f64>,
+    last_tick: Option<u64>,
+}
+
+impl VirtualLab {
+    /// A virtual lab over `map.n_dof` partition DOFs. `force_scale` is the prototype/specimen
+    /// force ratio including the device multiplier; `k_specimen` (specimen units, one per
+    /// actuator) feeds the servo-hydraulic model.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        specimen: NumericalSpecimen,
+        map: DofMap,
+        actuators: &[ActuatorSettings],
+        seed: u64,
+        dt_c: f64,
+        lambda: f64,
+        geometric_scale: f64,
+        force_scale: f64,
+        k_specimen: &[f64],
+        inertia: Option<Vec<f64>>,
+    ) -> Self {
+        let n = map.n_dof;
+        let na = map.n_act;
+        let channels = actuators
+            .iter()
+            .zip(k_specimen)
+            .map(|(s, k)| Channel {
+                actuator: Actuator::new(&s.dynamics, dt_c, *k),
+                settings: s.clone(),
+                x_prev: 0.0,
+                v_prev: 0.0,
+                force: 0.0,
+                achieved: 0.0,
+            })
+            .collect();
+        Self {
+            specimen,
+            map,
+            channels,
+            seed,
+            dt_c,
+            lambda,
+            geometric_scale,
+            specimen_force_scale: force_scale,
+            inertia,
+            u: vec![0.0; n],
+            v: vec![0.0; n],
+            a: vec![0.0; n],
+            f: vec![0.0; n],
+            x: vec![0.0; na],
+            xv: vec![0.0; na],
+            xa: vec![0.0; na],
+            fa: vec![0.0; na],
+            last_tick: None,
+        }
+    }
+
+    /// Evaluate the specimen at actuator-space specimen positions `x` (specimen units),
+    /// velocities `xv`, accelerations `xa` (wall clock), at wall time `t_wall`; actuator forces
+    /// (specimen units) into `self.fa`.
+    fn evaluate(&mut self, t_wall: f64, at_rest: bool) -> Result<(), ProviderError> {
+        let s = self.geometric_scale;
+        self.map.actuators_to_dofs(&self.x, &mut self.u);
+        self.map.actuators_to_dofs(&self.xv, &mut self.v);
+        self.map.actuators_to_dofs(&self.xa, &mut self.a);
+        if s != 1.0 {
+            for i in 0..self.u.len() {
+                self.u[i] *= s;
+                self.v[i] *= s;
+                self.a[i] *= s;
+            }
+        }
+        if at_rest {
+            self.specimen
+                .measure_at_rest(t_wall, &self.u, &self.v, &mut self.f)?;
+        } else {
+            self.specimen
+                .command(t_wall, &self.u, &self.v, &mut self.f)?;
+        }
+        if let Some(m) = &self.inertia {
+            let n = self.u.len();
+            for i in 0..n {
+                let mut s = 0.0;
+                for j in 0..n {
+                    s += m[i * n + j] * self.a[j];
+                }
+                self.f[i] += s;
+            }
+        }
+        self.map.dof_forces_to_actuators(&self.f, &mut self.fa);
+        if self.specimen_force_scale != 1.0 {
+            for x in &mut self.fa {
+                *x /= self.specimen_force_scale;
+            }
+        }
+        Ok(())
+    }
+
+    fn sense(&mut self, tick: u64) {
+        for (k, ch) in self.channels.iter_mut().enumerate() {
+            let s = &ch.settings;
+            let mut f = self.fa[k];
+            let mut x = ch.x_prev;
+            if s.force_noise > 0.0 {
+                f += s.force_noise * gaussian(self.seed, tick, 2 * k as u64);
+            }
+            if s.displacement_noise > 0.0 {
+                x += s.displacement_noise * gaussian(self.seed, tick, 2 * k as u64 + 1);
+            }
+            ch.force = adc(f, s.force_resolution, s.force_range);
+            ch.achieved = adc(x, s.displacement_resolution, s.displacement_range);
+        }
+    }
+
+    /// Wall-clock λ of this lab.
+    pub fn lambda(&self) -> f64 {
+        self.lambda
+    }
+}
+
+impl TransferSystem for VirtualLab {
+    fn describe(&self) -> String {
+        let acts: Vec<String> = self
+            .channels
+            .iter()
+            .map(|c| {
+                let dyn_ = match &c.settings.dynamics {
+                    ActuatorDynamics::Ideal => "ideal".to_string(),
+                    ActuatorDynamics::Delay { delay } => format!("delay {delay} s"),
+                    ActuatorDynamics::FirstOrder { tau } => format!("first-order lag {tau} s"),
+                    ActuatorDynamics::TransferFunction { num, den } => {
+                        format!("transfer function {num:?}/{den:?}")
+                    }
+                    ActuatorDynamics::ServoHydraulic { .. } => "servo-hydraulic (CSI)".into(),
+                };
+                format!("{}: {dyn_}", c.settings.name)
+            })
+            .collect();
+        format!(
+            "virtual lab [{}] on {}",
+            acts.join("; "),
+            self.specimen.describe()
+        )
+    }
+
+    fn is_virtual(&self) -> bool {
+        true
+    }
+
+    fn n_actuators(&self) -> usize {
+        self.channels.len()
+    }
+
+    fn measure_at_rest(
+        &mut self,
+        force: &mut [f64],
+        position: &mut [f64],
+    ) -> Result<(), ProviderError> {
+        // At rest the actuators sit where the specimen is: zero in specimen coordinates,
+        // unless the model starts deformed (then the provider commands the initial position
+        // as its first, bumpless command).
+        for (k, ch) in self.channels.iter_mut().enumerate() {
+            self.x[k] = position[k];
+            self.xv[k] = 0.0;
+            self.xa[k] = 0.0;
+            ch.x_prev = position[k];
+            ch.v_prev = 0.0;
+        }
+        self.evaluate(0.0, true)?;
+        for (k, ch) in self.channels.iter_mut().enumerate() {
+            ch.actuator.reset(position[k], self.fa[k]);
+        }
+        self.sense(0);
+        for (k, ch) in self.channels.iter().enumerate() {
+            force[k] = ch.force;
+            position[k] = ch.achieved;
+        }
+        self.last_tick = Some(0);
+        Ok(())
+    }
+
+    fn send(
+        &mut self,
+        tick: u64,
+        t_wall: f64,
+        cmd: &[ActuatorCommand],
+    ) -> Result<(), ProviderError> {
+        let dt = self.dt_c;
+        for (k, ch) in self.channels.iter_mut().enumerate() {
+            let f_prev = self.fa[k];
+            let xa = ch.actuator.tick(cmd[k].d, dt, f_prev);
+            let (v, a) = match ch.actuator {
+                // Ideal actuators follow the commanded rates exactly.
+                Actuator::Ideal => (cmd[k].v, cmd[k].a),
+                _ => {
+                    let v = (xa - ch.x_prev) / dt;
+                    (v, (v - ch.v_prev) / dt)
+                }
+            };
+            ch.x_prev = xa;
+            ch.v_prev = v;
+            let ls = ch.settings.loading_stiffness;
+            self.x[k] = if ls.is_finite() { xa - f_prev / ls } else { xa };
+            self.xv[k] = v;
+            self.xa[k] = a;
+        }
+        self.evaluate(t_wall, false)?;
+        self.sense(tick);
+        self.last_tick = Some(tick);
+        Ok(())
+    }
+
+    fn receive(
+        &mut self,
+        tick: u64,
+        force: &mut [f64],
+        achieved: &mut [f64],
+    ) -> Result<(), ProviderError> {
+        if self.last_tick != Some(tick) {
+            return Err(ProviderError(format!(
+                "virtual lab: no measurement for tick {tick} (last sent {:?})",
+                self.last_tick
+            )));
+        }
+        for (k, ch) in self.channels.iter().enumerate() {
+            force[k] = ch.force;
+            achieved[k] = ch.achieved;
+        }
+        Ok(())
+    }
+
+    fn potential_energy(&self) -> Option<f64> {
+        self.specimen.potential_energy()
+    }
+
+    fn seeds(&self) -> Vec<(String, u64)> {
+        if self
+            .channels
+            .iter()
+            .any(|c| c.settings.force_noise > 0.0 || c.settings.displacement_noise > 0.0)
+        {
+            vec![("virtual_lab.noise".into(), self.seed)]
+        } else {
+            Vec::new()
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! The displacement-driven form of an element must not allocate in `set_trial`, `tangent`,
+//! `commit` or `revert` (it serves real-time specimens): count heap allocations.
+use hybridsim::elements::{
+    BoucWen, DofRef, Element, ElementDriver, FrictionTable, LeadRubberBearing, Mostaghel,
+    TripleSlidingBearing,
+};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+struct Counting;
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    // Only the thread under test counts (the harness's threads may allocate at any time).
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn counting() -> bool {
+    COUNTING.try_with(|c| c.get()).unwrap_or(false)
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if counting() {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if counting() {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn count<F: FnMut()>(mut f: F) -> u64 {
+    ALLOCATIONS.store(0, Ordering::SeqCst);
+    COUNTING.with(|c| c.set(true));
+    f();
+    COUNTING.with(|c| c.set(false));
+    ALLOCATIONS.load(Ordering::SeqCst)
+}
+
+#[test]
+fn driver_set_trial_tangent_commit_do_not_allocate() {
+    let two = vec![DofRef::new(1, "x"), DofRef::new(2, "x")];
+    let mut tcsb = TripleSlidingBearing::seed_000(two.clone());
+    tcsb.friction = Some(FrictionTable::seed_000_table_5());
+    let elements: Vec<Box<dyn Element>> = vec![
+        Box::new(Mostaghel::new(two.clone(), 1.66e8, 0.0035, 0.001).unwrap()),
+        Box::new(BoucWen::new(two.clone(), 1e7, 3.5, 60.0, 1.0).unwrap()),
+        Box::new(tcsb),
+        Box::new(LeadRubberBearing::new(two.clone(), [1.02e5, 1.35e6, 2.0, 5.0, 1e-3]).unwrap()),
+        Box::new(hybridsim::elements::Spring::new(two.clone(), 1e6)),
+    ];
+    for e in elements {
+        let kind = e.kind();
+        let ns = e.n_states();
+        let mut dr = ElementDriver::new(e, &vec![0.0; ns]).unwrap();
+        let dt = 0.001;
+        let mut u = [0.0, 0.0];
+        let mut v = [0.0, 0.0];
+        let mut sink = 0.0;
+        let mut step = |k: usize, dr: &mut ElementDriver| {
+            let t = k as f64 * dt;
+            u[0] = 0.05 * (2.0 * std::f64::consts::PI * t).sin();
+            v[0] = 0.1 * std::f64::consts::PI * (2.0 * std::f64::consts::PI * t).cos();
+            dr.set_trial(dt, &u, &v).unwrap();
+            sink += dr.tangent()[(0, 0)] + dr.force()[0] + dr.dissipated_energy();
+            if k.is_multiple_of(7) {
+                dr.revert();
+                dr.set_trial(dt, &u, &v).unwrap();
+            }
+            dr.commit();
+        };
+        step(1, &mut dr); // warm-up
+        let allocs = count(|| {
+            for k in 2..2000 {
+                step(k, &mut dr);
+            }
+        });
+        println!("{kind}: {allocs} allocations in 2000 driven steps (checksum {sink:.3e})");
+        assert_eq!(allocs, 0, "{kind}: the driver allocates");
+    }
+}
