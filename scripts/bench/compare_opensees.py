@@ -22,6 +22,9 @@ times and the medians are reported.
                   wall time (includes the writer thread's flush).
 
 Usage:  python3 scripts/bench/compare_opensees.py [--steps 20000] [--repeat 5] [--hybridsim PATH]
+                                                  [--baseline PATH]
+        --baseline runs a second hybridsim binary (e.g. a build of an earlier commit) in the
+        same alternation, for before/after figures from one run.
 Needs:  pip install openseespy (and apt-get install -y libblas3 liblapack3), a release build of
         hybridsim (cargo build --release).
 """
@@ -223,6 +226,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--hybridsim", default=os.path.join(here, "..", "..", "target", "release", "hybridsim"))
+    ap.add_argument("--baseline", default=None, help="a second hybridsim binary timed in the same alternation")
     args = ap.parse_args()
     try:
         import openseespy
@@ -242,23 +246,37 @@ def main():
         ("split-mass", opensees_split_mass, SPLIT_MASS, ["mg-alpha", "pg-alpha"]),
         ("bouc-wen SDOF", opensees_bouc_wen, BOUC_WEN, ["mg-alpha"]),
     ]
-    print("| model | mode | OpenSees [µs/step] | hybridsim scheme | hybridsim [µs/step] | ratio |")
-    print("|---|---|---:|---|---:|---:|")
+    base = args.baseline
+    if base:
+        print(f"baseline: {base}\n")
+        print("| model | mode | OpenSees [µs/step] | hybridsim scheme | baseline [µs/step] | ratio | hybridsim [µs/step] | ratio |")
+        print("|---|---|---:|---|---:|---:|---:|---:|")
+    else:
+        print("| model | mode | OpenSees [µs/step] | hybridsim scheme | hybridsim [µs/step] | ratio |")
+        print("|---|---|---:|---|---:|---:|")
     for name, os_fn, template, schemes in cases:
         for record in (False, True):
             os_times = []
             hs_times = {s: [] for s in schemes}
+            base_times = {s: [] for s in schemes}
             for _ in range(args.repeat):
                 with tempfile.TemporaryDirectory() as d:
                     os_times.append(os_fn(ops, args.steps, record, d))
                 for s in schemes:
+                    if base:
+                        with tempfile.TemporaryDirectory() as d:
+                            base_times[s].append(hybridsim_run(base, template, s, args.steps, record, d))
                     with tempfile.TemporaryDirectory() as d:
                         hs_times[s].append(hybridsim_run(args.hybridsim, template, s, args.steps, record, d))
             o = statistics.median(os_times) / args.steps * 1e6
             for s in schemes:
                 h = statistics.median(hs_times[s]) / args.steps * 1e6
                 mode = "with recording" if record else "compute only"
-                print(f"| {name} | {mode} | {o:.3f} | {s} | {h:.3f} | {o / h:.0f}× |")
+                if base:
+                    b = statistics.median(base_times[s]) / args.steps * 1e6
+                    print(f"| {name} | {mode} | {o:.3f} | {s} | {b:.3f} | {o / b:.1f}× | {h:.3f} | {o / h:.1f}× |")
+                else:
+                    print(f"| {name} | {mode} | {o:.3f} | {s} | {h:.3f} | {o / h:.1f}× |")
                 sys.stdout.flush()
 
 

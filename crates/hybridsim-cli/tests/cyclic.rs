@@ -265,3 +265,160 @@ fn cyclic_reports_bad_input_clearly() {
     let err = String::from_utf8_lossy(&st.stderr);
     assert!(err.contains("line 3: time 0.1 does not increase"), "{err}");
 }
+
+/// A model with the D-CSB of `mostaghel_dcsb.toml` and two named `[[imposed_motion]]` entries.
+fn dcsb_with_motions(dir: &Path) -> PathBuf {
+    let text = r#"
+title = "D-CSB driven by imposed motions"
+[units]
+length = "m"
+force = "kN"
+time = "s"
+[[node]]
+id = 1
+dofs = ["x"]
+[[element]]
+type = "mass"
+name = "deck"
+node = 1
+mass = 211.5
+[[element]]
+type = "mostaghel"
+name = "dcsb"
+nodes = [1]
+dof = "x"
+k = 166000.0
+alpha = 0.0035
+delta = 0.001
+[[imposed_motion]]
+name = "drive"
+node = 1
+dof = "x"
+quantity = "displacement"
+sine = { amplitude = 0.05, frequency = 0.5 }
+[[imposed_motion]]
+name = "table"
+node = 1
+dof = "x"
+quantity = "displacement"
+points = [[0.0, 0.0], [1.0, 0.02], [2.0, -0.02], [3.0, 0.0]]
+[analysis]
+integrator = "llm"
+time_step = 0.01
+duration = 1.0
+"#;
+    // The two entries drive the same DOF: keep one per file.
+    let sine = text.replace(
+        "[[imposed_motion]]\nname = \"table\"\nnode = 1\ndof = \"x\"\nquantity = \"displacement\"\npoints = [[0.0, 0.0], [1.0, 0.02], [2.0, -0.02], [3.0, 0.0]]\n",
+        "",
+    );
+    std::fs::write(dir.join("sine.toml"), &sine).unwrap();
+    let table = text.replace(
+        "[[imposed_motion]]\nname = \"drive\"\nnode = 1\ndof = \"x\"\nquantity = \"displacement\"\nsine = { amplitude = 0.05, frequency = 0.5 }\n",
+        "",
+    );
+    std::fs::write(dir.join("table.toml"), &table).unwrap();
+    dir.join("sine.toml")
+}
+
+/// `--motion NAME` drives the element with a `[[imposed_motion]]` entry of the model file,
+/// through the same history evaluator as the `--history` shorthands: a displacement sine entry
+/// gives results bit-identical to `--amplitude 0.05 --frequency 0.5`.
+#[test]
+fn cyclic_motion_uses_the_model_files_imposed_motion() {
+    let dir = scratch("motion");
+    let model = dcsb_with_motions(&dir);
+    let run = |extra: &[&str], out: &Path| {
+        let st = hybridsim()
+            .arg("cyclic")
+            .arg(&model)
+            .args(["--element", "dcsb", "--cycles", "2", "--dt", "0.0025"])
+            .args(extra)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        read_csv(&out.join("results.csv"))
+    };
+    let (h1, by_motion) = run(&["--motion", "drive"], &dir.join("motion"));
+    let (h2, by_flags) = run(
+        &["--amplitude", "0.05", "--frequency", "0.5"],
+        &dir.join("flags"),
+    );
+    assert_eq!(h1, h2);
+    assert_eq!(by_motion.len(), 1601);
+    assert_eq!(by_motion, by_flags);
+    // Peak force on the bilinear envelope, as with the shorthand.
+    let (k, a, d, u) = (166000.0, 0.0035, 0.001, 0.05);
+    let f = col(&h1, "force.dcsb.1.x[kN]");
+    let peak = by_motion.iter().map(|r| r[f]).fold(f64::MIN, f64::max);
+    assert!((peak - (a * k * u + (1.0 - a) * k * d)).abs() < 1e-9 * peak);
+    let run_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("motion/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(run_json["imposed"]["history"]["motion"], "drive");
+    assert_eq!(run_json["imposed"]["history"]["driven"][0]["dof"], "1.x");
+    // A sampled entry: its natural spline through every sample, driven at --dt to its end.
+    let out = dir.join("table-out");
+    let st = hybridsim()
+        .arg("cyclic")
+        .arg(dir.join("table.toml"))
+        .args([
+            "--element",
+            "dcsb",
+            "--motion",
+            "table",
+            "--dt",
+            "0.01",
+            "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let (h, rows) = read_csv(&out.join("results.csv"));
+    assert_eq!(rows.len(), 301);
+    let (t, dd) = (col(&h, "time[s]"), col(&h, "deformation.dcsb[m]"));
+    for (time, x) in [(1.0, 0.02), (2.0, -0.02), (3.0, 0.0)] {
+        let r = rows.iter().find(|r| (r[t] - time).abs() < 1e-9).unwrap();
+        assert!((r[dd] - x).abs() < 1e-12, "t = {time}: {}", r[dd]);
+    }
+    // Unknown names and conflicting flags are clear errors.
+    let st = hybridsim()
+        .arg("cyclic")
+        .arg(&model)
+        .args(["--element", "dcsb", "--motion", "nope"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no [[imposed_motion]] named `nope` (entries: drive)"),
+        "{err}"
+    );
+    let st = hybridsim()
+        .arg("cyclic")
+        .arg(&model)
+        .args([
+            "--element",
+            "dcsb",
+            "--motion",
+            "drive",
+            "--amplitude",
+            "0.1",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert!(!st.status.success());
+    assert!(err.contains("cannot be used with"), "{err}");
+}

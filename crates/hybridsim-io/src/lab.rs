@@ -7,13 +7,24 @@
 //!
 //! Indicators per actuator (tracking of the transfer system, as used in real-time hybrid
 //! testing):
-//! - delay: the lag (in ticks × Δt^C) maximizing the cross-correlation of measured and desired
-//!   displacement;
+//! - delay: the lag (in ticks × Δt^C, refined between ticks by a parabola) maximizing the
+//!   normalized cross-correlation of measured and desired displacement;
 //! - normalized RMS tracking error `√(Σ e²/Σ d²)` and peak tracking error `max|e|/max|d|`,
 //!   `e = measured − desired`;
-//! - energy error: the work of the measured force on the tracking error `Σ F_k (e_k − e_{k−1})`,
-//!   against the work on the desired path `Σ F_k (d_k − d_{k−1})` (positive: the transfer
-//!   system injects energy into the test).
+//! - energy error (after Mosqueda, Stojadinovic & Mahin 2007, "Real-time error monitoring for
+//!   hybrid simulation", J. Struct. Eng. 133(8): the energy computed along the measured
+//!   displacements minus the energy computed along the commanded ones): the work of the measured
+//!   force on the tracking error, trapezoidal rule,
+//!   `E_err = Σ ½ (F_k + F_{k−1}) (e_k − e_{k−1})` = `W_measured − W_desired`, against the input
+//!   energy `W_desired = Σ ½ (F_k + F_{k−1}) (d_k − d_{k−1})` (work on the desired path) and the
+//!   energy throughput `Σ |½ (F_k + F_{k−1}) (d_k − d_{k−1})|`; the normalized energy error is
+//!   `E_err / throughput` (the net input of a mostly elastic specimen is close to zero, the
+//!   throughput is not). Positive: the specimen absorbed more energy along the path it actually
+//!   followed than the integrator asked for.
+//!
+//! The trapezoidal rule matters: the right-endpoint sum `Σ F_k Δx_k` adds `½ Σ ΔF_k Δx_k` to
+//! every work, i.e. `½ k Σ Δx²` for a spring and `½ c Σ v_k (v_k − v_{k−1}) Δt` for a damper,
+//! which is large on a path that zigzags from tick to tick (see the quick start in the README).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -89,6 +100,10 @@ pub struct TrackingIndicators {
     pub energy_error: f64,
     /// Work of the measured force along the desired path.
     pub energy_input: f64,
+    /// Absolute work of the measured force along the desired path (energy throughput).
+    pub energy_throughput: f64,
+    /// `energy_error / energy_throughput` (0 when nothing moved).
+    pub normalized_energy_error: f64,
 }
 
 impl TrackingIndicators {
@@ -101,6 +116,8 @@ impl TrackingIndicators {
             "peak_tracking_error": self.peak_error,
             "energy_error": self.energy_error,
             "energy_input": self.energy_input,
+            "energy_throughput": self.energy_throughput,
+            "normalized_energy_error": self.normalized_energy_error,
         })
     }
 }
@@ -117,15 +134,32 @@ pub fn tracking(
 ) -> TrackingIndicators {
     let n = desired.len().min(measured.len()).min(force.len());
     let (d, m, f) = (&desired[..n], &measured[..n], &force[..n]);
-    let mut best = (0usize, f64::NEG_INFINITY);
-    for lag in 0..=max_lag.min(n.saturating_sub(2)) {
-        let mut s = 0.0;
+    // Normalized cross-correlation over the overlap (an unnormalized mean product favours
+    // lags that drop the large samples), refined by a parabola through the peak's neighbours.
+    let top = max_lag.min(n.saturating_sub(2));
+    let mut r = Vec::with_capacity(top + 1);
+    for lag in 0..=top {
+        let (mut smd, mut smm, mut sdd) = (0.0, 0.0, 0.0);
         for k in lag..n {
-            s += m[k] * d[k - lag];
+            smd += m[k] * d[k - lag];
+            smm += m[k] * m[k];
+            sdd += d[k - lag] * d[k - lag];
         }
-        let s = s / (n - lag) as f64;
-        if s > best.1 {
-            best = (lag, s);
+        let den = (smm * sdd).sqrt();
+        r.push(if den > 0.0 { smd / den } else { 0.0 });
+    }
+    let mut best = 0usize;
+    for (lag, v) in r.iter().enumerate() {
+        if *v > r[best] {
+            best = lag;
+        }
+    }
+    let mut lag = best as f64;
+    if best > 0 && best < top {
+        let (a, b, c) = (r[best - 1], r[best], r[best + 1]);
+        let curv = a - 2.0 * b + c;
+        if curv < 0.0 {
+            lag += (0.5 * (a - c) / curv).clamp(-0.5, 0.5);
         }
     }
     let mut e2 = 0.0;
@@ -134,6 +168,7 @@ pub fn tracking(
     let mut dmax = 0.0f64;
     let mut ee = 0.0;
     let mut ein = 0.0;
+    let mut eabs = 0.0;
     for k in 0..n {
         let e = m[k] - d[k];
         e2 += e * e;
@@ -142,17 +177,22 @@ pub fn tracking(
         dmax = dmax.max(d[k].abs());
         if k > 0 {
             let ep = m[k - 1] - d[k - 1];
-            ee += f[k] * (e - ep);
-            ein += f[k] * (d[k] - d[k - 1]);
+            let fm = 0.5 * (f[k] + f[k - 1]);
+            ee += fm * (e - ep);
+            let w = fm * (d[k] - d[k - 1]);
+            ein += w;
+            eabs += w.abs();
         }
     }
     TrackingIndicators {
         actuator: actuator.to_string(),
-        delay: best.0 as f64 * dt_c,
+        delay: lag * dt_c,
         nrms_error: if d2 > 0.0 { (e2 / d2).sqrt() } else { 0.0 },
         peak_error: if dmax > 0.0 { emax / dmax } else { 0.0 },
         energy_error: ee,
         energy_input: ein,
+        energy_throughput: eabs,
+        normalized_energy_error: if eabs > 0.0 { ee / eabs } else { 0.0 },
     }
 }
 

@@ -157,8 +157,8 @@ impl RunOutcome {
         }
         for i in &self.indicators {
             s.push_str(&format!(
-                "actuator {}: delay {:.4} s, NRMS tracking error {:.3e}, peak error {:.3e}, energy error {:.3e} (input {:.3e})\n",
-                i.actuator, i.delay, i.nrms_error, i.peak_error, i.energy_error, i.energy_input
+                "actuator {}: delay {:.4} s, NRMS tracking error {:.3e}, peak error {:.3e}, energy error {:.3e} (input {:.3e}, throughput {:.3e}, normalized {:.3e})\n",
+                i.actuator, i.delay, i.nrms_error, i.peak_error, i.energy_error, i.energy_input, i.energy_throughput, i.normalized_energy_error
             ));
         }
         s

@@ -38,6 +38,15 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// Whether a case is selected by the command-line filters (none: every case).
+fn selected(filter: &[String], name: &str) -> bool {
+    filter.is_empty()
+        || filter.iter().any(|f| match f.strip_prefix('=') {
+            Some(exact) => name == exact,
+            None => name.contains(f.as_str()),
+        })
+}
+
 fn percentile(sorted: &[u64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i] as f64
@@ -60,7 +69,8 @@ fn time_steps<F: FnMut()>(n: usize, mut step: F, times: &mut Vec<u64>) -> u64 {
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick")
         || std::env::var_os("HYBRIDSIM_BENCH_QUICK").is_some();
-    // `cargo bench` passes `--bench`; any other argument filters cases by name.
+    // `cargo bench` passes `--bench`; any other argument filters cases by name (a substring, or
+    // the exact name after `=`, e.g. `=bridge PG-α ss=1`).
     let filter: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
@@ -79,7 +89,7 @@ fn main() {
     println!("| case | states | p50 [µs] | p99 [µs] | max [µs] | mean [µs] | allocations/step |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
     for case in common::cases() {
-        if !filter.is_empty() && !filter.iter().any(|f| case.name.contains(f.as_str())) {
+        if !selected(&filter, &case.name) {
             continue;
         }
         let states = common::states(&case.model);
@@ -123,7 +133,7 @@ fn main() {
     ] {
         for ss in [1usize, 10, 128] {
             let name = format!("{label} ss={ss}");
-            if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            if !selected(&filter, &name) {
                 continue;
             }
             let mut pg = common::pg_alpha(&model("pg-alpha", ss));

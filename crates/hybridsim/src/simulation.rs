@@ -113,6 +113,17 @@ impl Simulation {
             u.time,
             a.n_steps()
         );
+        if let Some(lab) = &m.lab {
+            let l = &lab.lab;
+            let _ = writeln!(
+                s,
+                "lab: {:?} transfer system, {:?} regime, noise seed {}\n  {}",
+                l.transfer,
+                l.regime,
+                l.seed,
+                l.time_scale.describe(&u.time)
+            );
+        }
         for p in self.integrator.partitions() {
             let st = &p.state;
             let kind = if st.physical { "physical" } else { "numerical" };
@@ -181,14 +192,27 @@ impl Simulation {
                 u.time, u.time
             );
         }
-        match modal::modes(&lin.m, &lin.k) {
+        // Imposed DOFs follow their prescribed motion: the modes are those of the model with
+        // them restrained (fixed), as in seed 004 §3 (no rigid-body mode, no massless supports).
+        let keep: Vec<usize> = (0..lin.dofs.len())
+            .filter(|&i| !m.imposed_motions.iter().any(|im| im.dof == lin.dofs[i]))
+            .collect();
+        let restrained = lin.dofs.len() - keep.len();
+        let sub = |a: &nalgebra::DMatrix<f64>| a.select_rows(&keep).select_columns(&keep);
+        let (mm, kk) = (sub(&lin.m), sub(&lin.k));
+        match modal::modes(&mm, &kk) {
             Ok(modes) => {
-                let c = &lin.c + &lin.m_rayleigh * alpha + &lin.k_rayleigh * beta;
+                let c = sub(&(&lin.c + &lin.m_rayleigh * alpha + &lin.k_rayleigh * beta));
                 let zeta = modal::damping_ratios(&modes, &c);
                 let _ = writeln!(
                     s,
-                    "modes of the linearized coupled model ({} DOFs):",
-                    lin.dofs.len()
+                    "modes of the linearized coupled model ({} DOFs{}):",
+                    keep.len(),
+                    if restrained > 0 {
+                        format!(", the {restrained} imposed-motion DOF(s) restrained as fixed")
+                    } else {
+                        String::new()
+                    }
                 );
                 let _ = writeln!(
                     s,

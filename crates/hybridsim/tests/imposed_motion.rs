@@ -12,6 +12,7 @@ use nalgebra::{DMatrix, DVector};
 
 fn motion(history: MotionHistory) -> ImposedMotion {
     ImposedMotion {
+        name: "test".into(),
         dof: hybridsim::elements::DofRef::new(1, "x"),
         history,
         description: String::new(),
@@ -443,5 +444,132 @@ fn malformed_connectivity_gives_clear_errors() {
             .to_string();
         println!("{e}");
         assert!(e.contains(field) && e.contains(reason), "{e}");
+    }
+}
+
+/// The one evaluator shared by the model file, `cyclic` and a specimen drive: the ramped
+/// cycles are consistent derivatives, `from_samples` validates with clear errors, `peaks`
+/// bounds the history for actuator limit checks.
+#[test]
+fn motion_history_constructors_and_peaks() {
+    // Ramped cycles A (t/T) sin(ωt): derivatives by central differences, continuous at T.
+    let h = MotionHistory::ramped_sine(0.2, 0.5, 8.0);
+    let e = 1e-5;
+    let mut worst: f64 = 0.0;
+    for k in 1..100 {
+        let t = 0.0913 * k as f64;
+        let [_, v, a] = h.kinematics(t);
+        let dv = (h.kinematics(t + e)[0] - h.kinematics(t - e)[0]) / (2.0 * e);
+        let da = (h.kinematics(t + e)[1] - h.kinematics(t - e)[1]) / (2.0 * e);
+        worst = worst.max((dv - v).abs()).max((da - a).abs());
+    }
+    println!("ramped sine: worst central-difference mismatch {worst:.2e}");
+    assert!(worst < 1e-7);
+    assert_eq!(h.kinematics(-1.0), [0.0; 3]);
+    assert_eq!(h.end_time(), Some(8.0));
+    // At t = T − 1/(2f) a ramped peak is −A (T − 1/(2f))/T (sin 7.5π = −1).
+    assert!((h.kinematics(7.5)[0] + 0.2 * 7.5 / 8.0).abs() < 1e-12);
+    // The displacement sine shorthand equals the model file's sine.
+    let s = MotionHistory::sine(0.05, 0.5);
+    let m = motion(MotionHistory::Sine {
+        quantity: MotionQuantity::Displacement,
+        amplitude: 0.05,
+        omega: std::f64::consts::PI,
+        phase: 0.0,
+    });
+    for t in [0.0, 0.3, 1.7] {
+        assert_eq!(s.kinematics(t), m.kinematics(t));
+    }
+    // Peaks: |d| ≤ A, |v| ≤ Aω, |a| ≤ Aω², attained to O(dt²).
+    let w = std::f64::consts::PI;
+    let [pd, pv, pa] = s.peaks(0.0, 4.0, 1e-3);
+    assert!((pd - 0.05).abs() < 1e-9 && (pv - 0.05 * w).abs() < 1e-9);
+    assert!((pa - 0.05 * w * w).abs() < 1e-8);
+    // Sampled histories: validated, with the offending sample named.
+    let cases: [(&[f64], &[f64], &str); 4] = [
+        (&[0.0], &[0.0], "needs at least two samples"),
+        (&[0.0, 1.0, 1.0], &[0.0, 1.0, 2.0], "sample 3: 1 after 1"),
+        (
+            &[0.0, 1.0],
+            &[0.0, f64::NAN],
+            "sample 2: value is not finite",
+        ),
+        (&[0.0, 1.0], &[0.0], "2 times but 1 values"),
+    ];
+    for (t, x, msg) in cases {
+        let err = MotionHistory::from_samples(MotionQuantity::Displacement, t, x).unwrap_err();
+        assert!(err.contains(msg), "{err}");
+    }
+    let pts = MotionHistory::from_samples(
+        MotionQuantity::Displacement,
+        &[0.0, 1.0, 2.0],
+        &[0.0, 0.01, 0.0],
+    )
+    .unwrap();
+    assert_eq!(pts.span(), Some((0.0, 2.0)));
+    assert_eq!(pts.end_time(), Some(2.0));
+    assert!((pts.peaks(0.0, 2.0, 0.5)[0] - 0.01).abs() < 1e-15);
+    assert_eq!(MotionHistory::sine(1.0, 1.0).end_time(), None);
+}
+
+/// `[[imposed_motion]]` entries are found by `name` (or their default `imposed_motion[i]`, or
+/// the index); names must be unique.
+#[test]
+fn imposed_motions_are_found_by_name() {
+    use hybridsim::model::imposed_motion::find;
+    let m = example_with("multi_support.toml", |t| {
+        let ims = t.get_mut("imposed_motion").unwrap().as_array_mut().unwrap();
+        ims[0]
+            .as_table_mut()
+            .unwrap()
+            .insert("name".into(), "left".into());
+    });
+    let left = find(&m.imposed_motions, "left");
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].dof, hybridsim::elements::DofRef::new(1, "x"));
+    assert_eq!(find(&m.imposed_motions, "0")[0].name, "left");
+    let right = find(&m.imposed_motions, "imposed_motion[2]");
+    assert_eq!(right.len(), 1);
+    assert_eq!(right[0].dof.node, 5);
+    assert!(find(&m.imposed_motions, "nope").is_empty());
+    let err = error_of(&format!(
+        "{MASSES}\n[[imposed_motion]]\nname = \"s\"\nnode = 3\ndof = \"x\"\nsine = {{ amplitude = 0.1, frequency = 1.0 }}\n\
+         [[imposed_motion]]\nname = \"s\"\nnode = 2\ndof = \"x\"\nsine = {{ amplitude = 0.1, frequency = 1.0 }}\n"
+    ));
+    assert!(
+        err.contains("imposed_motion[1].name")
+            && err.contains("`s` is already the name of imposed_motion[0]"),
+        "{err}"
+    );
+}
+
+/// The summary's modes are those of the model with the imposed DOFs restrained: for the
+/// two-span chain, free DOFs u2 (m = 20, k = 4000 + 4000) and u4 (m = 15, k = 3000 + 3000), both
+/// ω = 20 rad/s, and stiffness-proportional damping β = 0.002 gives ζ = βω/2 = 0.02 — no
+/// rigid-body mode, no NaN damping.
+#[test]
+fn summary_modes_restrain_the_imposed_dofs() {
+    let sim = hybridsim::Simulation::new(example_with("multi_support.toml", |_| {})).unwrap();
+    let s = sim.summary();
+    println!("{s}");
+    assert!(
+        s.contains("modes of the linearized coupled model (2 DOFs, the 3 imposed-motion DOF(s) restrained as fixed)"),
+        "{s}"
+    );
+    let rows: Vec<Vec<f64>> = s
+        .lines()
+        .skip_while(|l| !l.contains("damping ratio"))
+        .skip(1)
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect::<Vec<f64>>()
+        })
+        .take_while(|r| r.len() == 4)
+        .collect();
+    assert_eq!(rows.len(), 2, "{s}");
+    for r in rows {
+        assert!((r[1] - 20.0).abs() < 1e-5, "ω = {}", r[1]);
+        assert!((r[3] - 0.02).abs() < 1e-5, "ζ = {}", r[3]);
     }
 }

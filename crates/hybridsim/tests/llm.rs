@@ -508,3 +508,45 @@ fn llm_steps_and_recording_do_not_allocate() {
         assert_eq!(records, 0);
     }
 }
+
+/// The LLM multipliers are described like PG-α's interface ([`TimeIntegrator::multiplier_info`],
+/// written to the `interface` list of `run.json`): one entry per localized multiplier and per
+/// imposed-motion multiplier, each naming its recorded column and its `Λ_0`.
+#[test]
+fn llm_multipliers_are_described_for_run_json() {
+    let model = example_with("multi_support.toml", |_| {});
+    let sim = hybridsim::Simulation::new(model).unwrap();
+    let integ = sim.integrator.as_ref();
+    let info = integ.multiplier_info();
+    let columns: Vec<&str> = sim.columns().iter().map(|c| c.name.as_str()).collect();
+    let localized = info.iter().filter(|i| i.kind == "localized").count();
+    let imposed: Vec<_> = info.iter().filter(|i| i.kind == "imposed").collect();
+    println!(
+        "multi_support: {localized} localized, {} imposed multipliers",
+        imposed.len()
+    );
+    assert_eq!(imposed.len(), 3);
+    assert!(localized >= 4);
+    assert_eq!(info.len(), integ.initial_multipliers().len());
+    for (k, i) in info.iter().enumerate() {
+        assert!(
+            columns.contains(&i.channel.as_str()),
+            "{} not recorded",
+            i.channel
+        );
+        assert_eq!(i.lambda0, Some(integ.initial_multipliers()[k]));
+        assert!(i.minus.starts_with("interface DOF "), "{}", i.minus);
+    }
+    assert_eq!(imposed[0].plus, "imposed motion `imposed_motion[0]`");
+    assert_eq!(imposed[0].channel, "reaction.1.x");
+    // PG-α keeps its substructure interface.
+    let pg = hybridsim::Simulation::new(example_with("split_mass_v1.toml", |_| {})).unwrap();
+    let info = pg.integrator.multiplier_info();
+    assert_eq!(info.len(), 1);
+    assert_eq!(
+        (info[0].plus.as_str(), info[0].minus.as_str(), info[0].kind),
+        ("specimen", "numerical", "substructure")
+    );
+    assert_eq!(info[0].lambda0, Some(2500.0));
+    assert_eq!(info[0].channel, "lambda.1.x");
+}

@@ -432,3 +432,84 @@ force = 1.0e6
         );
     }
 }
+
+#[test]
+fn energy_growth_bound_catches_the_undamped_delayed_test_before_any_limit() {
+    // The peak-growth criterion switched off (it would need a million growing windows): only
+    // the energy-growth bound can stop the test before |u| reaches its bound.
+    let m = example_with(EXAMPLE, |t| {
+        t.remove("damping");
+        delayed(t, 0.015, false);
+        set(t, "analysis", "duration", 120.0);
+        let d = t["safety"]["divergence"].as_table_mut().unwrap();
+        d.insert("windows".into(), toml::Value::Integer(1_000_000));
+    });
+    let lab = m.lab.as_ref().unwrap();
+    let stroke = lab.safety.limits["act1"].displacement;
+    let u_bound = lab.safety.divergence.displacement;
+    let mut sim = Simulation::new(m).unwrap();
+    let mut peak = 0.0f64;
+    let mut err = None;
+    for _ in 0..sim.n_steps() {
+        if let Err(e) = sim.step() {
+            err = Some(e.to_string());
+            break;
+        }
+        let u = displacement_copies(sim.integrator.as_ref(), 1, "x");
+        peak = peak.max(u[0].abs());
+    }
+    let err = err.expect("the undamped delayed test must be stopped");
+    let s = sim.integrator.partitions()[1]
+        .provider
+        .as_ref()
+        .unwrap()
+        .safety_summary()
+        .unwrap();
+    // Default bound ⅛ k̂ u_b² with k̂ = 4e5 N/m, u_b = 0.04 m.
+    let expected_bound = 0.125 * 4.0e5 * u_bound * u_bound;
+    println!(
+        "undamped, 15 ms delay, energy criterion only: stopped at t = {:.2} s: {err}; generated \
+         energy {:.3} J (bound {:.3} J), peak |u1| {peak:.4e} m (|u| bound {u_bound} m, stroke \
+         {stroke} m), max command sent {:.4e} m",
+        sim.integrator.time(),
+        s.energy_generated,
+        s.energy_bound,
+        s.max_sent[0]
+    );
+    assert!(err.contains("divergence_energy"), "{err}");
+    assert!((s.energy_bound - expected_bound).abs() < 1e-9 * expected_bound);
+    assert!(s.energy_generated > s.energy_bound);
+    assert!(peak < u_bound, "caught before the |u| bound");
+    assert!(s.max_sent[0] < stroke);
+}
+
+#[test]
+fn passive_specimens_never_reach_the_energy_bound() {
+    // Damped split mass with the compensated delay, and the ideal lab: the generated energy
+    // stays far below the bound (a passive specimen absorbs energy).
+    for (name, edit) in [
+        ("compensated 15 ms delay", None),
+        ("ideal lab", Some(ideal as fn(&mut toml::Table))),
+    ] {
+        let m = example_with(EXAMPLE, |t| {
+            if let Some(f) = edit {
+                f(t)
+            }
+        });
+        let mut sim = Simulation::new(m).unwrap();
+        for _ in 0..sim.n_steps() {
+            sim.step().unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        let s = sim.integrator.partitions()[1]
+            .provider
+            .as_ref()
+            .unwrap()
+            .safety_summary()
+            .unwrap();
+        println!(
+            "{name}: generated energy {:.4e} J, bound {:.3} J",
+            s.energy_generated, s.energy_bound
+        );
+        assert!(s.energy_generated < 0.05 * s.energy_bound, "{name}");
+    }
+}

@@ -2,30 +2,35 @@
 //! model file through its displacement-driven form ([`hybridsim::elements::ElementDriver`]) and
 //! record its force — how laboratories characterize devices (seed 000 Figs 19, 22).
 //!
-//! The deformation `d(t)` is imposed as `u = [d]` on a node-to-ground element and `u = [d, 0]`
-//! on a two-node element (node 1 moves, node 2 held), with the exact velocity of the history
-//! (sine, ramp) or central differences of the file's samples. The results folder holds
-//! `results.csv` (`time`, `deformation.<el>`, `velocity.<el>`, `force.<el>.<node>.<dof>` per
-//! element DOF, `state.<el>.<name>` per extra state, `state.<el>.absorbed_energy` = `∫ r dd`
-//! integrated by the driver, `state.<el>.dissipated` = cumulative dissipated energy; headers
-//! `name[unit]` in the model's units), `run.json` and a copy of the model.
+//! The history is a [`MotionHistory`], the type of the model file's `[[imposed_motion]]`
+//! entries, evaluated by the same [`MotionHistory::kinematics`] (seed 004 eq 3c; issue 4):
+//! `--history sine|ramp|file` are shorthands that build one (a displacement sine, ramped
+//! cycles, or the natural cubic spline through a two-column file's samples) imposed as
+//! `u = [d]` on a node-to-ground element and `u = [d, 0]` on a two-node element (node 1 moves,
+//! node 2 held); `--motion NAME` imposes the `[[imposed_motion]]` entry `NAME` of the model
+//! file on the element DOFs it drives (the others held), with the exact velocities of the
+//! history. The results folder holds `results.csv` (`time`, `deformation.<el>`,
+//! `velocity.<el>`, `force.<el>.<node>.<dof>` per element DOF, `state.<el>.<name>` per extra
+//! state, `state.<el>.absorbed_energy` = `∫ r dd` integrated by the driver,
+//! `state.<el>.dissipated` = cumulative dissipated energy; headers `name[unit]` in the model's
+//! units), `run.json` and a copy of the model.
 
 use anyhow::{bail, Context, Result};
 use hybridsim::elements::ElementDriver;
+use hybridsim::model::imposed_motion::{self, MotionHistory, MotionQuantity};
 use serde_json::json;
-use std::f64::consts::PI;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Shape of the imposed deformation history.
+/// Shape of the imposed deformation history (shorthands building a [`MotionHistory`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum History {
     /// `A sin(2π f t)` for `cycles` cycles.
     Sine,
     /// Cycles of linearly growing amplitude: `A (t f / cycles) sin(2π f t)`.
     Ramp,
-    /// Two columns (time, deformation) from `--file`.
+    /// Two columns (time, deformation) from `--file`, through a natural cubic spline.
     File,
 }
 
@@ -40,20 +45,24 @@ pub struct Args {
     /// History shape.
     #[arg(long, value_enum, default_value = "sine")]
     pub history: History,
+    /// Use the `[[imposed_motion]]` entry NAME of the model file (its `name`, or
+    /// `imposed_motion[i]`) on the element DOFs it drives, instead of `--history`.
+    #[arg(long, conflicts_with_all = ["history", "amplitude", "file"])]
+    pub motion: Option<String>,
     /// Deformation amplitude (model length unit); the final amplitude for `ramp`.
     #[arg(short, long)]
     pub amplitude: Option<f64>,
     /// Frequency (1/model time unit).
     #[arg(short, long, default_value_t = 0.5)]
     pub frequency: f64,
-    /// Number of cycles.
+    /// Number of cycles (also of a sine `--motion`).
     #[arg(short, long, default_value_t = 3)]
     pub cycles: u32,
     /// Two-column file (time, deformation; spaces, tabs or commas; `#` comments) for
     /// `--history file`.
     #[arg(long)]
     pub file: Option<PathBuf>,
-    /// Driving step (model time unit). Default: 1/400 of a cycle, or the file's own sampling.
+    /// Driving step (model time unit). Default: 1/400 of a cycle, or the samples' own times.
     #[arg(long)]
     pub dt: Option<f64>,
     /// Results folder (default: results/<model>_cyclic_<element>).
@@ -61,11 +70,11 @@ pub struct Args {
     pub output: Option<PathBuf>,
 }
 
-/// A sampled deformation history `(t, d, ḋ)`.
-struct Samples {
+/// What drives the element: a history per element DOF (`None`: held at zero) and the driving
+/// times.
+struct Drive {
+    histories: Vec<Option<MotionHistory>>,
     t: Vec<f64>,
-    d: Vec<f64>,
-    v: Vec<f64>,
     description: serde_json::Value,
 }
 
@@ -78,7 +87,29 @@ fn positive(x: f64, what: &str) -> Result<f64> {
     Ok(x)
 }
 
-fn analytic(args: &Args) -> Result<Samples> {
+/// `n + 1` equally spaced times on `[t0, t0 + duration]`, `n = round(duration / dt)`.
+fn uniform(t0: f64, duration: f64, dt: f64) -> Result<Vec<f64>> {
+    let steps = (duration / dt).round();
+    if steps < 1.0 || steps > MAX_STEPS as f64 {
+        bail!("--dt {dt} gives {steps} driving steps over {duration}: choose 1 to {MAX_STEPS}");
+    }
+    let n = steps as usize;
+    let h = duration / n as f64;
+    Ok((0..=n).map(|k| t0 + k as f64 * h).collect())
+}
+
+/// Times every `dt` from `t0` up to `t1` (the last full step).
+fn stepped(t0: f64, t1: f64, dt: f64) -> Result<Vec<f64>> {
+    let dt = positive(dt, "--dt")?;
+    let span = t1 - t0;
+    let n = (span / dt * (1.0 + 1e-12)).floor();
+    if n < 1.0 || n > MAX_STEPS as f64 {
+        bail!("--dt {dt} gives {n} driving steps over {span}: choose 1 to {MAX_STEPS}");
+    }
+    Ok((0..=n as usize).map(|k| t0 + k as f64 * dt).collect())
+}
+
+fn analytic(args: &Args, n_dofs: usize) -> Result<Drive> {
     let amp = positive(
         args.amplitude
             .context("--amplitude is required for the sine and ramp histories")?,
@@ -88,47 +119,35 @@ fn analytic(args: &Args) -> Result<Samples> {
     if args.cycles == 0 {
         bail!("--cycles must be at least 1");
     }
-    let cycles = args.cycles as f64;
-    let duration = cycles / f;
+    let duration = args.cycles as f64 / f;
     let dt = positive(args.dt.unwrap_or(1.0 / (400.0 * f)), "--dt")?;
-    let steps = (duration / dt).round();
-    if steps < 1.0 || steps > MAX_STEPS as f64 {
-        bail!("--dt {dt} gives {steps} driving steps over {duration}: choose 1 to {MAX_STEPS}");
-    }
-    let n = steps as usize;
-    let dt = duration / n as f64;
-    let w = 2.0 * PI * f;
+    let t = uniform(0.0, duration, dt)?;
     let ramp = args.history == History::Ramp;
-    let (mut t, mut d, mut v) = (Vec::new(), Vec::new(), Vec::new());
-    for k in 0..=n {
-        let tk = k as f64 * dt;
-        let (s, c) = (w * tk).sin_cos();
-        if ramp {
-            let a = amp * tk / duration;
-            t.push(tk);
-            d.push(a * s);
-            v.push(amp / duration * s + a * w * c);
-        } else {
-            t.push(tk);
-            d.push(amp * s);
-            v.push(amp * w * c);
-        }
-    }
-    Ok(Samples {
-        t,
-        d,
-        v,
+    let history = if ramp {
+        MotionHistory::ramped_sine(amp, f, duration)
+    } else {
+        MotionHistory::sine(amp, f)
+    };
+    Ok(Drive {
         description: json!({
             "shape": if ramp { "ramp" } else { "sine" },
             "amplitude": amp,
             "frequency": f,
             "cycles": args.cycles,
-            "driving_step": dt,
+            "driving_step": duration / (t.len() - 1) as f64,
         }),
+        histories: first_dof(history, n_dofs),
+        t,
     })
 }
 
-fn from_file(path: &Path, dt: Option<f64>) -> Result<Samples> {
+fn first_dof(history: MotionHistory, n_dofs: usize) -> Vec<Option<MotionHistory>> {
+    let mut h = vec![None; n_dofs];
+    h[0] = Some(history);
+    h
+}
+
+fn from_file(path: &Path, dt: Option<f64>, n_dofs: usize) -> Result<Drive> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the history file {}", path.display()))?;
     let (mut t, mut d) = (Vec::new(), Vec::new());
@@ -176,50 +195,136 @@ fn from_file(path: &Path, dt: Option<f64>) -> Result<Samples> {
             ),
         }
     }
-    if t.len() < 2 {
-        bail!("{}: needs at least two samples", path.display());
-    }
-    // Resample on a uniform grid when a driving step is given (linear interpolation).
-    let (t, d) = match dt {
-        None => (t, d),
-        Some(dt) => {
-            let dt = positive(dt, "--dt")?;
-            let span = t[t.len() - 1] - t[0];
-            let n = (span / dt).floor() as usize;
-            if n == 0 || n > MAX_STEPS {
-                bail!("--dt {dt} gives {n} driving steps over the file's {span}");
-            }
-            let mut j = 0;
-            let (mut tt, mut dd) = (Vec::new(), Vec::new());
-            for k in 0..=n {
-                let tk = t[0] + k as f64 * dt;
-                while j + 2 < t.len() && t[j + 1] < tk {
-                    j += 1;
-                }
-                let w = ((tk - t[j]) / (t[j + 1] - t[j])).clamp(0.0, 1.0);
-                tt.push(tk);
-                dd.push(d[j] + w * (d[j + 1] - d[j]));
-            }
-            (tt, dd)
-        }
-    };
+    let history = MotionHistory::from_samples(MotionQuantity::Displacement, &t, &d)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let n = t.len();
-    let v: Vec<f64> = (0..n)
-        .map(|k| {
-            let (a, b) = (k.saturating_sub(1), (k + 1).min(n - 1));
-            (d[b] - d[a]) / (t[b] - t[a])
-        })
-        .collect();
-    Ok(Samples {
+    let times = match dt {
+        None => t.clone(),
+        Some(dt) => stepped(t[0], t[n - 1], dt)?,
+    };
+    Ok(Drive {
         description: json!({
             "shape": "file",
             "file": path.display().to_string(),
             "samples": n,
+            "interpolation": "natural cubic spline",
             "resampled_driving_step": dt,
         }),
-        t,
-        d,
-        v,
+        histories: first_dof(history, n_dofs),
+        t: times,
+    })
+}
+
+/// The `[[imposed_motion]]` entry `name` of the model on the element's DOFs.
+fn from_model(
+    args: &Args,
+    name: &str,
+    model: &hybridsim::Model,
+    element: &dyn hybridsim::elements::Element,
+) -> Result<Drive> {
+    let found = imposed_motion::find(&model.imposed_motions, name);
+    if found.is_empty() {
+        let mut names: Vec<&str> = model
+            .imposed_motions
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect();
+        names.dedup();
+        bail!(
+            "{}: no [[imposed_motion]] named `{name}` ({})",
+            args.model.display(),
+            if names.is_empty() {
+                "the model has none".to_string()
+            } else {
+                format!("entries: {}", names.join(", "))
+            }
+        );
+    }
+    let dofs = element.dofs();
+    let histories: Vec<Option<MotionHistory>> = dofs
+        .iter()
+        .map(|d| {
+            found
+                .iter()
+                .find(|m| m.dof == *d)
+                .map(|m| m.history.clone())
+        })
+        .collect();
+    if histories.iter().all(Option::is_none) {
+        bail!(
+            "{}: [[imposed_motion]] `{name}` drives {} but element `{}` has DOFs {}",
+            args.model.display(),
+            found
+                .iter()
+                .map(|m| m.dof.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.element,
+            dofs.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let active: Vec<&MotionHistory> = histories.iter().flatten().collect();
+    // Duration: the last sample of sampled motions; `--cycles` of the slowest sine.
+    let slowest = active
+        .iter()
+        .filter_map(|h| match h {
+            MotionHistory::Sine { omega, .. } => Some(std::f64::consts::TAU / omega),
+            _ => None,
+        })
+        .fold(None, |a: Option<f64>, p| Some(a.map_or(p, |a| a.max(p))));
+    let fastest = active
+        .iter()
+        .filter_map(|h| match h {
+            MotionHistory::Sine { omega, .. } => Some(std::f64::consts::TAU / omega),
+            _ => None,
+        })
+        .fold(f64::INFINITY, f64::min);
+    let spans: Vec<(f64, f64)> = active.iter().filter_map(|h| h.span()).collect();
+    let t0 = spans.iter().map(|s| s.0).fold(0.0, f64::min);
+    let mut t1 = spans.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
+    if let Some(p) = slowest {
+        if args.cycles == 0 {
+            bail!("--cycles must be at least 1");
+        }
+        t1 = t1.max(args.cycles as f64 * p);
+    }
+    let times = match (args.dt, fastest.is_finite()) {
+        (Some(dt), _) => stepped(t0, t1, dt)?,
+        (None, true) => uniform(t0, t1 - t0, fastest / 400.0)?,
+        (None, false) => {
+            // The samples' own times.
+            let mut t: Vec<f64> = active
+                .iter()
+                .filter_map(|h| match h {
+                    MotionHistory::Sampled(pc) => Some(pc.times().to_vec()),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            t.sort_by(f64::total_cmp);
+            t.dedup();
+            t
+        }
+    };
+    let driven: Vec<serde_json::Value> = found
+        .iter()
+        .filter(|m| dofs.contains(&m.dof))
+        .map(|m| json!({"dof": format!("{}.{}", m.dof.node, m.dof.dof), "history": m.description}))
+        .collect();
+    Ok(Drive {
+        description: json!({
+            "shape": "imposed_motion",
+            "motion": name,
+            "driven": driven,
+            "start": t0,
+            "end": times.last(),
+            "driving_step": args.dt,
+        }),
+        histories,
+        t: times,
     })
 }
 
@@ -250,14 +355,16 @@ pub fn execute(args: Args) -> Result<ExitCode> {
             element.kind()
         );
     }
-    let samples = match args.history {
-        History::File => from_file(
+    let drive = match (&args.motion, args.history) {
+        (Some(name), _) => from_model(&args, name, model, element.as_ref())?,
+        (None, History::File) => from_file(
             args.file
                 .as_deref()
                 .context("--history file needs --file PATH")?,
             args.dt,
+            n,
         )?,
-        _ => analytic(&args)?,
+        (None, _) => analytic(&args, n)?,
     };
     let mut driver = ElementDriver::from_shared(element, &inst.initial_state)
         .map_err(|e| anyhow::anyhow!("element `{}`: {e}", inst.name))?;
@@ -319,13 +426,17 @@ pub fn execute(args: Args) -> Result<ExitCode> {
     let mut failure: Option<String> = None;
     let mut steps = 0usize;
     let mut rows = 0usize;
-    for k in 0..samples.t.len() {
-        u[0] = samples.d[k];
-        v[0] = samples.v[k];
+    for k in 0..drive.t.len() {
+        let t = drive.t[k];
+        for (i, h) in drive.histories.iter().enumerate() {
+            let [d, dd, _] = h.as_ref().map_or([0.0; 3], |h| h.kinematics(t));
+            u[i] = d;
+            v[i] = dd;
+        }
         if k > 0 {
-            let dt = samples.t[k] - samples.t[k - 1];
+            let dt = t - drive.t[k - 1];
             if let Err(e) = driver.set_trial(dt, &u, &v) {
-                failure = Some(format!("at t = {}: {e}", samples.t[k]));
+                failure = Some(format!("at t = {t}: {e}"));
                 break;
             }
             driver.commit();
@@ -337,9 +448,9 @@ pub fn execute(args: Args) -> Result<ExitCode> {
             driver.commit();
         }
         row.clear();
-        row.push(samples.t[k]);
+        row.push(t);
         row.push(driver.deformation().unwrap_or(f64::NAN));
-        row.push(samples.v[k]);
+        row.push(element.deformation(&v).unwrap_or(f64::NAN));
         row.extend_from_slice(driver.force());
         row.extend_from_slice(driver.states());
         row.push(driver.work());
@@ -358,6 +469,19 @@ pub fn execute(args: Args) -> Result<ExitCode> {
     } else {
         "completed"
     };
+    let how: Vec<String> = element
+        .dofs()
+        .iter()
+        .zip(&drive.histories)
+        .map(|(d, h)| {
+            format!(
+                "{}.{}: {}",
+                d.node,
+                d.dof,
+                if h.is_some() { "driven" } else { "held at 0" }
+            )
+        })
+        .collect();
     let run = json!({
         "command": "cyclic",
         "status": status,
@@ -373,8 +497,8 @@ pub fn execute(args: Args) -> Result<ExitCode> {
             "initial_state": inst.initial_state,
         },
         "imposed": {
-            "how": if n == 1 { "u = [d]" } else { "u = [d, 0] (node 1 moves, node 2 held)" },
-            "history": samples.description,
+            "how": how,
+            "history": drive.description,
         },
         "units": { "length": units.length, "force": units.force, "time": units.time },
         "steps": steps,

@@ -60,8 +60,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
     )
 }
 
-/// Run a model with a `[lab]` on the threaded runner and print the outcome (also used by
-/// `hybridsim run` for such models).
+/// Run a model with a `[lab]` on the threaded runner and print the outcome.
 pub fn run_lab(
     loaded: &hybridsim_io::LoadedModel,
     folder: &Path,

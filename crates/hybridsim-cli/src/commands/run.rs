@@ -1,4 +1,7 @@
-//! `hybridsim run MODEL [-o DIR]`.
+//! `hybridsim run MODEL [-o DIR]`. With a `[lab]` the physical substructures are tested on the
+//! transfer system (the virtual lab by default) behind the safety layer, single-threaded and as
+//! fast as possible; the folder then also holds the controller-rate `lab.csv`, and `run.json`
+//! the time scale, seeds, safety state/event and tracking indicators.
 
 use anyhow::Result;
 use hybridsim_io::{run_to_folder, RunStatus};
@@ -57,6 +60,37 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         b.finish_and_clear();
     }
     let report = report.map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(lab) = &loaded.model.lab {
+        println!("{}", lab.lab.time_scale.describe(&loaded.model.units.time));
+        for i in &report.indicators {
+            println!(
+                "actuator {}: delay {:.4} s, NRMS tracking error {:.3e}, peak error {:.3e}, \
+                 energy error {:.3e} (input {:.3e}, throughput {:.3e}, normalized {:.3e}) {}·{}",
+                i.actuator,
+                i.delay,
+                i.nrms_error,
+                i.peak_error,
+                i.energy_error,
+                i.energy_input,
+                i.energy_throughput,
+                i.normalized_energy_error,
+                loaded.model.units.force,
+                loaded.model.units.length
+            );
+        }
+        for s in &report.safety {
+            match &s.event {
+                None => println!(
+                    "safety: armed, {} commands sent, max |command| {:?} (limits {:?}), {} lab rows",
+                    s.commands_sent,
+                    s.max_sent,
+                    s.limits.iter().map(|l| l.displacement).collect::<Vec<_>>(),
+                    report.lab_rows
+                ),
+                Some(ev) => println!("safety: tripped: {ev}"),
+            }
+        }
+    }
     let per_step = if report.steps > 0 {
         report.step_time.as_secs_f64() * 1e6 / report.steps as f64
     } else {

@@ -23,6 +23,96 @@ pub struct ElementSlot {
     pub n_states: usize,
     /// Whether the element can store energy (false for masses, dashpots and damping terms).
     pub stores_energy: bool,
+    /// How [`StateSpace::residual`] evaluates the slot.
+    kernel: SlotKernel,
+}
+
+impl ElementSlot {
+    /// Whether [`StateSpace::residual`] evaluates this element through precomputed linear
+    /// terms `r = K u + C v` (or skips it, for elements without force such as masses) instead
+    /// of calling [`crate::elements::Element::restoring`].
+    pub fn is_precomputed_linear(&self) -> bool {
+        !matches!(self.kernel, SlotKernel::Generic)
+    }
+}
+
+/// How [`StateSpace::residual`] evaluates one slot (the hot path of every step).
+#[derive(Debug, Clone)]
+enum SlotKernel {
+    /// Through the element's `restoring` (hysteretic and other nonlinear elements).
+    Generic,
+    /// An element without restoring force (a mass): nothing to add.
+    Inert,
+    /// A linear element without extra states, `r = K u + C v`: its nonzero terms over the
+    /// partition, row by row. Row `i` adds `Σ_t vals[t] · Y[cols[t]]` for `t` in
+    /// `rows[i-1].1..rows[i].1` to `R[rows[i].0]`.
+    Linear {
+        rows: Vec<(usize, usize)>,
+        cols: Vec<usize>,
+        vals: Vec<f64>,
+    },
+}
+
+impl SlotKernel {
+    /// Classify an element. Linear means: no extra states, a declared stiffness (and
+    /// optionally damping) matrix, and `restoring` reproducing `K u + C v` at two probe
+    /// states to round-off, so an element whose declared matrices are not its law stays on
+    /// the generic path.
+    fn classify(e: &dyn crate::elements::Element, map: &[Option<usize>], n: usize) -> Self {
+        if e.n_states() > 0 {
+            return SlotKernel::Generic;
+        }
+        let ne = map.len();
+        let Some(k) = e.linear_stiffness() else {
+            return SlotKernel::Generic;
+        };
+        let c = e.linear_damping().unwrap_or_else(|| DMatrix::zeros(ne, ne));
+        if k.shape() != (ne, ne) || c.shape() != (ne, ne) {
+            return SlotKernel::Generic;
+        }
+        let mut r = vec![0.0; ne];
+        for scale in [1.0, -3.0e-3] {
+            let u: Vec<f64> = (0..ne).map(|i| scale * (1.0 + 0.37 * i as f64)).collect();
+            let v: Vec<f64> = (0..ne).map(|i| scale * (0.61 - 0.23 * i as f64)).collect();
+            e.restoring(&u, &v, &[], &mut r, &mut []);
+            for (i, ri) in r.iter().enumerate() {
+                let mut expect = 0.0;
+                let mut size = 0.0;
+                for j in 0..ne {
+                    expect += k[(i, j)] * u[j] + c[(i, j)] * v[j];
+                    size += (k[(i, j)] * u[j]).abs() + (c[(i, j)] * v[j]).abs();
+                }
+                if !ri.is_finite() || (ri - expect).abs() > 1e-12 * size {
+                    return SlotKernel::Generic;
+                }
+            }
+        }
+        let mut rows = Vec::new();
+        let mut cols = Vec::new();
+        let mut vals = Vec::new();
+        for (i, mi) in map.iter().enumerate() {
+            let Some(row) = mi else { continue };
+            for (j, mj) in map.iter().enumerate() {
+                let Some(col) = mj else { continue };
+                if k[(i, j)] != 0.0 {
+                    cols.push(*col);
+                    vals.push(k[(i, j)]);
+                }
+                if c[(i, j)] != 0.0 {
+                    cols.push(n + col);
+                    vals.push(c[(i, j)]);
+                }
+            }
+            if rows.last().map_or(0, |r: &(usize, usize)| r.1) < cols.len() {
+                rows.push((n + row, cols.len()));
+            }
+        }
+        if rows.is_empty() {
+            SlotKernel::Inert
+        } else {
+            SlotKernel::Linear { rows, cols, vals }
+        }
+    }
 }
 
 /// Scratch buffers for gathering element inputs (sized to the largest element).
@@ -90,12 +180,13 @@ impl StateSpace {
         let mut slots = Vec::new();
         let mut offset = 0;
         for (ename, e, _) in &elements {
-            let map = e
+            let map: Vec<Option<usize>> = e
                 .dofs()
                 .iter()
                 .map(|d| dofs.iter().position(|x| x == d))
                 .collect();
             let stores_energy = !e.linear_stiffness().is_some_and(|k| k.amax() == 0.0);
+            let kernel = SlotKernel::classify(e.as_ref(), &map, n);
             slots.push(ElementSlot {
                 name: ename.clone(),
                 element: e.clone(),
@@ -103,6 +194,7 @@ impl StateSpace {
                 state_offset: offset,
                 n_states: e.n_states(),
                 stores_energy,
+                kernel,
             });
             offset += e.n_states();
         }
@@ -280,25 +372,47 @@ impl StateSpace {
         ElementWorkspace::new(md, ms)
     }
 
-    /// `R(Y) = [−v; r(u, v, s); −ṡ]` of the computed elements. Allocation-free.
+    /// `R(Y) = [−v; r(u, v, s); −ṡ]` of the computed elements (seed 000 eq 2). Allocation-free.
+    ///
+    /// Linear elements without extra states (springs, dashpots, linear superelements, the
+    /// Rayleigh term) add their precomputed nonzero terms of `K u + C v` directly, masses are
+    /// skipped, and only the other elements are called through
+    /// [`crate::elements::Element::restoring`]; the result equals the element-by-element sum
+    /// to round-off.
     pub fn residual(&self, y: &[f64], out: &mut [f64], ws: &mut ElementWorkspace) {
         let n = self.dofs.len();
-        for i in 0..n {
-            out[i] = -y[n + i];
+        let (head, tail) = out.split_at_mut(n);
+        for (o, v) in head.iter_mut().zip(&y[n..2 * n]) {
+            *o = -v;
         }
-        out[n..].iter_mut().for_each(|x| *x = 0.0);
+        tail.iter_mut().for_each(|x| *x = 0.0);
         for slot in &self.slots {
-            self.eval_slot(slot, y, ws);
-            let ne = slot.map.len();
-            for (i, m) in slot.map.iter().enumerate() {
-                if let Some(k) = m {
-                    out[n + k] += ws.r[i];
+            match &slot.kernel {
+                SlotKernel::Inert => {}
+                SlotKernel::Linear { rows, cols, vals } => {
+                    let mut start = 0;
+                    for &(target, end) in rows {
+                        let mut acc = 0.0;
+                        for (c, v) in cols[start..end].iter().zip(&vals[start..end]) {
+                            acc += v * y[*c];
+                        }
+                        out[target] += acc;
+                        start = end;
+                    }
+                }
+                SlotKernel::Generic => {
+                    self.eval_slot(slot, y, ws);
+                    for (i, m) in slot.map.iter().enumerate() {
+                        if let Some(k) = m {
+                            out[n + k] += ws.r[i];
+                        }
+                    }
+                    let s0 = 2 * n + slot.state_offset;
+                    for (o, sd) in out[s0..s0 + slot.n_states].iter_mut().zip(&ws.sdot) {
+                        *o = -sd;
+                    }
                 }
             }
-            for i in 0..slot.n_states {
-                out[2 * n + slot.state_offset + i] = -ws.sdot[i];
-            }
-            let _ = ne;
         }
     }
 

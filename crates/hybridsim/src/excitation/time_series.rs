@@ -26,6 +26,31 @@ pub struct TimeSeries {
     /// `Some(h)` when `times[i] == times[0] + i*h` to within
     /// `UNIFORM_TOLERANCE * h`.
     dt: Option<f64>,
+    /// Interval found by the last [`TimeSeries::value`] call.
+    hint: IndexHint,
+}
+
+/// The interval index of the last lookup, as a hint for the next one (an integrator asks for
+/// the same or the next interval step after step). A relaxed atomic so that a series stays
+/// `Sync`; a stale or foreign hint only costs the full lookup, never a different value.
+#[derive(Debug, Default)]
+struct IndexHint(std::sync::atomic::AtomicUsize);
+
+impl IndexHint {
+    #[inline]
+    fn get(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    #[inline]
+    fn set(&self, i: usize) {
+        self.0.store(i, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Clone for IndexHint {
+    fn clone(&self) -> Self {
+        Self(std::sync::atomic::AtomicUsize::new(self.get()))
+    }
 }
 
 impl TimeSeries {
@@ -58,6 +83,7 @@ impl TimeSeries {
             times,
             values,
             dt: Some(dt),
+            hint: IndexHint::default(),
         })
     }
 
@@ -97,7 +123,12 @@ impl TimeSeries {
         }
         check_values(&values)?;
         let dt = detect_uniform_step(&times);
-        Ok(Self { times, values, dt })
+        Ok(Self {
+            times,
+            values,
+            dt,
+            hint: IndexHint::default(),
+        })
     }
 
     /// Value at time `t` (any real number): linear interpolation between
@@ -105,8 +136,10 @@ impl TimeSeries {
     /// and `0.0` before the first sample, after the last sample and for a
     /// NaN `t`.
     ///
-    /// Allocation-free; O(1) for uniform series, O(log n) otherwise. Meant
-    /// to be called at arbitrary (sub)step times by an integrator.
+    /// Allocation-free; O(1) for uniform series, O(log n) otherwise, and a
+    /// check of the last interval used (or the next one) before either, as
+    /// an integrator marches through the record. Meant to be called at
+    /// arbitrary (sub)step times by an integrator.
     #[inline]
     pub fn value(&self, t: f64) -> f64 {
         let n = self.times.len();
@@ -116,6 +149,34 @@ impl TimeSeries {
         if !(t >= first && t <= last) {
             return 0.0;
         }
+        // The interval is unique (times[i] <= t < times[i + 1], or i = n - 1
+        // at t = last), so the hint never changes the value.
+        let h = self.hint.get();
+        let i = if h + 1 < n && self.times[h] <= t && t < self.times[h + 1] {
+            h
+        } else if h + 2 < n && self.times[h + 1] <= t && t < self.times[h + 2] {
+            h + 1
+        } else {
+            self.locate(t)
+        };
+        if i != h {
+            self.hint.set(i);
+        }
+        let t0 = self.times[i];
+        let x0 = self.values[i];
+        if t == t0 || i + 1 == n {
+            return x0;
+        }
+        let t1 = self.times[i + 1];
+        let x1 = self.values[i + 1];
+        x0 + (t - t0) / (t1 - t0) * (x1 - x0)
+    }
+
+    /// The interval of `t ∈ [first, last]`: `i` with `times[i] <= t < times[i + 1]`, or
+    /// `n − 1` at `t = last`.
+    fn locate(&self, t: f64) -> usize {
+        let n = self.times.len();
+        let first = self.times[0];
         let mut i = match self.dt {
             Some(h) => {
                 let guess = ((t - first) / h).floor();
@@ -139,14 +200,7 @@ impl TimeSeries {
         while i + 1 < n && self.times[i + 1] <= t {
             i += 1;
         }
-        let t0 = self.times[i];
-        let x0 = self.values[i];
-        if t == t0 || i + 1 == n {
-            return x0;
-        }
-        let t1 = self.times[i + 1];
-        let x1 = self.values[i + 1];
-        x0 + (t - t0) / (t1 - t0) * (x1 - x0)
+        i
     }
 
     /// Largest absolute sample value (e.g. the PGA of an accelerogram).
@@ -714,5 +768,30 @@ mod tests {
             "invalid end = 1: it must not be earlier than start"
         );
         assert!(TimeFunction::Constant(f64::NAN).validate().is_err());
+    }
+
+    /// The interval hint never changes a value: marching forward, jumping back and forth and
+    /// hitting sample times give the same bits as a fresh series.
+    #[test]
+    fn hinted_lookup_equals_fresh_lookup() {
+        let times: Vec<f64> = (0..200)
+            .map(|i| 0.01 * i as f64 + 1e-3 * ((i * 7) % 5) as f64)
+            .collect();
+        let values: Vec<f64> = (0..200).map(|i| ((i * 37) % 11) as f64 - 5.0).collect();
+        for series in [
+            TimeSeries::from_points(times.clone(), values.clone()).unwrap(),
+            TimeSeries::uniform(0.01, values.clone()).unwrap(),
+        ] {
+            let mut queries: Vec<f64> = (0..5000).map(|k| k as f64 * 4.1e-4 - 0.01).collect();
+            queries.extend([1.5, 0.2, 1.9, 0.0, 1.99, 2.5, 0.31, 0.3, f64::NAN, 0.305]);
+            queries.extend(series.times().to_vec());
+            for t in queries {
+                let fresh = series.clone();
+                fresh.hint.set(0);
+                let expect = fresh.value(t);
+                let got = series.value(t);
+                assert_eq!(got.to_bits(), expect.to_bits(), "t = {t}");
+            }
+        }
     }
 }

@@ -446,6 +446,38 @@ impl TimeIntegrator for Llm {
     fn set_time(&mut self, t: f64) {
         self.t0 = t - self.n as f64 * self.dt;
     }
+    /// The localized multipliers `Λ^(i)` (eq 3a: `+Λ` on the element copy, `−Λ` through
+    /// `B̄ = Ḡᵀ` on the generalized interface DOF, E31) and the imposed-motion multipliers
+    /// `Λ^c` (eq 3c–3d: the support reaction on the structure is `−Λ^c`).
+    fn multiplier_info(&self) -> Vec<super::MultiplierInfo> {
+        let mut out = Vec::new();
+        for (run, part) in self.runs.iter().zip(&self.parts) {
+            for (a, (row, g)) in run.coupled_rows.iter().enumerate() {
+                let d = &part.state.dofs[*row];
+                let xg = &self.global[*g];
+                out.push(super::MultiplierInfo {
+                    dof: d.clone(),
+                    plus: part.state.name.clone(),
+                    minus: format!("interface DOF {}.{}", xg.node, xg.dof),
+                    lambda0: self.lambda0.get(run.offset + a).copied(),
+                    channel: format!("lambda.{}.{}.{}", part.state.name, d.node, d.dof),
+                    kind: "localized",
+                });
+            }
+        }
+        for (c, (g, m)) in self.imposed.iter().enumerate() {
+            let d = &self.global[*g];
+            out.push(super::MultiplierInfo {
+                dof: d.clone(),
+                plus: format!("imposed motion `{}`", m.name),
+                minus: format!("interface DOF {}.{}", d.node, d.dof),
+                lambda0: self.lambda0.get(self.n_lambda + c).copied(),
+                channel: format!("reaction.{}.{}", d.node, d.dof),
+                kind: "imposed",
+            });
+        }
+        out
+    }
     fn extra_channels(&self) -> Vec<(String, Quantity, String)> {
         let mut out = Vec::new();
         for (run, part) in self.runs.iter().zip(&self.parts) {

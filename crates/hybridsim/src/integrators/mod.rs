@@ -57,6 +57,28 @@ pub trait TimeIntegrator: Send {
     fn interface(&self) -> Option<&Interface> {
         None
     }
+    /// Every interface multiplier with where it acts and its `Λ_0`, for summaries and
+    /// `run.json`; by default from [`TimeIntegrator::interface`] (the LLM scheme, which has
+    /// no substructure [`Interface`], lists its localized and imposed-motion multipliers).
+    fn multiplier_info(&self) -> Vec<MultiplierInfo> {
+        let Some(iface) = self.interface() else {
+            return Vec::new();
+        };
+        let parts = self.partitions();
+        iface
+            .dofs
+            .iter()
+            .enumerate()
+            .map(|(k, d)| MultiplierInfo {
+                dof: d.dof.clone(),
+                plus: parts[d.plus].state.name.clone(),
+                minus: parts[d.minus].state.name.clone(),
+                lambda0: self.initial_multipliers().get(k).copied(),
+                channel: format!("lambda.{}.{}", d.dof.node, d.dof.dof),
+                kind: "substructure",
+            })
+            .collect()
+    }
     /// Mechanical energy of partition `p` with its own DOF copy, if all elements are
     /// conservative.
     fn energy(&mut self, p: usize) -> Option<f64>;
@@ -75,6 +97,24 @@ pub trait TimeIntegrator: Send {
     }
     /// Values of [`TimeIntegrator::extra_channels`] at `t_n`. Must not allocate.
     fn extra_values(&self, _out: &mut [f64]) {}
+}
+
+/// One interface multiplier ([`TimeIntegrator::multiplier_info`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiplierInfo {
+    /// The DOF it acts on.
+    pub dof: crate::elements::DofRef,
+    /// What `+Λ` acts on (partition or element name).
+    pub plus: String,
+    /// What `−Λ` acts on (partition name, or the generalized interface DOF / imposed motion).
+    pub minus: String,
+    /// `Λ_0` of the coupled start, if known.
+    pub lambda0: Option<f64>,
+    /// Its column in `results.csv` (without the unit; for `imposed` the column holds the
+    /// support reaction on the structure, `−Λ^c`).
+    pub channel: String,
+    /// `substructure` (PG-α), `localized` (LLM, seed 004 eq 3a) or `imposed` (LLM, eq 3c).
+    pub kind: &'static str,
 }
 
 /// Build the integrator the model's `[analysis]` asks for.

@@ -18,6 +18,12 @@
 //! [`ImposedMotion::velocity`] and [`ImposedMotion::acceleration`] evaluate the three without
 //! allocating (for the LLM integrator, the `cyclic` command and the virtual-lab drive).
 //!
+//! One history type, [`MotionHistory`], and one evaluator, [`MotionHistory::kinematics`], serve
+//! every consumer: the model file's entries (found by `name` with [`find`]), the `cyclic`
+//! command's `--history sine|ramp|file` shorthands ([`MotionHistory::sine`],
+//! [`MotionHistory::ramped_sine`], [`MotionHistory::from_samples`]) and a specimen drive, which
+//! checks its actuator limits against [`MotionHistory::peaks`] before commanding anything.
+//!
 //! Imposed motions are in absolute coordinates; the scheme that enforces them (the LLM
 //! integrator, [`crate::integrators::Llm`]) prescribes the *rate* `h(t)` (ALGORITHMS.md E33),
 //! so the displacement of a support follows the trapezoidal integral of its velocity; the drift
@@ -43,7 +49,8 @@ pub enum MotionQuantity {
 }
 
 impl MotionQuantity {
-    fn parse(s: &str) -> Option<Self> {
+    /// Parse `displacement`, `velocity` or `acceleration`.
+    pub fn parse(s: &str) -> Option<Self> {
         match s {
             "displacement" => Some(Self::Displacement),
             "velocity" => Some(Self::Velocity),
@@ -133,6 +140,11 @@ impl PiecewiseCubic {
         Self { t: t.to_vec(), c }
     }
 
+    /// Sample times.
+    pub fn times(&self) -> &[f64] {
+        &self.t
+    }
+
     /// `(d, v, a)` at `t`. Allocation-free.
     pub fn evaluate(&self, t: f64) -> [f64; 3] {
         let n = self.t.len();
@@ -181,27 +193,78 @@ pub enum MotionHistory {
         /// Phase φ (rad).
         phase: f64,
     },
+    /// Cycles of linearly growing displacement amplitude, `d = A (t/T) sin(ω t)` for
+    /// `0 ≤ t ≤ T` (the ramped cycles of device characterization, seed 000 Figs 19, 22), then
+    /// `A sin(ω t)`; zero before `t = 0`.
+    RampedSine {
+        /// Final displacement amplitude `A`.
+        amplitude: f64,
+        /// Circular frequency ω.
+        omega: f64,
+        /// Ramp duration `T` (> 0).
+        duration: f64,
+    },
     /// Samples turned into a piecewise cubic displacement.
     Sampled(PiecewiseCubic),
 }
 
-/// An imposed motion of one DOF.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ImposedMotion {
-    /// The driven DOF.
-    pub dof: DofRef,
-    /// Its history.
-    pub history: MotionHistory,
-    /// Description (for summaries and `run.json`).
-    pub description: String,
-    /// Index of the `[[imposed_motion]]` entry (for messages).
-    pub entry: usize,
-}
+impl MotionHistory {
+    /// Displacement sine `A sin(2π f t)` (`amplitude` in length units, `frequency` in 1/time).
+    pub fn sine(amplitude: f64, frequency: f64) -> Self {
+        Self::Sine {
+            quantity: MotionQuantity::Displacement,
+            amplitude,
+            omega: std::f64::consts::TAU * frequency,
+            phase: 0.0,
+        }
+    }
 
-impl ImposedMotion {
-    /// `(d, v, a)` at `t`. Allocation-free.
+    /// Ramped displacement cycles `A (t/T) sin(2π f t)` over `T = duration`.
+    pub fn ramped_sine(amplitude: f64, frequency: f64, duration: f64) -> Self {
+        Self::RampedSine {
+            amplitude,
+            omega: std::f64::consts::TAU * frequency,
+            duration,
+        }
+    }
+
+    /// Samples `(times, values)` of `quantity`, validated (at least two samples, strictly
+    /// increasing finite times, finite values): an error names the offending sample.
+    pub fn from_samples(
+        quantity: MotionQuantity,
+        times: &[f64],
+        values: &[f64],
+    ) -> Result<Self, String> {
+        if times.len() != values.len() {
+            return Err(format!("{} times but {} values", times.len(), values.len()));
+        }
+        if times.len() < 2 {
+            return Err("needs at least two samples".into());
+        }
+        if let Some(k) = times.iter().position(|x| !x.is_finite()) {
+            return Err(format!("sample {}: time is not finite", k + 1));
+        }
+        if let Some(k) = values.iter().position(|x| !x.is_finite()) {
+            return Err(format!("sample {}: value is not finite", k + 1));
+        }
+        if let Some(k) = times.windows(2).position(|w| w[1] <= w[0]) {
+            return Err(format!(
+                "sample times must increase strictly (sample {}: {} after {})",
+                k + 2,
+                times[k + 1],
+                times[k]
+            ));
+        }
+        Ok(Self::Sampled(match quantity {
+            MotionQuantity::Displacement => PiecewiseCubic::from_displacements(times, values),
+            MotionQuantity::Velocity => PiecewiseCubic::from_velocities(times, values),
+            MotionQuantity::Acceleration => PiecewiseCubic::from_accelerations(times, values),
+        }))
+    }
+
+    /// `(d, v, a)` at `t`. Allocation-free and lock-free (safe in a real-time step).
     pub fn kinematics(&self, t: f64) -> [f64; 3] {
-        match &self.history {
+        match self {
             MotionHistory::Sine {
                 quantity,
                 amplitude: a,
@@ -220,8 +283,114 @@ impl ImposedMotion {
                     ],
                 }
             }
+            MotionHistory::RampedSine {
+                amplitude: a,
+                omega: w,
+                duration: big_t,
+            } => {
+                if t <= 0.0 {
+                    return [0.0; 3];
+                }
+                let (s, c) = (w * t).sin_cos();
+                if t >= *big_t {
+                    return [a * s, a * w * c, -a * w * w * s];
+                }
+                let r = a / big_t; // dA/dt
+                let amp = r * t;
+                [
+                    amp * s,
+                    r * s + amp * w * c,
+                    2.0 * r * w * c - amp * w * w * s,
+                ]
+            }
             MotionHistory::Sampled(pc) => pc.evaluate(t),
         }
+    }
+
+    /// The sampled time range, if the history is sampled (outside it the motion continues at
+    /// constant velocity).
+    pub fn span(&self) -> Option<(f64, f64)> {
+        match self {
+            MotionHistory::Sampled(pc) => {
+                let t = pc.times();
+                Some((t[0], t[t.len() - 1]))
+            }
+            _ => None,
+        }
+    }
+
+    /// A natural end time: the last sample, the end of the ramp, or `None` for a sine.
+    pub fn end_time(&self) -> Option<f64> {
+        match self {
+            MotionHistory::Sampled(_) => self.span().map(|s| s.1),
+            MotionHistory::RampedSine { duration, .. } => Some(*duration),
+            MotionHistory::Sine { .. } => None,
+        }
+    }
+
+    /// Peak magnitudes `[max |d|, max |v|, max |a|]` over `[t0, t1]`, sampled every `dt` and at
+    /// every sample time inside the range (sampled histories are cubic between samples, so this
+    /// bounds them to `O(dt²)`). For checking actuator stroke, velocity and acceleration limits
+    /// *before* a drive starts. Allocates nothing; not meant for the real-time loop.
+    pub fn peaks(&self, t0: f64, t1: f64, dt: f64) -> [f64; 3] {
+        let mut p = [0.0f64; 3];
+        let mut take = |t: f64| {
+            let k = self.kinematics(t);
+            for i in 0..3 {
+                p[i] = p[i].max(k[i].abs());
+            }
+        };
+        if !(t1 >= t0 && dt > 0.0 && dt.is_finite()) {
+            take(t0);
+            return p;
+        }
+        let n = ((t1 - t0) / dt).ceil().min(1e8) as usize;
+        for k in 0..=n {
+            take((t0 + k as f64 * dt).min(t1));
+        }
+        if let MotionHistory::Sampled(pc) = self {
+            for &t in pc.times() {
+                if t >= t0 && t <= t1 {
+                    take(t);
+                }
+            }
+        }
+        p
+    }
+}
+
+/// An imposed motion of one DOF.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImposedMotion {
+    /// Name of its `[[imposed_motion]]` entry (`name`, or `imposed_motion[i]` by default);
+    /// shared by the DOFs of one entry.
+    pub name: String,
+    /// The driven DOF.
+    pub dof: DofRef,
+    /// Its history.
+    pub history: MotionHistory,
+    /// Description (for summaries and `run.json`).
+    pub description: String,
+    /// Index of the `[[imposed_motion]]` entry (for messages).
+    pub entry: usize,
+}
+
+impl ImposedMotion {
+    /// A motion of `dof` outside a model file (e.g. a specimen drive or `cyclic`'s shorthands).
+    pub fn new(name: impl Into<String>, dof: DofRef, history: MotionHistory) -> Self {
+        let name = name.into();
+        Self {
+            description: name.clone(),
+            name,
+            dof,
+            history,
+            entry: 0,
+        }
+    }
+
+    /// `(d, v, a)` at `t` ([`MotionHistory::kinematics`]). Allocation-free.
+    pub fn kinematics(&self, t: f64) -> [f64; 3] {
+        self.history.kinematics(t)
     }
 
     /// Prescribed displacement at `t`.
@@ -238,6 +407,16 @@ impl ImposedMotion {
     pub fn acceleration(&self, t: f64) -> f64 {
         self.kinematics(t)[2]
     }
+}
+
+/// The motions of the `[[imposed_motion]]` entry called `name` (one per driven DOF); `name`
+/// may also be the default `imposed_motion[i]` or the bare entry index `i`.
+pub fn find<'a>(motions: &'a [ImposedMotion], name: &str) -> Vec<&'a ImposedMotion> {
+    let index: Option<usize> = name.parse().ok();
+    motions
+        .iter()
+        .filter(|m| m.name == name || index == Some(m.entry))
+        .collect()
 }
 
 /// An explicit distribution of a nodal `mass` element among the element partitions of the LLM
@@ -257,6 +436,8 @@ pub struct MassShare {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ImposedMotionSpec {
+    #[serde(default)]
+    name: Option<String>,
     node: i64,
     #[serde(default)]
     dof: Option<String>,
@@ -436,11 +617,32 @@ pub(crate) fn build(
             }
             dofs.push(dof);
         }
+        let name = match &spec.name {
+            Some(n) if n.trim().is_empty() => {
+                diag.push(format!("{f}.name"), "must not be empty");
+                continue;
+            }
+            Some(n) => {
+                if let Some(prev) = out.iter().find(|m| &m.name == n) {
+                    diag.push(
+                        format!("{f}.name"),
+                        format!(
+                            "`{n}` is already the name of imposed_motion[{}]",
+                            prev.entry
+                        ),
+                    );
+                    continue;
+                }
+                n.clone()
+            }
+            None => f.clone(),
+        };
         let Some((history, description)) = history(&spec, &f, units, files, diag) else {
             continue;
         };
         for dof in dofs {
             out.push(ImposedMotion {
+                name: name.clone(),
                 dof,
                 history: history.clone(),
                 description: description.clone(),
@@ -649,33 +851,14 @@ fn history(
     } else {
         "record"
     };
-    if times.len() < 2 {
-        diag.push(format!("{f}.{field}"), "needs at least two samples");
-        return None;
-    }
-    for (k, w) in times.windows(2).enumerate() {
-        if w[1] <= w[0] || w[1].is_nan() || w[0].is_nan() {
-            diag.push(
-                format!("{f}.{field}"),
-                format!("sample times must increase strictly (sample {})", k + 1),
-            );
-            return None;
+    let values: Vec<f64> = values.iter().map(|x| x * scale * factor).collect();
+    match MotionHistory::from_samples(quantity, &times, &values) {
+        Ok(h) => Some((h, description)),
+        Err(e) => {
+            diag.push(format!("{f}.{field}"), e);
+            None
         }
     }
-    if times.iter().chain(&values).any(|x| !x.is_finite()) {
-        diag.push(
-            format!("{f}.{field}"),
-            "every time and value must be finite",
-        );
-        return None;
-    }
-    let values: Vec<f64> = values.iter().map(|x| x * scale * factor).collect();
-    let pc = match quantity {
-        MotionQuantity::Displacement => PiecewiseCubic::from_displacements(&times, &values),
-        MotionQuantity::Velocity => PiecewiseCubic::from_velocities(&times, &values),
-        MotionQuantity::Acceleration => PiecewiseCubic::from_accelerations(&times, &values),
-    };
-    Some((MotionHistory::Sampled(pc), description))
 }
 
 /// `[analysis] basic_solver` of the `llm` integrator: `trapezoidal` (seed 004 eqs 5–9, the

@@ -1,9 +1,9 @@
 //! The model file as written (TOML), before validation.
 //!
 //! Top-level tables: `title`, `[units]`, `[[node]]`, `[[element]]`, `[substructure.NAME]`,
-//! `[damping]`, `[[load]]`, `[[ground_motion]]`, `[[imposed_motion]]`, `[analysis]`, `[output]`. The
-//! tables `lab`, `safety`, `runner`, `updating` and `network` are reserved for later
-//! versions; any other key is rejected.
+//! `[damping]`, `[[load]]`, `[[ground_motion]]`, `[[imposed_motion]]`, `[analysis]`, `[output]`,
+//! `[lab]`, `[safety]`, `[runner]` (see `model::lab`). The tables `updating` and `network` are
+//! reserved for later versions; any other key is rejected.
 
 use crate::units::Units;
 use serde::Deserialize;
@@ -11,9 +11,6 @@ use std::collections::BTreeMap;
 
 /// Top-level tables reserved for later versions of the schema.
 pub const RESERVED_TABLES: &[(&str, &str)] = &[
-    ("lab", "the transfer system / virtual lab"),
-    ("safety", "actuator safety limits"),
-    ("runner", "the real-time runner"),
     ("updating", "online model updating"),
     ("network", "network transfer systems"),
 ];

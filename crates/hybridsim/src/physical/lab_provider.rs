@@ -117,6 +117,11 @@ pub struct LabProvider {
     achieved: Vec<f64>,
     records: LabRecords,
     event: Option<SafetyEvent>,
+    /// Work of the measured force on the commanded prototype displacement since the start
+    /// (trapezoidal; `−work` is the generated energy of the divergence criterion).
+    work: f64,
+    work_f: Vec<f64>,
+    work_d: Vec<f64>,
 }
 
 impl LabProvider {
@@ -295,12 +300,28 @@ impl LabProvider {
             .collect();
         let compliance = settings.iter().map(|a| a.compliance_compensation).collect();
         let ncol = 2 + 5 * na;
+        let s_d = cfg.lab.geometric_scale;
+        let s_f = cfg.lab.force_scale * cfg.lab.device_multiplier;
+        // Default energy bound: ⅛ k̂ u_b², k̂ the largest estimated actuator-space stiffness in
+        // prototype units (see `DivergenceSettings`).
+        let k_hat = recipe
+            .k_specimen
+            .iter()
+            .map(|k| (k * s_f / s_d).abs())
+            .fold(0.0f64, f64::max);
+        let u_b = cfg.safety.divergence.displacement;
+        let energy_default = if k_hat > 0.0 {
+            0.125 * k_hat * u_b * u_b
+        } else {
+            f64::INFINITY
+        };
         Ok(Self {
             map,
             safety,
             delay,
             compliance,
-            divergence: DivergenceMonitor::new(cfg.safety.divergence),
+            divergence: DivergenceMonitor::new(cfg.safety.divergence)
+                .with_energy_bound(energy_default),
             lambda: ts.lambda,
             dt_p: ts.dt_p,
             dt_c: ts.dt_c,
@@ -317,6 +338,9 @@ impl LabProvider {
             achieved: vec![0.0; na],
             records: LabRecords::new(ncol, recipe.lab_ring),
             event: None,
+            work: 0.0,
+            work_f: vec![0.0; na],
+            work_d: vec![0.0; na],
             recipe,
         })
     }
@@ -388,13 +412,12 @@ impl RestoringForceProvider for LabProvider {
     fn describe(&self) -> String {
         let c = &self.recipe.config.lab;
         format!(
-            "{} ({:?}, geometric scale ×{}, force ×{}, device ×{}, safety armed)\n  {}",
+            "{} ({:?}, geometric scale ×{}, force ×{}, device ×{}, safety armed)",
             self.safety.inner().describe(),
             c.regime,
             c.geometric_scale,
             c.force_scale,
             c.device_multiplier,
-            c.time_scale.describe("s")
         )
     }
 
@@ -408,7 +431,9 @@ impl RestoringForceProvider for LabProvider {
         self.tick = 0;
         self.started = Some(Instant::now());
         self.event = None;
-        self.divergence = DivergenceMonitor::new(self.recipe.config.safety.divergence);
+        let bound = self.divergence.energy_bound();
+        self.divergence =
+            DivergenceMonitor::new(self.recipe.config.safety.divergence).with_energy_bound(bound);
         self.map.to_actuators(u, &mut self.d);
         for k in 0..self.d.len() {
             self.achieved[k] = self.d[k] / self.s_d;
@@ -426,7 +451,10 @@ impl RestoringForceProvider for LabProvider {
             if let Some(c) = &mut self.delay[k] {
                 c.reset(self.achieved[k]);
             }
+            self.work_f[k] = self.force[k] * self.s_f;
+            self.work_d[k] = self.d[k];
         }
+        self.work = 0.0;
         self.dof_forces(t, force);
         self.record(t);
         Ok(())
@@ -497,6 +525,26 @@ impl RestoringForceProvider for LabProvider {
         ) {
             return Err(self.fail(ev, t));
         }
+        // Energy-growth bound: work of the measured force on the commanded prototype
+        // displacement (trapezoidal rule), checked on every measurement.
+        for k in 0..self.d.len() {
+            let f = self.force[k] * self.s_f;
+            self.work += 0.5 * (f + self.work_f[k]) * (self.d[k] - self.work_d[k]);
+            self.work_f[k] = f;
+            self.work_d[k] = self.d[k];
+        }
+        if let Some(value) = self.divergence.observe_energy(-self.work) {
+            let ev = SafetyEvent {
+                kind: EventKind::DivergenceEnergy,
+                tick,
+                time: t,
+                actuator: None,
+                value,
+                limit: self.divergence.energy_bound(),
+            };
+            self.safety.trip(ev);
+            return Err(self.fail(ev, t));
+        }
         self.dof_forces(t, force);
         self.record(t);
         Ok(())
@@ -554,6 +602,8 @@ impl RestoringForceProvider for LabProvider {
             limits: self.safety.limits().to_vec(),
             commands_sent: self.safety.sent(),
             lab_records_dropped: self.records.dropped(),
+            energy_generated: -self.work,
+            energy_bound: self.divergence.energy_bound(),
         })
     }
 

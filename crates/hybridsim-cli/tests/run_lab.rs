@@ -1,0 +1,176 @@
+//! `hybridsim run` on a model with a `[lab]` (the quick start): the controller-rate `lab.csv`,
+//! the safety state, time scale, seeds and tracking indicators in `run.json`; and a safety
+//! stop through `run` (stroke breach) with every completed step and tick on disk.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn hybridsim() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hybridsim"));
+    c.current_dir(root());
+    c
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hybridsim-runlab-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().split(',').map(String::from).collect();
+    let rows = lines
+        .map(|l| l.split(',').map(|x| x.parse::<f64>().unwrap()).collect())
+        .collect();
+    (header, rows)
+}
+
+fn col(header: &[String], name: &str) -> usize {
+    header
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column `{name}` in {header:?}"))
+}
+
+#[test]
+fn run_quickstart_writes_controller_rate_lab_records_and_indicators() {
+    let dir = scratch("quickstart");
+    let out = hybridsim()
+        .args(["run", "examples/quickstart.toml", "--quiet", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{stdout}");
+    assert!(stdout.contains("time scale: dt_N"), "{stdout}");
+    let (header, rows) = read_csv(&dir.join("lab.csv"));
+    for name in [
+        "time",
+        "wall_time",
+        "desired.storey1",
+        "compensated.storey1",
+        "measured.storey1",
+        "force.storey1",
+        "safety.storey1",
+    ] {
+        col(&header, name);
+    }
+    // One row at rest plus one per controller tick: 4000 steps × ss = 5, Δt^C = Δt^P = 1 ms.
+    assert_eq!(rows.len(), 20_001);
+    let t = col(&header, "time");
+    for (k, r) in rows.iter().enumerate() {
+        assert_eq!(r.len(), header.len());
+        assert!(
+            (r[t] - k as f64 * 1e-3).abs() < 1e-9,
+            "row {k}: t = {}",
+            r[t]
+        );
+        assert_eq!(r[col(&header, "safety.storey1")], 0.0);
+    }
+    // The compensated command differs from the desired one (delay compensation) and the
+    // measured displacement follows the desired one closely.
+    let (d, c, m) = (
+        col(&header, "desired.storey1"),
+        col(&header, "compensated.storey1"),
+        col(&header, "measured.storey1"),
+    );
+    let peak = rows.iter().map(|r| r[d].abs()).fold(0.0, f64::max);
+    assert!(peak > 1e-3);
+    assert!(rows.iter().any(|r| (r[c] - r[d]).abs() > 1e-6 * peak));
+    let err = rows.iter().map(|r| (r[m] - r[d]).abs()).fold(0.0, f64::max);
+    assert!(
+        err < 0.05 * peak,
+        "peak tracking error {err} vs peak {peak}"
+    );
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(json["status"], "completed");
+    assert_eq!(json["steps_completed"], 4000);
+    assert_eq!(json["random_seeds"][0]["seed"], 2026);
+    assert_eq!(json["random_seeds"][1]["seed"], 2027);
+    let ts = &json["time_scale"];
+    assert_eq!(ts["dt_N"], 0.005);
+    assert_eq!(ts["subcycles"], 5);
+    assert_eq!(ts["lambda"], 1.0);
+    assert_eq!(ts["dt_P"], 0.001);
+    assert_eq!(ts["dt_C_wall"], 0.001);
+    assert_eq!(ts["dt_S_wall"], 0.005);
+    assert_eq!(json["safety"][0]["state"], "armed");
+    assert!(json["safety"][0]["event"].is_null());
+    assert_eq!(json["safety"][0]["commands_sent"], 20_000);
+    assert!(json["safety_event"].is_null());
+    assert_eq!(json["lab"]["lab_rows_written"][0], 20_001);
+    let ind = &json["indicators"][0];
+    assert_eq!(ind["actuator"], "storey1");
+    for key in [
+        "delay_seconds",
+        "nrms_tracking_error",
+        "peak_tracking_error",
+        "energy_error",
+        "energy_input",
+        "energy_throughput",
+        "normalized_energy_error",
+    ] {
+        assert!(ind[key].as_f64().unwrap().is_finite(), "{key}");
+    }
+    // Compensated 4 ms delay: tracking within a few per cent, no residual delay.
+    assert!(ind["nrms_tracking_error"].as_f64().unwrap() < 0.03);
+    assert!(ind["delay_seconds"].as_f64().unwrap() < 0.002);
+    assert!(ind["normalized_energy_error"].as_f64().unwrap().abs() < 0.05);
+    assert!(dir.join("synchronization.png").exists());
+}
+
+#[test]
+fn run_stops_on_a_stroke_breach_with_the_event_in_run_json() {
+    let dir = scratch("stroke");
+    let text = std::fs::read_to_string(root().join("examples/quickstart.toml")).unwrap();
+    // A stroke far below the response: the first command beyond it is refused.
+    let text = text.replace(
+        "displacement = 0.25      # stroke, m",
+        "displacement = 0.002",
+    );
+    assert!(text.contains("displacement = 0.002"));
+    let model = dir.join("model_in.toml");
+    std::fs::write(&model, text).unwrap();
+    let out = hybridsim()
+        .args(["run", "--quiet", "-o"])
+        .arg(dir.join("out"))
+        .arg(&model)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("displacement_limit"), "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/run.json")).unwrap()).unwrap();
+    assert_eq!(json["status"], "failed");
+    assert_eq!(json["safety"][0]["state"], "tripped");
+    assert_eq!(json["safety_event"]["kind"], "displacement_limit");
+    let max_sent = json["safety"][0]["max_command_sent"][0].as_f64().unwrap();
+    assert!(
+        max_sent <= 0.002,
+        "a command beyond the stroke left: {max_sent}"
+    );
+    let steps = json["steps_completed"].as_u64().unwrap();
+    // Every completed step and every tick up to the event is on disk.
+    let (_, rows) = read_csv(&dir.join("out/results.csv"));
+    assert_eq!(rows.len() as u64, 1 + steps / 2);
+    let (header, lab) = read_csv(&dir.join("out/lab.csv"));
+    let sent = json["safety"][0]["commands_sent"].as_u64().unwrap();
+    // The rest row, one per accepted command and the row of the refused one.
+    assert_eq!(lab.len() as u64, sent + 2);
+    assert_eq!(lab.last().unwrap()[col(&header, "safety.storey1")], 1.0);
+}
