@@ -127,7 +127,7 @@ impl AlphaState {
 /// (per column, the contiguous run of rows from the diagonal to the farthest nonzero entry),
 /// allocation-free.
 ///
-/// `D = M + c J0` of a structural model is sparse, but in the `[u; v; s]` order partial
+/// `D = M + c J0` (seed 000 eq 12) of a structural model is sparse, but in the `[u; v; s]` order partial
 /// pivoting fills the factors in completely (the `c K` rows outweigh the identity rows of
 /// `u̇ = v`). The unknowns are therefore first renumbered symmetrically by reverse
 /// Cuthill–McKee on the pattern of `D + Dᵀ` (a chain then becomes banded, and pivoting keeps the
@@ -176,7 +176,8 @@ fn gather_swaps(gather: &[usize]) -> Vec<(usize, usize)> {
     swaps
 }
 
-/// Reverse Cuthill–McKee order of the symmetric pattern of `d + dᵀ` (every connected
+/// Reverse Cuthill–McKee order (Cuthill & McKee 1969; reversed as in George 1971) of the
+/// symmetric pattern of `d + dᵀ` (every connected
 /// component from a vertex of minimum degree, neighbours by increasing degree).
 fn reverse_cuthill_mckee(d: &DMatrix<f64>) -> Vec<usize> {
     let n = d.nrows();
