@@ -1,23 +1,9 @@
 //! End-to-end tests of `hybridsim analyze spectral|convergence|energy`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+use common::*;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn hybridsim() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hybridsim"));
-    c.current_dir(root());
-    c
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hybridsim-analyze-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
+use std::path::Path;
 
 fn column(csv: &str, name: &str) -> Vec<String> {
     let mut lines = csv.lines();

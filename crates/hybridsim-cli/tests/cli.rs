@@ -1,24 +1,9 @@
 //! End-to-end tests of the `hybridsim` command.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+use common::*;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn hybridsim() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hybridsim"));
-    c.current_dir(root());
-    c
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hybridsim-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use std::path::PathBuf;
 
 /// Folder of the shared ground-motion records, or None (test skipped with a message).
 fn ground_motions() -> Option<PathBuf> {
@@ -34,16 +19,6 @@ fn ground_motions() -> Option<PathBuf> {
         );
         None
     }
-}
-
-fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header = lines.next().unwrap().split(',').map(String::from).collect();
-    let rows = lines
-        .map(|l| l.split(',').map(|x| x.parse::<f64>().unwrap()).collect())
-        .collect();
-    (header, rows)
 }
 
 #[test]

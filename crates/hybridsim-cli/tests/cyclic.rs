@@ -1,42 +1,10 @@
 //! End-to-end tests of `hybridsim cyclic`: imposed deformation histories on one element of a
 //! model file, results folder contents, closed forms, and clear errors.
 
+mod common;
+use common::*;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn hybridsim() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hybridsim"));
-    c.current_dir(root());
-    c
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hybridsim-cyclic-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header = lines.next().unwrap().split(',').map(String::from).collect();
-    let rows = lines
-        .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
-        .collect();
-    (header, rows)
-}
-
-fn col(header: &[String], name: &str) -> usize {
-    header
-        .iter()
-        .position(|h| h == name)
-        .unwrap_or_else(|| panic!("no column {name} in {header:?}"))
-}
 
 #[test]
 fn cyclic_sine_on_the_dcsb_matches_the_bilinear_loop() {

@@ -2,42 +2,8 @@
 //! the safety state, time scale, seeds and tracking indicators in `run.json`; and a safety
 //! stop through `run` (stroke breach) with every completed step and tick on disk.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn hybridsim() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hybridsim"));
-    c.current_dir(root());
-    c
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hybridsim-runlab-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header = lines.next().unwrap().split(',').map(String::from).collect();
-    let rows = lines
-        .map(|l| l.split(',').map(|x| x.parse::<f64>().unwrap()).collect())
-        .collect();
-    (header, rows)
-}
-
-fn col(header: &[String], name: &str) -> usize {
-    header
-        .iter()
-        .position(|h| h == name)
-        .unwrap_or_else(|| panic!("no column `{name}` in {header:?}"))
-}
+mod common;
+use common::*;
 
 #[test]
 fn run_quickstart_writes_controller_rate_lab_records_and_indicators() {

@@ -10,48 +10,10 @@ use hybridsim::analysis::{
 };
 use hybridsim::integrators::AlphaParameters;
 use nalgebra::DMatrix;
-use std::cell::Cell;
 
-// ---------------------------------------------------------------------------------------
-// A counting allocator restricted to the current thread (tests run in parallel).
-use std::alloc::{GlobalAlloc, Layout, System};
-struct Counting;
-thread_local! {
-    static ON: Cell<bool> = const { Cell::new(false) };
-    static COUNT: Cell<u64> = const { Cell::new(0) };
-}
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ON.try_with(|on| {
-            if on.get() {
-                COUNT.with(|c| c.set(c.get() + 1));
-            }
-        });
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ON.try_with(|on| {
-            if on.get() {
-                COUNT.with(|c| c.set(c.get() + 1));
-            }
-        });
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations<F: FnMut()>(mut f: F) -> u64 {
-    COUNT.with(|c| c.set(0));
-    ON.with(|o| o.set(true));
-    f();
-    ON.with(|o| o.set(false));
-    COUNT.with(|c| c.get())
-}
-// ---------------------------------------------------------------------------------------
+static GLOBAL: common::counting::Counting = common::counting::Counting;
+use common::counting::count as allocations;
 
 /// The SDOF IVP of seed 000 eq 19: ü + ω²u = 0 (m = 1, k = ω²), u(0) = 1.
 fn sdof(omega: f64, rho: f64, integrator: &str) -> hybridsim::Model {

@@ -6,56 +6,18 @@ use common::*;
 use hybridsim::integrators::TimeIntegrator;
 use hybridsim::model::NoFiles;
 use hybridsim::Model;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Counts allocations of the current thread only (the other tests of this file run in
 /// parallel threads).
-struct Counting;
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-fn counting() -> bool {
-    COUNTING.try_with(|c| c.get()).unwrap_or(false)
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if counting() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if counting() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: common::counting::Counting = common::counting::Counting;
+use common::counting::count;
 
 fn sci(v: &[f64]) -> String {
     v.iter()
         .map(|x| format!("{x:.3e}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn count<F: FnMut()>(mut f: F) -> u64 {
-    ALLOCATIONS.store(0, Ordering::SeqCst);
-    COUNTING.with(|c| c.set(true));
-    f();
-    COUNTING.with(|c| c.set(false));
-    ALLOCATIONS.load(Ordering::SeqCst)
 }
 
 /// The split-mass model of seed 004 eq 10 (m = k = 0.5 per element end), node 2 displaced by

@@ -1,6 +1,8 @@
 //! Shared helpers for the integration tests.
 #![allow(dead_code)]
 
+pub mod counting;
+
 use hybridsim::integrators::TimeIntegrator;
 use hybridsim::model::{NoFiles, SourceResolver};
 use hybridsim::{Model, Simulation};

@@ -1,0 +1,48 @@
+//! Helpers shared by the CLI integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace root (examples are addressed from there).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The `hybridsim` binary under test, run from the workspace root.
+pub fn hybridsim() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hybridsim"));
+    c.current_dir(root());
+    c
+}
+
+/// A fresh, empty scratch folder unique to this test binary, process and `name`.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "hybridsim-{}-{}-{name}",
+        env!("CARGO_CRATE_NAME"),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Header and numeric rows of a results CSV.
+pub fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().split(',').map(String::from).collect();
+    let rows = lines
+        .map(|l| l.split(',').map(|x| x.parse::<f64>().unwrap()).collect())
+        .collect();
+    (header, rows)
+}
+
+/// Index of the column `name` (with its `[unit]`), or a panic listing the header.
+pub fn col(header: &[String], name: &str) -> usize {
+    header
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column `{name}` in {header:?}"))
+}
