@@ -675,6 +675,14 @@ pub fn run_to_folder(
         step_time += te - ts;
         ts = te;
         if let Err(error) = r {
+            // Any failure of a step takes the safety path before the run stops: non-finite
+            // states are a divergence, anything else a transfer-system fault.
+            let t = sim.integrator().time();
+            let kind = match error {
+                StepError::NonFinite { .. } => EventKind::Divergence,
+                _ => EventKind::TransferFault,
+            };
+            sim.trip_all(kind, t);
             status = RunStatus::Failed { error };
             break;
         }
@@ -688,6 +696,9 @@ pub fn run_to_folder(
             until_row = every.max(1);
         }
         if !writer_ok {
+            // Losing results is a safety event: stop the actuators before stopping the run.
+            let t = sim.integrator().time();
+            sim.trip_all(EventKind::WriterOverflow, t);
             break;
         }
         // Divergence of the multipliers (|Λ| bound, non-finite) takes the safety path.

@@ -275,3 +275,102 @@ fn operator_abort_takes_the_safety_path() {
     assert_eq!(s.event.unwrap().kind, EventKind::OperatorAbort);
     assert_eq!(s.commands_sent, 200);
 }
+
+fn layer_with(
+    limits: ActuatorLimits,
+    action: TripAction,
+    nan_at: Option<u64>,
+) -> SafetyLayer<Mock> {
+    let mut l = SafetyLayer::new(
+        Mock {
+            sent: Vec::new(),
+            force: 1.0,
+            nan_at,
+        },
+        vec![limits],
+        action,
+        1e-3,
+    );
+    l.measure_at_rest(&mut [0.0], &mut [0.0]).unwrap();
+    l
+}
+
+#[test]
+fn the_rate_of_the_sent_command_is_checked_not_only_the_integrators_velocity() {
+    // Compensation can move `d` without changing `v`: a jump within the increment limit but
+    // far faster than the velocity limit must not leave.
+    let loose_increment = ActuatorLimits {
+        displacement: 1.0,
+        velocity: 1.0,
+        force: 100.0,
+        increment: 0.5,
+    };
+    let mut l = layer_with(loose_increment, TripAction::Hold, None);
+    let (mut f, mut x) = ([0.0], [0.0]);
+    let e = l
+        .exchange(1, 1e-3, 0.0, &cmd(0.3), &mut f, &mut x)
+        .unwrap_err();
+    assert_eq!(e.kind, EventKind::VelocityLimit);
+    assert!((e.value - 300.0).abs() < 1e-9, "{}", e.value);
+    assert!(l.inner().sent.is_empty());
+}
+
+#[test]
+fn the_ramp_down_is_not_stopped_by_round_off() {
+    // Steps of exactly the increment limit from positions where `last + step − last`
+    // rounds above the step: the ramp must still bring the actuator to rest.
+    let coarse = ActuatorLimits {
+        displacement: 10.0,
+        velocity: 1000.0,
+        force: 100.0,
+        increment: 0.2,
+    };
+    let mut l = layer_with(coarse, TripAction::RampDown { rate: 1e6 }, Some(8));
+    let (mut f, mut x) = ([0.0], [0.0]);
+    let mut d = 0.0;
+    let mut event = None;
+    for tick in 1..20 {
+        d += 0.1;
+        if let Err(e) = l.exchange(tick, tick as f64 * 1e-3, 0.0, &cmd(d), &mut f, &mut x) {
+            event = Some(e);
+            break;
+        }
+    }
+    assert_eq!(event.unwrap().kind, EventKind::NonFiniteMeasurement);
+    let sent = &l.inner().sent;
+    assert_eq!(*sent.last().unwrap(), 0.0, "ramp abandoned: {sent:?}");
+    for w in sent.windows(2) {
+        assert!((w[1] - w[0]).abs() <= 0.2, "{sent:?}");
+    }
+}
+
+#[test]
+fn a_failed_check_at_rest_trips_and_latches() {
+    struct Offset;
+    impl TransferSystem for Offset {
+        fn describe(&self) -> String {
+            "offset".into()
+        }
+        fn is_virtual(&self) -> bool {
+            true
+        }
+        fn n_actuators(&self) -> usize {
+            1
+        }
+        fn measure_at_rest(&mut self, f: &mut [f64], x: &mut [f64]) -> Result<(), ProviderError> {
+            f[0] = 0.0;
+            x[0] = f64::NAN;
+            Ok(())
+        }
+        fn send(&mut self, _: u64, _: f64, _: &[ActuatorCommand]) -> Result<(), ProviderError> {
+            panic!("nothing may be sent");
+        }
+        fn receive(&mut self, _: u64, _: &mut [f64], _: &mut [f64]) -> Result<(), ProviderError> {
+            Ok(())
+        }
+    }
+    let mut l = SafetyLayer::new(Offset, vec![limits()], TripAction::Hold, 1e-3);
+    assert!(l.measure_at_rest(&mut [0.0], &mut [0.0]).is_err());
+    assert_eq!(l.state(), SafetyState::Tripped);
+    assert_eq!(l.event().unwrap().kind, EventKind::NonFiniteMeasurement);
+}

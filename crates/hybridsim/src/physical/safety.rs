@@ -203,8 +203,13 @@ impl<T: TransferSystem> SafetyLayer<T> {
         self.event = None;
         self.last.copy_from_slice(position);
         self.rest.copy_from_slice(position);
-        self.check_measurement(0, 0.0, force, position)
-            .map_err(|e| ProviderError(e.to_string()))
+        // A failed check at rest trips and latches the event like any other (never armed
+        // with an out-of-range or non-finite reference).
+        if let Err(event) = self.check_measurement(0, 0.0, force, position) {
+            self.trip(event);
+            return Err(ProviderError(event.to_string()));
+        }
+        Ok(())
     }
 
     fn check_command(&self, tick: u64, time: f64, cmd: &[ActuatorCommand]) -> Option<SafetyEvent> {
@@ -231,6 +236,13 @@ impl<T: TransferSystem> SafetyLayer<T> {
             let inc = c.d - self.last[k];
             if inc.abs() > l.increment {
                 return ev(EventKind::IncrementLimit, inc, l.increment);
+            }
+            // The rate of the command actually sent: compensation (delay extrapolation,
+            // compliance) and the coupled restart of each coarse step change `d` without
+            // changing the integrator's `v`, so check the increment over one tick as well.
+            let rate = inc / self.dt_c;
+            if rate.abs() > l.velocity * (1.0 + 1e-12) {
+                return ev(EventKind::VelocityLimit, rate, l.velocity);
             }
         }
         None
@@ -341,9 +353,12 @@ impl<T: TransferSystem> SafetyLayer<T> {
             loop {
                 let mut done = true;
                 for (k, l) in self.limits.iter().enumerate() {
+                    // A hair inside the limits, so that round-off in `last + step − last`
+                    // can never make a ramp command fail its own check.
                     let step = (rate * self.dt_c)
                         .min(l.increment)
-                        .min(l.velocity * self.dt_c);
+                        .min(l.velocity * self.dt_c)
+                        * (1.0 - 1e-9);
                     let gap = self.rest[k] - self.last[k];
                     let d = if gap.abs() <= step {
                         self.rest[k]
