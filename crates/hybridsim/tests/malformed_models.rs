@@ -137,6 +137,28 @@ subcycles = 10
 duration = 2.0
 "#;
 
+/// Tables that turn [`SPLIT`] into a real-time test on the virtual lab: one actuator with a
+/// 1.5 ms delay (15 controller ticks of Δt^C = Δt^N/ss = 0.1 ms).
+const LAB: &str = r#"[lab]
+regime = "real-time"
+time_scale = 1.0
+
+[[lab.actuator]]
+name = "act1"
+dofs = [[1, "x"]]
+dynamics = { kind = "delay", delay = 0.0015 }
+
+[safety.actuator.act1]
+displacement = 0.05
+velocity = 0.5
+force = 2.0e4
+increment = 2.0e-3
+
+[safety.divergence]
+displacement = 0.04
+force = 1.0e5
+"#;
+
 /// `base` with its one occurrence of `from` replaced by `to` (the case's single defect).
 fn edit(base: &str, from: &str, to: &str) -> String {
     assert_eq!(
@@ -230,7 +252,13 @@ impl SourceResolver for OneRecord {
 
 #[test]
 fn base_models_are_valid() {
-    for (name, text) in [("FRAME", FRAME), ("LINEAR", LINEAR), ("SPLIT", SPLIT)] {
+    let lab = append(SPLIT, LAB);
+    for (name, text) in [
+        ("FRAME", FRAME),
+        ("LINEAR", LINEAR),
+        ("SPLIT", SPLIT),
+        ("SPLIT + LAB", lab.as_str()),
+    ] {
         if let Err(e) = Model::from_toml(text, SOURCE, &NoFiles) {
             panic!("base model {name} is rejected:\n{e}");
         }
@@ -631,6 +659,89 @@ fn subcycles_zero() {
         &text,
         "analysis.subcycles",
         "must be a whole number ≥ 1, found 0",
+    );
+}
+
+#[test]
+fn subcycles_huge() {
+    // Once overflowed `4·ss` in the lab provider; without a lab, ran ss substeps per step.
+    let text = edit(SPLIT, "subcycles = 10", "subcycles = 9223372036854775807");
+    check(&text, "analysis.subcycles", "must be at most 10000");
+    let text = edit(SPLIT, "subcycles = 10", "subcycles = 4294967296");
+    check(&text, "analysis.subcycles", "found 4294967296");
+    let text = edit(
+        &append(SPLIT, LAB),
+        "subcycles = 10",
+        "subcycles = 99999999999",
+    );
+    check(&text, "analysis.subcycles", "must be at most 10000");
+}
+
+#[test]
+fn actuator_delay_of_too_many_controller_ticks() {
+    // A delay line of `delay / dt_C` samples: once an aborting allocation (or, for a tiny time
+    // step, an overflow of `usize::MAX + 2`).
+    let text = edit(&append(SPLIT, LAB), "delay = 0.0015", "delay = 1e9");
+    check(&text, "lab.actuator[0].dynamics.delay", "controller ticks");
+    let text = edit(
+        &append(SPLIT, LAB),
+        "time_step = 1.0e-3",
+        "time_step = 1e-300",
+    );
+    check(
+        &text,
+        "lab.actuator[0].dynamics.delay",
+        "at most 1e6 are supported",
+    );
+}
+
+#[test]
+fn time_scale_so_large_that_the_wall_clock_overflows() {
+    // The runner's physical thread once overflowed `start + tick·dt_C` in nanoseconds.
+    let text = edit(
+        &append(SPLIT, LAB),
+        "regime = \"real-time\"\ntime_scale = 1.0",
+        "regime = \"pseudodynamic\"\ntime_scale = 99999999999999999",
+    );
+    let text = edit(
+        &text,
+        "mass = 4.0e3\nsubstructure = \"specimen\"",
+        "mass = 4.0e3\nsubstructure = \"specimen\"\nrole = \"numerical\"",
+    );
+    check(&text, "lab.time_scale", "s of wall clock");
+    let text = edit(
+        &text,
+        "time_scale = 99999999999999999",
+        "time_scale = 1e308",
+    );
+    check(&text, "lab.time_scale", "makes the test last inf s");
+}
+
+#[test]
+fn results_ring_huge() {
+    // Allocated `results_ring × columns` up front: an aborting allocation.
+    let text = append(
+        &append(SPLIT, LAB),
+        "[runner]\nresults_ring = 1000000000000\n",
+    );
+    check(
+        &text,
+        "runner.results_ring",
+        "must be at most 1048576 rows, found 1000000000000",
+    );
+}
+
+#[test]
+fn runner_cpu_beyond_the_cpu_set() {
+    // Pinning a thread to it indexed past `cpu_set_t` inside libc: an aborting panic.
+    let text = append(
+        &append(SPLIT, LAB),
+        "[runner]\ncpus = [9223372036854775807, 1]\n",
+    );
+    check(
+        &text,
+        "runner.cpus",
+        "must be below 1024 (the size of a CPU set), found 9223372036854775807",
     );
 }
 

@@ -486,6 +486,18 @@ fn deserialize<T: for<'de> Deserialize<'de>>(
     }
 }
 
+/// CPU indices of `[runner] cpus` must fit a `cpu_set_t` (CPU_SETSIZE) for pinning.
+const MAX_CPUS: i64 = 1024;
+
+/// Largest `[runner] results_ring` in rows (the runner allocates rows × columns up front).
+const MAX_RESULTS_RING: i64 = 1 << 20;
+
+/// Longest wall-clock length of a test, s (the runner's nanosecond clock must not overflow).
+const MAX_WALL_CLOCK: f64 = 1.0e9;
+
+/// Longest actuator delay in controller ticks (the delay line keeps one sample per tick).
+const MAX_DELAY_TICKS: f64 = 1.0e6;
+
 fn positive(x: f64) -> bool {
     x.is_finite() && x > 0.0
 }
@@ -514,6 +526,8 @@ pub struct LabContext<'a> {
     pub dt_n: f64,
     /// ss.
     pub ss: usize,
+    /// Analysis duration (simulation time).
+    pub duration: f64,
     /// Units.
     pub units: &'a Units,
     /// DOFs of every physical substructure (node, dof).
@@ -625,6 +639,22 @@ pub fn parse(
         }
     };
     let time_scale = TimeScale::new(ctx.dt_n, ctx.ss, lambda);
+    // The runner counts wall-clock nanoseconds of every controller tick in a u64.
+    let wall = (ctx.duration / ctx.dt_n).ceil() * time_scale.dt_s;
+    if lambda.is_finite() && lambda >= 1.0 && wall > MAX_WALL_CLOCK {
+        diag.push(
+            if spec.time_scale.is_some() {
+                "lab.time_scale"
+            } else {
+                "lab.controller_rate"
+            },
+            format!(
+                "λ = {lambda:e} over the analysis duration {} makes the test last {wall:e} s of \
+                 wall clock; at most {MAX_WALL_CLOCK:e} s (about 31 years) is supported",
+                ctx.duration
+            ),
+        );
+    }
     let regime = match spec.regime.as_deref() {
         Some("pseudodynamic") => Regime::Pseudodynamic,
         Some("real-time") | Some("realtime") => Regime::RealTime,
@@ -742,6 +772,20 @@ pub fn parse(
             None => ActuatorDynamics::Ideal,
             Some(t) => parse_dynamics(t, &format!("{f}.dynamics"), diag),
         };
+        if let ActuatorDynamics::Delay { delay } = dynamics {
+            // The virtual actuator keeps one history sample per controller tick of delay.
+            let ticks = delay / time_scale.dt_c;
+            if delay.is_finite() && time_scale.dt_c > 0.0 && ticks > MAX_DELAY_TICKS {
+                diag.push(
+                    format!("{f}.dynamics.delay"),
+                    format!(
+                        "{delay} s is {ticks:e} controller ticks of dt_C = {:e} s; at most \
+                         {MAX_DELAY_TICKS:e} are supported (shorten the delay or raise dt_C)",
+                        time_scale.dt_c
+                    ),
+                );
+            }
+        }
         let noise = a.noise.as_ref();
         let displacement_noise = noise.and_then(|n| n.displacement_rms).unwrap_or(0.0);
         let force_noise = noise.and_then(|n| n.force_rms).unwrap_or(0.0);
@@ -1224,6 +1268,12 @@ fn parse_runner(v: &toml::Value, diag: &mut Diagnostics) -> Option<RunnerSetting
     if cpus.iter().any(|c| *c < 0) {
         diag.push("runner.cpus", "CPU indices must be ≥ 0");
     }
+    if let Some(c) = cpus.iter().find(|c| **c >= MAX_CPUS) {
+        diag.push(
+            "runner.cpus",
+            format!("CPU indices must be below {MAX_CPUS} (the size of a CPU set), found {c}"),
+        );
+    }
     let priority = spec.priority.unwrap_or(80);
     if !(1..=99).contains(&priority) {
         diag.push(
@@ -1236,6 +1286,11 @@ fn parse_runner(v: &toml::Value, diag: &mut Diagnostics) -> Option<RunnerSetting
         diag.push(
             "runner.results_ring",
             format!("must be at least 16 rows, found {results_ring}"),
+        );
+    } else if results_ring > MAX_RESULTS_RING {
+        diag.push(
+            "runner.results_ring",
+            format!("must be at most {MAX_RESULTS_RING} rows, found {results_ring}"),
         );
     }
     Some(RunnerSettings {

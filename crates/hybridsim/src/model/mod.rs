@@ -248,6 +248,10 @@ pub struct Model {
     pub lab: Option<lab::LabConfig>,
 }
 
+/// Largest `analysis.subcycles`: every coarse step runs ss physical substeps and the lab keeps
+/// a ring of 4·ss records, so an absurd ss would exhaust time and memory.
+pub const MAX_SUBCYCLES: i64 = 10_000;
+
 /// LSRT2 γ = 1 − √2/2.
 pub const LSRT2_GAMMA_LOW: f64 = 1.0 - std::f64::consts::FRAC_1_SQRT_2;
 /// LSRT2 γ = 1 + √2/2.
@@ -1243,13 +1247,14 @@ fn build(
             .filter(|(_, e)| e.role == Role::Specimen && e.element.kind() == "mass")
             .map(|(i, e)| format!("element[{i}] ({})", e.name))
             .collect();
-        let (dt_n, ss) = analysis
+        let (dt_n, ss, duration) = analysis
             .as_ref()
-            .map(|a| (a.time_step, a.subcycles))
-            .unwrap_or((1.0, 1));
+            .map(|a| (a.time_step, a.subcycles, a.duration))
+            .unwrap_or((1.0, 1, 1.0));
         let ctx = lab::LabContext {
             dt_n,
             ss,
+            duration,
             units: &units,
             physical_dofs,
             has_physical: substructures.iter().any(|s| s.physical),
@@ -1429,6 +1434,13 @@ fn build_analysis(
         diag.push(
             "analysis.subcycles",
             format!("must be a whole number ≥ 1, found {subcycles}"),
+        );
+    } else if subcycles > MAX_SUBCYCLES {
+        diag.push(
+            "analysis.subcycles",
+            format!(
+                "must be at most {MAX_SUBCYCLES} substeps per numerical step, found {subcycles}"
+            ),
         );
     }
     if subcycles > 1 && integrator != IntegratorKind::PgAlpha {
