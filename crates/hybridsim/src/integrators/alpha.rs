@@ -1,6 +1,6 @@
 //! The generalized-α step shared by the monolithic and partitioned schemes.
 
-use crate::assembly::{Coupling, Partition};
+use crate::assembly::{Coupling, Partition, StateSpace};
 use crate::physical::ProviderError;
 use nalgebra::{DMatrix, DVector};
 
@@ -99,6 +99,20 @@ impl AlphaState {
         self.y.copy_from(&other.y);
         self.ydot.copy_from(&other.ydot);
         self.v.copy_from(&other.v);
+    }
+
+    /// Start from `Y_0` of `state` with `Ẏ_0 = M⁻¹ rhs` (`rhs = F_0 − R(Y_0)`, plus `L Λ_0`
+    /// for a coupled start) and `V_0 = Ẏ_0` (seed 000 eqs 14, 24; ALGORITHMS.md A1, A2).
+    pub fn start(&mut self, state: &StateSpace, rhs: &DVector<f64>) -> Result<(), String> {
+        let ydot = state
+            .big_mass()
+            .lu()
+            .solve(rhs)
+            .ok_or_else(|| format!("substructure `{}`: singular mass matrix", state.name))?;
+        self.y.copy_from(&state.y0);
+        self.ydot.copy_from(&ydot);
+        self.v.copy_from(&ydot);
+        Ok(())
     }
 
     /// Flat length `3N`.

@@ -41,15 +41,7 @@ impl MgAlpha {
         part.state.load(t0, f.as_mut_slice());
         part.residual_at_rest(t0, state.y.as_slice(), r.as_mut_slice())
             .map_err(|e| e.to_string())?;
-        let rhs = f - r;
-        let ydot = part
-            .state
-            .big_mass()
-            .lu()
-            .solve(&rhs)
-            .ok_or("singular mass matrix")?;
-        state.ydot.copy_from(&ydot);
-        state.v.copy_from(&ydot);
+        state.start(&part.state, &(f - r))?;
         Ok(Self {
             parts: [part],
             stepper,

@@ -140,14 +140,7 @@ impl PgAlpha {
             let size = part.state.size();
             let l = interface.l_matrix(k, part.state.n_dofs(), size);
             let rhs = &f0[k] - &r0[k] + l * &lambda0;
-            let ydot = part
-                .state
-                .big_mass()
-                .lu()
-                .solve(&rhs)
-                .ok_or("singular mass")?;
-            runs[k].coupled.ydot.copy_from(&ydot);
-            runs[k].coupled.v.copy_from(&ydot);
+            runs[k].coupled.start(&part.state, &rhs)?;
             let c = runs[k].coupled.clone();
             runs[k].free.assign(&c);
         }
