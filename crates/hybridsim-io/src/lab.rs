@@ -304,3 +304,26 @@ impl LabLog {
         hybridsim_plot::save(&chart, path).map_err(|e| e.to_string())
     }
 }
+
+/// The `time_scale` object of `run.json`: Δt^N, ss, λ, Δt^P, Δt^C, Δt^S and the regime (seed
+/// 000 §2.2; ALGORITHMS.md A17). Shared by `run` and the real-time runner.
+pub fn time_scale_json(lab: &hybridsim::model::lab::LabSettings) -> serde_json::Value {
+    let ts = lab.time_scale;
+    serde_json::json!({
+        "dt_N": ts.dt_n, "subcycles": ts.ss, "lambda": ts.lambda, "dt_P": ts.dt_p,
+        "dt_C_wall": ts.dt_c, "dt_S_wall": ts.dt_s, "controller_rate_hz": ts.controller_rate(),
+        "regime": format!("{:?}", lab.regime),
+    })
+}
+
+/// The transfer-system fields of the `lab` object of `run.json` (callers add their own).
+pub fn lab_settings_json(
+    lab: &hybridsim::model::lab::LabSettings,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("transfer".into(), format!("{:?}", lab.transfer).into());
+    m.insert("geometric_scale".into(), lab.geometric_scale.into());
+    m.insert("force_scale".into(), lab.force_scale.into());
+    m.insert("device_multiplier".into(), lab.device_multiplier.into());
+    m
+}

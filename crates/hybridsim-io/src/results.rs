@@ -384,7 +384,6 @@ fn event_json(ev: &SafetyEvent) -> Value {
 /// The lab part of `run.json` (time scale, safety, divergence criterion, indicators, seeds).
 fn lab_json(sim: &Engine, p: &Progress) -> Option<Value> {
     let lab = sim.model.lab.as_ref()?;
-    let ts = lab.lab.time_scale;
     let safety: Vec<Value> = sim
         .safety()
         .iter()
@@ -408,20 +407,12 @@ fn lab_json(sim: &Engine, p: &Progress) -> Option<Value> {
         .collect();
     let first_event = sim.safety().iter().find_map(|(_, s)| s.event);
     let d = &lab.safety.divergence;
+    let mut lab_fields = crate::lab::lab_settings_json(&lab.lab);
+    lab_fields.insert("seed".into(), json!(lab.lab.seed));
+    lab_fields.insert("lab_rows_written".into(), json!(p.lab_rows));
     Some(json!({
-        "time_scale": {
-            "dt_N": ts.dt_n, "subcycles": ts.ss, "lambda": ts.lambda, "dt_P": ts.dt_p,
-            "dt_C_wall": ts.dt_c, "dt_S_wall": ts.dt_s, "controller_rate_hz": ts.controller_rate(),
-            "regime": format!("{:?}", lab.lab.regime),
-        },
-        "lab": {
-            "transfer": format!("{:?}", lab.lab.transfer),
-            "geometric_scale": lab.lab.geometric_scale,
-            "force_scale": lab.lab.force_scale,
-            "device_multiplier": lab.lab.device_multiplier,
-            "seed": lab.lab.seed,
-            "lab_rows_written": p.lab_rows,
-        },
+        "time_scale": crate::lab::time_scale_json(&lab.lab),
+        "lab": lab_fields,
         "safety": safety,
         "safety_event": first_event.as_ref().map(event_json),
         "divergence_criterion": {

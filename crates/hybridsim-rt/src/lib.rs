@@ -846,6 +846,15 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
         ),
         RunStatus::Failed(e) => ("failed", Value::Null, Some(e.clone())),
     };
+    let mut lab_fields = hybridsim_io::lab::lab_settings_json(&lab.lab);
+    lab_fields.insert(
+        "providers".into(),
+        json!(pg
+            .partitions()
+            .iter()
+            .filter_map(|p| p.provider.as_ref().map(|pr| pr.describe()))
+            .collect::<Vec<_>>()),
+    );
     let run_json = json!({
         "hybridsim_version": env!("CARGO_PKG_VERSION"),
         "runner": "hybridsim-rt",
@@ -856,18 +865,8 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
             "units": { "length": model.units.length, "force": model.units.force, "time": model.units.time },
         },
         "pacing": if realtime { "realtime" } else { "fast" },
-        "time_scale": {
-            "dt_N": ts.dt_n, "subcycles": ts.ss, "lambda": ts.lambda, "dt_P": ts.dt_p,
-            "dt_C_wall": ts.dt_c, "dt_S_wall": ts.dt_s, "controller_rate_hz": ts.controller_rate(),
-            "regime": format!("{:?}", lab.lab.regime),
-        },
-        "lab": {
-            "transfer": format!("{:?}", lab.lab.transfer),
-            "geometric_scale": lab.lab.geometric_scale,
-            "force_scale": lab.lab.force_scale,
-            "device_multiplier": lab.lab.device_multiplier,
-            "providers": pg.partitions().iter().filter_map(|p| p.provider.as_ref().map(|pr| pr.describe())).collect::<Vec<_>>(),
-        },
+        "time_scale": hybridsim_io::lab::time_scale_json(&lab.lab),
+        "lab": lab_fields,
         "random_seeds": seeds,
         "status": status_name,
         "safety_event": event_json,
