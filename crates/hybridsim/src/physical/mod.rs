@@ -363,16 +363,3 @@ impl RestoringForceProvider for NumericalSpecimen {
         Some(Box::new(NumericalSpecimen::new(self.n_dofs, elements)))
     }
 }
-
-/// DOFs of a specimen element set (for summaries).
-pub fn specimen_dofs(elements: &[ElementRef]) -> Vec<DofRef> {
-    let mut out: Vec<DofRef> = Vec::new();
-    for e in elements {
-        for d in e.dofs() {
-            if !out.contains(d) {
-                out.push(d.clone());
-            }
-        }
-    }
-    out
-}
