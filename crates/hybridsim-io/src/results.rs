@@ -1,7 +1,7 @@
 //! Results folders: CSV time histories through a bounded writer queue, and `run.json`.
 //!
 //! A model with a `[lab]` runs on the same single-threaded path (the threaded runner is
-//! `hybridsim realtime`); after every coarse step the lab provider's controller-rate records
+//! `hybridsim realtime`); after every coarse step the laboratory's controller-rate records
 //! (one per Δt^C) are drained into recycled buffers and sent through a second bounded queue to
 //! a lab writer thread (`lab.csv`, one file per physical substructure), so that no file I/O
 //! happens inside a step. `run.json` then also holds the time scale, the seeds of the virtual
@@ -11,9 +11,7 @@
 
 use crate::lab::{CsvSink, LabLog, TrackingIndicators};
 use crate::LoadedModel;
-use hybridsim::assembly::{build_partitions, Grouping};
-use hybridsim::integrators::{PgAlpha, TimeIntegrator};
-use hybridsim::model::IntegratorKind;
+use hybridsim::integrators::TimeIntegrator;
 use hybridsim::output::{Column, Recorder};
 use hybridsim::physical::safety::DivergenceMonitor;
 use hybridsim::physical::{EventKind, SafetyEvent, SafetySummary};
@@ -34,44 +32,19 @@ const QUEUE_LAB_BATCHES: usize = 1024;
 /// Largest delay searched by the cross-correlation delay indicator (s, wall clock).
 const MAX_INDICATOR_DELAY: f64 = 0.25;
 
-/// The integrator of a run with its recorder. Models with a `[lab]` keep the concrete PG-α
-/// integrator so that the lab providers of its physical partitions can be reached between
-/// steps (drain the lab records, trip on an abort); the stepping is the same
-/// [`TimeIntegrator::step`] as [`hybridsim::Simulation`]'s.
+/// The integrator of a run with its recorder. Laboratories are reached between steps only
+/// through their [`hybridsim::physical::LabControl`] handles (drain the lab records, trip on a
+/// fault); the stepping is the same [`TimeIntegrator::step`] as [`hybridsim::Simulation`]'s.
 struct Engine {
     model: Model,
-    integ: Integ,
+    integ: Box<dyn TimeIntegrator>,
     recorder: Recorder,
-}
-
-enum Integ {
-    Boxed(Box<dyn TimeIntegrator>),
-    Pg(Box<PgAlpha>),
 }
 
 impl Engine {
     fn new(model: Model) -> Result<Self, ModelError> {
-        let a = &model.analysis;
-        let integ = if model.lab.is_some() && a.integrator == IntegratorKind::PgAlpha {
-            let parts = build_partitions(&model, Grouping::Partitioned)?;
-            let pg = PgAlpha::new(
-                parts,
-                a.rho_inf,
-                a.time_step,
-                a.subcycles,
-                a.corrections,
-                a.start,
-                0.0,
-            )
-            .map_err(|e| ModelError::single(&model.source, "analysis", e))?;
-            Integ::Pg(Box::new(pg))
-        } else {
-            Integ::Boxed(hybridsim::integrators::build(&model)?)
-        };
-        let recorder = match &integ {
-            Integ::Boxed(b) => Recorder::new(&model, b.as_ref()),
-            Integ::Pg(p) => Recorder::new(&model, p.as_ref()),
-        };
+        let integ = hybridsim::integrators::build(&model)?;
+        let recorder = Recorder::new(&model, integ.as_ref());
         Ok(Self {
             model,
             integ,
@@ -80,17 +53,7 @@ impl Engine {
     }
 
     fn integrator(&self) -> &dyn TimeIntegrator {
-        match &self.integ {
-            Integ::Boxed(b) => b.as_ref(),
-            Integ::Pg(p) => p.as_ref(),
-        }
-    }
-
-    fn integrator_mut(&mut self) -> &mut dyn TimeIntegrator {
-        match &mut self.integ {
-            Integ::Boxed(b) => b.as_mut(),
-            Integ::Pg(p) => p.as_mut(),
-        }
+        self.integ.as_ref()
     }
 
     fn columns(&self) -> &[Column] {
@@ -102,27 +65,21 @@ impl Engine {
     }
 
     fn step(&mut self) -> Result<(), StepError> {
-        self.integrator_mut().step()
+        self.integ.step()
     }
 
     fn record(&mut self, row: &mut [f64]) {
-        let Self {
-            integ, recorder, ..
-        } = self;
-        match integ {
-            Integ::Boxed(b) => recorder.record(b.as_mut(), row),
-            Integ::Pg(p) => recorder.record(p.as_mut(), row),
-        }
+        self.recorder.record(self.integ.as_mut(), row)
     }
 
-    /// Physical partitions with a lab provider: (partition index, lab columns).
+    /// Physical partitions with a lab: (partition index, name, lab columns).
     fn lab_partitions(&self) -> Vec<(usize, String, Vec<String>)> {
         self.integrator()
             .partitions()
             .iter()
             .enumerate()
             .filter_map(|(k, p)| {
-                let cols = p.provider.as_ref()?.lab_columns();
+                let cols = p.lab()?.lab_columns();
                 (!cols.is_empty()).then(|| (k, p.state.name.clone(), cols))
             })
             .collect()
@@ -130,31 +87,23 @@ impl Engine {
 
     /// Hand the lab records of partition `k` to `sink` (allocation-free).
     fn drain_lab(&mut self, k: usize, sink: &mut dyn FnMut(&[f64])) {
-        if let Integ::Pg(pg) = &mut self.integ {
-            if let Some(mut ph) = pg.free_phases().nth(k) {
-                if let Some(p) = ph.partition_mut().provider.as_mut() {
-                    p.drain_lab(sink);
-                }
+        self.integ.for_each_lab(&mut |i, lab| {
+            if i == k {
+                lab.drain_lab(sink);
             }
-        }
+        });
     }
 
     /// Trip the safety layer of every physical partition (operator abort, divergence of Λ).
     fn trip_all(&mut self, kind: EventKind, t: f64) {
-        if let Integ::Pg(pg) = &mut self.integ {
-            for mut ph in pg.free_phases() {
-                if let Some(p) = ph.partition_mut().provider.as_mut() {
-                    p.trip(kind, t);
-                }
-            }
-        }
+        self.integ.for_each_lab(&mut |_, lab| lab.trip(kind, t));
     }
 
     fn safety(&self) -> Vec<(String, SafetySummary)> {
         self.integrator()
             .partitions()
             .iter()
-            .filter_map(|p| Some((p.state.name.clone(), p.provider.as_ref()?.safety_summary()?)))
+            .filter_map(|p| Some((p.state.name.clone(), p.lab()?.safety_summary())))
             .collect()
     }
 }
@@ -175,7 +124,7 @@ struct LabQueue {
 }
 
 impl LabQueue {
-    /// Drain the lab records of every provider into recycled buffers and queue them for the
+    /// Drain the lab records of every laboratory into recycled buffers and queue them for the
     /// writer (blocking when the bounded queue is full: `run` has no wall-clock deadline, and
     /// dropping hybrid-test data is not an option). `false` when the writer has stopped.
     fn drain(&mut self, sim: &mut Engine) -> bool {
@@ -453,8 +402,8 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
                 "physical": p.state.physical,
                 "dofs": p.state.dofs.iter().map(|d| format!("{}.{}", d.node, d.dof)).collect::<Vec<_>>(),
                 "extra_states": p.state.n_states,
-                "specimen": p.provider.as_ref().map(|pr| pr.describe()),
-                "provider_queries": p.provider_calls,
+                "specimen": p.physical.as_ref().map(|port| port.substructure().describe()),
+                "specimen_commands": p.physical.as_ref().map(|port| port.commands()),
             })
         })
         .collect();
@@ -485,8 +434,8 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
             integ
                 .partitions()
                 .iter()
-                .filter_map(|p| p.provider.as_ref())
-                .flat_map(|p| p.seeds())
+                .filter_map(|p| p.lab())
+                .flat_map(|lab| lab.seeds())
                 .map(|(k, s)| json!({"source": k, "seed": s})),
         )
         .collect();
@@ -592,7 +541,7 @@ pub fn run_to_folder(
     let csv_path = folder.join("results.csv");
     let writer = writer_thread(csv_path.clone(), header, row_rx, free_tx);
 
-    // Lab records: one sink per physical substructure with a lab provider.
+    // Lab records: one sink per physical substructure with a laboratory.
     let lab_parts = sim.lab_partitions();
     let mut lab_sinks = Vec::new();
     for (i, (_, name, cols)) in lab_parts.iter().enumerate() {
@@ -623,7 +572,7 @@ pub fn run_to_folder(
             cap,
         }
     });
-    // Drains every lab provider into recycled buffers and queues them (no file I/O here).
+    // Drains every laboratory into recycled buffers and queues them (no file I/O here).
     let drain = |sim: &mut Engine, q: &mut Option<LabQueue>| -> bool {
         match q {
             Some(q) => q.drain(sim),

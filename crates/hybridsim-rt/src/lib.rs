@@ -277,8 +277,8 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     let any_hardware = pg
         .partitions()
         .iter()
-        .filter_map(|p| p.provider.as_ref())
-        .any(|p| !p.is_virtual());
+        .filter_map(|p| p.lab())
+        .any(|lab| !lab.is_virtual());
     let mut recorder = Recorder::new(model, &pg);
     let columns: Vec<String> = recorder.columns().iter().map(|c| c.header()).collect();
     let ncol = columns.len();
@@ -294,9 +294,8 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     let mut lab_cols = Vec::new();
     for &k in &physical {
         let cols = pg.partitions()[k]
-            .provider
-            .as_ref()
-            .map(|p| p.lab_columns())
+            .lab()
+            .map(|lab| lab.lab_columns())
             .unwrap_or_default();
         let width = cols.len().max(1);
         let lab_rows = (64 * ss as usize).max(ring_rows * ss as usize / every.max(1) as usize);
@@ -609,33 +608,26 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
         wait: u64,
     ) -> bool {
         let mut ok = true;
-        for mut ph in pg.free_phases() {
-            let k = ph.index();
+        pg.for_each_lab(&mut |k, lab| {
             let Some(i) = physical.iter().position(|p| *p == k) else {
-                continue;
+                return;
             };
             let tx = &mut lab_tx[i];
-            if let Some(p) = ph.partition_mut().provider.as_mut() {
-                p.drain_lab(&mut |r: &[f64]| {
-                    if !push_row(tx, r, wait) {
-                        ok = false;
-                    }
-                });
-            }
-        }
+            lab.drain_lab(&mut |r: &[f64]| {
+                if !push_row(tx, r, wait) {
+                    ok = false;
+                }
+            });
+        });
         ok
     }
     fn trip_all(pg: &mut PgAlpha, kind: EventKind, t: f64) {
-        for mut ph in pg.free_phases() {
-            if let Some(p) = ph.partition_mut().provider.as_mut() {
-                p.trip(kind, t);
-            }
-        }
+        pg.for_each_lab(&mut |_, lab| lab.trip(kind, t));
     }
     fn first_event(pg: &PgAlpha) -> Option<SafetyEvent> {
         pg.partitions()
             .iter()
-            .filter_map(|p| p.provider.as_ref()?.safety_summary()?.event)
+            .filter_map(|p| p.lab()?.event())
             .next()
     }
 
@@ -802,7 +794,7 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     let safety: Vec<SafetySummary> = pg
         .partitions()
         .iter()
-        .filter_map(|p| p.provider.as_ref()?.safety_summary())
+        .filter_map(|p| Some(p.lab()?.safety_summary()))
         .collect();
     let mut indicators = Vec::new();
     for log in &logs {
@@ -821,8 +813,8 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     let seeds: Vec<Value> = pg
         .partitions()
         .iter()
-        .filter_map(|p| p.provider.as_ref())
-        .flat_map(|p| p.seeds())
+        .filter_map(|p| p.lab())
+        .flat_map(|lab| lab.seeds())
         .map(|(k, s)| json!({"source": k, "seed": s}))
         .chain(model.ground_motions.iter().filter_map(|g| {
             g.seed
@@ -852,7 +844,10 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
         json!(pg
             .partitions()
             .iter()
-            .filter_map(|p| p.provider.as_ref().map(|pr| pr.describe()))
+            .filter_map(|p| p
+                .physical
+                .as_ref()
+                .map(|port| port.substructure().describe()))
             .collect::<Vec<_>>()),
     );
     let run_json = json!({

@@ -190,7 +190,7 @@ impl Recorder {
                     }
                 }
             }
-            if let Some(pr) = &part.provider {
+            if let Some(pr) = part.physical.as_ref().map(|p| p.substructure()) {
                 for (i, d) in st.dofs.iter().enumerate() {
                     push(
                         &mut columns,
@@ -315,7 +315,12 @@ impl Recorder {
                         row[c + 1 - len..=c].copy_from_slice(&self.scratch[..len]);
                     }
                 }
-                Channel::Measured(p, i) => row[c] = integ.partitions()[p].measured[i],
+                Channel::Measured(p, i) => {
+                    row[c] = integ.partitions()[p]
+                        .physical
+                        .as_ref()
+                        .map_or(f64::NAN, |port| port.measured()[i])
+                }
                 Channel::Deformation(p, slot) | Channel::Dissipated(p, slot) => {
                     let st = &integ.partitions()[p].state;
                     let (d, e) = st.element_deformation_and_dissipation(
@@ -332,7 +337,11 @@ impl Recorder {
                 }
                 Channel::Provider { part, len } => {
                     if len > 0 {
-                        if let Some(pr) = &integ.partitions()[part].provider {
+                        if let Some(pr) = integ.partitions()[part]
+                            .physical
+                            .as_ref()
+                            .map(|p| p.substructure())
+                        {
                             pr.channels(&mut self.scratch[..len]);
                             row[c + 1 - len..=c].copy_from_slice(&self.scratch[..len]);
                         }

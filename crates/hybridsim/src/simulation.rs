@@ -140,8 +140,8 @@ impl Simulation {
                 st.n_states,
                 st.slots.len()
             );
-            if let Some(pr) = &p.provider {
-                let _ = writeln!(s, "  specimen: {}", pr.describe());
+            if let Some(port) = &p.physical {
+                let _ = writeln!(s, "  specimen: {}", port.substructure().describe());
             }
         }
         if let Some(iface) = self.integrator.interface() {

@@ -4,7 +4,7 @@ use common::*;
 use hybridsim::model::lab::{ActuatorLimits, TripAction};
 use hybridsim::physical::safety::{EventKind, SafetyLayer, SafetyState};
 use hybridsim::physical::transfer::{ActuatorCommand, TransferSystem};
-use hybridsim::physical::ProviderError;
+use hybridsim::physical::TransferError;
 use hybridsim::Simulation;
 
 const EXAMPLE: &str = "split_mass_delayed_actuator.toml";
@@ -26,16 +26,16 @@ impl TransferSystem for Mock {
     fn n_actuators(&self) -> usize {
         1
     }
-    fn measure_at_rest(&mut self, f: &mut [f64], x: &mut [f64]) -> Result<(), ProviderError> {
+    fn measure_at_rest(&mut self, f: &mut [f64], x: &mut [f64]) -> Result<(), TransferError> {
         f[0] = 0.0;
         x[0] = 0.0;
         Ok(())
     }
-    fn send(&mut self, _: u64, _: f64, cmd: &[ActuatorCommand]) -> Result<(), ProviderError> {
+    fn send(&mut self, _: u64, _: f64, cmd: &[ActuatorCommand]) -> Result<(), TransferError> {
         self.sent.push(cmd[0].d);
         Ok(())
     }
-    fn receive(&mut self, tick: u64, f: &mut [f64], x: &mut [f64]) -> Result<(), ProviderError> {
+    fn receive(&mut self, tick: u64, f: &mut [f64], x: &mut [f64]) -> Result<(), TransferError> {
         f[0] = if Some(tick) == self.nan_at {
             f64::NAN
         } else {
@@ -175,11 +175,9 @@ fn stroke_limit_breach_on_the_virtual_lab() {
     let (sim, err, steps) = run_until_stop(m);
     let err = err.expect("the stroke must stop the test");
     let s = sim.integrator.partitions()[1]
-        .provider
-        .as_ref()
+        .lab()
         .unwrap()
-        .safety_summary()
-        .unwrap();
+        .safety_summary();
     println!(
         "stopped after {steps} steps: {err}; max command sent {:e}",
         s.max_sent[0]
@@ -258,20 +256,11 @@ fn operator_abort_takes_the_safety_path() {
         pg.step().unwrap();
     }
     // What the runner does on Ctrl-C: trip every provider, then stop.
-    for mut ph in pg.free_phases() {
-        if let Some(p) = ph.partition_mut().provider.as_mut() {
-            p.trip(EventKind::OperatorAbort, 0.2);
-        }
-    }
+    pg.for_each_lab(&mut |_, lab| lab.trip(EventKind::OperatorAbort, 0.2));
     let err = pg.step().unwrap_err().to_string();
     println!("after the abort: {err}");
     assert!(err.contains("operator_abort"));
-    let s = pg.partitions()[1]
-        .provider
-        .as_ref()
-        .unwrap()
-        .safety_summary()
-        .unwrap();
+    let s = pg.partitions()[1].lab().unwrap().safety_summary();
     assert_eq!(s.event.unwrap().kind, EventKind::OperatorAbort);
     assert_eq!(s.commands_sent, 200);
 }
@@ -357,15 +346,15 @@ fn a_failed_check_at_rest_trips_and_latches() {
         fn n_actuators(&self) -> usize {
             1
         }
-        fn measure_at_rest(&mut self, f: &mut [f64], x: &mut [f64]) -> Result<(), ProviderError> {
+        fn measure_at_rest(&mut self, f: &mut [f64], x: &mut [f64]) -> Result<(), TransferError> {
             f[0] = 0.0;
             x[0] = f64::NAN;
             Ok(())
         }
-        fn send(&mut self, _: u64, _: f64, _: &[ActuatorCommand]) -> Result<(), ProviderError> {
+        fn send(&mut self, _: u64, _: f64, _: &[ActuatorCommand]) -> Result<(), TransferError> {
             panic!("nothing may be sent");
         }
-        fn receive(&mut self, _: u64, _: &mut [f64], _: &mut [f64]) -> Result<(), ProviderError> {
+        fn receive(&mut self, _: u64, _: &mut [f64], _: &mut [f64]) -> Result<(), TransferError> {
             Ok(())
         }
     }

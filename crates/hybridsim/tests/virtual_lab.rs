@@ -162,10 +162,9 @@ force = 1.0e6
                 .unwrap();
         let _ = &mut m;
         let mut p = parts.into_iter().find(|p| p.state.physical).unwrap();
-        let prov = p.provider.as_mut().unwrap();
-        let mut f = [0.0];
-        prov.measure_at_rest(0.0, &[0.0], &[0.0], &mut f).unwrap();
-        prov.command(1e-3, &[1e-4], &[0.1], &mut f).unwrap();
+        let port = p.physical.as_mut().unwrap();
+        port.measure_at_rest(0.0, &[0.0, 0.0]).unwrap();
+        let f = port.command_open_loop(1e-3, &[1e-4, 0.1]).unwrap();
         forces.push(f[0]);
     }
     println!("dashpot force at v = 0.1 for λ = 1, 10, 100: {forces:?}");
@@ -230,11 +229,9 @@ fn undamped_delayed_test_diverges_and_is_caught_before_any_limit() {
     }
     let err = err.expect("the undamped delayed test must be stopped");
     let summary = sim.integrator.partitions()[1]
-        .provider
-        .as_ref()
+        .lab()
         .unwrap()
-        .safety_summary()
-        .unwrap();
+        .safety_summary();
     println!(
         "undamped, 15 ms delay: stopped at t = {:.2} s: {err}; peak |u1| {peak:.4e} m, max command sent {:.4e} m, stroke {stroke} m",
         sim.integrator.time(),
@@ -404,13 +401,13 @@ force = 1.0e6
             hybridsim::assembly::build_partitions(&m, hybridsim::assembly::Grouping::Partitioned)
                 .unwrap();
         let mut p = parts.into_iter().find(|p| p.state.physical).unwrap();
-        let prov = p.provider.as_mut().unwrap();
-        let mut f = [0.0, 0.0];
-        prov.measure_at_rest(0.0, &[0.0, 0.0], &[0.0, 0.0], &mut f)
-            .unwrap();
-        prov.command(1e-3, &[0.001, 0.003], &[0.0, 0.0], &mut f)
-            .unwrap();
-        let summary = prov.safety_summary().unwrap();
+        let port = p.physical.as_mut().unwrap();
+        port.measure_at_rest(0.0, &[0.0, 0.0, 0.0, 0.0]).unwrap();
+        let f: Vec<f64> = port
+            .command_open_loop(1e-3, &[0.001, 0.003, 0.0, 0.0])
+            .unwrap()
+            .to_vec();
+        let summary = port.lab().unwrap().safety_summary();
         println!(
             "scale {scale}, multiplier {mult}: DOF forces {f:?}, command sent {:e} (specimen units)",
             summary.max_sent[0]
@@ -423,7 +420,9 @@ force = 1.0e6
         assert_eq!(f[0], -f[1]);
         assert!((summary.max_sent[0] - 0.002 / scale).abs() < 1e-15);
         let mut lab_force = Vec::new();
-        prov.drain_lab(&mut |r: &[f64]| lab_force.push(r[5]));
+        port.lab_mut()
+            .unwrap()
+            .drain_lab(&mut |r: &[f64]| lab_force.push(r[5]));
         let measured = *lab_force.last().unwrap();
         // Actuator force for d = u2 − u1 > 0 is k d / (scale² · multiplier).
         assert!(
@@ -460,11 +459,9 @@ fn energy_growth_bound_catches_the_undamped_delayed_test_before_any_limit() {
     }
     let err = err.expect("the undamped delayed test must be stopped");
     let s = sim.integrator.partitions()[1]
-        .provider
-        .as_ref()
+        .lab()
         .unwrap()
-        .safety_summary()
-        .unwrap();
+        .safety_summary();
     // Default bound ⅛ k̂ u_b² with k̂ = 4e5 N/m, u_b = 0.04 m.
     let expected_bound = 0.125 * 4.0e5 * u_bound * u_bound;
     println!(
@@ -501,11 +498,9 @@ fn passive_specimens_never_reach_the_energy_bound() {
             sim.step().unwrap_or_else(|e| panic!("{name}: {e}"));
         }
         let s = sim.integrator.partitions()[1]
-            .provider
-            .as_ref()
+            .lab()
             .unwrap()
-            .safety_summary()
-            .unwrap();
+            .safety_summary();
         println!(
             "{name}: generated energy {:.4e} J, bound {:.3} J",
             s.energy_generated, s.energy_bound

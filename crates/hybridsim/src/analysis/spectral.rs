@@ -31,7 +31,7 @@ use crate::elements::zero_state_tangent;
 use crate::error::StepError;
 use crate::integrators::{self, amplification_matrix, PgAlpha, TimeIntegrator};
 use crate::model::{Estimate, IntegratorKind, Model, Role};
-use crate::physical::{ProviderError, RestoringForceProvider};
+use crate::physical::{PhysicalSubstructure, PortError, Tick};
 use nalgebra::{Complex, DMatrix};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -370,14 +370,14 @@ impl DelayLine {
 /// of `k` commands ago is returned. It models a loop delay of `k Δt^P` (actuator and
 /// communication lag) inside the amplification matrix. Allocation-free after construction.
 pub struct DelayedProvider {
-    inner: Box<dyn RestoringForceProvider>,
+    inner: Box<dyn PhysicalSubstructure>,
     line: Arc<DelayLine>,
     fresh: Vec<f64>,
 }
 
 impl DelayedProvider {
     /// Wrap `inner` (over `line`'s `n` DOFs).
-    pub fn new(inner: Box<dyn RestoringForceProvider>, line: Arc<DelayLine>) -> Self {
+    pub fn new(inner: Box<dyn PhysicalSubstructure>, line: Arc<DelayLine>) -> Self {
         let n = line.n;
         Self {
             inner,
@@ -387,7 +387,7 @@ impl DelayedProvider {
     }
 }
 
-impl RestoringForceProvider for DelayedProvider {
+impl PhysicalSubstructure for DelayedProvider {
     fn describe(&self) -> String {
         format!(
             "{} delayed by {} command(s)",
@@ -401,19 +401,19 @@ impl RestoringForceProvider for DelayedProvider {
         u: &[f64],
         v: &[f64],
         force: &mut [f64],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<(), PortError> {
         self.inner.measure_at_rest(t, u, v, force)?;
         self.line.fill(force);
         Ok(())
     }
     fn command(
         &mut self,
-        t: f64,
+        tick: &Tick,
         u: &[f64],
         v: &[f64],
         force: &mut [f64],
-    ) -> Result<(), ProviderError> {
-        self.inner.command(t, u, v, &mut self.fresh)?;
+    ) -> Result<(), PortError> {
+        self.inner.command(tick, u, v, &mut self.fresh)?;
         self.line.exchange(&self.fresh, force);
         Ok(())
     }
@@ -451,6 +451,9 @@ impl TimeIntegrator for WithDelayLines {
     }
     fn partitions(&self) -> &[crate::assembly::Partition] {
         self.inner.partitions()
+    }
+    fn for_each_lab(&mut self, f: &mut dyn FnMut(usize, &mut dyn crate::physical::LabControl)) {
+        self.inner.for_each_lab(f)
     }
     fn state(&self, p: usize) -> &[f64] {
         self.inner.state(p)
@@ -524,9 +527,10 @@ pub fn build_for_analysis(
     let mut parts = build_partitions(&m, Grouping::Partitioned)?;
     let mut lines = Vec::new();
     for p in parts.iter_mut() {
-        if let Some(inner) = p.provider.take() {
+        if let Some(port) = p.physical.as_mut() {
             let line = DelayLine::new(opts.delay_ticks, p.state.n_dofs());
-            p.provider = Some(Box::new(DelayedProvider::new(inner, line.clone())));
+            let delayed = line.clone();
+            port.map_substructure(|inner| Box::new(DelayedProvider::new(inner, delayed)));
             lines.push(line);
         }
     }

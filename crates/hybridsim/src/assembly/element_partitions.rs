@@ -18,7 +18,7 @@ use crate::elements::{DofRef, ElementRef, LinearSuperelement, Mass};
 use crate::error::{Diagnostics, ModelError};
 use crate::integrators::AlphaParameters;
 use crate::model::{ElementInstance, Model, Rayleigh, Role};
-use crate::physical::{NumericalSpecimen, RestoringForceProvider, SpecimenElement};
+use crate::physical::{NumericalSpecimen, PhysicalPort, SpecimenElement};
 use nalgebra::DMatrix;
 use std::sync::Arc;
 
@@ -402,8 +402,11 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
             .map(|(l, _)| l.clone())
             .collect();
         let estimate = if physical { sub.estimate.clone() } else { None };
-        let provider: Option<Box<dyn RestoringForceProvider>> = if physical {
-            Some(Box::new(NumericalSpecimen::new(n, specimen.clone())))
+        let port: Option<PhysicalPort> = if physical {
+            Some(PhysicalPort::new(
+                Box::new(NumericalSpecimen::new(n, specimen.clone())),
+                n,
+            ))
         } else {
             None
         };
@@ -441,7 +444,7 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
             .map(|e| (e.element.clone(), e.map.clone()))
             .collect();
         let index = parts.len();
-        parts.push(Partition::new(ss, provider, specimen_refs, index));
+        parts.push(Partition::new(ss, port, specimen_refs, index));
         coupled.push(
             dofs.iter()
                 .enumerate()

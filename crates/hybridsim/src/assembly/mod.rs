@@ -22,7 +22,7 @@ pub use state_space::{ElementSlot, ElementWorkspace, Partition, StateSpace};
 use crate::elements::{DofRef, ElementRef, LinearSuperelement};
 use crate::error::{Diagnostics, ModelError};
 use crate::model::{Model, Rayleigh, Role};
-use crate::physical::{RestoringForceProvider, SpecimenElement};
+use crate::physical::{PhysicalPort, SpecimenElement};
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
@@ -159,9 +159,9 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
         } else {
             None
         };
-        let provider: Option<Box<dyn RestoringForceProvider>> = if *physical {
+        let port: Option<PhysicalPort> = if *physical {
             Some(
-                crate::physical::build_provider(model, name, &dofs, specimen.clone())
+                crate::physical::build_port(model, name, &dofs, specimen.clone())
                     .map_err(|e| ModelError::single(&model.source, "lab", e))?,
             )
         } else {
@@ -173,7 +173,7 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
                     .iter()
                     .map(|e| (e.element.clone(), e.map.clone()))
                     .collect();
-                out.push(Partition::new(ss, provider, specimen_refs, gi));
+                out.push(Partition::new(ss, port, specimen_refs, gi));
             }
             Err(e) => {
                 for issue in e.issues {

@@ -5,7 +5,7 @@ use crate::elements::{zero_state_tangent, DofRef, ElementRef};
 use crate::error::{Diagnostics, ModelError};
 use crate::excitation::TimeFunction;
 use crate::model::{Estimate, Model};
-use crate::physical::{ProviderError, RestoringForceProvider};
+use crate::physical::{LabControl, PhysicalPort, PortError};
 use nalgebra::{DMatrix, DVector};
 
 /// An element placed in a state space: where its DOFs and extra states live.
@@ -571,23 +571,20 @@ fn add_estimate(j0: &mut DMatrix<f64>, dofs: &[DofRef], est: &Estimate, sign: f6
     }
 }
 
-/// A partition: the computed state space plus, for a physical substructure, the provider of
-/// the specimen's measured restoring force.
+/// A partition: the computed state space plus, for a physical substructure, the port of the
+/// specimen. The partition never commands the specimen itself: [`Partition::residual`] is the
+/// computed elements only, and integrators command the port in the open, once per tick.
 pub struct Partition {
     /// Computed part.
     pub state: StateSpace,
-    /// Specimen force provider (physical substructures).
-    pub provider: Option<Box<dyn RestoringForceProvider>>,
-    /// The specimen elements behind the provider, with their partition DOF maps.
+    /// The port of the physical substructure (physical partitions).
+    pub physical: Option<PhysicalPort>,
+    /// The specimen elements behind the port, with their partition DOF maps.
     pub specimen: Vec<(ElementRef, Vec<Option<usize>>)>,
     /// Index of this partition in its integrator.
     pub index: usize,
-    /// Last measured specimen force over the partition DOFs.
-    pub measured: Vec<f64>,
     /// Element workspace.
     pub ws: ElementWorkspace,
-    /// Number of provider queries so far.
-    pub provider_calls: u64,
 }
 
 impl std::fmt::Debug for Partition {
@@ -604,54 +601,52 @@ impl Partition {
     /// Wrap a state space.
     pub fn new(
         state: StateSpace,
-        provider: Option<Box<dyn RestoringForceProvider>>,
+        physical: Option<PhysicalPort>,
         specimen: Vec<(ElementRef, Vec<Option<usize>>)>,
         index: usize,
     ) -> Self {
-        let n = state.n_dofs();
         let ws = state.workspace();
         Self {
             state,
-            provider,
+            physical,
             specimen,
             index,
-            measured: vec![0.0; n],
             ws,
-            provider_calls: 0,
         }
     }
 
-    /// `R(Y)` including the measured specimen force; the provider is commanded with
-    /// `(u, v)` of `y` at time `t` (once per call: call it once per substep).
-    pub fn residual(&mut self, t: f64, y: &[f64], out: &mut [f64]) -> Result<(), ProviderError> {
+    /// `R(Y)` of the computed elements (pure: the specimen is not touched).
+    pub fn residual(&mut self, y: &[f64], out: &mut [f64]) {
         self.state.residual(y, out, &mut self.ws);
-        if let Some(p) = self.provider.as_mut() {
-            let n = self.state.n_dofs();
-            p.command(t, &y[..n], &y[n..2 * n], &mut self.measured)?;
-            self.provider_calls += 1;
-            for i in 0..n {
-                out[n + i] += self.measured[i];
-            }
-        }
-        Ok(())
     }
 
-    /// `R(Y0)` with the specimen measured at rest.
+    /// `R(Y0)` with the specimen measured at rest (before step 1).
     pub fn residual_at_rest(
         &mut self,
         t: f64,
         y: &[f64],
         out: &mut [f64],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<(), PortError> {
         self.state.residual(y, out, &mut self.ws);
-        if let Some(p) = self.provider.as_mut() {
+        if let Some(port) = self.physical.as_mut() {
             let n = self.state.n_dofs();
-            p.measure_at_rest(t, &y[..n], &y[n..2 * n], &mut self.measured)?;
-            for i in 0..n {
-                out[n + i] += self.measured[i];
+            let force = port.measure_at_rest(t, y)?;
+            for (o, f) in out[n..2 * n].iter_mut().zip(force) {
+                *o += f;
             }
         }
         Ok(())
+    }
+
+    /// The lab-control handle of this partition's physical substructure, if a transfer
+    /// system stands behind it.
+    pub fn lab(&self) -> Option<&dyn LabControl> {
+        self.physical.as_ref()?.lab()
+    }
+
+    /// The lab-control handle, mutably.
+    pub fn lab_mut(&mut self) -> Option<&mut dyn LabControl> {
+        self.physical.as_mut()?.lab_mut()
     }
 
     /// Total mechanical energy with this partition's own DOF copy (kinetic + stored), when

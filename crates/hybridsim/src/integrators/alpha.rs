@@ -1,7 +1,7 @@
 //! The generalized-α step shared by the monolithic and partitioned schemes.
 
 use crate::assembly::{Coupling, Partition, StateSpace};
-use crate::physical::ProviderError;
+use crate::physical::PortError;
 use nalgebra::{DMatrix, DVector};
 
 /// Generalized-α parameters from ρ∞ (seed 000 eq 7; ALGORITHMS.md A1):
@@ -372,7 +372,7 @@ impl AlphaStepper {
         };
         let d_fact = FactoredMatrix::new(&d).ok_or_else(singular)?;
         let n = st.size();
-        if part.provider.is_some() && corrections > 1 {
+        if part.physical.is_some() && corrections > 1 {
             return Err(format!(
                 "substructure `{}` is physical: it cannot be corrected (a specimen cannot be reverted)",
                 st.name
@@ -400,7 +400,8 @@ impl AlphaStepper {
     }
 
     /// Step `from` (at `t_next − dt`) to `to` (at `t_next`). `coupling` adds `w L Λ` to the
-    /// momentum rows. The provider of a physical partition is commanded once, at `Ỹ`.
+    /// momentum rows. The port of a physical partition is commanded once, at `Ỹ`, with the
+    /// tick of `t_next`; the corrections evaluate the computed elements only.
     pub fn step(
         &mut self,
         part: &mut Partition,
@@ -408,7 +409,7 @@ impl AlphaStepper {
         t_next: f64,
         coupling: Option<(&[Coupling], &DVector<f64>, f64)>,
         to: &mut AlphaState,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<(), PortError> {
         let p = self.params;
         let dt = self.dt;
         let am = p.alpha_m;
@@ -439,7 +440,15 @@ impl AlphaStepper {
                 }
             }
         }
-        part.residual(t_next, self.y_tilde.as_slice(), self.res.as_mut_slice())?;
+        part.residual(self.y_tilde.as_slice(), self.res.as_mut_slice());
+        // The one command of this tick: the specimen at the predictor.
+        if let Some(port) = part.physical.as_mut() {
+            let tick = port.tick(t_next);
+            let force = port.command(tick, self.y_tilde.as_slice())?;
+            for (r, f) in self.res.as_mut_slice()[n..2 * n].iter_mut().zip(force) {
+                *r += f;
+            }
+        }
         for ((d, l), r) in to
             .ydot
             .as_mut_slice()

@@ -91,7 +91,7 @@ impl Llm {
         let mut runs = Vec::new();
         let mut offset = 0;
         for (part, rows) in parts.iter().zip(coupled) {
-            let physical = part.provider.is_some();
+            let physical = part.physical.is_some();
             let stepper = AlphaStepper::new(part, params, dt, 1)
                 .map_err(|e| format!("element `{}`: {e}", part.state.name))?;
             let _ = physical;
@@ -206,10 +206,7 @@ impl Llm {
         } = &mut self.runs[k];
         stepper
             .step(&mut self.parts[k], coupled, t_next, None, free)
-            .map_err(|e| StepError::Physical {
-                substructure: self.parts[k].state.name.clone(),
-                reason: e.0,
-            })
+            .map_err(|e| StepError::from_port(&self.parts[k].state.name, e))
     }
 
     /// Phase 2: the interface problem of eq 9 at `t_{n+1}`. Allocation-free.
@@ -256,7 +253,7 @@ impl Llm {
         let wv = self.params.alpha_f / self.params.alpha_m;
         for (run, part) in self.runs.iter_mut().zip(self.parts.iter_mut()) {
             run.free.assign(&run.coupled);
-            if part.provider.is_some() {
+            if part.physical.is_some() {
                 continue;
             }
             let n = part.state.n_dofs();
@@ -407,6 +404,9 @@ impl TimeIntegrator for Llm {
     }
     fn partitions(&self) -> &[Partition] {
         &self.parts
+    }
+    fn for_each_lab(&mut self, f: &mut dyn FnMut(usize, &mut dyn crate::physical::LabControl)) {
+        super::labs_of(&mut self.parts, f)
     }
     fn state(&self, p: usize) -> &[f64] {
         self.runs[p].coupled.y.as_slice()

@@ -33,7 +33,18 @@ pub struct Lsrt2 {
 
 impl Lsrt2 {
     /// Build with diagonal coefficient `gamma` and step `dt`, starting at `t0`.
+    ///
+    /// A physical partition is refused: the two stages evaluate the restoring force at
+    /// `t_k` and `t_k + Δt/2` from two different states, which a specimen cannot provide
+    /// once per controller tick (the partitioned LSRT2 is the scheme for that).
     pub fn new(mut part: Partition, gamma: f64, dt: f64, t0: f64) -> Result<Self, String> {
+        if part.physical.is_some() {
+            return Err(format!(
+                "lsrt2 evaluates the restoring force twice per step (stages at t and t + Δt/2); \
+                 substructure `{}` is physical and can be commanded once per tick only",
+                part.state.name
+            ));
+        }
         let size = part.state.size();
         let y = part.state.y0.clone();
         let mut r = DVector::zeros(size);
@@ -65,16 +76,11 @@ impl Lsrt2 {
         Ok(s)
     }
 
-    /// Rate `Ẏ = M⁻¹(F − R)` at the current state, with the last measured specimen force.
+    /// Rate `Ẏ = M⁻¹(F − R)` at the current state.
     fn update_rate(&mut self, t: f64) {
         let part = &mut self.parts[0];
         part.state.load(t, self.load.as_mut_slice());
-        part.state
-            .residual(self.y.as_slice(), self.res.as_mut_slice(), &mut part.ws);
-        let n = part.state.n_dofs();
-        for i in 0..n {
-            self.res[n + i] += part.measured[i];
-        }
+        part.residual(self.y.as_slice(), self.res.as_mut_slice());
         self.ydot.copy_from(&self.load);
         self.ydot -= &self.res;
         self.m_lu.solve_mut(&mut self.ydot);
@@ -97,17 +103,11 @@ impl TimeIntegrator for Lsrt2 {
     fn step(&mut self) -> Result<(), StepError> {
         let t = self.time();
         let dt = self.dt;
-        let name = |p: &Partition, e: crate::physical::ProviderError| StepError::Physical {
-            substructure: p.state.name.clone(),
-            reason: e.0,
-        };
         {
             let part = &mut self.parts[0];
             // Stage 1.
             part.state.load(t, self.load.as_mut_slice());
-            if let Err(e) = part.residual(t, self.y.as_slice(), self.res.as_mut_slice()) {
-                return Err(name(part, e));
-            }
+            part.residual(self.y.as_slice(), self.res.as_mut_slice());
             self.k1.copy_from(&self.load);
             self.k1 -= &self.res;
             self.d_lu.solve_mut(&mut self.k1);
@@ -116,11 +116,7 @@ impl TimeIntegrator for Lsrt2 {
             self.stage.copy_from(&self.y);
             self.stage.axpy(0.5, &self.k1, 1.0);
             part.state.load(t + 0.5 * dt, self.load.as_mut_slice());
-            if let Err(e) =
-                part.residual(t + 0.5 * dt, self.stage.as_slice(), self.res.as_mut_slice())
-            {
-                return Err(name(part, e));
-            }
+            part.residual(self.stage.as_slice(), self.res.as_mut_slice());
             self.k2.copy_from(&self.load);
             self.k2 -= &self.res;
             self.k2.gemv(self.gamma, &part.state.j0, &self.k1, 1.0);
@@ -136,6 +132,9 @@ impl TimeIntegrator for Lsrt2 {
     }
     fn partitions(&self) -> &[Partition] {
         &self.parts
+    }
+    fn for_each_lab(&mut self, f: &mut dyn FnMut(usize, &mut dyn crate::physical::LabControl)) {
+        super::labs_of(&mut self.parts, f)
     }
     fn state(&self, _p: usize) -> &[f64] {
         self.y.as_slice()

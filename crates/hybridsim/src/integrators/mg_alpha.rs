@@ -27,11 +27,6 @@ impl MgAlpha {
         t0: f64,
     ) -> Result<Self, String> {
         let params = AlphaParameters::new(rho_inf);
-        let corrections = if part.provider.is_some() {
-            1
-        } else {
-            corrections
-        };
         let stepper = AlphaStepper::new(&part, params, dt, corrections)?;
         let size = part.state.size();
         let mut state = AlphaState::zeros(size);
@@ -81,10 +76,7 @@ impl TimeIntegrator for MgAlpha {
         let [part] = &mut self.parts;
         self.stepper
             .step(part, &self.state, t_next, None, &mut self.next)
-            .map_err(|e| StepError::Physical {
-                substructure: part.state.name.clone(),
-                reason: e.0,
-            })?;
+            .map_err(|e| StepError::from_port(&part.state.name, e))?;
         check_finite(self.next.y.as_slice(), "state", t_next, self.n + 1)?;
         std::mem::swap(&mut self.state, &mut self.next);
         self.n += 1;
@@ -92,6 +84,9 @@ impl TimeIntegrator for MgAlpha {
     }
     fn partitions(&self) -> &[Partition] {
         &self.parts
+    }
+    fn for_each_lab(&mut self, f: &mut dyn FnMut(usize, &mut dyn crate::physical::LabControl)) {
+        super::labs_of(&mut self.parts, f)
     }
     fn state(&self, _p: usize) -> &[f64] {
         self.state.y.as_slice()

@@ -25,7 +25,17 @@ pub use pg_alpha::{FreePhase, PartitionRun, PgAlpha};
 use crate::assembly::{build_partitions, Grouping, Interface, Partition};
 use crate::error::{ModelError, StepError};
 use crate::model::{IntegratorKind, Model};
+use crate::physical::LabControl;
 use nalgebra::DMatrix;
+
+/// [`TimeIntegrator::for_each_lab`] over a set of partitions.
+pub(crate) fn labs_of(parts: &mut [Partition], f: &mut dyn FnMut(usize, &mut dyn LabControl)) {
+    for (k, p) in parts.iter_mut().enumerate() {
+        if let Some(lab) = p.lab_mut() {
+            f(k, lab);
+        }
+    }
+}
 
 /// A time integrator of a (possibly partitioned) model.
 pub trait TimeIntegrator: Send {
@@ -41,6 +51,10 @@ pub trait TimeIntegrator: Send {
     fn step(&mut self) -> Result<(), StepError>;
     /// The partitions (one for monolithic schemes).
     fn partitions(&self) -> &[Partition];
+    /// Call `f` with the lab-control handle of every physical partition that has one, with
+    /// the partition index (the runner's only way to a laboratory: drain records, trip,
+    /// read the safety state; never to command). Allocation-free.
+    fn for_each_lab(&mut self, f: &mut dyn FnMut(usize, &mut dyn LabControl));
     /// State `Y` of partition `p` at `t_n`.
     fn state(&self, p: usize) -> &[f64];
     /// Rate `Ẏ` of partition `p` at `t_n`.
@@ -118,9 +132,50 @@ pub struct MultiplierInfo {
 }
 
 /// Build the integrator the model's `[analysis]` asks for.
+///
+/// A `[lab]` is driven by PG-α only (one command per controller tick, ss per coarse step);
+/// with any other scheme the model is refused here, naming the scheme, instead of running the
+/// specimen numerically while the lab sits idle.
 pub fn build(model: &Model) -> Result<Box<dyn TimeIntegrator>, ModelError> {
     let a = &model.analysis;
-    let err = |e: String| ModelError::single(&model.source, "analysis", e);
+    let scheme = a.integrator.name();
+    let err = |e: String| ModelError::single(&model.source, "analysis", format!("{scheme}: {e}"));
+    if model.lab.is_some() && a.integrator != IntegratorKind::PgAlpha {
+        let physical: Vec<&str> = model
+            .substructures
+            .iter()
+            .filter(|s| s.physical)
+            .map(|s| s.name.as_str())
+            .collect();
+        let why = match a.integrator {
+            IntegratorKind::MgAlpha => {
+                "it is monolithic: the specimen would be one more element of a single \
+                 substructure, with no interface to command through a transfer system"
+            }
+            IntegratorKind::Lsrt2 => {
+                "it is monolithic and evaluates the restoring force at two stages per step, \
+                 which a specimen cannot provide once per controller tick"
+            }
+            IntegratorKind::Llm | IntegratorKind::PgAlpha => {
+                "its physical elements are evaluated by numerical stand-ins: the laboratory \
+                 behind them is not driven by this scheme yet"
+            }
+        };
+        return Err(ModelError::single(
+            &model.source,
+            "analysis.integrator",
+            format!(
+                "`{scheme}` cannot drive the [lab] of physical substructure{} {}: {why}; \
+                 use `pg-alpha`, or remove [lab] to simulate the specimen numerically",
+                if physical.len() == 1 { "" } else { "s" },
+                physical
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
     Ok(match a.integrator {
         IntegratorKind::MgAlpha => {
             let parts = build_partitions(model, Grouping::Monolithic)?;

@@ -365,10 +365,7 @@ fn numerical_free_step(
     } = run;
     stepper
         .step(part, coupled, t_next, None, free)
-        .map_err(|e| StepError::Physical {
-            substructure: part.state.name.clone(),
-            reason: e.0,
-        })
+        .map_err(|e| StepError::from_port(&part.state.name, e))
 }
 
 fn physical_free_substep(
@@ -393,10 +390,7 @@ fn physical_free_substep(
     let from = if j == 1 { &*coupled } else { &*free };
     let res = stepper.step(part, from, t, Some((couplings, lambda, w)), scratch);
     std::mem::swap(free, scratch);
-    res.map_err(|e| StepError::Physical {
-        substructure: part.state.name.clone(),
-        reason: e.0,
-    })
+    res.map_err(|e| StepError::from_port(&part.state.name, e))
 }
 
 /// The `Y`, `Ẏ` and `V` blocks of a link operator.
@@ -487,6 +481,9 @@ impl TimeIntegrator for PgAlpha {
     }
     fn partitions(&self) -> &[Partition] {
         &self.parts
+    }
+    fn for_each_lab(&mut self, f: &mut dyn FnMut(usize, &mut dyn crate::physical::LabControl)) {
+        super::labs_of(&mut self.parts, f)
     }
     fn state(&self, p: usize) -> &[f64] {
         self.runs[p].coupled.y.as_slice()

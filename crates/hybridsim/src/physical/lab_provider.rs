@@ -18,7 +18,8 @@ use super::safety::{DivergenceMonitor, EventKind, SafetyEvent, SafetyLayer, Safe
 use super::transfer::{ActuatorCommand, DofMap, TransferSystem};
 use super::virtual_lab::VirtualLab;
 use super::{
-    NumericalSpecimen, ProviderError, RestoringForceProvider, SafetySummary, SpecimenElement,
+    LabControl, NumericalSpecimen, PhysicalSubstructure, PortError, SafetySummary, SpecimenElement,
+    Tick,
 };
 use crate::elements::DofRef;
 use crate::excitation::TimeFunction;
@@ -401,14 +402,14 @@ impl LabProvider {
         }
     }
 
-    fn fail(&mut self, ev: SafetyEvent, t: f64) -> ProviderError {
+    fn fail(&mut self, ev: SafetyEvent, t: f64) -> PortError {
         self.event = Some(ev);
         self.record(t);
-        ProviderError(ev.to_string())
+        PortError::Safety(ev)
     }
 }
 
-impl RestoringForceProvider for LabProvider {
+impl PhysicalSubstructure for LabProvider {
     fn describe(&self) -> String {
         let c = &self.recipe.config.lab;
         format!(
@@ -427,7 +428,7 @@ impl RestoringForceProvider for LabProvider {
         u: &[f64],
         _v: &[f64],
         force: &mut [f64],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<(), PortError> {
         self.tick = 0;
         self.started = Some(Instant::now());
         self.event = None;
@@ -462,11 +463,12 @@ impl RestoringForceProvider for LabProvider {
 
     fn command(
         &mut self,
-        t: f64,
+        at: &Tick,
         u: &[f64],
         v: &[f64],
         force: &mut [f64],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<(), PortError> {
+        let t = at.time();
         self.tick += 1;
         let tick = self.tick;
         if let Some(ev) = self.safety.event() {
@@ -558,12 +560,22 @@ impl RestoringForceProvider for LabProvider {
         }
     }
 
-    fn try_clone(&self) -> Option<Box<dyn RestoringForceProvider>> {
+    fn try_clone(&self) -> Option<Box<dyn PhysicalSubstructure>> {
         Self::from_recipe(self.recipe.clone())
             .ok()
-            .map(|p| Box::new(p) as Box<dyn RestoringForceProvider>)
+            .map(|p| Box::new(p) as Box<dyn PhysicalSubstructure>)
     }
 
+    fn lab(&self) -> Option<&dyn LabControl> {
+        Some(self)
+    }
+
+    fn lab_mut(&mut self) -> Option<&mut dyn LabControl> {
+        Some(self)
+    }
+}
+
+impl LabControl for LabProvider {
     fn lab_columns(&self) -> Vec<String> {
         let mut out = vec!["time".to_string(), "wall_time".to_string()];
         for name in self.actuator_names() {
@@ -593,8 +605,12 @@ impl RestoringForceProvider for LabProvider {
         }
     }
 
-    fn safety_summary(&self) -> Option<SafetySummary> {
-        Some(SafetySummary {
+    fn event(&self) -> Option<SafetyEvent> {
+        self.safety.event().or(self.event)
+    }
+
+    fn safety_summary(&self) -> SafetySummary {
+        SafetySummary {
             armed: self.safety.state() == SafetyState::Armed,
             event: self.safety.event().or(self.event),
             actuators: self.actuator_names(),
@@ -604,7 +620,7 @@ impl RestoringForceProvider for LabProvider {
             lab_records_dropped: self.records.dropped(),
             energy_generated: -self.work,
             energy_bound: self.divergence.energy_bound(),
-        })
+        }
     }
 
     fn is_virtual(&self) -> bool {

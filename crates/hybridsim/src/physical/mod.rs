@@ -1,12 +1,13 @@
 //! The physical substructure behind an interface.
 //!
-//! A physical substructure is (seed 000 §2.2; issue "core engine"): its interface DOFs, their
-//! *numerical* mass and damping (ordinary elements of the partition), a [`RestoringForceProvider`]
-//! queried **once per substep at the predictor** `(ũ, ṽ)` with no trial/revert (a specimen cannot
-//! be un-deformed), and a user-given *estimated* initial stiffness/damping used only to build
-//! `D^P` and the interface operator.
+//! A physical substructure is (seed 000 §2.2): its interface DOFs, their *numerical* mass and
+//! damping (ordinary elements of the partition), a [`PhysicalSubstructure`] behind a typed
+//! [`PhysicalPort`], commanded **once per controller tick at the predictor** `(ũ, ṽ)` with no
+//! trial/revert (a specimen cannot be un-deformed), and a user-given *estimated* initial
+//! stiffness/damping used only to build `D^P` and the interface operator. Runners reach a
+//! laboratory only through its [`LabControl`] handle.
 //!
-//! With a `[lab]` table the provider is a [`LabProvider`]: DOF→actuator transform and scale
+//! With a `[lab]` table the substructure is a [`LabProvider`]: DOF→actuator transform and scale
 //! factors, compensation ([`compensation`]), the mandatory [`safety`] layer and a
 //! [`transfer::TransferSystem`] — the [`virtual_lab::VirtualLab`] by default. Without one, the
 //! specimen elements are evaluated directly by the [`NumericalSpecimen`] stand-in.
@@ -14,134 +15,34 @@
 pub mod actuator;
 pub mod compensation;
 mod lab_provider;
+mod port;
 pub mod safety;
 pub mod time_scale;
 pub mod transfer;
 pub mod virtual_lab;
 
 pub use lab_provider::{LabProvider, LabRecords};
+pub use port::{
+    LabControl, PhysicalPort, PhysicalSubstructure, PortError, SafetySummary, Tick, TransferError,
+};
 pub use safety::{EventKind, SafetyEvent};
 
 use crate::elements::{DofRef, ElementDriver, ElementRef};
 
-/// A failure reported by a provider (lab fault, network error, non-finite measurement).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct ProviderError(pub String);
-
-/// Source of the restoring force of a physical substructure.
-///
-/// `u`, `v` and `force` are over the partition DOFs (in the order of
-/// [`crate::assembly::StateSpace::dofs`]). The force is the *resisting* force the specimen
-/// exerts back on those DOFs.
-pub trait RestoringForceProvider: Send {
-    /// A short description for summaries (`numerical stand-in (2 elements)`, …).
-    fn describe(&self) -> String;
-
-    /// Measure the force at rest before step 1 (the consistent start uses it).
-    fn measure_at_rest(
-        &mut self,
-        t: f64,
-        u: &[f64],
-        v: &[f64],
-        force: &mut [f64],
-    ) -> Result<(), ProviderError>;
-
-    /// Command the predictor displacement and velocity for time `t` and return the measured
-    /// force. Called exactly once per substep; never reverted. Must not allocate.
-    fn command(
-        &mut self,
-        t: f64,
-        u: &[f64],
-        v: &[f64],
-        force: &mut [f64],
-    ) -> Result<(), ProviderError>;
-
-    /// Stored energy of the specimen at its last commanded state, when known.
-    fn potential_energy(&self) -> Option<f64> {
-        None
-    }
-
-    /// Names of the provider's recorded channels (element states, …).
-    fn channel_names(&self) -> Vec<(String, crate::elements::Quantity, String)> {
-        Vec::new()
-    }
-
-    /// Values of those channels (length of [`RestoringForceProvider::channel_names`]).
-    fn channels(&self, _out: &mut [f64]) {}
-
-    /// Make an independent copy in its initial state, when the provider supports it
-    /// (numerical stand-ins do; a laboratory does not).
-    fn try_clone(&self) -> Option<Box<dyn RestoringForceProvider>> {
-        None
-    }
-
-    /// Column names of the controller-rate lab records (empty without a transfer system).
-    fn lab_columns(&self) -> Vec<String> {
-        Vec::new()
-    }
-
-    /// Hand the lab records gathered since the last call to `sink`, oldest first.
-    /// Allocation-free.
-    fn drain_lab(&mut self, _sink: &mut dyn FnMut(&[f64])) {}
-
-    /// Trip the safety layer from outside (operator abort, deadline overruns, writer overflow,
-    /// divergence of Λ): the same path as a limit breach. Allocation-free.
-    fn trip(&mut self, _kind: EventKind, _time: f64) {}
-
-    /// State of the safety layer, when there is one.
-    fn safety_summary(&self) -> Option<SafetySummary> {
-        None
-    }
-
-    /// Whether the specimen is virtual (no hardware behind the provider).
-    fn is_virtual(&self) -> bool {
-        true
-    }
-
-    /// Random seeds used by the provider (recorded in run.json).
-    fn seeds(&self) -> Vec<(String, u64)> {
-        Vec::new()
-    }
-}
-
-/// The state of a provider's safety layer (for run.json, reports and tests).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SafetySummary {
-    /// Still armed (no event).
-    pub armed: bool,
-    /// The latched event.
-    pub event: Option<SafetyEvent>,
-    /// Actuator names.
-    pub actuators: Vec<String>,
-    /// Largest |command| ever sent per actuator (specimen units).
-    pub max_sent: Vec<f64>,
-    /// Limits per actuator.
-    pub limits: Vec<crate::model::lab::ActuatorLimits>,
-    /// Commands sent.
-    pub commands_sent: u64,
-    /// Lab records overwritten before being drained.
-    pub lab_records_dropped: u64,
-    /// Energy generated by the physical substructure so far (`−W`, force·length, model units;
-    /// the energy-growth part of the divergence criterion).
-    pub energy_generated: f64,
-    /// Its bound.
-    pub energy_bound: f64,
-}
-
-/// The provider of physical substructure `name` of `model`: a [`LabProvider`] when the model
-/// has a `[lab]`, the [`NumericalSpecimen`] stand-in otherwise.
-pub fn build_provider(
+/// The physical substructure `name` of `model` behind its port: a [`LabProvider`] when the
+/// model has a `[lab]`, the [`NumericalSpecimen`] stand-in otherwise.
+pub fn build_port(
     model: &crate::model::Model,
     name: &str,
     dofs: &[DofRef],
     specimen: Vec<SpecimenElement>,
-) -> Result<Box<dyn RestoringForceProvider>, String> {
-    if model.lab.is_some() {
-        Ok(Box::new(LabProvider::new(model, name, dofs, specimen)?))
+) -> Result<PhysicalPort, String> {
+    let inner: Box<dyn PhysicalSubstructure> = if model.lab.is_some() {
+        Box::new(LabProvider::new(model, name, dofs, specimen)?)
     } else {
-        Ok(Box::new(NumericalSpecimen::new(dofs.len(), specimen)))
-    }
+        Box::new(NumericalSpecimen::new(dofs.len(), specimen))
+    };
+    Ok(PhysicalPort::new(inner, dofs.len()))
 }
 
 /// A specimen element placed on the partition DOFs.
@@ -215,13 +116,15 @@ impl NumericalSpecimen {
         }
     }
 
-    fn evaluate(
+    /// Evaluate the stand-in at `(u, v)` reached at time `t` and commit (the virtual lab's
+    /// specimen, at wall-clock time).
+    pub(crate) fn evaluate(
         &mut self,
         t: f64,
         u: &[f64],
         v: &[f64],
         force: &mut [f64],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<(), PortError> {
         force.iter_mut().for_each(|x| *x = 0.0);
         let mut energy = Some(0.0);
         let dt = if self.have_prev {
@@ -240,7 +143,7 @@ impl NumericalSpecimen {
             }
             slot.driver
                 .set_trial(dt, &slot.u, &slot.v)
-                .map_err(|e| ProviderError(format!("specimen element `{}`: {e}", slot.name)))?;
+                .map_err(|e| PortError::Fault(format!("specimen element `{}`: {e}", slot.name)))?;
             slot.driver.commit();
             for (i, m) in slot.map.iter().enumerate() {
                 if let Some(k) = m {
@@ -259,13 +162,13 @@ impl NumericalSpecimen {
         self.prev_t = t;
         self.have_prev = true;
         if force.iter().any(|x| !x.is_finite()) {
-            return Err(ProviderError("non-finite specimen force".into()));
+            return Err(PortError::Fault("non-finite specimen force".into()));
         }
         Ok(())
     }
 }
 
-impl RestoringForceProvider for NumericalSpecimen {
+impl PhysicalSubstructure for NumericalSpecimen {
     fn describe(&self) -> String {
         format!(
             "numerical stand-in ({} element{}: {})",
@@ -285,24 +188,24 @@ impl RestoringForceProvider for NumericalSpecimen {
         u: &[f64],
         v: &[f64],
         force: &mut [f64],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<(), PortError> {
         debug_assert_eq!(u.len(), self.n_dofs);
         self.have_prev = false;
         for slot in &mut self.slots {
             slot.driver = ElementDriver::from_shared(&slot.element, &slot.s0)
-                .map_err(|e| ProviderError(format!("specimen element `{}`: {e}", slot.name)))?;
+                .map_err(|e| PortError::Fault(format!("specimen element `{}`: {e}", slot.name)))?;
         }
         self.evaluate(t, u, v, force)
     }
 
     fn command(
         &mut self,
-        t: f64,
+        tick: &Tick,
         u: &[f64],
         v: &[f64],
         force: &mut [f64],
-    ) -> Result<(), ProviderError> {
-        self.evaluate(t, u, v, force)
+    ) -> Result<(), PortError> {
+        self.evaluate(tick.time(), u, v, force)
     }
 
     fn potential_energy(&self) -> Option<f64> {
@@ -349,7 +252,7 @@ impl RestoringForceProvider for NumericalSpecimen {
         }
     }
 
-    fn try_clone(&self) -> Option<Box<dyn RestoringForceProvider>> {
+    fn try_clone(&self) -> Option<Box<dyn PhysicalSubstructure>> {
         let elements = self
             .slots
             .iter()

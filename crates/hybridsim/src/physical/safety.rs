@@ -13,7 +13,7 @@
 //!   the same path through [`SafetyLayer::trip`].
 
 use super::transfer::{ActuatorCommand, TransferSystem};
-use super::ProviderError;
+use super::PortError;
 use crate::model::lab::{ActuatorLimits, DivergenceSettings, TripAction};
 
 /// What caused a safety event.
@@ -197,8 +197,10 @@ impl<T: TransferSystem> SafetyLayer<T> {
         &mut self,
         force: &mut [f64],
         position: &mut [f64],
-    ) -> Result<(), ProviderError> {
-        self.inner.measure_at_rest(force, position)?;
+    ) -> Result<(), PortError> {
+        self.inner
+            .measure_at_rest(force, position)
+            .map_err(|e| PortError::Fault(format!("measurement at rest: {e}")))?;
         self.state = SafetyState::Armed;
         self.event = None;
         self.last.copy_from_slice(position);
@@ -207,7 +209,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
         // with an out-of-range or non-finite reference).
         if let Err(event) = self.check_measurement(0, 0.0, force, position) {
             self.trip(event);
-            return Err(ProviderError(event.to_string()));
+            return Err(PortError::Safety(event));
         }
         Ok(())
     }

@@ -7,7 +7,7 @@
 //! more than a tick. [`TransferSystem::measure_at_rest`] comes before step 1, so that Λ0 uses
 //! the measured force.
 
-use super::ProviderError;
+use super::TransferError;
 
 /// One actuator command of a tick (specimen units; wall-clock velocity and acceleration).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -33,21 +33,21 @@ pub trait TransferSystem: Send {
         &mut self,
         force: &mut [f64],
         position: &mut [f64],
-    ) -> Result<(), ProviderError>;
+    ) -> Result<(), TransferError>;
     /// Send the commands of `tick` (wall time `t_wall` of the test).
     fn send(
         &mut self,
         tick: u64,
         t_wall: f64,
         cmd: &[ActuatorCommand],
-    ) -> Result<(), ProviderError>;
+    ) -> Result<(), TransferError>;
     /// Receive the measured force and achieved displacement of `tick`.
     fn receive(
         &mut self,
         tick: u64,
         force: &mut [f64],
         achieved: &mut [f64],
-    ) -> Result<(), ProviderError>;
+    ) -> Result<(), TransferError>;
     /// Stored energy of the specimen, when known (virtual specimens of conservative elements).
     fn potential_energy(&self) -> Option<f64> {
         None
@@ -174,7 +174,7 @@ impl<T: TransferSystem + ?Sized> TransferSystem for Box<T> {
         &mut self,
         force: &mut [f64],
         position: &mut [f64],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<(), TransferError> {
         (**self).measure_at_rest(force, position)
     }
     fn send(
@@ -182,7 +182,7 @@ impl<T: TransferSystem + ?Sized> TransferSystem for Box<T> {
         tick: u64,
         t_wall: f64,
         cmd: &[ActuatorCommand],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<(), TransferError> {
         (**self).send(tick, t_wall, cmd)
     }
     fn receive(
@@ -190,7 +190,7 @@ impl<T: TransferSystem + ?Sized> TransferSystem for Box<T> {
         tick: u64,
         force: &mut [f64],
         achieved: &mut [f64],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<(), TransferError> {
         (**self).receive(tick, force, achieved)
     }
     fn potential_energy(&self) -> Option<f64> {

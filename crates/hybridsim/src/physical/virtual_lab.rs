@@ -17,7 +17,7 @@
 
 use super::actuator::Actuator;
 use super::transfer::{ActuatorCommand, DofMap, TransferSystem};
-use super::{NumericalSpecimen, ProviderError, RestoringForceProvider};
+use super::{NumericalSpecimen, PhysicalSubstructure, TransferError};
 use crate::model::lab::{ActuatorDynamics, ActuatorSettings};
 
 /// SplitMix64 finalizer.
@@ -137,7 +137,7 @@ impl VirtualLab {
     /// Evaluate the specimen at actuator-space specimen positions `x` (specimen units),
     /// velocities `xv`, accelerations `xa` (wall clock), at wall time `t_wall`; actuator forces
     /// (specimen units) into `self.fa`.
-    fn evaluate(&mut self, t_wall: f64, at_rest: bool) -> Result<(), ProviderError> {
+    fn evaluate(&mut self, t_wall: f64, at_rest: bool) -> Result<(), TransferError> {
         let s = self.geometric_scale;
         self.map.actuators_to_dofs(&self.x, &mut self.u);
         self.map.actuators_to_dofs(&self.xv, &mut self.v);
@@ -149,13 +149,14 @@ impl VirtualLab {
                 self.a[i] *= s;
             }
         }
-        if at_rest {
+        let evaluated = if at_rest {
             self.specimen
-                .measure_at_rest(t_wall, &self.u, &self.v, &mut self.f)?;
+                .measure_at_rest(t_wall, &self.u, &self.v, &mut self.f)
         } else {
             self.specimen
-                .command(t_wall, &self.u, &self.v, &mut self.f)?;
-        }
+                .evaluate(t_wall, &self.u, &self.v, &mut self.f)
+        };
+        evaluated.map_err(|e| TransferError(format!("virtual specimen: {e}")))?;
         if let Some(m) = &self.inertia {
             let n = self.u.len();
             for i in 0..n {
@@ -234,7 +235,7 @@ impl TransferSystem for VirtualLab {
         &mut self,
         force: &mut [f64],
         position: &mut [f64],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<(), TransferError> {
         // At rest the actuators sit where the specimen is: zero in specimen coordinates,
         // unless the model starts deformed (then the provider commands the initial position
         // as its first, bumpless command).
@@ -263,7 +264,7 @@ impl TransferSystem for VirtualLab {
         tick: u64,
         t_wall: f64,
         cmd: &[ActuatorCommand],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<(), TransferError> {
         let dt = self.dt_c;
         for (k, ch) in self.channels.iter_mut().enumerate() {
             let f_prev = self.fa[k];
@@ -294,9 +295,9 @@ impl TransferSystem for VirtualLab {
         tick: u64,
         force: &mut [f64],
         achieved: &mut [f64],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<(), TransferError> {
         if self.last_tick != Some(tick) {
-            return Err(ProviderError(format!(
+            return Err(TransferError(format!(
                 "virtual lab: no measurement for tick {tick} (last sent {:?})",
                 self.last_tick
             )));

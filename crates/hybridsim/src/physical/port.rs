@@ -1,0 +1,289 @@
+//! The typed port of a physical substructure, and the lab-control handle of the runner.
+//!
+//! A physical substructure is reached in exactly two ways:
+//!
+//! - by an **integrator**, through the [`PhysicalPort`] of its partition: measure at rest
+//!   once, then command the target displacement and velocity once per controller tick and
+//!   receive the measured restoring force. Commanding consumes a [`Tick`], which only the
+//!   core's integrators can mint (one per physical substep, at that substep's time), and a
+//!   port never reverts: a specimen cannot be un-deformed. Residual evaluation
+//!   ([`crate::assembly::StateSpace::residual`]) never touches the port, so a scheme that
+//!   iterates on its residual cannot command the specimen by accident; schemes that would
+//!   need the specimen force more than once per tick are refused when they are built
+//!   ([`crate::integrators::build`]).
+//! - by a **runner**, through [`LabControl`]: drain the controller-rate lab records, trip the
+//!   safety layer, read the safety summary and the seeds. It cannot command anything.
+//!
+//! Errors are a [`PortError`]; a safety stop carries the latched [`SafetyEvent`] by value, so
+//! nothing allocates when a test trips.
+
+use super::safety::{EventKind, SafetyEvent};
+use crate::elements::Quantity;
+use crate::model::lab::ActuatorLimits;
+
+/// A failure at a physical substructure's port.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PortError {
+    /// The safety layer stopped the test; the event is latched in the layer.
+    #[error("{0}")]
+    Safety(SafetyEvent),
+    /// A fault that is not a safety event (a numerical stand-in that cannot evaluate its
+    /// elements, a non-finite stand-in force).
+    #[error("{0}")]
+    Fault(String),
+}
+
+/// A failure of a transfer system (link, controller, virtual lab). The safety layer turns
+/// every transfer error into a [`EventKind::TransferFault`] event.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct TransferError(pub String);
+
+/// The right to command a physical substructure once, at one controller tick.
+///
+/// Not `Clone` nor `Copy`, and only the core's integrators can make one
+/// ([`PhysicalPort::tick`] is crate-private): whoever holds a port outside the core (a runner,
+/// a front end) cannot command the specimen, and every command an integrator sends is
+/// counted against the ticks it minted.
+#[derive(Debug)]
+pub struct Tick {
+    time: f64,
+}
+
+impl Tick {
+    /// Simulation time of the tick.
+    pub fn time(&self) -> f64 {
+        self.time
+    }
+}
+
+/// What a physical substructure does for an integrator.
+///
+/// `u`, `v` and `force` are over the partition DOFs (in the order of
+/// [`crate::assembly::StateSpace::dofs`]). The force is the *resisting* force the specimen
+/// exerts back on those DOFs.
+pub trait PhysicalSubstructure: Send {
+    /// A short description for summaries (`numerical stand-in (2 elements)`, …).
+    fn describe(&self) -> String;
+
+    /// Measure the force at rest before step 1 (the consistent start uses it).
+    fn measure_at_rest(
+        &mut self,
+        t: f64,
+        u: &[f64],
+        v: &[f64],
+        force: &mut [f64],
+    ) -> Result<(), PortError>;
+
+    /// Command displacement `u` and velocity `v` at the time of `tick` and return the
+    /// measured force. Called once per controller tick; never reverted. Must not allocate.
+    fn command(
+        &mut self,
+        tick: &Tick,
+        u: &[f64],
+        v: &[f64],
+        force: &mut [f64],
+    ) -> Result<(), PortError>;
+
+    /// Stored energy of the specimen at its last commanded state, when known.
+    fn potential_energy(&self) -> Option<f64> {
+        None
+    }
+
+    /// Names of the substructure's recorded channels (element states, …).
+    fn channel_names(&self) -> Vec<(String, Quantity, String)> {
+        Vec::new()
+    }
+
+    /// Values of those channels (length of [`PhysicalSubstructure::channel_names`]).
+    fn channels(&self, _out: &mut [f64]) {}
+
+    /// Make an independent copy in its initial state, when possible (numerical stand-ins can;
+    /// a laboratory cannot).
+    fn try_clone(&self) -> Option<Box<dyn PhysicalSubstructure>> {
+        None
+    }
+
+    /// The lab-control handle, when a transfer system stands behind the port.
+    fn lab(&self) -> Option<&dyn LabControl> {
+        None
+    }
+
+    /// The lab-control handle, mutably.
+    fn lab_mut(&mut self) -> Option<&mut dyn LabControl> {
+        None
+    }
+}
+
+/// What a runner may do with a laboratory: everything but commanding it.
+pub trait LabControl: Send {
+    /// Column names of the controller-rate lab records.
+    fn lab_columns(&self) -> Vec<String>;
+
+    /// Hand the lab records gathered since the last call to `sink`, oldest first.
+    /// Allocation-free.
+    fn drain_lab(&mut self, sink: &mut dyn FnMut(&[f64]));
+
+    /// Trip the safety layer from outside (operator abort, deadline overruns, writer failure,
+    /// divergence of Λ): the same path as a limit breach. The first event latches.
+    /// Allocation-free.
+    fn trip(&mut self, kind: EventKind, time: f64);
+
+    /// The latched safety event, if any (allocation-free).
+    fn event(&self) -> Option<SafetyEvent>;
+
+    /// State of the safety layer.
+    fn safety_summary(&self) -> SafetySummary;
+
+    /// Whether the transfer system is virtual (no hardware behind it).
+    fn is_virtual(&self) -> bool;
+
+    /// Random seeds used by the transfer system (recorded in run.json).
+    fn seeds(&self) -> Vec<(String, u64)>;
+}
+
+/// The state of a lab's safety layer (for run.json, reports and tests).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SafetySummary {
+    /// Still armed (no event).
+    pub armed: bool,
+    /// The latched event.
+    pub event: Option<SafetyEvent>,
+    /// Actuator names.
+    pub actuators: Vec<String>,
+    /// Largest |command| ever sent per actuator (specimen units).
+    pub max_sent: Vec<f64>,
+    /// Limits per actuator.
+    pub limits: Vec<ActuatorLimits>,
+    /// Commands sent.
+    pub commands_sent: u64,
+    /// Lab records overwritten before being drained.
+    pub lab_records_dropped: u64,
+    /// Energy generated by the physical substructure so far (`−W`, force·length, model units;
+    /// the energy-growth part of the divergence criterion).
+    pub energy_generated: f64,
+    /// Its bound.
+    pub energy_bound: f64,
+}
+
+/// A physical substructure as a partition holds it: the port, the last measured force and the
+/// count of commands.
+pub struct PhysicalPort {
+    inner: Box<dyn PhysicalSubstructure>,
+    measured: Vec<f64>,
+    commands: u64,
+    last_open_loop: Option<f64>,
+}
+
+impl PhysicalPort {
+    /// Wrap a physical substructure over `n_dofs` partition DOFs.
+    pub fn new(inner: Box<dyn PhysicalSubstructure>, n_dofs: usize) -> Self {
+        Self {
+            inner,
+            measured: vec![0.0; n_dofs],
+            commands: 0,
+            last_open_loop: None,
+        }
+    }
+
+    /// Mint the tick of one command at simulation time `time` (integrators only).
+    pub(crate) fn tick(&self, time: f64) -> Tick {
+        Tick { time }
+    }
+
+    /// Measure at rest: `y = [u; v; …]` over `n` DOFs. Returns the measured force.
+    pub fn measure_at_rest(&mut self, t: f64, y: &[f64]) -> Result<&[f64], PortError> {
+        let n = self.measured.len();
+        self.last_open_loop = None;
+        self.inner
+            .measure_at_rest(t, &y[..n], &y[n..2 * n], &mut self.measured)?;
+        Ok(&self.measured)
+    }
+
+    /// Command the state `y = [u; v; …]` at `tick` (consumed) and return the measured force.
+    /// Allocation-free.
+    pub fn command(&mut self, tick: Tick, y: &[f64]) -> Result<&[f64], PortError> {
+        let n = self.measured.len();
+        self.commands += 1;
+        self.inner
+            .command(&tick, &y[..n], &y[n..2 * n], &mut self.measured)?;
+        Ok(&self.measured)
+    }
+
+    /// Command the state `y` at time `t` outside an integrator (an open-loop, displacement-
+    /// controlled test of the specimen through its safety layer, as a lab runs before a hybrid
+    /// test). `t` must be later than every earlier command: a specimen cannot go back.
+    pub fn command_open_loop(&mut self, t: f64, y: &[f64]) -> Result<&[f64], PortError> {
+        if self
+            .last_open_loop
+            .is_some_and(|last| t.partial_cmp(&last) != Some(std::cmp::Ordering::Greater))
+        {
+            return Err(PortError::Fault(format!(
+                "open-loop command at t = {t} is not later than the previous one"
+            )));
+        }
+        self.last_open_loop = Some(t);
+        self.command(Tick { time: t }, y)
+    }
+
+    /// The last measured force over the partition DOFs.
+    pub fn measured(&self) -> &[f64] {
+        &self.measured
+    }
+
+    /// Commands sent so far (ticks consumed).
+    pub fn commands(&self) -> u64 {
+        self.commands
+    }
+
+    /// The physical substructure behind the port (read-only: describe, channels, energy).
+    pub fn substructure(&self) -> &dyn PhysicalSubstructure {
+        self.inner.as_ref()
+    }
+
+    /// Replace the substructure behind the port (analysis wrappers such as a delay line),
+    /// keeping the command count.
+    pub fn map_substructure(
+        &mut self,
+        f: impl FnOnce(Box<dyn PhysicalSubstructure>) -> Box<dyn PhysicalSubstructure>,
+    ) {
+        let placeholder: Box<dyn PhysicalSubstructure> = Box::new(Unplugged);
+        let inner = std::mem::replace(&mut self.inner, placeholder);
+        self.inner = f(inner);
+    }
+
+    /// The lab-control handle, when a transfer system stands behind the port.
+    pub fn lab(&self) -> Option<&dyn LabControl> {
+        self.inner.lab()
+    }
+
+    /// The lab-control handle, mutably.
+    pub fn lab_mut(&mut self) -> Option<&mut dyn LabControl> {
+        self.inner.lab_mut()
+    }
+}
+
+/// Stands in a port for the instant its substructure is being replaced.
+struct Unplugged;
+
+impl PhysicalSubstructure for Unplugged {
+    fn describe(&self) -> String {
+        "unplugged".into()
+    }
+    fn measure_at_rest(
+        &mut self,
+        _: f64,
+        _: &[f64],
+        _: &[f64],
+        _: &mut [f64],
+    ) -> Result<(), PortError> {
+        Err(PortError::Fault(
+            "no physical substructure is plugged in".into(),
+        ))
+    }
+    fn command(&mut self, _: &Tick, _: &[f64], _: &[f64], _: &mut [f64]) -> Result<(), PortError> {
+        Err(PortError::Fault(
+            "no physical substructure is plugged in".into(),
+        ))
+    }
+}
