@@ -13,9 +13,8 @@ use crate::lab::{CsvSink, LabLog, TrackingIndicators};
 use crate::LoadedModel;
 use hybridsim::integrators::TimeIntegrator;
 use hybridsim::output::{Column, Recorder};
-use hybridsim::physical::safety::DivergenceMonitor;
-use hybridsim::physical::{EventKind, SafetyEvent, SafetySummary};
-use hybridsim::{Model, ModelError, StepError};
+use hybridsim::physical::{SafetyEvent, SafetySummary};
+use hybridsim::{Model, ModelError};
 use serde_json::{json, Value};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -64,14 +63,6 @@ impl Engine {
         self.model.analysis.n_steps()
     }
 
-    fn step(&mut self) -> Result<(), StepError> {
-        self.integ.step()
-    }
-
-    fn record(&mut self, row: &mut [f64]) {
-        self.recorder.record(self.integ.as_mut(), row)
-    }
-
     /// Physical partitions with a lab: (partition index, name, lab columns).
     fn lab_partitions(&self) -> Vec<(usize, String, Vec<String>)> {
         self.integrator()
@@ -83,20 +74,6 @@ impl Engine {
                 (!cols.is_empty()).then(|| (k, p.state.name.clone(), cols))
             })
             .collect()
-    }
-
-    /// Hand the lab records of partition `k` to `sink` (allocation-free).
-    fn drain_lab(&mut self, k: usize, sink: &mut dyn FnMut(&[f64])) {
-        self.integ.for_each_lab(&mut |i, lab| {
-            if i == k {
-                lab.drain_lab(sink);
-            }
-        });
-    }
-
-    /// Trip the safety layer of every physical partition (operator abort, divergence of Λ).
-    fn trip_all(&mut self, kind: EventKind, t: f64) {
-        self.integ.for_each_lab(&mut |_, lab| lab.trip(kind, t));
     }
 
     fn safety(&self) -> Vec<(String, SafetySummary)> {
@@ -116,34 +93,77 @@ struct LabQueue {
     tx: SyncSender<LabBatch>,
     free: Receiver<Vec<f64>>,
     handle: std::thread::JoinHandle<Result<Vec<(u64, LabLog)>, std::io::Error>>,
-    /// A buffer kept back when a drain found nothing.
-    spare: Option<Vec<f64>>,
+    /// The batch of the current step per lab file.
+    batches: Vec<Option<Vec<f64>>>,
     /// Partition index of each lab file.
     slots: Vec<usize>,
     cap: usize,
 }
 
 impl LabQueue {
-    /// Drain the lab records of every laboratory into recycled buffers and queue them for the
-    /// writer (blocking when the bounded queue is full: `run` has no wall-clock deadline, and
-    /// dropping hybrid-test data is not an option). `false` when the writer has stopped.
-    fn drain(&mut self, sim: &mut Engine) -> bool {
-        let mut ok = true;
-        for (i, &k) in self.slots.iter().enumerate() {
+    /// Append one lab record of partition `k` to its batch (recycled buffers; no file I/O).
+    fn record(&mut self, k: usize, r: &[f64]) {
+        let Some(i) = self.slots.iter().position(|s| *s == k) else {
+            return;
+        };
+        if self.batches[i].is_none() {
             let mut buf = self
-                .spare
-                .take()
-                .or_else(|| self.free.try_recv().ok())
+                .free
+                .try_recv()
+                .ok()
                 .unwrap_or_else(|| Vec::with_capacity(self.cap));
             buf.clear();
-            sim.drain_lab(k, &mut |r: &[f64]| buf.extend_from_slice(r));
-            if buf.is_empty() {
-                self.spare = Some(buf);
-            } else {
+            self.batches[i] = Some(buf);
+        }
+        if let Some(b) = self.batches[i].as_mut() {
+            b.extend_from_slice(r);
+        }
+    }
+
+    /// Queue the batches of this step for the writer (blocking when the bounded queue is
+    /// full: `run` has no wall-clock deadline, and dropping hybrid-test data is not an
+    /// option). `false` when the writer has stopped.
+    fn send(&mut self) -> bool {
+        let mut ok = true;
+        for (i, b) in self.batches.iter_mut().enumerate() {
+            if let Some(buf) = b.take() {
                 ok &= self.tx.send((i, buf)).is_ok();
             }
         }
         ok
+    }
+}
+
+/// The sink of `run`: rows to the results writer thread, lab records to the lab writer
+/// thread, both through bounded queues of recycled buffers.
+struct FolderSink<'a> {
+    rows: SyncSender<Vec<f64>>,
+    free_rows: &'a Receiver<Vec<f64>>,
+    ncol: usize,
+    lab: Option<LabQueue>,
+    progress: &'a AtomicU64,
+}
+
+impl hybridsim::runner::RunSink for FolderSink<'_> {
+    fn row(&mut self, row: &[f64]) -> bool {
+        let mut buf = self
+            .free_rows
+            .recv()
+            .unwrap_or_else(|_| vec![0.0; self.ncol]);
+        buf.copy_from_slice(row);
+        self.rows.send(buf).is_ok()
+    }
+    fn lab_record(&mut self, partition: usize, record: &[f64]) -> bool {
+        if let Some(q) = self.lab.as_mut() {
+            q.record(partition, record);
+        }
+        true
+    }
+    fn end_of_step(&mut self) -> bool {
+        self.lab.as_mut().is_none_or(|q| q.send())
+    }
+    fn progress(&mut self, steps: u64) {
+        self.progress.store(steps, Ordering::Relaxed);
     }
 }
 
@@ -181,19 +201,8 @@ fn lab_writer_thread(
         .expect("spawn lab writer thread")
 }
 
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RunStatus {
-    /// Every step done.
-    Completed,
-    /// Stopped by a step failure after `steps` completed steps.
-    Failed {
-        /// The failure.
-        error: StepError,
-    },
-    /// Stopped on request.
-    Aborted,
-}
+/// How a run ended: the core's one end state for every runner.
+pub type RunStatus = hybridsim::runner::EndState;
 
 /// Summary of a finished run.
 #[derive(Debug, Clone)]
@@ -555,7 +564,7 @@ pub fn run_to_folder(
         lab_sinks.push((sink, cols.len(), LabLog::new(cols.clone())));
     }
     let lab_widths: Vec<usize> = lab_parts.iter().map(|(_, _, c)| c.len()).collect();
-    let mut lab_io = (!lab_parts.is_empty()).then(|| {
+    let lab_io = (!lab_parts.is_empty()).then(|| {
         let (tx, rx) = sync_channel::<LabBatch>(QUEUE_LAB_BATCHES);
         let (free_tx, free_rx) = sync_channel::<Vec<f64>>(QUEUE_LAB_BATCHES + 2);
         let cap = lab_widths.iter().max().copied().unwrap_or(1)
@@ -567,112 +576,46 @@ pub fn run_to_folder(
             tx,
             free: free_rx,
             handle: lab_writer_thread(std::mem::take(&mut lab_sinks), rx, free_tx),
-            spare: None,
+            batches: vec![None; lab_parts.len()],
             slots: lab_parts.iter().map(|(k, _, _)| *k).collect(),
             cap,
         }
     });
-    // Drains every laboratory into recycled buffers and queues them (no file I/O here).
-    let drain = |sim: &mut Engine, q: &mut Option<LabQueue>| -> bool {
-        match q {
-            Some(q) => q.drain(sim),
-            None => true,
-        }
+    let mut sink = FolderSink {
+        rows: row_tx,
+        free_rows: &free_rx,
+        ncol,
+        lab: lab_io,
+        progress,
     };
-
-    let every = sim.model.output.every;
-    let n_steps = sim.n_steps();
-    let divergence = sim
-        .model
-        .lab
-        .as_ref()
-        .map(|l| DivergenceMonitor::new(l.safety.divergence));
-    let send = |sim: &mut Engine| -> bool {
-        let mut row = free_rx.recv().unwrap_or_else(|_| vec![0.0; ncol]);
-        sim.record(&mut row);
-        row_tx.send(row).is_ok()
+    // The one run loop and trip policy of every runner (hybridsim::runner).
+    let settings = hybridsim::runner::RunSettings {
+        n_steps: sim.n_steps(),
+        every: sim.model.output.every,
+        divergence: sim.model.lab.as_ref().map(|l| l.safety.divergence),
+        max_overruns: None,
     };
-    let mut writer_ok = send(&mut sim);
-    writer_ok &= drain(&mut sim, &mut lab_io);
-    let mut status = RunStatus::Completed;
-    let mut step_time = Duration::ZERO;
-    let mut steps = 0u64;
-    // One clock read per step: the end of a step starts the next one, unless rows, lab
-    // records or the divergence check came in between (the clock is then read again after
-    // them, so `step_time` stays the time inside steps). A countdown replaces `n % every`.
-    let reread = lab_io.is_some() || divergence.is_some();
-    let mut until_row = every.max(1);
-    let mut ts = Instant::now();
-    for n in 1..=n_steps {
-        if abort.load(Ordering::Relaxed) {
-            let t = sim.integrator().time();
-            sim.trip_all(EventKind::OperatorAbort, t);
-            status = RunStatus::Aborted;
-            break;
-        }
-        let r = sim.step();
-        let te = Instant::now();
-        step_time += te - ts;
-        ts = te;
-        if let Err(error) = r {
-            // Any failure of a step takes the safety path before the run stops: non-finite
-            // states are a divergence, anything else a transfer-system fault.
-            let t = sim.integrator().time();
-            let kind = match error {
-                StepError::NonFinite { .. } => EventKind::Divergence,
-                _ => EventKind::TransferFault,
-            };
-            sim.trip_all(kind, t);
-            status = RunStatus::Failed { error };
-            break;
-        }
-        steps = n;
-        progress.store(n, Ordering::Relaxed);
-        writer_ok &= drain(&mut sim, &mut lab_io);
-        until_row -= 1;
-        let row_sent = until_row == 0 || n == n_steps;
-        if row_sent {
-            writer_ok &= send(&mut sim);
-            until_row = every.max(1);
-        }
-        if !writer_ok {
-            // Losing results is a safety event: stop the actuators before stopping the run.
-            let t = sim.integrator().time();
-            sim.trip_all(EventKind::WriterOverflow, t);
-            break;
-        }
-        // Divergence of the multipliers (|Λ| bound, non-finite) takes the safety path.
-        if let Some(value) = divergence
-            .as_ref()
-            .and_then(|d| d.observe_force(sim.integrator().multipliers()))
-        {
-            let t = sim.integrator().time();
-            sim.trip_all(EventKind::Divergence, t);
-            status = RunStatus::Failed {
-                error: StepError::Physical {
-                    substructure: "interface".into(),
-                    reason: format!(
-                        "divergence at t = {t} s: |Λ| = {value:e} beyond the bound {:e} of \
-                         [safety.divergence] force; no further command was sent",
-                        sim.model
-                            .lab
-                            .as_ref()
-                            .map(|l| l.safety.divergence.force)
-                            .unwrap_or(f64::NAN)
-                    ),
-                },
-            };
-            break;
-        }
-        if row_sent || reread {
-            ts = Instant::now();
-        }
-    }
-    // The records of the last (possibly failed) step and of a trip.
-    writer_ok &= drain(&mut sim, &mut lab_io);
+    let mut row = vec![0.0; ncol];
+    let end = {
+        let Engine {
+            integ, recorder, ..
+        } = &mut sim;
+        hybridsim::runner::run(
+            &mut hybridsim::runner::Sequential(integ.as_mut()),
+            recorder,
+            &mut sink,
+            &settings,
+            abort,
+            &mut row,
+        )
+    };
+    let (status, steps, step_time) = (end.state, end.steps, end.step_time);
+    let FolderSink {
+        rows: row_tx, lab, ..
+    } = sink;
     drop(row_tx);
     let written = writer.join().expect("writer thread");
-    let lab_written = lab_io.map(|q| {
+    let lab_written = lab.map(|q| {
         drop(q.tx);
         drop(q.free);
         q.handle.join().expect("lab writer thread")
@@ -710,10 +653,8 @@ pub fn run_to_folder(
             Some(format!("writing {}: {e}", csv_path.display())),
         ),
         (_, _, Some(e)) => ("failed", Some(e.clone())),
-        (RunStatus::Completed, _, _) if !writer_ok => ("failed", Some("the writer stopped".into())),
         (RunStatus::Completed, _, _) => ("completed", None),
-        (RunStatus::Failed { error }, _, _) => ("failed", Some(error.to_string())),
-        (RunStatus::Aborted, _, _) => ("aborted", Some("aborted by the operator".into())),
+        (state, _, _) => (state.status(), state.fault().map(|f| f.to_string())),
     };
     let rows = *written.as_ref().unwrap_or(&0);
     write_json(

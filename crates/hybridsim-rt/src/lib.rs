@@ -31,15 +31,15 @@ use hybridsim::integrators::{FreePhase, PgAlpha, TimeIntegrator};
 use hybridsim::model::lab::Pacing;
 use hybridsim::model::IntegratorKind;
 use hybridsim::output::Recorder;
-use hybridsim::physical::safety::DivergenceMonitor;
-use hybridsim::physical::{EventKind, SafetyEvent, SafetySummary};
-use hybridsim::Model;
+use hybridsim::physical::{SafetyEvent, SafetySummary};
+use hybridsim::runner::{EndState, RunSink, StepExecutor};
+use hybridsim::{Model, StepError};
 use hybridsim_io::lab::{CsvSink, LabLog, TrackingIndicators};
 use rtrb::RingBuffer;
 use serde_json::{json, Value};
 use stats::TaskStats;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -191,9 +191,10 @@ impl Job {
     }
 }
 
-#[derive(Clone, Copy)]
+/// A worker's report of one coarse step: its first error (moved, not formatted: nothing
+/// allocates on a trip) and its run of consecutive deadline misses.
 struct Done {
-    ok: bool,
+    error: Option<StepError>,
     miss_run: u64,
 }
 
@@ -213,6 +214,161 @@ fn wait_pop<T>(c: &mut rtrb::Consumer<T>) -> T {
             return x;
         }
         b.snooze();
+    }
+}
+
+/// The step executor of the threaded runner: the PG-α phases of a coarse step on the
+/// numerical and physical workers, then the interface solve and link update on the calling
+/// (link) thread.
+struct Threaded<'a> {
+    pg: &'a mut PgAlpha,
+    ns_jobs: rtrb::Producer<Job>,
+    ns_done: rtrb::Consumer<Done>,
+    ps_jobs: rtrb::Producer<Job>,
+    ps_done: rtrb::Consumer<Done>,
+    estimation: rtrb::Producer<Option<Snapshot>>,
+    snapshots_dropped: u64,
+    link_stats: TaskStats,
+    realtime: bool,
+    miss_run: u64,
+}
+
+impl StepExecutor for Threaded<'_> {
+    fn integrator(&mut self) -> &mut dyn TimeIntegrator {
+        self.pg
+    }
+
+    fn step(&mut self) -> Result<(), StepError> {
+        let n = self.pg.steps_taken();
+        let (ns_done, ps_done) = {
+            let mut slots: [Option<FreePhase<'_>>; MAX_PHYSICAL + 1] = Default::default();
+            for (i, ph) in self.pg.free_phases().enumerate() {
+                slots[i] = Some(ph);
+            }
+            let mut ns_job = Job::stop();
+            let mut ps_job = Job::stop();
+            ns_job.stop = false;
+            ps_job.stop = false;
+            ns_job.step = n;
+            ps_job.step = n;
+            for slot in slots.iter_mut() {
+                let Some(ph) = slot.as_mut() else { continue };
+                let ptr = (ph as *mut FreePhase<'_>).cast::<FreePhase<'static>>();
+                if ph.is_numerical() {
+                    ns_job.phases[0] = ptr;
+                    ns_job.count = 1;
+                } else {
+                    ps_job.phases[ps_job.count] = ptr;
+                    ps_job.count += 1;
+                }
+            }
+            let _ = self.ns_jobs.push(ns_job);
+            let _ = self.ps_jobs.push(ps_job);
+            // Both workers must report before `slots` goes out of scope.
+            let d1 = wait_pop(&mut self.ns_done);
+            let d2 = wait_pop(&mut self.ps_done);
+            (d1, d2)
+        };
+        self.miss_run = ps_done.miss_run.max(ns_done.miss_run);
+        if let Some(error) = ps_done.error.or(ns_done.error) {
+            return Err(error);
+        }
+        let t0 = now_ns();
+        self.pg.interface_solve();
+        let linked = self.pg.link_update();
+        self.link_stats.record(now_ns() - t0, None, false);
+        linked
+    }
+
+    fn overruns(&self) -> u64 {
+        if self.realtime {
+            self.miss_run
+        } else {
+            0
+        }
+    }
+
+    /// The estimation snapshot (dropped, and counted, if the slot lags).
+    fn after_step(&mut self) {
+        let mut snap = Snapshot {
+            step: self.pg.steps_taken(),
+            time: self.pg.time(),
+            n: 0,
+            lambda: [0.0; MAX_SNAPSHOT],
+            u: [0.0; MAX_SNAPSHOT],
+        };
+        if let Some(iface) = self.pg.interface() {
+            let lam = self.pg.multipliers();
+            let m = lam.len().min(MAX_SNAPSHOT);
+            snap.n = m;
+            snap.lambda[..m].copy_from_slice(&lam[..m]);
+            for (k, d) in iface.dofs.iter().take(m).enumerate() {
+                let st = &self.pg.partitions()[d.plus].state;
+                if let Some(i) = st.dofs.iter().position(|x| *x == d.dof) {
+                    snap.u[k] = self.pg.state(d.plus)[i];
+                }
+            }
+        }
+        if self.estimation.push(Some(snap)).is_err() {
+            self.snapshots_dropped += 1;
+        }
+    }
+}
+
+/// Pushes a row; when the ring is full, waits up to `wait_ns`.
+fn push_row(tx: &mut rtrb::Producer<f64>, row: &[f64], wait_ns: u64) -> bool {
+    if tx.push_entire_slice(row).is_ok() {
+        return true;
+    }
+    if wait_ns == 0 {
+        return false;
+    }
+    let until = now_ns().saturating_add(wait_ns);
+    let mut b = Backoff::default();
+    while tx.push_entire_slice(row).is_err() {
+        if now_ns() > until {
+            return false;
+        }
+        b.snooze();
+    }
+    true
+}
+
+/// The sink of the threaded runner: lock-free rings to the writer thread. A row that finds
+/// the ring full is kept and written after the stop, so the last completed step still
+/// reaches the disk.
+struct RingSink {
+    results: rtrb::Producer<f64>,
+    labs: Vec<rtrb::Producer<f64>>,
+    physical: Vec<usize>,
+    wait_ns: u64,
+    pending: Vec<f64>,
+    has_pending: bool,
+}
+
+impl RunSink for RingSink {
+    fn row(&mut self, row: &[f64]) -> bool {
+        if push_row(&mut self.results, row, self.wait_ns) {
+            return true;
+        }
+        self.pending.copy_from_slice(row);
+        self.has_pending = true;
+        false
+    }
+
+    fn lab_record(&mut self, partition: usize, record: &[f64]) -> bool {
+        match self.physical.iter().position(|p| *p == partition) {
+            Some(i) => push_row(&mut self.labs[i], record, self.wait_ns),
+            None => true,
+        }
+    }
+
+    fn stopped(&mut self) {
+        self.wait_ns = u64::MAX;
+        if self.has_pending {
+            push_row(&mut self.results, &self.pending, u64::MAX);
+            self.has_pending = false;
+        }
     }
 }
 
@@ -267,7 +423,6 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
         0.0,
     )
     .map_err(|e| StartError::Model(format!("{}: analysis: {e}", model.source)))?;
-    let numerical = pg.numerical();
     let physical: Vec<usize> = pg.physical().collect();
     if physical.len() > MAX_PHYSICAL {
         return Err(StartError::Model(format!(
@@ -288,7 +443,7 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     let ring_rows = opts.results_ring.unwrap_or(lab.runner.results_ring);
 
     // Rings.
-    let (mut res_tx, mut res_rx) = RingBuffer::<f64>::new(ring_rows * ncol);
+    let (res_tx, mut res_rx) = RingBuffer::<f64>::new(ring_rows * ncol);
     let mut lab_tx = Vec::new();
     let mut lab_rx = Vec::new();
     let mut lab_cols = Vec::new();
@@ -304,11 +459,11 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
         lab_rx.push((rx, width));
         lab_cols.push(cols);
     }
-    let (mut ns_jobs_tx, mut ns_jobs_rx) = RingBuffer::<Job>::new(2);
-    let (mut ns_done_tx, mut ns_done_rx) = RingBuffer::<Done>::new(2);
-    let (mut ps_jobs_tx, mut ps_jobs_rx) = RingBuffer::<Job>::new(2);
-    let (mut ps_done_tx, mut ps_done_rx) = RingBuffer::<Done>::new(2);
-    let (mut est_tx, mut est_rx) = RingBuffer::<Option<Snapshot>>::new(64);
+    let (ns_jobs_tx, mut ns_jobs_rx) = RingBuffer::<Job>::new(2);
+    let (mut ns_done_tx, ns_done_rx) = RingBuffer::<Done>::new(2);
+    let (ps_jobs_tx, mut ps_jobs_rx) = RingBuffer::<Job>::new(2);
+    let (mut ps_done_tx, ps_done_rx) = RingBuffer::<Done>::new(2);
+    let (est_tx, mut est_rx) = RingBuffer::<Option<Snapshot>>::new(64);
 
     // Folder.
     if let Some(f) = &opts.folder {
@@ -400,11 +555,13 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
                 let t1 = now_ns();
                 let missed = realtime && t1 > start_ns + (job.step + 1) * ss * dtc_ns;
                 let run = st.record(t1 - t0, None, missed);
-                let ok = r.is_ok();
-                if let Err(e) = r {
-                    err.get_or_insert(e);
+                if let Err(e) = &r {
+                    err.get_or_insert(e.clone());
                 }
-                let _ = ns_done_tx.push(Done { ok, miss_run: run });
+                let _ = ns_done_tx.push(Done {
+                    error: r.err(),
+                    miss_run: run,
+                });
             }
             if let Some(m) = marker {
                 m(false);
@@ -427,7 +584,7 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
                 if job.stop {
                     break;
                 }
-                let mut ok = true;
+                let mut error = None;
                 let mut run = 0;
                 for j in 1..=ss {
                     let i = job.step * ss + (j - 1);
@@ -443,18 +600,23 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
                         // SAFETY: see `Job`.
                         let ph = unsafe { &mut *job.phases[p] };
                         if let Err(e) = ph.physical_substep(j as usize) {
-                            ok = false;
-                            err.get_or_insert(e);
+                            if err.is_none() {
+                                err = Some(e.clone());
+                            }
+                            error.get_or_insert(e);
                         }
                     }
                     let t1 = now_ns();
                     let missed = realtime && t1 > deadline + dtc_ns;
                     run = run.max(st.record(t1 - t0, late, missed));
-                    if !ok {
+                    if error.is_some() {
                         break;
                     }
                 }
-                let _ = ps_done_tx.push(Done { ok, miss_run: run });
+                let _ = ps_done_tx.push(Done {
+                    error,
+                    miss_run: run,
+                });
             }
             if let Some(m) = marker {
                 m(false);
@@ -574,68 +736,7 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
         })
         .expect("spawn");
 
-    // The loop.
-    let divergence = DivergenceMonitor::new(lab.safety.divergence);
-    let max_overruns = lab.safety.max_overruns;
-    let mut link_stats = TaskStats::new("link");
-    let mut row = vec![0.0; ncol];
-    let mut status = RunStatus::Completed;
-    let mut steps = 0u64;
-    let mut est_dropped = 0u64;
-
-    // Pushes a row; when the ring is full, waits up to `wait_ns` (forever after a stop).
-    fn push_row(tx: &mut rtrb::Producer<f64>, row: &[f64], wait_ns: u64) -> bool {
-        if tx.push_entire_slice(row).is_ok() {
-            return true;
-        }
-        if wait_ns == 0 {
-            return false;
-        }
-        let until = now_ns().saturating_add(wait_ns);
-        let mut b = Backoff::default();
-        while tx.push_entire_slice(row).is_err() {
-            if now_ns() > until {
-                return false;
-            }
-            b.snooze();
-        }
-        true
-    }
-    fn drain_labs(
-        pg: &mut PgAlpha,
-        physical: &[usize],
-        lab_tx: &mut [rtrb::Producer<f64>],
-        wait: u64,
-    ) -> bool {
-        let mut ok = true;
-        pg.for_each_lab(&mut |k, lab| {
-            let Some(i) = physical.iter().position(|p| *p == k) else {
-                return;
-            };
-            let tx = &mut lab_tx[i];
-            lab.drain_lab(&mut |r: &[f64]| {
-                if !push_row(tx, r, wait) {
-                    ok = false;
-                }
-            });
-        });
-        ok
-    }
-    fn trip_all(pg: &mut PgAlpha, kind: EventKind, t: f64) {
-        pg.for_each_lab(&mut |_, lab| lab.trip(kind, t));
-    }
-    fn first_event(pg: &PgAlpha) -> Option<SafetyEvent> {
-        pg.partitions()
-            .iter()
-            .filter_map(|p| p.lab()?.event())
-            .next()
-    }
-
-    if let Some(m) = marker {
-        m(true);
-    }
-    let wall0 = now_ns();
-    recorder.record(&mut pg, &mut row);
+    // The loop: the core's one run loop and trip policy, with the phases on the workers.
     let wait_ns = opts
         .overflow_wait
         .unwrap_or(if realtime {
@@ -644,142 +745,76 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
             Duration::from_secs(2)
         })
         .as_nanos() as u64;
-    let mut overflow = !push_row(&mut res_tx, &row, wait_ns);
-    overflow |= !drain_labs(&mut pg, &physical, &mut lab_tx, wait_ns);
-    if overflow {
-        trip_all(&mut pg, EventKind::WriterOverflow, 0.0);
-        status = RunStatus::Stopped(first_event(&pg).expect("tripped"));
+    let mut exec = Threaded {
+        pg: &mut pg,
+        ns_jobs: ns_jobs_tx,
+        ns_done: ns_done_rx,
+        ps_jobs: ps_jobs_tx,
+        ps_done: ps_done_rx,
+        estimation: est_tx,
+        snapshots_dropped: 0,
+        link_stats: TaskStats::new("link"),
+        realtime,
+        miss_run: 0,
+    };
+    let mut sink = RingSink {
+        results: res_tx,
+        labs: lab_tx,
+        physical: physical.clone(),
+        wait_ns,
+        pending: vec![0.0; ncol],
+        has_pending: false,
+    };
+    let settings = hybridsim::runner::RunSettings {
+        n_steps,
+        every,
+        divergence: Some(lab.safety.divergence),
+        max_overruns: realtime.then_some(lab.safety.max_overruns),
+    };
+    let mut row = vec![0.0; ncol];
+    if let Some(m) = marker {
+        m(true);
     }
-    let mut n = 0u64;
-    while n < n_steps && status == RunStatus::Completed {
-        let t = pg.time();
-        if opts.abort.load(Ordering::Relaxed) {
-            trip_all(&mut pg, EventKind::OperatorAbort, t);
-            status = RunStatus::Stopped(first_event(&pg).expect("tripped"));
-            break;
-        }
-        let (ns_done, ps_done) = {
-            const NONE: Option<FreePhase<'static>> = None;
-            let _ = NONE;
-            let mut slots: [Option<FreePhase<'_>>; MAX_PHYSICAL + 1] = Default::default();
-            for (i, ph) in pg.free_phases().enumerate() {
-                slots[i] = Some(ph);
-            }
-            let mut ns_job = Job::stop();
-            let mut ps_job = Job::stop();
-            ns_job.stop = false;
-            ps_job.stop = false;
-            ns_job.step = n;
-            ps_job.step = n;
-            for slot in slots.iter_mut() {
-                let Some(ph) = slot.as_mut() else { continue };
-                let ptr = (ph as *mut FreePhase<'_>).cast::<FreePhase<'static>>();
-                if ph.is_numerical() {
-                    ns_job.phases[0] = ptr;
-                    ns_job.count = 1;
-                } else {
-                    ps_job.phases[ps_job.count] = ptr;
-                    ps_job.count += 1;
-                }
-            }
-            let _ = ns_jobs_tx.push(ns_job);
-            let _ = ps_jobs_tx.push(ps_job);
-            // Both workers must report before `slots` goes out of scope.
-            let d1 = wait_pop(&mut ns_done_rx);
-            let d2 = wait_pop(&mut ps_done_rx);
-            (d1, d2)
-        };
-        let t0 = now_ns();
-        if !(ns_done.ok && ps_done.ok) {
-            status = match first_event(&pg) {
-                Some(ev) => RunStatus::Stopped(ev),
-                None => RunStatus::Failed(String::new()),
-            };
-            break;
-        }
-        pg.interface_solve();
-        if pg.link_update().is_err() {
-            trip_all(&mut pg, EventKind::Divergence, t);
-            status = RunStatus::Stopped(first_event(&pg).expect("tripped"));
-            break;
-        }
-        n += 1;
-        steps = n;
-        let t_next = pg.time();
-        let mut event = None;
-        if divergence.observe_force(pg.multipliers()).is_some() {
-            event = Some(EventKind::Divergence);
-        }
-        if realtime && ps_done.miss_run.max(ns_done.miss_run) >= max_overruns {
-            event = Some(EventKind::DeadlineOverruns);
-        }
-        // Estimation snapshot (dropped, and counted, if the slot lags).
-        let mut snap = Snapshot {
-            step: n,
-            time: t_next,
-            n: 0,
-            lambda: [0.0; MAX_SNAPSHOT],
-            u: [0.0; MAX_SNAPSHOT],
-        };
-        if let Some(iface) = pg.interface() {
-            let lam = pg.multipliers();
-            let m = lam.len().min(MAX_SNAPSHOT);
-            snap.n = m;
-            snap.lambda[..m].copy_from_slice(&lam[..m]);
-            for (k, d) in iface.dofs.iter().take(m).enumerate() {
-                let st = &pg.partitions()[d.plus].state;
-                if let Some(i) = st.dofs.iter().position(|x| *x == d.dof) {
-                    snap.u[k] = pg.state(d.plus)[i];
-                }
-            }
-        }
-        if est_tx.push(Some(snap)).is_err() {
-            est_dropped += 1;
-        }
-        if !drain_labs(&mut pg, &physical, &mut lab_tx, wait_ns) {
-            event = Some(EventKind::WriterOverflow);
-        }
-        if n.is_multiple_of(every) || n == n_steps {
-            recorder.record(&mut pg, &mut row);
-            if !push_row(&mut res_tx, &row, wait_ns) {
-                event = Some(EventKind::WriterOverflow);
-                // The row of this completed step still goes to disk, after the stop.
-                trip_all(&mut pg, EventKind::WriterOverflow, t_next);
-                push_row(&mut res_tx, &row, u64::MAX);
-            }
-        }
-        link_stats.record(now_ns() - t0, None, false);
-        if let Some(kind) = event {
-            trip_all(&mut pg, kind, t_next);
-            status = RunStatus::Stopped(first_event(&pg).expect("tripped"));
-        }
-    }
+    let wall0 = now_ns();
+    let end = hybridsim::runner::run(
+        &mut exec,
+        &mut recorder,
+        &mut sink,
+        &settings,
+        &opts.abort,
+        &mut row,
+    );
     let wall = (now_ns() - wall0) as f64 * 1e-9;
     if let Some(m) = marker {
         m(false);
     }
-    let _ = numerical;
+    let steps = end.steps;
+    let mut status = match &end.state {
+        EndState::Completed => RunStatus::Completed,
+        EndState::Stopped { event, .. } => RunStatus::Stopped(*event),
+        EndState::Failed(fault) => RunStatus::Failed(fault.to_string()),
+    };
+    let Threaded {
+        ns_jobs: mut ns_jobs_tx,
+        ps_jobs: mut ps_jobs_tx,
+        estimation: mut est_tx,
+        snapshots_dropped: est_dropped,
+        link_stats,
+        ..
+    } = exec;
 
-    // Stop the workers; flush the lab records of the stop (waiting for ring space now).
+    // Stop the workers.
     let _ = ns_jobs_tx.push(Job::stop());
     let _ = ps_jobs_tx.push(Job::stop());
     let mut b = Backoff::default();
     while est_tx.push(None).is_err() {
         b.snooze();
     }
-    let (ns_stats, ns_err, ns_setup) = ns.join().expect("numerical thread");
-    let (ps_stats, ps_err, ps_setup) = ps.join().expect("physical thread");
+    let (ns_stats, _ns_err, ns_setup) = ns.join().expect("numerical thread");
+    let (ps_stats, _ps_err, ps_setup) = ps.join().expect("physical thread");
     let (est_stats, mut estimation) = est.join().expect("estimation thread");
     estimation["snapshots_dropped"] = json!(est_dropped);
-    drain_labs(&mut pg, &physical, &mut lab_tx, u64::MAX);
-    if let RunStatus::Failed(msg) = &mut status {
-        *msg = ps_err
-            .or(ns_err)
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "a task failed".into());
-    }
-    drop(res_tx);
-    drop(lab_tx);
+    drop(sink);
     let written = writer.join().expect("writer thread");
     if memory_locked {
         clock::unlock_memory();

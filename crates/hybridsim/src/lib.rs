@@ -28,6 +28,7 @@ pub mod modal;
 pub mod model;
 pub mod output;
 pub mod physical;
+pub mod runner;
 pub mod simulation;
 pub mod units;
 

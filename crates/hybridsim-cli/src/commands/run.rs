@@ -107,19 +107,29 @@ pub fn execute(args: Args) -> Result<ExitCode> {
                     );
             Ok(ExitCode::SUCCESS)
         }
-        RunStatus::Failed { error } => {
+        RunStatus::Stopped { event, fault } => {
             eprintln!(
-                "error: the run failed after {} steps: {error}; the {} completed rows are in {}",
+                "error: the test was stopped through the safety layer after {} steps: {event} \
+                 (cause: {fault}); the {} completed rows are in {}",
                 report.steps,
                 report.rows,
                 report.folder.display()
             );
             Ok(ExitCode::from(1))
         }
-        RunStatus::Aborted => {
+        RunStatus::Failed(hybridsim::runner::Fault::Abort) => {
             eprintln!(
                 "aborted after {} steps; results in {}",
                 report.steps,
+                report.folder.display()
+            );
+            Ok(ExitCode::from(1))
+        }
+        RunStatus::Failed(fault) => {
+            eprintln!(
+                "error: the run failed after {} steps: {fault}; the {} completed rows are in {}",
+                report.steps,
+                report.rows,
                 report.folder.display()
             );
             Ok(ExitCode::from(1))

@@ -599,9 +599,14 @@ impl LabControl for LabProvider {
             value: f64::NAN,
             limit: f64::NAN,
         };
+        let was_armed = self.safety.state() == SafetyState::Armed;
         self.safety.trip(ev);
         if self.event.is_none() {
             self.event = self.safety.event();
+        }
+        // The trip itself is a lab record (the layer's state changes without a command).
+        if was_armed {
+            self.record(t);
         }
     }
 

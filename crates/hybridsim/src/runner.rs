@@ -1,0 +1,315 @@
+//! One run loop and one trip policy for every runner.
+//!
+//! `hybridsim run` (one thread) and `hybridsim realtime` (the phases of a step on several
+//! threads) differ only in how a coarse step is executed and where the records go. Both call
+//! [`run`], which owns the order of things within a step and what happens on a fault:
+//!
+//! 1. check the operator's abort flag (Ctrl-C, a signal);
+//! 2. execute the step ([`StepExecutor::step`]);
+//! 3. drain the controller-rate lab records of every laboratory into the [`RunSink`];
+//! 4. record the results row (every `every` steps and after the last one);
+//! 5. check: recording kept up, the multipliers stay within the divergence bound, the
+//!    deadline overruns stay below their limit;
+//! 6. on any fault, [`trip`]: every laboratory's safety layer trips with the fault's
+//!    [`EventKind`] (hold or ramp down), the records of the stop are drained, and the run
+//!    ends in one [`EndState`].
+//!
+//! The loop itself allocates nothing, locks nothing and touches no file: sinks and executors
+//! decide how records travel (bounded queues, lock-free rings).
+
+use crate::error::StepError;
+use crate::integrators::TimeIntegrator;
+use crate::model::lab::DivergenceSettings;
+use crate::output::Recorder;
+use crate::physical::safety::DivergenceMonitor;
+use crate::physical::{EventKind, SafetyEvent};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// What stopped a run before its end.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    /// A step failed (a safety event at a port, a non-finite state, a failed substructure).
+    Step(StepError),
+    /// Recording could not keep up or failed (writer stopped, ring full, disk full).
+    Recording,
+    /// The operator or a signal asked the run to stop.
+    Abort,
+    /// Consecutive deadline overruns reached their limit.
+    Overruns {
+        /// Consecutive misses.
+        count: u64,
+        /// The limit (`[safety] max_overruns`).
+        limit: u64,
+    },
+    /// A multiplier left the divergence bound (`[safety.divergence] force`).
+    Divergence {
+        /// The offending |Λ| (or a non-finite value).
+        value: f64,
+        /// The bound.
+        bound: f64,
+    },
+}
+
+impl Fault {
+    /// The safety event kind this fault trips the laboratories with.
+    pub fn event_kind(&self) -> EventKind {
+        match self {
+            Fault::Step(StepError::Safety(event)) => event.kind,
+            Fault::Step(StepError::NonFinite { .. }) => EventKind::Divergence,
+            Fault::Step(StepError::Physical { .. }) => EventKind::TransferFault,
+            Fault::Recording => EventKind::WriterOverflow,
+            Fault::Abort => EventKind::OperatorAbort,
+            Fault::Overruns { .. } => EventKind::DeadlineOverruns,
+            Fault::Divergence { .. } => EventKind::Divergence,
+        }
+    }
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Step(e) => write!(f, "{e}"),
+            Fault::Recording => write!(
+                f,
+                "recording failed or could not keep up: the test was stopped rather than run \
+                 unrecorded"
+            ),
+            Fault::Abort => write!(f, "aborted by the operator"),
+            Fault::Overruns { count, limit } => write!(
+                f,
+                "{count} consecutive deadline overruns (limit {limit} in [safety] max_overruns)"
+            ),
+            Fault::Divergence { value, bound } => write!(
+                f,
+                "divergence: |Λ| = {value:e} beyond the bound {bound:e} of [safety.divergence] \
+                 force; no further command was sent"
+            ),
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EndState {
+    /// Every step done.
+    Completed,
+    /// Stopped through the safety layer of the laboratories: the event that stopped the test
+    /// and the fault behind it.
+    Stopped {
+        /// The latched event.
+        event: SafetyEvent,
+        /// What caused it.
+        fault: Fault,
+    },
+    /// Stopped by a fault with no laboratory to trip (a numerical run).
+    Failed(Fault),
+}
+
+impl EndState {
+    /// The status word of run.json: `completed`, `stopped`, `aborted` or `failed`.
+    pub fn status(&self) -> &'static str {
+        match self {
+            EndState::Completed => "completed",
+            EndState::Stopped { .. } => "stopped",
+            EndState::Failed(Fault::Abort) => "aborted",
+            EndState::Failed(_) => "failed",
+        }
+    }
+
+    /// The safety event, when the run stopped through the safety layer.
+    pub fn event(&self) -> Option<&SafetyEvent> {
+        match self {
+            EndState::Stopped { event, .. } => Some(event),
+            _ => None,
+        }
+    }
+
+    /// The fault that ended the run early, if any.
+    pub fn fault(&self) -> Option<&Fault> {
+        match self {
+            EndState::Completed => None,
+            EndState::Stopped { fault, .. } | EndState::Failed(fault) => Some(fault),
+        }
+    }
+}
+
+/// The trip policy: trip every laboratory of `integ` with the fault's event kind at the
+/// current time, and say how the run ends. A fault that is itself a safety event keeps that
+/// event; otherwise the first latched event of the laboratories is reported. Without a
+/// laboratory the run has failed. Allocation-free.
+pub fn trip(integ: &mut dyn TimeIntegrator, fault: Fault) -> EndState {
+    let kind = fault.event_kind();
+    let t = integ.time();
+    let mut first: Option<SafetyEvent> = None;
+    integ.for_each_lab(&mut |_, lab| {
+        lab.trip(kind, t);
+        if first.is_none() {
+            first = lab.event();
+        }
+    });
+    let event = match &fault {
+        Fault::Step(StepError::Safety(event)) => Some(*event),
+        _ => first,
+    };
+    match event {
+        Some(event) => EndState::Stopped { event, fault },
+        None => EndState::Failed(fault),
+    }
+}
+
+/// How a coarse step is executed: on the calling thread ([`Sequential`]) or with its phases
+/// on worker threads (the real-time runner).
+pub trait StepExecutor {
+    /// The integrator being stepped (between steps).
+    fn integrator(&mut self) -> &mut dyn TimeIntegrator;
+    /// One coarse step. Must not allocate.
+    fn step(&mut self) -> Result<(), StepError>;
+    /// Consecutive deadline overruns so far (0 without wall-clock pacing).
+    fn overruns(&self) -> u64 {
+        0
+    }
+    /// Called after every completed step (e.g. to hand a snapshot to an estimator).
+    fn after_step(&mut self) {}
+}
+
+/// The step executor of `hybridsim run`: [`TimeIntegrator::step`] on the calling thread.
+pub struct Sequential<'a>(pub &'a mut dyn TimeIntegrator);
+
+impl StepExecutor for Sequential<'_> {
+    fn integrator(&mut self) -> &mut dyn TimeIntegrator {
+        self.0
+    }
+    fn step(&mut self) -> Result<(), StepError> {
+        self.0.step()
+    }
+}
+
+/// Where the records of a run go. Every method must be allocation-free once the run is
+/// under way and must not block for long: `false` means the record could not be kept,
+/// which stops the test.
+pub trait RunSink {
+    /// One results row.
+    fn row(&mut self, row: &[f64]) -> bool;
+    /// One controller-rate record of the laboratory of partition `partition`.
+    fn lab_record(&mut self, partition: usize, record: &[f64]) -> bool;
+    /// The lab records of one step are all in (e.g. send the batch).
+    fn end_of_step(&mut self) -> bool {
+        true
+    }
+    /// Completed steps so far (progress display).
+    fn progress(&mut self, _steps: u64) {}
+    /// The run has stopped and the laboratories are safe: keep whatever is still pending,
+    /// waiting as long as needed.
+    fn stopped(&mut self) {}
+}
+
+/// What [`run`] needs besides the executor and the sink.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// Coarse steps to run.
+    pub n_steps: u64,
+    /// A results row every `every` steps (and after the last one).
+    pub every: u64,
+    /// The divergence criterion on the multipliers (runs with a laboratory).
+    pub divergence: Option<DivergenceSettings>,
+    /// Consecutive deadline overruns that stop the test (paced runs).
+    pub max_overruns: Option<u64>,
+}
+
+/// The outcome of [`run`].
+#[derive(Debug, Clone)]
+pub struct RunEnd {
+    /// How the run ended.
+    pub state: EndState,
+    /// Completed coarse steps.
+    pub steps: u64,
+    /// Time spent inside [`StepExecutor::step`].
+    pub step_time: Duration,
+}
+
+fn drain_labs(exec: &mut dyn StepExecutor, sink: &mut dyn RunSink) -> bool {
+    let mut ok = true;
+    exec.integrator().for_each_lab(&mut |k, lab| {
+        lab.drain_lab(&mut |r: &[f64]| ok &= sink.lab_record(k, r));
+    });
+    ok & sink.end_of_step()
+}
+
+/// Run to the end or to the first fault (see the module documentation for the order of
+/// things). `row` is the recorder's row buffer. Allocation-free in the loop.
+pub fn run(
+    exec: &mut dyn StepExecutor,
+    recorder: &mut Recorder,
+    sink: &mut dyn RunSink,
+    settings: &RunSettings,
+    abort: &AtomicBool,
+    row: &mut [f64],
+) -> RunEnd {
+    let divergence = settings.divergence.map(DivergenceMonitor::new);
+    let every = settings.every.max(1);
+    let mut steps = 0u64;
+    let mut step_time = Duration::ZERO;
+    recorder.record(exec.integrator(), row);
+    let mut fault = None;
+    if !(sink.row(row) & drain_labs(exec, sink)) {
+        fault = Some(Fault::Recording);
+    }
+    let mut until_row = every;
+    while fault.is_none() && steps < settings.n_steps {
+        if abort.load(Ordering::Relaxed) {
+            fault = Some(Fault::Abort);
+            break;
+        }
+        let started = Instant::now();
+        let result = exec.step();
+        step_time += started.elapsed();
+        if let Err(error) = result {
+            fault = Some(Fault::Step(error));
+            break;
+        }
+        steps += 1;
+        exec.after_step();
+        sink.progress(steps);
+        let mut kept = drain_labs(exec, sink);
+        until_row -= 1;
+        if until_row == 0 || steps == settings.n_steps {
+            recorder.record(exec.integrator(), row);
+            kept &= sink.row(row);
+            until_row = every;
+        }
+        if !kept {
+            fault = Some(Fault::Recording);
+            break;
+        }
+        if let Some((monitor, limits)) = divergence.as_ref().zip(settings.divergence.as_ref()) {
+            if let Some(value) = monitor.observe_force(exec.integrator().multipliers()) {
+                fault = Some(Fault::Divergence {
+                    value,
+                    bound: limits.force,
+                });
+                break;
+            }
+        }
+        if let Some(limit) = settings.max_overruns {
+            let count = exec.overruns();
+            if count >= limit {
+                fault = Some(Fault::Overruns { count, limit });
+                break;
+            }
+        }
+    }
+    let state = match fault {
+        None => EndState::Completed,
+        Some(fault) => trip(exec.integrator(), fault),
+    };
+    // The records of the stop (a refused command, the trip) and anything still pending, now
+    // that the laboratories are safe (the sink may wait as long as needed).
+    sink.stopped();
+    drain_labs(exec, sink);
+    RunEnd {
+        state,
+        steps,
+        step_time,
+    }
+}
