@@ -7,16 +7,47 @@
 //! from the tables:
 //! - the registry builder [`build`] (keys `nodes`, `dof` and the parameters, each problem
 //!   reported at its own field),
+//! - the checks of the public constructors ([`checked`], [`with_values`]),
 //! - [`Element::parameters`](super::Element::parameters),
 //!   [`Element::set_parameter`](super::Element::set_parameter) and the state and DOF
 //!   accessors, through [`impl_declared!`].
 
 use super::registry::ElementContext;
-use super::switching::check_value;
-pub use super::switching::Rule;
 use super::{DofRef, Element, ElementRef, Quantity};
 use crate::error::Diagnostics;
 use std::sync::Arc;
+
+/// Admissible range of a parameter (always finite as well).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Any finite value.
+    Finite,
+    /// `> 0`.
+    Positive,
+    /// `≥ 0`.
+    NonNegative,
+    /// In `[0, 1)`.
+    Fraction,
+    /// `≥ 1`.
+    AtLeastOne,
+}
+
+/// Check a parameter value: finite and within `rule`. The error is the reason only
+/// (`must be > 0, found -1`); callers add the file and field.
+pub fn check_value(value: f64, rule: Rule) -> Result<(), String> {
+    if !value.is_finite() {
+        return Err(format!("must be finite, found {value}"));
+    }
+    match rule {
+        Rule::Positive if value <= 0.0 => Err(format!("must be > 0, found {value}")),
+        Rule::NonNegative if value < 0.0 => Err(format!("must not be negative, found {value}")),
+        Rule::Fraction if !(0.0..1.0).contains(&value) => {
+            Err(format!("must be in [0, 1), found {value}"))
+        }
+        Rule::AtLeastOne if value < 1.0 => Err(format!("must be ≥ 1, found {value}")),
+        _ => Ok(()),
+    }
+}
 
 /// One scalar parameter of element `E`.
 pub struct Param<E> {
@@ -52,6 +83,21 @@ impl<E> Param<E> {
             set,
         }
     }
+
+    /// A parameter that model files may omit, with value `default`.
+    pub const fn optional(
+        name: &'static str,
+        unit: &'static str,
+        rule: Rule,
+        default: f64,
+        get: fn(&E) -> f64,
+        set: fn(&mut E, f64),
+    ) -> Self {
+        Self {
+            default: Some(default),
+            ..Self::new(name, unit, rule, get, set)
+        }
+    }
 }
 
 /// A one- or two-node element on one DOF direction (field `dofs`) described by its tables.
@@ -71,6 +117,21 @@ pub trait Declared: Element + Clone + Sized + 'static {
     fn check_joint(&self) -> Result<(), (&'static str, String)> {
         Ok(())
     }
+}
+
+/// `e` if every parameter passes its rule and the joint conditions hold (for constructors).
+pub fn checked<E: Declared>(e: E) -> Result<E, String> {
+    assert!(matches!(e.dofs().len(), 1 | 2));
+    for p in E::PARAMETERS {
+        check_value((p.get)(&e), p.rule).map_err(|r| format!("`{}` {r}", p.name))?;
+    }
+    e.check_joint().map_err(|(_, r)| r)?;
+    Ok(e)
+}
+
+/// The element on `dofs` with parameter values in table order, [`checked`].
+pub fn with_values<E: Declared>(dofs: Vec<DofRef>, values: &[f64]) -> Result<E, String> {
+    checked(filled(dofs, values))
 }
 
 fn filled<E: Declared>(dofs: Vec<DofRef>, values: &[f64]) -> E {

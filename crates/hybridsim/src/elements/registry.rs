@@ -5,7 +5,10 @@
 //! `split`, `role`, `rayleigh`, `initial_state`).
 
 use super::declare::build;
-use super::{CubicSpring, Dashpot, DofRef, ElementRef, LinearSuperelement, Mass, Spring};
+use super::{
+    BoucWen, CubicSpring, Dashpot, DofRef, ElementRef, LeadRubberBearing, LinearSuperelement, Mass,
+    Mostaghel, Spring,
+};
 use crate::error::Diagnostics;
 use nalgebra::{DMatrix, DVector};
 use serde::de::DeserializeOwned;
@@ -118,10 +121,10 @@ impl Default for ElementRegistry {
         r.register("dashpot", build::<Dashpot>);
         r.register("cubic_spring", build::<CubicSpring>);
         r.register("linear", build_linear);
-        r.register("bouc_wen", super::bouc_wen::build);
-        r.register("mostaghel", super::mostaghel::build);
+        r.register("bouc_wen", build::<BoucWen>);
+        r.register("mostaghel", build::<Mostaghel>);
         r.register("sliding_bearing", super::sliding_bearing::build);
-        r.register("lead_rubber", super::lead_rubber::build);
+        r.register("lead_rubber", build::<LeadRubberBearing>);
         r
     }
 }
