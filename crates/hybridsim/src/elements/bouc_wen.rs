@@ -39,22 +39,11 @@ pub struct BoucWen {
 
 impl Declared for BoucWen {
     const KIND: &'static str = "bouc_wen";
+    #[rustfmt::skip]
     const PARAMETERS: &'static [Param<Self>] = &[
         Param::new("A", "F/L", Rule::Positive, |e| e.a, |e, x| e.a = x),
-        Param::new(
-            "beta",
-            "F^(1-n)/L^n",
-            Rule::Finite,
-            |e| e.beta,
-            |e, x| e.beta = x,
-        ),
-        Param::new(
-            "gamma",
-            "F^(1-n)/L^n",
-            Rule::Finite,
-            |e| e.gamma,
-            |e, x| e.gamma = x,
-        ),
+        Param::new("beta", "F^(1-n)/L^n", Rule::Finite, |e| e.beta, |e, x| e.beta = x),
+        Param::new("gamma", "F^(1-n)/L^n", Rule::Finite, |e| e.gamma, |e, x| e.gamma = x),
         Param::optional("n", "-", Rule::Positive, 1.0, |e| e.n, |e, x| e.n = x),
     ];
     const STATES: &'static [(&'static str, Quantity)] =

@@ -38,22 +38,11 @@ pub struct Mostaghel {
 
 impl Declared for Mostaghel {
     const KIND: &'static str = "mostaghel";
+    #[rustfmt::skip]
     const PARAMETERS: &'static [Param<Self>] = &[
         Param::new("k", "F/L", Rule::Positive, |e| e.k, |e, x| e.k = x),
-        Param::new(
-            "alpha",
-            "-",
-            Rule::Fraction,
-            |e| e.alpha,
-            |e, x| e.alpha = x,
-        ),
-        Param::new(
-            "delta",
-            "L",
-            Rule::Positive,
-            |e| e.delta,
-            |e, x| e.delta = x,
-        ),
+        Param::new("alpha", "-", Rule::Fraction, |e| e.alpha, |e, x| e.alpha = x),
+        Param::new("delta", "L", Rule::Positive, |e| e.delta, |e, x| e.delta = x),
     ];
     const STATES: &'static [(&'static str, Quantity)] =
         &[("r", Quantity::Force), ("e", Quantity::Energy)];
