@@ -1,14 +1,9 @@
 //! Bouc-Wen hysteretic spring (seed 003 eq 16; two-node form and energy state of seed 004
 //! eq 11; ALGORITHMS.md A13, E30, E32).
 
-use super::registry::{parse_params, ElementContext};
-use super::switching::{
-    abs_pow, check_params, deformation, re, scatter_force, settable, sgn, Rule,
-};
-use super::{DofRef, Element, ElementLaw, ElementRef, Quantity, Scalar};
-use crate::error::Diagnostics;
-use serde::Deserialize;
-use std::sync::Arc;
+use super::declare::{checked, impl_declared, Declared, Param, Rule};
+use super::switching::{abs_pow, deformation, re, scatter_force, sgn};
+use super::{DofRef, Element, ElementLaw, Quantity, Scalar};
 
 /// Bouc-Wen spring between two nodes (or a node and the ground) on one DOF direction.
 ///
@@ -42,44 +37,50 @@ pub struct BoucWen {
     pub n: f64,
 }
 
-const PARAMS: [(&str, Rule); 4] = [
-    ("A", Rule::Positive),
-    ("beta", Rule::Finite),
-    ("gamma", Rule::Finite),
-    ("n", Rule::Positive),
-];
+impl Declared for BoucWen {
+    const KIND: &'static str = "bouc_wen";
+    #[rustfmt::skip]
+    const PARAMETERS: &'static [Param<Self>] = &[
+        Param::new("A", "F/L", Rule::Positive, |e| e.a, |e, x| e.a = x),
+        Param::new("beta", "F^(1-n)/L^n", Rule::Finite, |e| e.beta, |e, x| e.beta = x),
+        Param::new("gamma", "F^(1-n)/L^n", Rule::Finite, |e| e.gamma, |e, x| e.gamma = x),
+        Param::optional("n", "-", Rule::Positive, 1.0, |e| e.n, |e, x| e.n = x),
+    ];
+    const STATES: &'static [(&'static str, Quantity)] =
+        &[("r", Quantity::Force), ("e", Quantity::Energy)];
+    fn blank(dofs: Vec<DofRef>) -> Self {
+        Self {
+            dofs,
+            a: 0.0,
+            beta: 0.0,
+            gamma: 0.0,
+            n: 0.0,
+        }
+    }
+    fn check_joint(&self) -> Result<(), (&'static str, String)> {
+        if self.beta + self.gamma <= 0.0 {
+            return Err((
+                "gamma",
+                format!(
+                    "`beta` + `gamma` must be > 0 for a bounded force, found {} + {}",
+                    self.beta, self.gamma
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
 
 impl BoucWen {
     /// A Bouc-Wen spring; checks the parameters (finite, `A > 0`, `n > 0`, `β + γ > 0`).
     pub fn new(dofs: Vec<DofRef>, a: f64, beta: f64, gamma: f64, n: f64) -> Result<Self, String> {
-        assert!(matches!(dofs.len(), 1 | 2));
-        let e = Self {
+        checked(Self {
             dofs,
             a,
             beta,
             gamma,
             n,
-        };
-        for (i, (name, rule)) in PARAMS.iter().enumerate() {
-            super::switching::check_value(e.values()[i], *rule)
-                .map_err(|r| format!("`{name}` {r}"))?;
-        }
-        e.check_bounded()?;
-        Ok(e)
-    }
-
-    fn values(&self) -> [f64; 4] {
-        [self.a, self.beta, self.gamma, self.n]
-    }
-
-    fn check_bounded(&self) -> Result<(), String> {
-        if self.beta + self.gamma <= 0.0 {
-            return Err(format!(
-                "`beta` + `gamma` must be > 0 for a bounded force, found {} + {}",
-                self.beta, self.gamma
-            ));
-        }
-        Ok(())
+        })
     }
 
     /// Ultimate force `r_u = (A/(β+γ))^{1/n}`.
@@ -102,96 +103,12 @@ impl ElementLaw for BoucWen {
 }
 
 impl Element for BoucWen {
-    fn kind(&self) -> &'static str {
-        "bouc_wen"
-    }
-    fn dofs(&self) -> &[DofRef] {
-        &self.dofs
-    }
-    fn n_states(&self) -> usize {
-        2
-    }
-    fn state_names(&self) -> Vec<String> {
-        vec!["r".into(), "e".into()]
-    }
-    fn state_quantity(&self, i: usize) -> Quantity {
-        [Quantity::Force, Quantity::Energy][i]
-    }
-    fn parameters(&self) -> Vec<(&'static str, f64)> {
-        PARAMS.iter().map(|p| p.0).zip(self.values()).collect()
-    }
-    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
-        let i = settable(self.kind(), &PARAMS, name, value)?;
-        let mut next = self.clone();
-        match i {
-            0 => next.a = value,
-            1 => next.beta = value,
-            2 => next.gamma = value,
-            _ => next.n = value,
-        }
-        next.check_bounded()?;
-        *self = next;
-        Ok(())
-    }
-    fn deformation(&self, u: &[f64]) -> Option<f64> {
-        Some(deformation(u))
-    }
+    impl_declared!();
     fn dissipated_energy(&self, _u: &[f64], s: &[f64]) -> Option<f64> {
         Some(s[1] - s[0] * s[0] / (2.0 * self.a))
     }
     fn driver_substep(&self) -> Option<f64> {
         // 1/50 of the yield deformation r_u/A.
         Some(0.02 * self.ultimate_force() / self.a)
-    }
-    crate::impl_element_evaluation!();
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Params {
-    nodes: Vec<i64>,
-    dof: String,
-    #[serde(rename = "A")]
-    a: f64,
-    beta: f64,
-    gamma: f64,
-    #[serde(default = "one")]
-    n: f64,
-}
-
-fn one() -> f64 {
-    1.0
-}
-
-/// Registry builder for `type = "bouc_wen"`: `nodes`, `dof`, `A`, `beta`, `gamma`, `n`
-/// (default 1).
-pub(crate) fn build(
-    ctx: &ElementContext,
-    table: toml::Table,
-    diag: &mut Diagnostics,
-    field: &str,
-) -> Option<ElementRef> {
-    let p: Params = parse_params(table, diag, field)?;
-    let ok = check_params(
-        diag,
-        field,
-        &[
-            ("A", p.a, Rule::Positive),
-            ("beta", p.beta, Rule::Finite),
-            ("gamma", p.gamma, Rule::Finite),
-            ("n", p.n, Rule::Positive),
-        ],
-    );
-    let dofs = ctx.node_pair(&p.nodes, &p.dof, diag, field);
-    if !ok {
-        return None;
-    }
-    let dofs = dofs?;
-    match BoucWen::new(dofs, p.a, p.beta, p.gamma, p.n) {
-        Ok(e) => Some(Arc::new(e)),
-        Err(e) => {
-            diag.push(format!("{field}.gamma"), e);
-            None
-        }
     }
 }

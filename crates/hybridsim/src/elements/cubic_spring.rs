@@ -1,5 +1,7 @@
 //! Nonlinear elastic (Duffing) spring.
 
+use super::declare::{impl_declared, Declared, Param, Rule};
+use super::switching::{deformation, scatter_force};
 use super::{DofRef, Element, ElementLaw, Scalar};
 use nalgebra::DMatrix;
 
@@ -13,6 +15,18 @@ pub struct CubicSpring {
     pub stiffness: f64,
     /// Cubic coefficient (force/length³).
     pub cubic: f64,
+}
+
+impl Declared for CubicSpring {
+    const KIND: &'static str = "cubic_spring";
+    #[rustfmt::skip]
+    const PARAMETERS: &'static [Param<Self>] = &[
+        Param::new("k", "F/L", Rule::NonNegative, |e| e.stiffness, |e, x| e.stiffness = x),
+        Param::new("k3", "F/L³", Rule::Finite, |e| e.cubic, |e, x| e.cubic = x),
+    ];
+    fn blank(dofs: Vec<DofRef>) -> Self {
+        Self::new(dofs, 0.0, 0.0)
+    }
 }
 
 impl CubicSpring {
@@ -29,43 +43,18 @@ impl CubicSpring {
 
 impl ElementLaw for CubicSpring {
     fn law<T: Scalar>(&self, u: &[T], _v: &[T], _s: &[T], r: &mut [T], _sdot: &mut [T]) {
-        let d = if u.len() == 2 { u[0] - u[1] } else { u[0] };
-        let f = d * self.stiffness + d * d * d * self.cubic;
-        r[0] = f;
-        if r.len() == 2 {
-            r[1] = -f;
-        }
+        let d = deformation(u);
+        scatter_force(r, d * self.stiffness + d * d * d * self.cubic);
     }
 }
 
 impl Element for CubicSpring {
-    fn kind(&self) -> &'static str {
-        "cubic_spring"
-    }
-    fn dofs(&self) -> &[DofRef] {
-        &self.dofs
-    }
+    impl_declared!();
     fn potential_energy(&self, u: &[f64], _s: &[f64]) -> Option<f64> {
-        let d = if u.len() == 2 { u[0] - u[1] } else { u[0] };
+        let d = deformation(u);
         Some(0.5 * self.stiffness * d * d + 0.25 * self.cubic * d.powi(4))
     }
     fn linear_stiffness(&self) -> Option<DMatrix<f64>> {
         None
     }
-    fn parameters(&self) -> Vec<(&'static str, f64)> {
-        vec![("k", self.stiffness), ("k3", self.cubic)]
-    }
-    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
-        use super::switching::Rule;
-        let rules = [("k", Rule::NonNegative), ("k3", Rule::Finite)];
-        match super::switching::settable(self.kind(), &rules, name, value)? {
-            0 => self.stiffness = value,
-            _ => self.cubic = value,
-        }
-        Ok(())
-    }
-    fn deformation(&self, u: &[f64]) -> Option<f64> {
-        Some(super::switching::deformation(u))
-    }
-    crate::impl_element_evaluation!();
 }

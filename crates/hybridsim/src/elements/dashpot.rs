@@ -1,6 +1,8 @@
 //! Linear viscous dashpot between two nodes, or from a node to the ground.
 
+use super::declare::{impl_declared, Declared, Param, Rule};
 use super::spring::two_node_matrix;
+use super::switching::{deformation, scatter_force};
 use super::{DofRef, Element, ElementLaw, Scalar};
 use nalgebra::DMatrix;
 
@@ -10,6 +12,17 @@ pub struct Dashpot {
     dofs: Vec<DofRef>,
     /// Damping coefficient (force·time/length).
     pub damping: f64,
+}
+
+impl Declared for Dashpot {
+    const KIND: &'static str = "dashpot";
+    #[rustfmt::skip]
+    const PARAMETERS: &'static [Param<Self>] = &[
+        Param::new("c", "F·T/L", Rule::NonNegative, |e| e.damping, |e, x| e.damping = x),
+    ];
+    fn blank(dofs: Vec<DofRef>) -> Self {
+        Self::new(dofs, 0.0)
+    }
 }
 
 impl Dashpot {
@@ -22,39 +35,16 @@ impl Dashpot {
 
 impl ElementLaw for Dashpot {
     fn law<T: Scalar>(&self, _u: &[T], v: &[T], _s: &[T], r: &mut [T], _sdot: &mut [T]) {
-        let d = if v.len() == 2 { v[0] - v[1] } else { v[0] };
-        let f = d * self.damping;
-        r[0] = f;
-        if r.len() == 2 {
-            r[1] = -f;
-        }
+        scatter_force(r, deformation(v) * self.damping);
     }
 }
 
 impl Element for Dashpot {
-    fn kind(&self) -> &'static str {
-        "dashpot"
-    }
-    fn dofs(&self) -> &[DofRef] {
-        &self.dofs
-    }
+    impl_declared!();
     fn linear_damping(&self) -> Option<DMatrix<f64>> {
         Some(two_node_matrix(self.dofs.len(), self.damping))
     }
     fn linear_stiffness(&self) -> Option<DMatrix<f64>> {
         Some(DMatrix::zeros(self.dofs.len(), self.dofs.len()))
     }
-    fn parameters(&self) -> Vec<(&'static str, f64)> {
-        vec![("c", self.damping)]
-    }
-    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
-        let rules = [("c", super::switching::Rule::NonNegative)];
-        super::switching::settable(self.kind(), &rules, name, value)?;
-        self.damping = value;
-        Ok(())
-    }
-    fn deformation(&self, u: &[f64]) -> Option<f64> {
-        Some(super::switching::deformation(u))
-    }
-    crate::impl_element_evaluation!();
 }

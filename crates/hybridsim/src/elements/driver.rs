@@ -38,7 +38,7 @@
 //! [`ElementDriver::set_trial`] does not allocate (every buffer is sized in the constructor);
 //! `tangent` does not either.
 
-use super::{zero_state_tangent, Element, ElementRef};
+use super::{zero_state_tangent, Element, ElementRef, Scalar};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
 
@@ -72,6 +72,177 @@ pub enum DriverError {
     },
 }
 
+/// A point of the driven history (element DOFs and extra states).
+#[derive(Debug, Clone)]
+struct State {
+    /// Displacement.
+    u: Vec<f64>,
+    /// Velocity.
+    v: Vec<f64>,
+    /// Extra states.
+    s: Vec<f64>,
+    /// Resisting force.
+    r: Vec<f64>,
+    /// Work `∫ rᵀ du` done on the element since the start.
+    work: f64,
+}
+
+impl State {
+    fn at_rest(n: usize, s: &[f64]) -> Self {
+        Self {
+            u: vec![0.0; n],
+            v: vec![0.0; n],
+            s: s.to_vec(),
+            r: vec![0.0; n],
+            work: 0.0,
+        }
+    }
+
+    /// Become a copy of `other` without allocating.
+    fn copy_from(&mut self, other: &State) {
+        self.u.copy_from_slice(&other.u);
+        self.v.copy_from_slice(&other.v);
+        self.s.copy_from_slice(&other.s);
+        self.r.copy_from_slice(&other.r);
+        self.work = other.work;
+    }
+}
+
+/// The state last accepted by [`ElementDriver::commit`].
+#[derive(Debug)]
+struct Committed(State);
+
+/// The trial state and the path that led to it from the committed one.
+#[derive(Debug)]
+struct Trial {
+    at: State,
+    /// Duration of the path (`dt`, or 1 in pseudo-time).
+    span: f64,
+    /// Internal substeps taken along it.
+    substeps: usize,
+}
+
+/// The scalar a path is traversed with: `f64` for the states, [`Dual64`] for the tangent.
+trait PathScalar: Scalar {
+    fn restoring(
+        e: &dyn Element,
+        u: &[Self],
+        v: &[Self],
+        s: &[Self],
+        r: &mut [Self],
+        sd: &mut [Self],
+    );
+    fn project(e: &dyn Element, u: &[Self], v: &[Self], s_start: &[Self], s: &mut [Self]);
+}
+
+impl PathScalar for f64 {
+    fn restoring(e: &dyn Element, u: &[f64], v: &[f64], s: &[f64], r: &mut [f64], sd: &mut [f64]) {
+        e.restoring(u, v, s, r, sd)
+    }
+    fn project(e: &dyn Element, u: &[f64], v: &[f64], s_start: &[f64], s: &mut [f64]) {
+        e.project_state(u, v, s_start, s)
+    }
+}
+
+impl PathScalar for Dual64 {
+    fn restoring(
+        e: &dyn Element,
+        u: &[Dual64],
+        v: &[Dual64],
+        s: &[Dual64],
+        r: &mut [Dual64],
+        sd: &mut [Dual64],
+    ) {
+        e.restoring_dual(u, v, s, r, sd)
+    }
+    fn project(e: &dyn Element, u: &[Dual64], v: &[Dual64], s0: &[Dual64], s: &mut [Dual64]) {
+        e.project_state_dual(u, v, s0, s)
+    }
+}
+
+/// Buffers of one traversal of the straight path, sized once.
+#[derive(Debug)]
+struct Path<T> {
+    /// Displacement increment `u − u_c` (set by the caller).
+    du: Vec<T>,
+    /// Path velocity `du / span` (set by the caller).
+    vp: Vec<T>,
+    /// Extra states: the committed ones on entry (set by the caller), the trial ones on exit.
+    s: Vec<T>,
+    uw: Vec<T>,
+    s0: Vec<T>,
+    smid: Vec<T>,
+    k1: Vec<T>,
+    k2: Vec<T>,
+    ra: Vec<T>,
+    rb: Vec<T>,
+}
+
+impl<T: PathScalar> Path<T> {
+    fn new(n: usize, ns: usize) -> Self {
+        let z = T::from(0.0);
+        Self {
+            du: vec![z; n],
+            vp: vec![z; n],
+            s: vec![z; ns],
+            uw: vec![z; n],
+            s0: vec![z; ns],
+            smid: vec![z; ns],
+            k1: vec![z; ns],
+            k2: vec![z; ns],
+            ra: vec![z; n],
+            rb: vec![z; n],
+        }
+    }
+
+    /// `uw = u_c + w du`.
+    fn point(&mut self, uc: &[f64], w: f64) {
+        for ((x, du), uc) in self.uw.iter_mut().zip(&self.du).zip(uc) {
+            *x = *du * w + *uc;
+        }
+    }
+
+    /// The one substep routine: integrates the states `s` along `u_c + τ du`, `τ ∈ [0, 1]`,
+    /// with `m` explicit-midpoint substeps of `h = span/m` and a return mapping
+    /// ([`Element::project_state`]) after each stage; returns `work` plus the work done along
+    /// the path (trapezoidal per substep).
+    fn traverse(&mut self, e: &dyn Element, uc: &[f64], span: f64, m: usize, mut work: T) -> T {
+        if m == 0 {
+            return work;
+        }
+        let h = span / m as f64;
+        self.point(uc, 0.0);
+        T::restoring(e, &self.uw, &self.vp, &self.s, &mut self.ra, &mut self.k1);
+        for k in 0..m {
+            self.s0.copy_from_slice(&self.s);
+            for ((x, s), k1) in self.smid.iter_mut().zip(&self.s).zip(&self.k1) {
+                *x = *s + *k1 * (0.5 * h);
+            }
+            self.point(uc, (k as f64 + 0.5) / m as f64);
+            T::project(e, &self.uw, &self.vp, &self.s0, &mut self.smid);
+            T::restoring(
+                e,
+                &self.uw,
+                &self.vp,
+                &self.smid,
+                &mut self.rb,
+                &mut self.k2,
+            );
+            for (s, k2) in self.s.iter_mut().zip(&self.k2) {
+                *s += *k2 * h;
+            }
+            self.point(uc, (k + 1) as f64 / m as f64);
+            T::project(e, &self.uw, &self.vp, &self.s0, &mut self.s);
+            T::restoring(e, &self.uw, &self.vp, &self.s, &mut self.rb, &mut self.k1);
+            for ((ra, rb), du) in self.ra.iter().zip(&self.rb).zip(&self.du) {
+                work += (*ra + *rb) * 0.5 * *du / m as f64;
+            }
+            std::mem::swap(&mut self.ra, &mut self.rb);
+        }
+        work
+    }
+}
+
 /// Displacement-driven form of an element (see the module docs).
 #[derive(Debug)]
 pub struct ElementDriver {
@@ -80,40 +251,11 @@ pub struct ElementDriver {
     ns: usize,
     max_substeps: usize,
     default_substeps: usize,
-    // Committed.
-    uc: Vec<f64>,
-    vc: Vec<f64>,
-    sc: Vec<f64>,
-    rc: Vec<f64>,
-    work_c: f64,
-    // Trial.
-    ut: Vec<f64>,
-    vt: Vec<f64>,
-    st: Vec<f64>,
-    rt: Vec<f64>,
-    work_t: f64,
-    span_t: f64,
-    substeps_t: usize,
-    // Scratch.
-    uw: Vec<f64>,
-    vp: Vec<f64>,
-    smid: Vec<f64>,
-    s0w: Vec<f64>,
-    k1: Vec<f64>,
-    k2: Vec<f64>,
-    ra: Vec<f64>,
-    rb: Vec<f64>,
-    // Dual scratch for the tangent.
-    d_du: Vec<Dual64>,
-    d_uw: Vec<Dual64>,
-    d_vp: Vec<Dual64>,
-    d_s: Vec<Dual64>,
-    d_smid: Vec<Dual64>,
-    d_s0: Vec<Dual64>,
-    d_k1: Vec<Dual64>,
-    d_k2: Vec<Dual64>,
-    d_r: Vec<Dual64>,
-    d_v: Vec<Dual64>,
+    committed: Committed,
+    trial: Trial,
+    path: Path<f64>,
+    /// The same path with dual numbers, for the tangent.
+    dual: Path<Dual64>,
     tangent: DMatrix<f64>,
     tangent_fresh: bool,
 }
@@ -139,53 +281,29 @@ impl ElementDriver {
         let n = element.dofs().len();
         let ns = element.n_states();
         check(initial_state, ns, "initial state")?;
-        let zd = Dual64::from(0.0);
-        let mut d = Self {
+        let mut rest = State::at_rest(n, initial_state);
+        let mut path = Path::new(n, ns);
+        element.restoring(&rest.u, &rest.v, &rest.s, &mut rest.r, &mut path.k1);
+        if rest.r.iter().any(|x| !x.is_finite()) {
+            return Err(DriverError::Diverged { what: "force" });
+        }
+        Ok(Self {
             element,
             n,
             ns,
             max_substeps: 10_000,
             default_substeps: 8,
-            uc: vec![0.0; n],
-            vc: vec![0.0; n],
-            sc: initial_state.to_vec(),
-            rc: vec![0.0; n],
-            work_c: 0.0,
-            ut: vec![0.0; n],
-            vt: vec![0.0; n],
-            st: initial_state.to_vec(),
-            rt: vec![0.0; n],
-            work_t: 0.0,
-            span_t: 1.0,
-            substeps_t: 0,
-            uw: vec![0.0; n],
-            vp: vec![0.0; n],
-            smid: vec![0.0; ns],
-            s0w: vec![0.0; ns],
-            k1: vec![0.0; ns],
-            k2: vec![0.0; ns],
-            ra: vec![0.0; n],
-            rb: vec![0.0; n],
-            d_du: vec![zd; n],
-            d_uw: vec![zd; n],
-            d_vp: vec![zd; n],
-            d_s: vec![zd; ns],
-            d_smid: vec![zd; ns],
-            d_s0: vec![zd; ns],
-            d_k1: vec![zd; ns],
-            d_k2: vec![zd; ns],
-            d_r: vec![zd; n],
-            d_v: vec![zd; n],
+            trial: Trial {
+                at: rest.clone(),
+                span: 1.0,
+                substeps: 0,
+            },
+            committed: Committed(rest),
+            path,
+            dual: Path::new(n, ns),
             tangent: DMatrix::zeros(n, n),
             tangent_fresh: false,
-        };
-        d.element
-            .restoring(&d.uc, &d.vc, &d.sc, &mut d.rc, &mut d.k1);
-        if d.rc.iter().any(|x| !x.is_finite()) {
-            return Err(DriverError::Diverged { what: "force" });
-        }
-        d.rt.copy_from_slice(&d.rc);
-        Ok(d)
+        })
     }
 
     /// A driver on an independent copy of a shared element.
@@ -220,13 +338,12 @@ impl ElementDriver {
 
     /// Internal substeps used by the last [`Self::set_trial`].
     pub fn substeps(&self) -> usize {
-        self.substeps_t
+        self.trial.substeps
     }
 
     /// Impose the trial displacement `u` and velocity `v` (element DOFs) reached `dt` after
     /// the committed state; integrates the extra states along the path (module docs).
     /// Allocation-free. On error the trial is reset to the committed state.
-    #[allow(clippy::needless_range_loop)] // parallel arrays indexed together
     pub fn set_trial(&mut self, dt: f64, u: &[f64], v: &[f64]) -> Result<(), DriverError> {
         if !dt.is_finite() || dt < 0.0 {
             return Err(DriverError::TimeStep(dt));
@@ -234,70 +351,41 @@ impl ElementDriver {
         check(u, self.n, "displacement")?;
         check(v, self.n, "velocity")?;
         let span = if dt > 0.0 { dt } else { 1.0 };
+        let (c, p, e) = (&self.committed.0, &mut self.path, self.element.as_ref());
         let mut dmax = 0.0f64;
-        for i in 0..self.n {
-            let du = u[i] - self.uc[i];
-            self.vp[i] = du / span;
+        for (i, (du, vp)) in p.du.iter_mut().zip(&mut p.vp).enumerate() {
+            *du = u[i] - c.u[i];
+            *vp = *du / span;
             dmax = dmax.max(du.abs());
         }
-        if let (Some(a), Some(b)) = (
-            self.element.deformation(u),
-            self.element.deformation(&self.uc),
-        ) {
+        if let (Some(a), Some(b)) = (e.deformation(u), e.deformation(&c.u)) {
             dmax = (a - b).abs();
         }
         let m = self.substep_count(dmax);
-        self.st.copy_from_slice(&self.sc);
-        let mut work = self.work_c;
-        if m > 0 {
-            let h = span / m as f64;
-            let e = &self.element;
-            for i in 0..self.n {
-                self.uw[i] = self.uc[i];
-            }
-            e.restoring(&self.uw, &self.vp, &self.st, &mut self.ra, &mut self.k1);
-            for k in 0..m {
-                self.s0w.copy_from_slice(&self.st);
-                let w_mid = (k as f64 + 0.5) / m as f64;
-                for i in 0..self.ns {
-                    self.smid[i] = self.st[i] + 0.5 * h * self.k1[i];
-                }
-                for i in 0..self.n {
-                    self.uw[i] = self.uc[i] + w_mid * (u[i] - self.uc[i]);
-                }
-                e.project_state(&self.uw, &self.vp, &self.s0w, &mut self.smid);
-                e.restoring(&self.uw, &self.vp, &self.smid, &mut self.rb, &mut self.k2);
-                for i in 0..self.ns {
-                    self.st[i] += h * self.k2[i];
-                }
-                let w_end = (k + 1) as f64 / m as f64;
-                for i in 0..self.n {
-                    self.uw[i] = self.uc[i] + w_end * (u[i] - self.uc[i]);
-                }
-                e.project_state(&self.uw, &self.vp, &self.s0w, &mut self.st);
-                e.restoring(&self.uw, &self.vp, &self.st, &mut self.rb, &mut self.k1);
-                for i in 0..self.n {
-                    work += 0.5 * (self.ra[i] + self.rb[i]) * (u[i] - self.uc[i]) / m as f64;
-                }
-                std::mem::swap(&mut self.ra, &mut self.rb);
-            }
-        }
+        let (c, p, e) = (&self.committed.0, &mut self.path, self.element.as_ref());
+        p.s.copy_from_slice(&c.s);
+        let work = p.traverse(e, &c.u, span, m, c.work);
         // Force at the trial point with the trial velocity.
-        self.element
-            .restoring(u, v, &self.st, &mut self.rt, &mut self.k2);
-        if self.st.iter().any(|x| !x.is_finite()) {
+        e.restoring(u, v, &p.s, &mut p.ra, &mut p.k2);
+        let diverged = if p.s.iter().any(|x| !x.is_finite()) {
+            Some("state")
+        } else if p.ra.iter().any(|x| !x.is_finite()) {
+            Some("force")
+        } else {
+            None
+        };
+        if let Some(what) = diverged {
             self.revert();
-            return Err(DriverError::Diverged { what: "state" });
+            return Err(DriverError::Diverged { what });
         }
-        if self.rt.iter().any(|x| !x.is_finite()) {
-            self.revert();
-            return Err(DriverError::Diverged { what: "force" });
-        }
-        self.ut.copy_from_slice(u);
-        self.vt.copy_from_slice(v);
-        self.work_t = work;
-        self.span_t = span;
-        self.substeps_t = m;
+        let t = &mut self.trial;
+        t.at.u.copy_from_slice(u);
+        t.at.v.copy_from_slice(v);
+        t.at.s.copy_from_slice(&p.s);
+        t.at.r.copy_from_slice(&p.ra);
+        t.at.work = work;
+        t.span = span;
+        t.substeps = m;
         self.tangent_fresh = false;
         Ok(())
     }
@@ -319,52 +407,53 @@ impl ElementDriver {
 
     /// Resisting forces at the trial state (element DOFs).
     pub fn force(&self) -> &[f64] {
-        &self.rt
+        &self.trial.at.r
     }
 
     /// Resisting forces at the committed state.
     pub fn committed_force(&self) -> &[f64] {
-        &self.rc
+        &self.committed.0.r
     }
 
     /// Extra states at the trial.
     pub fn states(&self) -> &[f64] {
-        &self.st
+        &self.trial.at.s
     }
 
     /// Committed extra states.
     pub fn committed_states(&self) -> &[f64] {
-        &self.sc
+        &self.committed.0.s
     }
 
     /// Trial displacement.
     pub fn displacement(&self) -> &[f64] {
-        &self.ut
+        &self.trial.at.u
     }
 
     /// Trial velocity.
     pub fn velocity(&self) -> &[f64] {
-        &self.vt
+        &self.trial.at.v
     }
 
     /// Deformation at the trial, when the element defines one.
     pub fn deformation(&self) -> Option<f64> {
-        self.element.deformation(&self.ut)
+        self.element.deformation(&self.trial.at.u)
     }
 
     /// Work `∫ rᵀ du` done on the element since the start, at the trial.
     pub fn work(&self) -> f64 {
-        self.work_t
+        self.trial.at.work
     }
 
     /// Cumulative dissipated energy at the trial (module docs).
     pub fn dissipated_energy(&self) -> f64 {
-        if let Some(e) = self.element.dissipated_energy(&self.ut, &self.st) {
+        let t = &self.trial.at;
+        if let Some(e) = self.element.dissipated_energy(&t.u, &t.s) {
             return e;
         }
-        match self.element.potential_energy(&self.ut, &self.st) {
-            Some(p) => self.work_t - p,
-            None => self.work_t,
+        match self.element.potential_energy(&t.u, &t.s) {
+            Some(p) => t.work - p,
+            None => t.work,
         }
     }
 
@@ -379,99 +468,38 @@ impl ElementDriver {
         &self.tangent
     }
 
-    #[allow(clippy::needless_range_loop)]
+    /// Column `j` of the tangent: the trial force along the same path with `u_j` seeded.
     fn tangent_column(&mut self, j: usize) {
-        let (n, ns, m) = (self.n, self.ns, self.substeps_t);
-        let span = self.span_t;
-        for i in 0..n {
-            let seed = if i == j { 1.0 } else { 0.0 };
-            self.d_du[i] = Dual64::new(self.ut[i] - self.uc[i], seed);
-            self.d_vp[i] = self.d_du[i] / span;
+        let (c, t, p) = (&self.committed.0, &self.trial, &mut self.dual);
+        let e = self.element.as_ref();
+        let seed = |i: usize| if i == j { 1.0 } else { 0.0 };
+        for i in 0..self.n {
+            p.du[i] = Dual64::new(t.at.u[i] - c.u[i], seed(i));
+            p.vp[i] = p.du[i] / t.span;
         }
-        for i in 0..ns {
-            self.d_s[i] = Dual64::from(self.sc[i]);
+        for (s, sc) in p.s.iter_mut().zip(&c.s) {
+            *s = Dual64::from(*sc);
         }
-        let e = &self.element;
-        if m > 0 {
-            let h = span / m as f64;
-            for i in 0..n {
-                self.d_uw[i] = Dual64::from(self.uc[i]);
-            }
-            e.restoring_dual(
-                &self.d_uw,
-                &self.d_vp,
-                &self.d_s,
-                &mut self.d_r,
-                &mut self.d_k1,
-            );
-            for k in 0..m {
-                self.d_s0.copy_from_slice(&self.d_s);
-                let w_mid = (k as f64 + 0.5) / m as f64;
-                for i in 0..ns {
-                    self.d_smid[i] = self.d_s[i] + self.d_k1[i] * (0.5 * h);
-                }
-                for i in 0..n {
-                    self.d_uw[i] = self.d_du[i] * w_mid + self.uc[i];
-                }
-                e.project_state_dual(&self.d_uw, &self.d_vp, &self.d_s0, &mut self.d_smid);
-                e.restoring_dual(
-                    &self.d_uw,
-                    &self.d_vp,
-                    &self.d_smid,
-                    &mut self.d_r,
-                    &mut self.d_k2,
-                );
-                for i in 0..ns {
-                    self.d_s[i] += self.d_k2[i] * h;
-                }
-                let w_end = (k + 1) as f64 / m as f64;
-                for i in 0..n {
-                    self.d_uw[i] = self.d_du[i] * w_end + self.uc[i];
-                }
-                e.project_state_dual(&self.d_uw, &self.d_vp, &self.d_s0, &mut self.d_s);
-                e.restoring_dual(
-                    &self.d_uw,
-                    &self.d_vp,
-                    &self.d_s,
-                    &mut self.d_r,
-                    &mut self.d_k1,
-                );
-            }
+        p.traverse(e, &c.u, t.span, t.substeps, Dual64::from(0.0));
+        for i in 0..self.n {
+            p.uw[i] = Dual64::new(t.at.u[i], seed(i));
+            p.vp[i] = Dual64::from(t.at.v[i]);
         }
-        for i in 0..n {
-            let seed = if i == j { 1.0 } else { 0.0 };
-            self.d_uw[i] = Dual64::new(self.ut[i], seed);
-            self.d_v[i] = Dual64::from(self.vt[i]);
-        }
-        e.restoring_dual(
-            &self.d_uw,
-            &self.d_v,
-            &self.d_s,
-            &mut self.d_r,
-            &mut self.d_k2,
-        );
-        for i in 0..n {
-            self.tangent[(i, j)] = self.d_r[i].eps;
+        e.restoring_dual(&p.uw, &p.vp, &p.s, &mut p.ra, &mut p.k2);
+        for (i, r) in p.ra.iter().enumerate() {
+            self.tangent[(i, j)] = r.eps;
         }
     }
 
     /// Accept the trial as the new committed state.
     pub fn commit(&mut self) {
-        self.uc.copy_from_slice(&self.ut);
-        self.vc.copy_from_slice(&self.vt);
-        self.sc.copy_from_slice(&self.st);
-        self.rc.copy_from_slice(&self.rt);
-        self.work_c = self.work_t;
+        self.committed.0.copy_from(&self.trial.at);
     }
 
     /// Discard the trial: back to the committed state.
     pub fn revert(&mut self) {
-        self.ut.copy_from_slice(&self.uc);
-        self.vt.copy_from_slice(&self.vc);
-        self.st.copy_from_slice(&self.sc);
-        self.rt.copy_from_slice(&self.rc);
-        self.work_t = self.work_c;
-        self.substeps_t = 0;
+        self.trial.at.copy_from(&self.committed.0);
+        self.trial.substeps = 0;
         self.tangent_fresh = false;
     }
 

@@ -1,16 +1,11 @@
 //! Lead-rubber bearing (LRB), Benzoni–Casarotti model (seed 000 eqs 42–44, corrected per
 //! ALGORITHMS.md E4–E6; A16).
 
-use super::registry::{parse_params, ElementContext};
-use super::switching::{
-    abs, abs_pow, check_params, deformation, re, scatter_force, settable, sgn, Rule,
-};
-use super::{DofRef, Element, ElementLaw, ElementRef, Quantity, Scalar};
-use crate::error::Diagnostics;
+use super::declare::{impl_declared, with_values, Declared, Param, Rule};
+use super::switching::{abs, abs_pow, deformation, re, scatter_force, sgn};
+use super::{DofRef, Element, ElementLaw, Quantity, Scalar};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
-use serde::Deserialize;
-use std::sync::Arc;
 
 /// Lead-rubber bearing: rubber `r_1` and lead core `r_2` in parallel (seed 000 eq 42):
 ///
@@ -53,30 +48,34 @@ pub struct LeadRubberBearing {
     pub p0: f64,
 }
 
-const PARAMS: [(&str, Rule); 5] = [
-    ("r_lead", Rule::NonNegative),
-    ("k_rubber", Rule::NonNegative),
-    ("n_rubber", Rule::AtLeastOne),
-    ("a_lead", Rule::Positive),
-    ("p0", Rule::Positive),
-];
+impl Declared for LeadRubberBearing {
+    const KIND: &'static str = "lead_rubber";
+    #[rustfmt::skip]
+    const PARAMETERS: &'static [Param<Self>] = &[
+        Param::new("r_lead", "F", Rule::NonNegative, |e| e.r_lead, |e, x| e.r_lead = x),
+        Param::new("k_rubber", "F/L", Rule::NonNegative, |e| e.k_rubber, |e, x| e.k_rubber = x),
+        Param::new("n_rubber", "-", Rule::AtLeastOne, |e| e.n_rubber, |e, x| e.n_rubber = x),
+        Param::new("a_lead", "-", Rule::Positive, |e| e.a_lead, |e, x| e.a_lead = x),
+        Param::new("p0", "L", Rule::Positive, |e| e.p0, |e, x| e.p0 = x),
+    ];
+    const STATES: &'static [(&'static str, Quantity)] =
+        &[("p", Quantity::Displacement), ("e", Quantity::Energy)];
+    fn blank(dofs: Vec<DofRef>) -> Self {
+        Self {
+            dofs,
+            r_lead: 0.0,
+            k_rubber: 0.0,
+            n_rubber: 0.0,
+            a_lead: 0.0,
+            p0: 0.0,
+        }
+    }
+}
 
 impl LeadRubberBearing {
     /// An LRB; `values = [r_lead, k_rubber, n_rubber, a_lead, p0]`.
     pub fn new(dofs: Vec<DofRef>, values: [f64; 5]) -> Result<Self, String> {
-        assert!(matches!(dofs.len(), 1 | 2));
-        for ((name, rule), x) in PARAMS.iter().zip(values) {
-            super::switching::check_value(x, *rule).map_err(|r| format!("`{name}` {r}"))?;
-        }
-        let [r_lead, k_rubber, n_rubber, a_lead, p0] = values;
-        Ok(Self {
-            dofs,
-            r_lead,
-            k_rubber,
-            n_rubber,
-            a_lead,
-            p0,
-        })
+        with_values(dofs, &values)
     }
 
     /// The lead shape function `g(ξ)`.
@@ -142,21 +141,7 @@ impl ElementLaw for LeadRubberBearing {
 }
 
 impl Element for LeadRubberBearing {
-    fn kind(&self) -> &'static str {
-        "lead_rubber"
-    }
-    fn dofs(&self) -> &[DofRef] {
-        &self.dofs
-    }
-    fn n_states(&self) -> usize {
-        2
-    }
-    fn state_names(&self) -> Vec<String> {
-        vec!["p".into(), "e".into()]
-    }
-    fn state_quantity(&self, i: usize) -> Quantity {
-        [Quantity::Displacement, Quantity::Energy][i]
-    }
+    impl_declared!();
     fn initial_tangent(&self) -> Option<DMatrix<f64>> {
         let n = self.dofs.len();
         let k_rubber = if self.n_rubber == 1.0 {
@@ -176,32 +161,6 @@ impl Element for LeadRubberBearing {
         }
         Some(t)
     }
-    fn parameters(&self) -> Vec<(&'static str, f64)> {
-        PARAMS
-            .iter()
-            .map(|p| p.0)
-            .zip([
-                self.r_lead,
-                self.k_rubber,
-                self.n_rubber,
-                self.a_lead,
-                self.p0,
-            ])
-            .collect()
-    }
-    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
-        match settable(self.kind(), &PARAMS, name, value)? {
-            0 => self.r_lead = value,
-            1 => self.k_rubber = value,
-            2 => self.n_rubber = value,
-            3 => self.a_lead = value,
-            _ => self.p0 = value,
-        }
-        Ok(())
-    }
-    fn deformation(&self, u: &[f64]) -> Option<f64> {
-        Some(deformation(u))
-    }
     fn dissipated_energy(&self, u: &[f64], s: &[f64]) -> Option<f64> {
         let d = deformation(u);
         let p = self.p_eff(s[0]);
@@ -220,43 +179,4 @@ impl Element for LeadRubberBearing {
     fn driver_substep(&self) -> Option<f64> {
         Some(0.5 * self.p0)
     }
-    crate::impl_element_evaluation!();
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Params {
-    nodes: Vec<i64>,
-    dof: String,
-    r_lead: f64,
-    k_rubber: f64,
-    n_rubber: f64,
-    a_lead: f64,
-    p0: f64,
-}
-
-/// Registry builder for `type = "lead_rubber"`: `nodes`, `dof`, `r_lead`, `k_rubber`,
-/// `n_rubber`, `a_lead`, `p0`.
-pub(crate) fn build(
-    ctx: &ElementContext,
-    table: toml::Table,
-    diag: &mut Diagnostics,
-    field: &str,
-) -> Option<ElementRef> {
-    let p: Params = parse_params(table, diag, field)?;
-    let values = [p.r_lead, p.k_rubber, p.n_rubber, p.a_lead, p.p0];
-    let checks: Vec<(&str, f64, Rule)> = PARAMS
-        .iter()
-        .zip(values)
-        .map(|((n, r), x)| (*n, x, *r))
-        .collect();
-    let ok = check_params(diag, field, &checks);
-    let dofs = ctx.node_pair(&p.nodes, &p.dof, diag, field);
-    if !ok {
-        return None;
-    }
-    LeadRubberBearing::new(dofs?, values)
-        .map(|e| Arc::new(e) as ElementRef)
-        .map_err(|e| diag.push(field, e))
-        .ok()
 }

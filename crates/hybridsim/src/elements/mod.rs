@@ -16,6 +16,7 @@
 mod bouc_wen;
 mod cubic_spring;
 mod dashpot;
+pub(crate) mod declare;
 pub mod driver;
 mod lead_rubber;
 mod linear;

@@ -1,14 +1,11 @@
 //! Mostaghel bilinear elastoplastic spring (seed 003 eqs 17–19; ALGORITHMS.md A14, E1, E3):
 //! the double concave sliding bearing (D-CSB) model.
 
-use super::registry::{parse_params, ElementContext};
-use super::switching::{check_params, deformation, re, scatter_force, settable, stick, Rule};
-use super::{DofRef, Element, ElementLaw, ElementRef, Quantity, Scalar};
-use crate::error::Diagnostics;
+use super::declare::{checked, impl_declared, Declared, Param, Rule};
+use super::switching::{deformation, re, scatter_force, stick};
+use super::{DofRef, Element, ElementLaw, Quantity, Scalar};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
-use serde::Deserialize;
-use std::sync::Arc;
 
 /// Mostaghel's spring-slider model: a linear spring `αk` in parallel with a spring `(1−α)k`
 /// in series with a slider that slips when its spring deformation `s` reaches `±δ`.
@@ -39,20 +36,30 @@ pub struct Mostaghel {
     pub delta: f64,
 }
 
-const PARAMS: [(&str, Rule); 3] = [
-    ("k", Rule::Positive),
-    ("alpha", Rule::Fraction),
-    ("delta", Rule::Positive),
-];
+impl Declared for Mostaghel {
+    const KIND: &'static str = "mostaghel";
+    #[rustfmt::skip]
+    const PARAMETERS: &'static [Param<Self>] = &[
+        Param::new("k", "F/L", Rule::Positive, |e| e.k, |e, x| e.k = x),
+        Param::new("alpha", "-", Rule::Fraction, |e| e.alpha, |e, x| e.alpha = x),
+        Param::new("delta", "L", Rule::Positive, |e| e.delta, |e, x| e.delta = x),
+    ];
+    const STATES: &'static [(&'static str, Quantity)] =
+        &[("r", Quantity::Force), ("e", Quantity::Energy)];
+    fn blank(dofs: Vec<DofRef>) -> Self {
+        Self {
+            dofs,
+            k: 0.0,
+            alpha: 0.0,
+            delta: 0.0,
+        }
+    }
+}
 
 impl Mostaghel {
     /// A Mostaghel spring; checks `k > 0`, `0 ≤ α < 1`, `δ > 0`.
     pub fn new(dofs: Vec<DofRef>, k: f64, alpha: f64, delta: f64) -> Result<Self, String> {
-        assert!(matches!(dofs.len(), 1 | 2));
-        for ((name, rule), x) in PARAMS.iter().zip([k, alpha, delta]) {
-            super::switching::check_value(x, *rule).map_err(|r| format!("`{name}` {r}"))?;
-        }
-        Ok(Self {
+        checked(Self {
             dofs,
             k,
             alpha,
@@ -108,41 +115,9 @@ pub(crate) fn force_state_tangent(n: usize, n_states: usize, k: f64) -> DMatrix<
 }
 
 impl Element for Mostaghel {
-    fn kind(&self) -> &'static str {
-        "mostaghel"
-    }
-    fn dofs(&self) -> &[DofRef] {
-        &self.dofs
-    }
-    fn n_states(&self) -> usize {
-        2
-    }
-    fn state_names(&self) -> Vec<String> {
-        vec!["r".into(), "e".into()]
-    }
-    fn state_quantity(&self, i: usize) -> Quantity {
-        [Quantity::Force, Quantity::Energy][i]
-    }
+    impl_declared!();
     fn initial_tangent(&self) -> Option<DMatrix<f64>> {
         Some(force_state_tangent(self.dofs.len(), 2, self.k))
-    }
-    fn parameters(&self) -> Vec<(&'static str, f64)> {
-        PARAMS
-            .iter()
-            .map(|p| p.0)
-            .zip([self.k, self.alpha, self.delta])
-            .collect()
-    }
-    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
-        match settable(self.kind(), &PARAMS, name, value)? {
-            0 => self.k = value,
-            1 => self.alpha = value,
-            _ => self.delta = value,
-        }
-        Ok(())
-    }
-    fn deformation(&self, u: &[f64]) -> Option<f64> {
-        Some(deformation(u))
     }
     fn dissipated_energy(&self, u: &[f64], s: &[f64]) -> Option<f64> {
         let d = deformation(u);
@@ -158,42 +133,4 @@ impl Element for Mostaghel {
     fn driver_substep(&self) -> Option<f64> {
         Some(0.1 * self.delta)
     }
-    crate::impl_element_evaluation!();
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Params {
-    nodes: Vec<i64>,
-    dof: String,
-    k: f64,
-    alpha: f64,
-    delta: f64,
-}
-
-/// Registry builder for `type = "mostaghel"`: `nodes`, `dof`, `k`, `alpha`, `delta`.
-pub(crate) fn build(
-    ctx: &ElementContext,
-    table: toml::Table,
-    diag: &mut Diagnostics,
-    field: &str,
-) -> Option<ElementRef> {
-    let p: Params = parse_params(table, diag, field)?;
-    let ok = check_params(
-        diag,
-        field,
-        &[
-            ("k", p.k, Rule::Positive),
-            ("alpha", p.alpha, Rule::Fraction),
-            ("delta", p.delta, Rule::Positive),
-        ],
-    );
-    let dofs = ctx.node_pair(&p.nodes, &p.dof, diag, field);
-    if !ok {
-        return None;
-    }
-    Mostaghel::new(dofs?, p.k, p.alpha, p.delta)
-        .map(|e| Arc::new(e) as ElementRef)
-        .map_err(|e| diag.push(field, e))
-        .ok()
 }

@@ -4,7 +4,11 @@
 //! element's table without the keys every element shares (`type`, `name`, `substructure`,
 //! `split`, `role`, `rayleigh`, `initial_state`).
 
-use super::{CubicSpring, Dashpot, DofRef, ElementRef, LinearSuperelement, Mass, Spring};
+use super::declare::build;
+use super::{
+    BoucWen, CubicSpring, Dashpot, DofRef, ElementRef, LeadRubberBearing, LinearSuperelement, Mass,
+    Mostaghel, Spring,
+};
 use crate::error::Diagnostics;
 use nalgebra::{DMatrix, DVector};
 use serde::de::DeserializeOwned;
@@ -113,14 +117,14 @@ impl Default for ElementRegistry {
             builders: BTreeMap::new(),
         };
         r.register("mass", build_mass);
-        r.register("spring", build_spring);
-        r.register("dashpot", build_dashpot);
-        r.register("cubic_spring", build_cubic_spring);
+        r.register("spring", build::<Spring>);
+        r.register("dashpot", build::<Dashpot>);
+        r.register("cubic_spring", build::<CubicSpring>);
         r.register("linear", build_linear);
-        r.register("bouc_wen", super::bouc_wen::build);
-        r.register("mostaghel", super::mostaghel::build);
+        r.register("bouc_wen", build::<BoucWen>);
+        r.register("mostaghel", build::<Mostaghel>);
         r.register("sliding_bearing", super::sliding_bearing::build);
-        r.register("lead_rubber", super::lead_rubber::build);
+        r.register("lead_rubber", build::<LeadRubberBearing>);
         r
     }
 }
@@ -165,101 +169,6 @@ pub fn parse_params<T: DeserializeOwned>(
             None
         }
     }
-}
-
-fn finite_param(x: f64, name: &str, nonneg: bool, diag: &mut Diagnostics, field: &str) -> bool {
-    if !x.is_finite() {
-        diag.push(
-            format!("{field}.{name}"),
-            format!("must be finite, found {x}"),
-        );
-        false
-    } else if nonneg && x < 0.0 {
-        diag.push(
-            format!("{field}.{name}"),
-            format!("must not be negative, found {x}"),
-        );
-        false
-    } else {
-        true
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TwoNodeParams {
-    nodes: Vec<i64>,
-    dof: String,
-    #[serde(default)]
-    k: Option<f64>,
-    #[serde(default)]
-    c: Option<f64>,
-    #[serde(default)]
-    k3: Option<f64>,
-}
-
-fn two_node(
-    ctx: &ElementContext,
-    table: toml::Table,
-    diag: &mut Diagnostics,
-    field: &str,
-    required: &[&str],
-) -> Option<(Vec<DofRef>, TwoNodeParams)> {
-    let p: TwoNodeParams = parse_params(table, diag, field)?;
-    let given = [("k", p.k), ("c", p.c), ("k3", p.k3)];
-    let mut ok = true;
-    for (name, value) in given {
-        match (required.contains(&name), value) {
-            (true, None) => {
-                diag.push(format!("{field}.{name}"), "is required");
-                ok = false;
-            }
-            (false, Some(_)) => {
-                diag.push(
-                    format!("{field}.{name}"),
-                    format!(
-                        "is not a parameter of this element (it takes {})",
-                        required.join(", ")
-                    ),
-                );
-                ok = false;
-            }
-            (true, Some(x)) => ok &= finite_param(x, name, name != "k3", diag, field),
-            _ => {}
-        }
-    }
-    let dofs = ctx.node_pair(&p.nodes, &p.dof, diag, field)?;
-    ok.then_some((dofs, p))
-}
-
-fn build_spring(
-    ctx: &ElementContext,
-    t: toml::Table,
-    diag: &mut Diagnostics,
-    field: &str,
-) -> Option<ElementRef> {
-    let (dofs, p) = two_node(ctx, t, diag, field, &["k"])?;
-    Some(Arc::new(Spring::new(dofs, p.k?)))
-}
-
-fn build_dashpot(
-    ctx: &ElementContext,
-    t: toml::Table,
-    diag: &mut Diagnostics,
-    field: &str,
-) -> Option<ElementRef> {
-    let (dofs, p) = two_node(ctx, t, diag, field, &["c"])?;
-    Some(Arc::new(Dashpot::new(dofs, p.c?)))
-}
-
-fn build_cubic_spring(
-    ctx: &ElementContext,
-    t: toml::Table,
-    diag: &mut Diagnostics,
-    field: &str,
-) -> Option<ElementRef> {
-    let (dofs, p) = two_node(ctx, t, diag, field, &["k", "k3"])?;
-    Some(Arc::new(CubicSpring::new(dofs, p.k?, p.k3?)))
 }
 
 #[derive(Deserialize)]

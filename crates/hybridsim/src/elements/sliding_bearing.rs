@@ -2,8 +2,9 @@
 //! (seed 000 eqs 39–41, corrected per ALGORITHMS.md E2; A15), optionally with the
 //! velocity-dependent friction of seed 000 Table 5.
 
+use super::declare::{impl_declared, read, with_values, Declared, Param, Rule};
 use super::registry::{parse_params, ElementContext};
-use super::switching::{check_params, deformation, re, scatter_force, settable, stick, Rule};
+use super::switching::{deformation, re, scatter_force, stick};
 use super::{DofRef, Element, ElementLaw, ElementRef, Quantity, Scalar};
 use crate::error::Diagnostics;
 use nalgebra::DMatrix;
@@ -23,7 +24,8 @@ use std::sync::Arc;
 /// evaluated at the current rate: while slipping at a falling speed the state-space law
 /// keeps the force reached until the next reversal; the displacement-driven form
 /// ([`crate::elements::ElementDriver`]) clamps the force to the current bound.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FrictionTable {
     /// Velocities (increasing, ≥ 0).
     pub velocity: Vec<f64>,
@@ -141,37 +143,47 @@ pub struct TripleSlidingBearing {
     pub friction: Option<FrictionTable>,
 }
 
-const PARAMS: [(&str, Rule); 5] = [
-    ("k0", Rule::Positive),
-    ("delta0", Rule::Positive),
-    ("k1", Rule::Positive),
-    ("delta1", Rule::Positive),
-    ("k2", Rule::NonNegative),
-];
+impl Declared for TripleSlidingBearing {
+    const KIND: &'static str = "sliding_bearing";
+    #[rustfmt::skip]
+    const PARAMETERS: &'static [Param<Self>] = &[
+        Param::new("k0", "F/L", Rule::Positive, |e| e.k0, |e, x| e.k0 = x),
+        Param::new("delta0", "L", Rule::Positive, |e| e.delta0, |e, x| e.delta0 = x),
+        Param::new("k1", "F/L", Rule::Positive, |e| e.k1, |e, x| e.k1 = x),
+        Param::new("delta1", "L", Rule::Positive, |e| e.delta1, |e, x| e.delta1 = x),
+        Param::new("k2", "F/L", Rule::NonNegative, |e| e.k2, |e, x| e.k2 = x),
+    ];
+    const STATES: &'static [(&'static str, Quantity)] = &[
+        ("r0", Quantity::Force),
+        ("r1", Quantity::Force),
+        ("e", Quantity::Energy),
+    ];
+    fn blank(dofs: Vec<DofRef>) -> Self {
+        Self {
+            dofs,
+            k0: 0.0,
+            delta0: 0.0,
+            k1: 0.0,
+            delta1: 0.0,
+            k2: 0.0,
+            friction: None,
+        }
+    }
+}
 
 impl TripleSlidingBearing {
-    /// A T-CSB; checks `k0, δ0, k1, δ1 > 0`, `k2 ≥ 0` and the friction table.
+    /// A T-CSB with `values = [k0, delta0, k1, delta1, k2]`; checks `k0, δ0, k1, δ1 > 0`,
+    /// `k2 ≥ 0` and the friction table.
     pub fn new(
         dofs: Vec<DofRef>,
-        [k0, delta0, k1, delta1, k2]: [f64; 5],
+        values: [f64; 5],
         friction: Option<FrictionTable>,
     ) -> Result<Self, String> {
-        assert!(matches!(dofs.len(), 1 | 2));
-        for ((name, rule), x) in PARAMS.iter().zip([k0, delta0, k1, delta1, k2]) {
-            super::switching::check_value(x, *rule).map_err(|r| format!("`{name}` {r}"))?;
-        }
+        let e: Self = with_values(dofs, &values)?;
         if let Some(f) = &friction {
             f.check().map_err(|(k, e)| format!("`friction.{k}` {e}"))?;
         }
-        Ok(Self {
-            dofs,
-            k0,
-            delta0,
-            k1,
-            delta1,
-            k2,
-            friction,
-        })
+        Ok(Self { friction, ..e })
     }
 
     /// The bearing identified in seed 000 §3.2.1 (SI units), without velocity dependence.
@@ -217,21 +229,7 @@ impl ElementLaw for TripleSlidingBearing {
 }
 
 impl Element for TripleSlidingBearing {
-    fn kind(&self) -> &'static str {
-        "sliding_bearing"
-    }
-    fn dofs(&self) -> &[DofRef] {
-        &self.dofs
-    }
-    fn n_states(&self) -> usize {
-        3
-    }
-    fn state_names(&self) -> Vec<String> {
-        vec!["r0".into(), "r1".into(), "e".into()]
-    }
-    fn state_quantity(&self, i: usize) -> Quantity {
-        [Quantity::Force, Quantity::Force, Quantity::Energy][i]
-    }
+    impl_declared!();
     fn initial_tangent(&self) -> Option<DMatrix<f64>> {
         let n = self.dofs.len();
         let mut t = DMatrix::zeros(n + 3, 2 * n + 3);
@@ -246,26 +244,6 @@ impl Element for TripleSlidingBearing {
             t[(n + 1, n + i)] = sign[i] * self.k1;
         }
         Some(t)
-    }
-    fn parameters(&self) -> Vec<(&'static str, f64)> {
-        PARAMS
-            .iter()
-            .map(|p| p.0)
-            .zip([self.k0, self.delta0, self.k1, self.delta1, self.k2])
-            .collect()
-    }
-    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
-        match settable(self.kind(), &PARAMS, name, value)? {
-            0 => self.k0 = value,
-            1 => self.delta0 = value,
-            2 => self.k1 = value,
-            3 => self.delta1 = value,
-            _ => self.k2 = value,
-        }
-        Ok(())
-    }
-    fn deformation(&self, u: &[f64]) -> Option<f64> {
-        Some(deformation(u))
     }
     fn dissipated_energy(&self, u: &[f64], s: &[f64]) -> Option<f64> {
         let d = deformation(u);
@@ -284,66 +262,37 @@ impl Element for TripleSlidingBearing {
     fn driver_substep(&self) -> Option<f64> {
         Some(0.1 * self.delta0.min(self.delta1))
     }
-    crate::impl_element_evaluation!();
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FrictionParams {
-    velocity: Vec<f64>,
-    mu0: Vec<f64>,
-    mu1: Vec<f64>,
-    reference_velocity: f64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Params {
-    nodes: Vec<i64>,
-    dof: String,
-    k0: f64,
-    delta0: f64,
-    k1: f64,
-    delta1: f64,
-    k2: f64,
-    #[serde(default)]
-    friction: Option<FrictionParams>,
-}
-
-/// Registry builder for `type = "sliding_bearing"`: `nodes`, `dof`, `k0`, `delta0`, `k1`,
-/// `delta1`, `k2`, optional `friction = { velocity, mu0, mu1, reference_velocity }`.
+/// Registry builder for `type = "sliding_bearing"`: the declared keys (`nodes`, `dof`, `k0`,
+/// `delta0`, `k1`, `delta1`, `k2`) and an optional
+/// `friction = { velocity, mu0, mu1, reference_velocity }`.
 pub(crate) fn build(
     ctx: &ElementContext,
-    table: toml::Table,
+    mut table: toml::Table,
     diag: &mut Diagnostics,
     field: &str,
 ) -> Option<ElementRef> {
-    let p: Params = parse_params(table, diag, field)?;
-    let values = [p.k0, p.delta0, p.k1, p.delta1, p.k2];
-    let checks: Vec<(&str, f64, Rule)> = PARAMS
-        .iter()
-        .zip(values)
-        .map(|((n, r), x)| (*n, x, *r))
-        .collect();
-    let mut ok = check_params(diag, field, &checks);
-    let friction = p.friction.map(|f| FrictionTable {
-        velocity: f.velocity,
-        mu0: f.mu0,
-        mu1: f.mu1,
-        reference_velocity: f.reference_velocity,
-    });
-    if let Some(f) = &friction {
-        if let Err((k, e)) = f.check() {
-            diag.push(format!("{field}.friction.{k}"), e);
-            ok = false;
+    let at = format!("{field}.friction");
+    let friction = match table.remove("friction") {
+        None => Some(None),
+        Some(toml::Value::Table(t)) => {
+            parse_params::<FrictionTable>(t, diag, &at).and_then(|f| match f.check() {
+                Ok(()) => Some(Some(f)),
+                Err((k, e)) => {
+                    diag.push(format!("{at}.{k}"), e);
+                    None
+                }
+            })
         }
-    }
-    let dofs = ctx.node_pair(&p.nodes, &p.dof, diag, field);
-    if !ok {
-        return None;
-    }
-    TripleSlidingBearing::new(dofs?, values, friction)
-        .map(|e| Arc::new(e) as ElementRef)
-        .map_err(|e| diag.push(field, e))
-        .ok()
+        Some(other) => {
+            diag.push(at, format!("must be a table, found {other}"));
+            None
+        }
+    };
+    let e = read::<TripleSlidingBearing>(ctx, table, diag, field)?;
+    Some(Arc::new(TripleSlidingBearing {
+        friction: friction?,
+        ..e
+    }))
 }

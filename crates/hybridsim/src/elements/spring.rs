@@ -1,5 +1,7 @@
 //! Linear spring between two nodes, or from a node to the ground.
 
+use super::declare::{impl_declared, Declared, Param, Rule};
+use super::switching::{deformation, scatter_force};
 use super::{DofRef, Element, ElementLaw, Scalar};
 use nalgebra::DMatrix;
 
@@ -12,6 +14,17 @@ pub struct Spring {
     pub stiffness: f64,
 }
 
+impl Declared for Spring {
+    const KIND: &'static str = "spring";
+    #[rustfmt::skip]
+    const PARAMETERS: &'static [Param<Self>] = &[
+        Param::new("k", "F/L", Rule::NonNegative, |e| e.stiffness, |e, x| e.stiffness = x),
+    ];
+    fn blank(dofs: Vec<DofRef>) -> Self {
+        Self::new(dofs, 0.0)
+    }
+}
+
 impl Spring {
     /// Spring between `dofs[0]` and `dofs[1]` (or to ground with one DOF).
     pub fn new(dofs: Vec<DofRef>, stiffness: f64) -> Self {
@@ -22,12 +35,7 @@ impl Spring {
 
 impl ElementLaw for Spring {
     fn law<T: Scalar>(&self, u: &[T], _v: &[T], _s: &[T], r: &mut [T], _sdot: &mut [T]) {
-        let d = if u.len() == 2 { u[0] - u[1] } else { u[0] };
-        let f = d * self.stiffness;
-        r[0] = f;
-        if r.len() == 2 {
-            r[1] = -f;
-        }
+        scatter_force(r, deformation(u) * self.stiffness);
     }
 }
 
@@ -41,12 +49,7 @@ pub(crate) fn two_node_matrix(n: usize, x: f64) -> DMatrix<f64> {
 }
 
 impl Element for Spring {
-    fn kind(&self) -> &'static str {
-        "spring"
-    }
-    fn dofs(&self) -> &[DofRef] {
-        &self.dofs
-    }
+    impl_declared!();
     fn linear_stiffness(&self) -> Option<DMatrix<f64>> {
         Some(two_node_matrix(self.dofs.len(), self.stiffness))
     }
@@ -54,20 +57,7 @@ impl Element for Spring {
         true
     }
     fn potential_energy(&self, u: &[f64], _s: &[f64]) -> Option<f64> {
-        let d = if u.len() == 2 { u[0] - u[1] } else { u[0] };
+        let d = deformation(u);
         Some(0.5 * self.stiffness * d * d)
     }
-    fn parameters(&self) -> Vec<(&'static str, f64)> {
-        vec![("k", self.stiffness)]
-    }
-    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
-        let rules = [("k", super::switching::Rule::NonNegative)];
-        super::switching::settable(self.kind(), &rules, name, value)?;
-        self.stiffness = value;
-        Ok(())
-    }
-    fn deformation(&self, u: &[f64]) -> Option<f64> {
-        Some(super::switching::deformation(u))
-    }
-    crate::impl_element_evaluation!();
 }
