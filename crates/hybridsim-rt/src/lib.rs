@@ -33,6 +33,7 @@ use hybridsim::model::IntegratorKind;
 use hybridsim::output::Recorder;
 use hybridsim::physical::{SafetyEvent, SafetySummary};
 use hybridsim::runner::{EndState, RunSink, StepExecutor};
+use hybridsim::updating::{Estimator, Observation, SecantStiffness};
 use hybridsim::{Model, StepError};
 use hybridsim_io::lab::{CsvSink, LabLog, TrackingIndicators};
 use rtrb::RingBuffer;
@@ -203,8 +204,10 @@ struct Snapshot {
     step: u64,
     time: f64,
     n: usize,
-    lambda: [f64; MAX_SNAPSHOT],
+    /// Interface displacements (physical copy).
     u: [f64; MAX_SNAPSHOT],
+    /// Measured specimen forces on those DOFs.
+    force: [f64; MAX_SNAPSHOT],
 }
 
 fn wait_pop<T>(c: &mut rtrb::Consumer<T>) -> T {
@@ -294,18 +297,18 @@ impl StepExecutor for Threaded<'_> {
             step: self.pg.steps_taken(),
             time: self.pg.time(),
             n: 0,
-            lambda: [0.0; MAX_SNAPSHOT],
             u: [0.0; MAX_SNAPSHOT],
+            force: [0.0; MAX_SNAPSHOT],
         };
         if let Some(iface) = self.pg.interface() {
-            let lam = self.pg.multipliers();
-            let m = lam.len().min(MAX_SNAPSHOT);
+            let m = iface.dofs.len().min(MAX_SNAPSHOT);
             snap.n = m;
-            snap.lambda[..m].copy_from_slice(&lam[..m]);
             for (k, d) in iface.dofs.iter().take(m).enumerate() {
-                let st = &self.pg.partitions()[d.plus].state;
-                if let Some(i) = st.dofs.iter().position(|x| *x == d.dof) {
+                // The physical copy is the `plus` one (ALGORITHMS.md E13).
+                let part = &self.pg.partitions()[d.plus];
+                if let Some(i) = part.state.dofs.iter().position(|x| *x == d.dof) {
                     snap.u[k] = self.pg.state(d.plus)[i];
+                    snap.force[k] = part.physical.as_ref().map_or(f64::NAN, |p| p.measured()[i]);
                 }
             }
         }
@@ -628,7 +631,7 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
         .name("hs-estimation".into())
         .spawn(move || {
             let mut st = TaskStats::new("estimation");
-            let (mut sxx, mut sxy, mut count) = (0.0f64, 0.0f64, 0u64);
+            let mut estimator = SecantStiffness::new(MAX_SNAPSHOT);
             if let Some(m) = marker {
                 m(true);
             }
@@ -636,25 +639,26 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
                 let snap = wait_pop(&mut est_rx);
                 let Some(s) = snap else { break };
                 let t0 = now_ns();
-                // Least-squares secant stiffness of the first interface DOF: Λ ≈ −k u.
                 if s.n > 0 {
-                    sxx += s.u[0] * s.u[0];
-                    sxy += -s.lambda[0] * s.u[0];
-                    count += 1;
+                    estimator.observe(&Observation {
+                        step: s.step,
+                        time: s.time,
+                        displacement: &s.u[..s.n],
+                        force: &s.force[..s.n],
+                    });
                 }
-                let _ = (s.step, s.time);
                 st.record(now_ns() - t0, None, false);
             }
             if let Some(m) = marker {
                 m(false);
             }
-            let k = if sxx > 0.0 { sxy / sxx } else { f64::NAN };
+            let k = estimator.estimate(0);
             (
                 st,
                 json!({
-                    "estimator": "least-squares secant stiffness of the first interface DOF (reported, not applied; updates at a fixed step latency are the next wave)",
-                    "snapshots": count,
-                    "secant_stiffness": if k.is_finite() { json!(k) } else { Value::Null },
+                    "estimator": estimator.describe(),
+                    "snapshots": estimator.observations(),
+                    "secant_stiffness": k.filter(|k| k.is_finite()),
                 }),
             )
         })

@@ -214,3 +214,32 @@ fn threaded_loop_does_not_allocate_over_ten_thousand_steps() {
     assert!(out.steps >= 10_000);
     assert_eq!(n, 0);
 }
+
+/// The estimation slot's secant stiffness has the specimen's sign and size: the quick start's
+/// first-storey column is a 40 000 N/m spring with a 60 N·s/m dashpot behind a compensated
+/// 4 ms actuator delay and a noisy load cell.
+#[test]
+fn estimation_slot_reports_the_positive_secant_stiffness_of_the_specimen() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join("examples/quickstart.toml")).unwrap();
+    let model = Model::from_toml(&text, "quickstart.toml", &NoFiles).unwrap();
+    let out = run(
+        &model,
+        &RunOptions {
+            pacing: Some(Pacing::Fast),
+            max_steps: Some(2000),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(out.status, RunStatus::Completed);
+    let k = out.estimation["secant_stiffness"].as_f64().unwrap();
+    println!(
+        "secant stiffness {k:.1} N/m from {} snapshots",
+        out.estimation["snapshots"]
+    );
+    // Measured 42 122 N/m over 10 s (the issue 9 report had −35 187 N/m from −Λ·u). The
+    // force is measured at the achieved (lagging) position and paired with the corrected
+    // displacement, so a few per cent of bias remain: the sign and size are what is checked.
+    assert!((k - 4.0e4).abs() < 0.1 * 4.0e4, "{k}");
+}

@@ -31,6 +31,7 @@ pub mod physical;
 pub mod runner;
 pub mod simulation;
 pub mod units;
+pub mod updating;
 
 pub use error::{ModelError, StepError};
 pub use model::Model;
