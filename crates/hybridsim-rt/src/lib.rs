@@ -7,12 +7,18 @@
 //! - the **PS task** runs the ss physical substeps of a coarse step, one per controller tick
 //!   Δt^C (each one commands the transfer system through the safety layer);
 //! - the **NS task** runs the numerical free step in parallel, within Δt^S = ss·Δt^C;
-//! - the **link task** (the coordinating thread) solves the interface, updates every partition,
-//!   checks divergence of Λ, and pushes the results row and the controller-rate lab records
-//!   into preallocated lock-free rings ([`rtrb`]);
-//! - an **estimation slot** receives a snapshot (Λ, interface displacements) per step
-//!   (next wave: parameter updates applied at a fixed step latency; here a least-squares secant
-//!   stiffness is tracked and reported, not applied);
+//!   both own their partitions for the step: the link task moves each partition into a
+//!   [`hybridsim::integrators::FreeTask`] box ([`PgAlpha::detach`]) and sends the boxes
+//!   through the job rings; the workers send them back with their report (no shared state,
+//!   no raw pointers);
+//! - the **link task** (the coordinating thread) runs the core's one run loop
+//!   ([`hybridsim::runner::run`]): it attaches the partitions again, solves the interface,
+//!   updates every partition, checks divergence of Λ and the deadline overruns, trips the labs
+//!   on any fault, and pushes the results row and the controller-rate lab records into
+//!   preallocated lock-free rings ([`rtrb`]);
+//! - an **estimation slot** receives a snapshot (interface displacements and measured
+//!   specimen forces) per step and feeds a [`hybridsim::updating::Estimator`] (the secant
+//!   stiffness is reported, not applied; updates at a fixed step latency are the next wave);
 //! - a **writer** thread turns the rings into `results.csv` and `lab.csv`.
 //!
 //! Everything is sized before the loop; inside it nothing allocates, locks, prints or touches a
@@ -27,7 +33,7 @@ pub mod stats;
 
 use clock::{now_ns, sleep_until, Backoff, ThreadSetup};
 use hybridsim::assembly::{build_partitions, Grouping};
-use hybridsim::integrators::{FreePhase, PgAlpha, TimeIntegrator};
+use hybridsim::integrators::{FreeTask, PgAlpha, TimeIntegrator};
 use hybridsim::model::lab::Pacing;
 use hybridsim::model::IntegratorKind;
 use hybridsim::output::Recorder;
@@ -169,32 +175,32 @@ impl RunOutcome {
 /// What the writer thread returns: rows, lab rows, kept rows and the lab logs.
 type WriterResult = Result<(u64, u64, Vec<Vec<f64>>, Vec<LabLog>), String>;
 
-#[derive(Clone, Copy)]
+/// Up to this many free tasks travel in one job (the physical partitions, or the numerical
+/// one).
+type Tasks = [Option<Box<FreeTask>>; MAX_PHYSICAL];
+
+/// One coarse step's work for a worker: the partitions it owns for the step, moved in (boxed
+/// once before the loop; only the box pointers travel), and moved back in its [`Done`].
 struct Job {
-    phases: [*mut FreePhase<'static>; MAX_PHYSICAL],
-    count: usize,
+    tasks: Tasks,
     step: u64,
     stop: bool,
 }
 
-// SAFETY: the pointers reference `FreePhase`s living on the coordinator's stack, which waits
-// for the worker's `Done` before they go out of scope; each phase is used by one thread only.
-unsafe impl Send for Job {}
-
 impl Job {
     fn stop() -> Self {
         Self {
-            phases: [std::ptr::null_mut(); MAX_PHYSICAL],
-            count: 0,
+            tasks: Default::default(),
             step: 0,
             stop: true,
         }
     }
 }
 
-/// A worker's report of one coarse step: its first error (moved, not formatted: nothing
-/// allocates on a trip) and its run of consecutive deadline misses.
+/// A worker's report of one coarse step: the tasks it owned, its first error (moved, not
+/// formatted: nothing allocates on a trip) and its run of consecutive deadline misses.
 struct Done {
+    tasks: Tasks,
     error: Option<StepError>,
     miss_run: u64,
 }
@@ -225,6 +231,8 @@ fn wait_pop<T>(c: &mut rtrb::Consumer<T>) -> T {
 /// (link) thread.
 struct Threaded<'a> {
     pg: &'a mut PgAlpha,
+    /// One task box per partition, allocated before the loop.
+    boxes: Vec<Option<Box<FreeTask>>>,
     ns_jobs: rtrb::Producer<Job>,
     ns_done: rtrb::Consumer<Done>,
     ps_jobs: rtrb::Producer<Job>,
@@ -243,35 +251,39 @@ impl StepExecutor for Threaded<'_> {
 
     fn step(&mut self) -> Result<(), StepError> {
         let n = self.pg.steps_taken();
-        let (ns_done, ps_done) = {
-            let mut slots: [Option<FreePhase<'_>>; MAX_PHYSICAL + 1] = Default::default();
-            for (i, ph) in self.pg.free_phases().enumerate() {
-                slots[i] = Some(ph);
+        // Move every partition into its task box and the boxes to the workers.
+        let mut ns_job = Job::stop();
+        let mut ps_job = Job::stop();
+        ns_job.stop = false;
+        ps_job.stop = false;
+        ns_job.step = n;
+        ps_job.step = n;
+        let (mut n_ns, mut n_ps) = (0, 0);
+        for (k, slot) in self.boxes.iter_mut().enumerate() {
+            let Some(mut task) = slot.take() else {
+                continue;
+            };
+            self.pg.detach(k, &mut task);
+            if task.is_numerical() {
+                ns_job.tasks[n_ns] = Some(task);
+                n_ns += 1;
+            } else {
+                ps_job.tasks[n_ps] = Some(task);
+                n_ps += 1;
             }
-            let mut ns_job = Job::stop();
-            let mut ps_job = Job::stop();
-            ns_job.stop = false;
-            ps_job.stop = false;
-            ns_job.step = n;
-            ps_job.step = n;
-            for slot in slots.iter_mut() {
-                let Some(ph) = slot.as_mut() else { continue };
-                let ptr = (ph as *mut FreePhase<'_>).cast::<FreePhase<'static>>();
-                if ph.is_numerical() {
-                    ns_job.phases[0] = ptr;
-                    ns_job.count = 1;
-                } else {
-                    ps_job.phases[ps_job.count] = ptr;
-                    ps_job.count += 1;
-                }
+        }
+        let _ = self.ns_jobs.push(ns_job);
+        let _ = self.ps_jobs.push(ps_job);
+        let mut ns_done = wait_pop(&mut self.ns_done);
+        let mut ps_done = wait_pop(&mut self.ps_done);
+        // Take the partitions back before anything else looks at the integrator.
+        for task in ns_done.tasks.iter_mut().chain(ps_done.tasks.iter_mut()) {
+            if let Some(mut task) = task.take() {
+                self.pg.attach(&mut task);
+                let k = task.index();
+                self.boxes[k] = Some(task);
             }
-            let _ = self.ns_jobs.push(ns_job);
-            let _ = self.ps_jobs.push(ps_job);
-            // Both workers must report before `slots` goes out of scope.
-            let d1 = wait_pop(&mut self.ns_done);
-            let d2 = wait_pop(&mut self.ps_done);
-            (d1, d2)
-        };
+        }
         self.miss_run = ps_done.miss_run.max(ns_done.miss_run);
         if let Some(error) = ps_done.error.or(ns_done.error) {
             return Err(error);
@@ -542,34 +554,34 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
         .spawn(move || {
             let setup = clock::setup_current_thread("numerical", ns_cpu, priority, realtime);
             let mut st = TaskStats::new("numerical");
-            let mut err = None;
             if let Some(m) = marker {
                 m(true);
             }
             loop {
-                let job = wait_pop(&mut ns_jobs_rx);
+                let mut job = wait_pop(&mut ns_jobs_rx);
                 if job.stop {
                     break;
                 }
                 let t0 = now_ns();
-                // SAFETY: see `Job`.
-                let ph = unsafe { &mut *job.phases[0] };
-                let r = ph.numerical_step();
+                let mut error = None;
+                for task in job.tasks.iter_mut().flatten() {
+                    if let Err(e) = task.numerical_step() {
+                        error.get_or_insert(e);
+                    }
+                }
                 let t1 = now_ns();
                 let missed = realtime && t1 > start_ns + (job.step + 1) * ss * dtc_ns;
                 let run = st.record(t1 - t0, None, missed);
-                if let Err(e) = &r {
-                    err.get_or_insert(e.clone());
-                }
                 let _ = ns_done_tx.push(Done {
-                    error: r.err(),
+                    tasks: job.tasks,
+                    error,
                     miss_run: run,
                 });
             }
             if let Some(m) = marker {
                 m(false);
             }
-            (st, err, setup)
+            (st, setup)
         })
         .expect("spawn");
     let ps_cpu = cpu_for(0).map(|c| if cpus.len() > 1 { cpus[0] } else { c });
@@ -578,12 +590,11 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
         .spawn(move || {
             let setup = clock::setup_current_thread("physical", ps_cpu, priority, realtime);
             let mut st = TaskStats::new("physical");
-            let mut err = None;
             if let Some(m) = marker {
                 m(true);
             }
             loop {
-                let job = wait_pop(&mut ps_jobs_rx);
+                let mut job = wait_pop(&mut ps_jobs_rx);
                 if job.stop {
                     break;
                 }
@@ -599,13 +610,8 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
                         None
                     };
                     let t0 = now_ns();
-                    for p in 0..job.count {
-                        // SAFETY: see `Job`.
-                        let ph = unsafe { &mut *job.phases[p] };
-                        if let Err(e) = ph.physical_substep(j as usize) {
-                            if err.is_none() {
-                                err = Some(e.clone());
-                            }
+                    for task in job.tasks.iter_mut().flatten() {
+                        if let Err(e) = task.physical_substep(j as usize) {
                             error.get_or_insert(e);
                         }
                     }
@@ -617,6 +623,7 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
                     }
                 }
                 let _ = ps_done_tx.push(Done {
+                    tasks: job.tasks,
                     error,
                     miss_run: run,
                 });
@@ -624,7 +631,7 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
             if let Some(m) = marker {
                 m(false);
             }
-            (st, err, setup)
+            (st, setup)
         })
         .expect("spawn");
     let est = std::thread::Builder::new()
@@ -749,8 +756,12 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
             Duration::from_secs(2)
         })
         .as_nanos() as u64;
+    let boxes = (0..pg.partitions().len())
+        .map(|_| Some(Box::new(FreeTask::new(&pg))))
+        .collect();
     let mut exec = Threaded {
         pg: &mut pg,
+        boxes,
         ns_jobs: ns_jobs_tx,
         ns_done: ns_done_rx,
         ps_jobs: ps_jobs_tx,
@@ -814,8 +825,8 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     while est_tx.push(None).is_err() {
         b.snooze();
     }
-    let (ns_stats, _ns_err, ns_setup) = ns.join().expect("numerical thread");
-    let (ps_stats, _ps_err, ps_setup) = ps.join().expect("physical thread");
+    let (ns_stats, ns_setup) = ns.join().expect("numerical thread");
+    let (ps_stats, ps_setup) = ps.join().expect("physical thread");
     let (est_stats, mut estimation) = est.join().expect("estimation thread");
     estimation["snapshots_dropped"] = json!(est_dropped);
     drop(sink);

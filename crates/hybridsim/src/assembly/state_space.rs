@@ -336,6 +336,26 @@ impl StateSpace {
         })
     }
 
+    /// An empty state space (no DOFs): the placeholder left behind while a partition is
+    /// moved to a worker thread. Allocation-free.
+    pub fn empty() -> Self {
+        Self {
+            name: String::new(),
+            physical: false,
+            dofs: Vec::new(),
+            n_states: 0,
+            mass: DMatrix::zeros(0, 0),
+            slots: Vec::new(),
+            j0: DMatrix::zeros(0, 0),
+            y0: DVector::zeros(0),
+            estimate: None,
+            loads: Vec::new(),
+            seismic: Vec::new(),
+            ground_dof: Vec::new(),
+            ground: Vec::new(),
+        }
+    }
+
     /// Replace the estimated specimen stiffness/damping in `J0` (the integrator must then
     /// rebuild its operators).
     pub fn set_estimate(&mut self, estimate: Option<Estimate>) {
@@ -612,6 +632,18 @@ impl Partition {
             specimen,
             index,
             ws,
+        }
+    }
+
+    /// An empty partition: the placeholder left behind while a partition is moved to a
+    /// worker thread (see [`crate::integrators::FreeTask`]). Allocation-free.
+    pub fn empty() -> Self {
+        Self {
+            state: StateSpace::empty(),
+            physical: None,
+            specimen: Vec::new(),
+            index: usize::MAX,
+            ws: ElementWorkspace::new(0, 0),
         }
     }
 

@@ -228,6 +228,21 @@ fn reverse_cuthill_mckee(d: &DMatrix<f64>) -> Vec<usize> {
 }
 
 impl FactoredMatrix {
+    /// The factors of a 0×0 matrix (a placeholder). Allocation-free.
+    pub(crate) fn empty() -> Self {
+        Self {
+            pre_swaps: Vec::new(),
+            post_swaps: Vec::new(),
+            l_entries: Vec::new(),
+            u_ptr: Vec::new(),
+            u_first: Vec::new(),
+            u_val: Vec::new(),
+            diag: Vec::new(),
+        }
+    }
+}
+
+impl FactoredMatrix {
     /// Factorize `d`; `None` when it is singular.
     pub(crate) fn new(d: &DMatrix<f64>) -> Option<Self> {
         let natural = Self::with_order(d, None)?;
@@ -354,6 +369,24 @@ pub struct AlphaStepper {
 }
 
 impl AlphaStepper {
+    /// A stepper of a 0-size partition (a placeholder). Allocation-free.
+    pub fn empty(params: AlphaParameters) -> Self {
+        Self {
+            params,
+            dt: 0.0,
+            c: 0.0,
+            corrections: 1,
+            d_fact: FactoredMatrix::empty(),
+            y_tilde: DVector::zeros(0),
+            v_tilde: DVector::zeros(0),
+            load: DVector::zeros(0),
+            res: DVector::zeros(0),
+            rhs: DVector::zeros(0),
+            tmp: DVector::zeros(0),
+            y_iter: DVector::zeros(0),
+        }
+    }
+
     /// Factorize `D = M + c J0` of `part` for step `dt`.
     pub fn new(
         part: &Partition,

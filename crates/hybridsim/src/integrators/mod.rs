@@ -20,7 +20,7 @@ pub use alpha::{AlphaParameters, AlphaState, AlphaStepper};
 pub use llm::{Llm, LlmRun};
 pub use lsrt2::Lsrt2;
 pub use mg_alpha::MgAlpha;
-pub use pg_alpha::{FreePhase, PartitionRun, PgAlpha};
+pub use pg_alpha::{FreeTask, PartitionRun, PgAlpha};
 
 use crate::assembly::{build_partitions, Grouping, Interface, Partition};
 use crate::error::{ModelError, StepError};

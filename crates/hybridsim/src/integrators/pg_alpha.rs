@@ -26,6 +26,22 @@ pub struct PartitionRun {
     pub substeps: usize,
 }
 
+impl PartitionRun {
+    /// The run of a 0-size partition (a placeholder). Allocation-free.
+    fn empty(params: AlphaParameters) -> Self {
+        Self {
+            stepper: AlphaStepper::empty(params),
+            coupled: AlphaState::zeros(0),
+            free: AlphaState::zeros(0),
+            scratch: AlphaState::zeros(0),
+            q_y: DMatrix::zeros(0, 0),
+            q_ydot: DMatrix::zeros(0, 0),
+            q_v: DMatrix::zeros(0, 0),
+            substeps: 1,
+        }
+    }
+}
+
 /// Partitioned generalized-α.
 ///
 /// Each coarse step Δt^N runs, as separately callable phases over preallocated workspaces:
@@ -53,6 +69,8 @@ pub struct PgAlpha {
     subcycles: usize,
     t0: f64,
     n: u64,
+    /// Partitions currently detached to worker threads.
+    detached: usize,
 }
 
 impl PgAlpha {
@@ -157,6 +175,7 @@ impl PgAlpha {
             subcycles: ss,
             t0,
             n: 0,
+            detached: 0,
         })
     }
 
@@ -235,32 +254,38 @@ impl PgAlpha {
         )
     }
 
-    /// The free solutions of the coming coarse step as independent tasks, one per partition,
-    /// borrowed disjointly (seed 003 §2.2: NS free solution and PS free solution are parallel
-    /// independent processes, synchronized by the link solution). Running
-    /// [`FreePhase::numerical_step`] and every [`FreePhase::physical_substep`] (on any threads)
-    /// and then [`PgAlpha::interface_solve`] and [`PgAlpha::link_update`] is bit-identical to
-    /// [`TimeIntegrator::step`].
-    pub fn free_phases(&mut self) -> impl Iterator<Item = FreePhase<'_>> + '_ {
-        let t_n = self.time();
-        let dt = self.dt;
-        let numerical = self.numerical;
-        let lambda = &self.lambda;
-        self.parts
-            .iter_mut()
-            .zip(self.runs.iter_mut())
-            .zip(self.interface.couplings.iter())
-            .enumerate()
-            .map(move |(k, ((part, run), couplings))| FreePhase {
-                part,
-                run,
-                couplings,
-                lambda,
-                t_n,
-                dt,
-                index: k,
-                numerical: k == numerical,
-            })
+    /// Move partition `k` with its run, couplings and `Λ_n` into `task` (which holds an
+    /// empty partition from [`FreeTask::new`] or an earlier [`PgAlpha::attach`]), so that its
+    /// free solution of the coming coarse step can run on any thread while the caller owns
+    /// nothing of it (Abbiati et al. 2020, §2.2: the NS and PS free solutions are parallel
+    /// independent processes, synchronized by the link solution). Until every detached task
+    /// is attached again, [`TimeIntegrator::step`] refuses to run. Running
+    /// [`FreeTask::numerical_step`] and every [`FreeTask::physical_substep`], attaching, then
+    /// [`PgAlpha::interface_solve`] and [`PgAlpha::link_update`] is bit-identical to
+    /// [`TimeIntegrator::step`]. Allocation-free.
+    pub fn detach(&mut self, k: usize, task: &mut FreeTask) {
+        debug_assert!(
+            task.part.state.dofs.is_empty(),
+            "a task must be empty to detach into"
+        );
+        std::mem::swap(&mut task.part, &mut self.parts[k]);
+        std::mem::swap(&mut task.run, &mut self.runs[k]);
+        std::mem::swap(&mut task.couplings, &mut self.interface.couplings[k]);
+        task.lambda.copy_from(&self.lambda);
+        task.t_n = self.time();
+        task.dt = self.dt;
+        task.index = k;
+        task.numerical = k == self.numerical;
+        self.detached += 1;
+    }
+
+    /// Put a detached task's partition back (see [`PgAlpha::detach`]); `task` is left empty.
+    pub fn attach(&mut self, task: &mut FreeTask) {
+        let k = task.index;
+        std::mem::swap(&mut task.part, &mut self.parts[k]);
+        std::mem::swap(&mut task.run, &mut self.runs[k]);
+        std::mem::swap(&mut task.couplings, &mut self.interface.couplings[k]);
+        self.detached -= 1;
     }
 
     /// Phase 3: the interface solve `Λ_{n+1} = −H⁻¹ Σ G^X Ẏ^{X,free}` (Step 12, eq 37).
@@ -297,20 +322,35 @@ impl PgAlpha {
     }
 }
 
-/// One partition's free solution over a coarse step, borrowed from a [`PgAlpha`] (see
-/// [`PgAlpha::free_phases`]). Allocation-free.
-pub struct FreePhase<'a> {
-    part: &'a mut Partition,
-    run: &'a mut PartitionRun,
-    couplings: &'a [crate::assembly::Coupling],
-    lambda: &'a DVector<f64>,
+/// One partition's free solution over a coarse step, owned: moved out of a [`PgAlpha`] by
+/// [`PgAlpha::detach`] and back by [`PgAlpha::attach`], so that a worker thread can run it
+/// without sharing anything with the coordinator. Allocation-free once built.
+pub struct FreeTask {
+    part: Partition,
+    run: PartitionRun,
+    couplings: Vec<crate::assembly::Coupling>,
+    lambda: DVector<f64>,
     t_n: f64,
     dt: f64,
     index: usize,
     numerical: bool,
 }
 
-impl FreePhase<'_> {
+impl FreeTask {
+    /// An empty task for the partitions of `pg` (allocates `Λ`'s buffer once).
+    pub fn new(pg: &PgAlpha) -> Self {
+        Self {
+            part: Partition::empty(),
+            run: PartitionRun::empty(pg.params),
+            couplings: Vec::new(),
+            lambda: DVector::zeros(pg.lambda.len()),
+            t_n: 0.0,
+            dt: 0.0,
+            index: usize::MAX,
+            numerical: false,
+        }
+    }
+
     /// Whether this is the numerical partition.
     pub fn is_numerical(&self) -> bool {
         self.numerical
@@ -326,23 +366,18 @@ impl FreePhase<'_> {
         self.run.substeps
     }
 
-    /// The partition (e.g. to reach its provider).
-    pub fn partition_mut(&mut self) -> &mut Partition {
-        self.part
-    }
-
     /// Free step of the numerical partition (Steps 4–6).
     pub fn numerical_step(&mut self) -> Result<(), StepError> {
-        numerical_free_step(self.part, self.run, self.t_n, self.dt)
+        numerical_free_step(&mut self.part, &mut self.run, self.t_n, self.dt)
     }
 
     /// Free substep `j ∈ 1..=ss` of a physical partition (Steps 7–11, eq 30).
     pub fn physical_substep(&mut self, j: usize) -> Result<(), StepError> {
         physical_free_substep(
-            self.part,
-            self.run,
-            self.couplings,
-            self.lambda,
+            &mut self.part,
+            &mut self.run,
+            &self.couplings,
+            &self.lambda,
             self.t_n,
             self.dt,
             j,
@@ -467,6 +502,12 @@ impl TimeIntegrator for PgAlpha {
         self.dt
     }
     fn step(&mut self) -> Result<(), StepError> {
+        if self.detached > 0 {
+            return Err(StepError::Physical {
+                substructure: "pg-alpha".into(),
+                reason: "partitions are detached to worker threads".into(),
+            });
+        }
         self.free_numerical_step()?;
         for k in 0..self.parts.len() {
             if k == self.numerical {
