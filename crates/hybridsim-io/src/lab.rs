@@ -26,64 +26,11 @@
 //! every work, i.e. `½ k Σ Δx²` for a spring and `½ c Σ v_k (v_k − v_{k−1}) Δt` for a damper,
 //! which is large on a path that zigzags from tick to tick (see the quick start in the README).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::Path;
 
-/// A CSV file written row by row without allocating per row.
-pub struct CsvSink {
-    out: BufWriter<File>,
-    line: String,
-    rows: u64,
-}
-
-impl CsvSink {
-    /// Create `path` with `header` (comma-separated names).
-    pub fn create(path: &Path, header: &str) -> std::io::Result<Self> {
-        let mut out = BufWriter::with_capacity(1 << 16, File::create(path)?);
-        writeln!(out, "{header}")?;
-        Ok(Self {
-            out,
-            line: String::with_capacity(8192),
-            rows: 0,
-        })
-    }
-
-    /// Append one row.
-    pub fn write_row(&mut self, row: &[f64]) -> std::io::Result<()> {
-        use std::fmt::Write as _;
-        self.line.clear();
-        for (i, x) in row.iter().enumerate() {
-            if i > 0 {
-                self.line.push(',');
-            }
-            let _ = write!(self.line, "{x:e}");
-        }
-        self.line.push('\n');
-        self.rows += 1;
-        self.out.write_all(self.line.as_bytes())
-    }
-
-    /// Rows written.
-    pub fn rows(&self) -> u64 {
-        self.rows
-    }
-
-    /// Flush to the OS.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
-    }
-
-    /// Flush and sync to disk.
-    pub fn finish(mut self) -> std::io::Result<u64> {
-        self.out.flush()?;
-        self.out
-            .into_inner()
-            .map_err(|e| e.into_error())?
-            .sync_all()?;
-        Ok(self.rows)
-    }
-}
+/// The writer of `lab.csv` (and of `results.csv` in the real-time runner): the CSV writer and
+/// number format shared by every results file ([`crate::csv`]).
+pub type CsvSink = crate::csv::CsvFile;
 
 /// Tracking indicators of one actuator.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,8 +16,6 @@ use hybridsim::output::{Column, Recorder};
 use hybridsim::physical::{SafetyEvent, SafetySummary};
 use hybridsim::{Model, ModelError};
 use serde_json::{json, Value};
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -257,7 +255,7 @@ fn write_json(path: &Path, value: &Value) -> Result<(), RunError> {
     std::fs::rename(&tmp, path).map_err(io_err(path))
 }
 
-fn writer_thread(
+pub(crate) fn writer_thread(
     path: PathBuf,
     header: String,
     rows: Receiver<Vec<f64>>,
@@ -266,34 +264,18 @@ fn writer_thread(
     std::thread::Builder::new()
         .name("hybridsim-writer".into())
         .spawn(move || {
-            let mut out = BufWriter::with_capacity(1 << 16, File::create(&path)?);
-            writeln!(out, "{header}")?;
-            let mut count = 0u64;
+            // The CSV writer and number format of every results file (shortest round trip).
+            let mut out = CsvSink::create(&path, &header)?;
             let mut last_flush = Instant::now();
-            let mut line = String::with_capacity(4096);
-            // Shortest round-trip representation (zmij, Schubfach-based): parsing a field
-            // gives back the same f64 bit for bit, several times faster than `{:e}`.
-            let mut num = zmij::Buffer::new();
             while let Ok(row) = rows.recv() {
-                line.clear();
-                for (i, x) in row.iter().enumerate() {
-                    if i > 0 {
-                        line.push(',');
-                    }
-                    line.push_str(num.format(*x));
-                }
-                line.push('\n');
-                out.write_all(line.as_bytes())?;
-                count += 1;
+                out.write_row(&row)?;
                 let _ = recycle.try_send(row);
                 if last_flush.elapsed() > Duration::from_millis(200) {
                     out.flush()?;
                     last_flush = Instant::now();
                 }
             }
-            out.flush()?;
-            out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-            Ok(count)
+            out.finish()
         })
         .expect("spawn writer thread")
 }

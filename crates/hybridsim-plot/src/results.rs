@@ -50,55 +50,104 @@ pub fn split_header(cell: &str) -> (String, String) {
     }
 }
 
+/// The line (1-based) of the record starting at `pos` in `bytes`. The `csv` crate's own
+/// `Position::line` does not count the blank lines it skips (BurntSushi/rust-csv#208), so the
+/// line is counted from the record's byte offset, past any blank lines before the record.
+fn line_at(bytes: &[u8], pos: &csv::Position) -> usize {
+    let start = usize::try_from(pos.byte()).map_or(bytes.len(), |b| b.min(bytes.len()));
+    let mut line = 1 + bytes[..start].iter().filter(|&&b| b == b'\n').count();
+    for &b in &bytes[start..] {
+        match b {
+            b'\n' => line += 1,
+            b'\r' => {}
+            _ => break,
+        }
+    }
+    line
+}
+
+/// Why the `csv` reader stopped, naming the line.
+fn csv_reason(bytes: &[u8], e: &csv::Error) -> String {
+    let at = |pos: Option<&csv::Position>| match pos {
+        Some(p) => format!("line {}: ", line_at(bytes, p)),
+        None => String::new(),
+    };
+    match e.kind() {
+        csv::ErrorKind::UnequalLengths {
+            pos,
+            expected_len,
+            len,
+        } => format!(
+            "{}{len} values but the header has {expected_len} columns",
+            at(pos.as_ref())
+        ),
+        csv::ErrorKind::Utf8 { pos, err } => {
+            format!(
+                "{}field {} is not UTF-8 text",
+                at(pos.as_ref()),
+                err.field() + 1
+            )
+        }
+        _ => e.to_string(),
+    }
+}
+
 impl ResultsTable {
-    /// Parse CSV text (header `name[unit]`, numeric rows; `NaN`/`inf` allowed). `source` names
-    /// the file in errors.
+    /// Parse CSV text (header `name[unit]`, numeric rows; `NaN`/`inf` allowed; blank lines
+    /// skipped). `source` names the file in errors.
     pub fn parse(text: &str, source: &Path) -> Result<Self, PlotError> {
+        Self::parse_bytes(text.as_bytes(), source)
+    }
+
+    /// Read a CSV file.
+    pub fn read(path: &Path) -> Result<Self, PlotError> {
+        let bytes = std::fs::read(path).map_err(|e| PlotError::Read {
+            path: path.to_path_buf(),
+            reason: format!("cannot read: {e}"),
+        })?;
+        Self::parse_bytes(&bytes, path)
+    }
+
+    /// Parse CSV bytes with the `csv` crate (RFC 4180: a quoted header cell may hold commas;
+    /// blank lines skipped, fields trimmed). Every row must have the header's number of
+    /// fields and every field must be a number (`NaN`, `inf`, `-inf` included); otherwise the
+    /// error names `source`, the line, the column and the reason.
+    pub fn parse_bytes(bytes: &[u8], source: &Path) -> Result<Self, PlotError> {
         let err = |reason: String| PlotError::Read {
             path: source.to_path_buf(),
             reason,
         };
-        let mut lines = text.lines().enumerate();
-        let header = loop {
-            match lines.next() {
-                Some((_, l)) if l.trim().is_empty() => continue,
-                Some((_, l)) => break l,
-                None => return Err(err("empty file: no header line".into())),
-            }
-        };
-        let (names, units): (Vec<_>, Vec<_>) = header.split(',').map(split_header).unzip();
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(false)
+            .trim(csv::Trim::All)
+            .from_reader(bytes);
+        let header = reader.headers().map_err(|e| err(csv_reason(bytes, &e)))?;
+        if header.is_empty() {
+            return Err(err("empty file: no header line".into()));
+        }
+        let (names, units): (Vec<_>, Vec<_>) = header.iter().map(split_header).unzip();
         let mut columns = vec![Vec::new(); names.len()];
-        for (i, line) in lines {
-            if line.trim().is_empty() {
-                continue;
+        let mut record = csv::ByteRecord::new();
+        loop {
+            match reader.read_byte_record(&mut record) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => return Err(err(csv_reason(bytes, &e))),
             }
-            let mut n = 0;
-            for (c, cell) in line.split(',').enumerate() {
-                if c >= names.len() {
-                    return Err(err(format!(
-                        "line {}: more than the {} columns of the header",
-                        i + 1,
-                        names.len()
-                    )));
-                }
-                let v: f64 = cell.trim().parse().map_err(|_| {
-                    err(format!(
-                        "line {}, column `{}`: `{}` is not a number",
-                        i + 1,
-                        names[c],
-                        cell.trim()
-                    ))
-                })?;
+            for (c, cell) in record.iter().enumerate() {
+                let v = std::str::from_utf8(cell)
+                    .ok()
+                    .and_then(|t| t.parse::<f64>().ok())
+                    .ok_or_else(|| {
+                        let line = record.position().map_or(0, |p| line_at(bytes, p));
+                        err(format!(
+                            "line {line}, column `{}`: `{}` is not a number",
+                            names[c],
+                            String::from_utf8_lossy(cell)
+                        ))
+                    })?;
                 columns[c].push(v);
-                n = c + 1;
-            }
-            if n != names.len() {
-                return Err(err(format!(
-                    "line {}: {} values but the header has {} columns",
-                    i + 1,
-                    n,
-                    names.len()
-                )));
             }
         }
         Ok(Self {
@@ -106,15 +155,6 @@ impl ResultsTable {
             units,
             columns,
         })
-    }
-
-    /// Read a CSV file.
-    pub fn read(path: &Path) -> Result<Self, PlotError> {
-        let text = std::fs::read_to_string(path).map_err(|e| PlotError::Read {
-            path: path.to_path_buf(),
-            reason: format!("cannot read: {e}"),
-        })?;
-        Self::parse(&text, path)
     }
 
     /// Index of a column by name.
@@ -654,6 +694,75 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("line 2") && e.contains("1 values"), "{e}");
+    }
+
+    fn parse_err(text: &[u8]) -> String {
+        ResultsTable::parse_bytes(text, Path::new("dir/r.csv"))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn bad_csv_inputs_are_errors_naming_file_line_and_reason() {
+        for (text, want) in [
+            (&b""[..], "empty file"),
+            (b"\n\n", "empty file"),
+            (
+                b"time[s],u[m]\n0,1\n0.1,2,3\n",
+                "line 3: 3 values but the header has 2",
+            ),
+            (
+                b"time[s],u[m]\n0,1\n\n0.1\n",
+                "line 4: 1 values but the header has 2",
+            ),
+            (
+                b"\r\ntime[s],u[m]\r\n\r\n\r\n0,x\r\n",
+                "line 5, column `u`: `x` is not",
+            ),
+            (
+                b"time[s],u[m]\n0,1\n0.1,\n",
+                "line 3, column `u`: `` is not a number",
+            ),
+            (
+                b"time[s],u[m]\n0,1\n0.1,1.2.3\n",
+                "line 3, column `u`: `1.2.3`",
+            ),
+            (
+                b"time[s],u[m]\n0,\xff\n",
+                "line 2, column `u`: `\u{fffd}` is not a number",
+            ),
+            (b"time[s],u\xff\n0,1\n", "line 1: field 2 is not UTF-8"),
+        ] {
+            let e = parse_err(text);
+            assert!(
+                e.starts_with("dir/r.csv: ") && e.contains(want),
+                "{:?}: {e}",
+                String::from_utf8_lossy(text)
+            );
+        }
+        let missing = Path::new("/nonexistent/hybridsim/results.csv");
+        let e = ResultsTable::read(missing).unwrap_err().to_string();
+        assert!(
+            e.contains("/nonexistent/hybridsim/results.csv: cannot read"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn csv_quoting_blank_lines_crlf_and_special_values() {
+        let text =
+            "time[s],\"force.a,b.1.x[kN]\"\r\n\r\n0.0,-0.0\r\n1e-300, NaN \r\n1e+300,-inf\r\n";
+        let t = ResultsTable::parse(text, Path::new("r.csv")).unwrap();
+        assert_eq!(t.names, ["time", "force.a,b.1.x"]);
+        assert_eq!(t.units, ["s", "kN"]);
+        assert_eq!(t.rows(), 3);
+        assert_eq!(t.columns[0], [0.0, 1e-300, 1e300]);
+        assert_eq!(t.columns[1][0].to_bits(), (-0.0f64).to_bits());
+        assert!(t.columns[1][1].is_nan());
+        assert_eq!(t.columns[1][2], f64::NEG_INFINITY);
+        // A header without rows is an empty table.
+        let t = ResultsTable::parse("time[s],u[m]\n", Path::new("r.csv")).unwrap();
+        assert_eq!((t.names.len(), t.rows()), (2, 0));
     }
 
     #[test]

@@ -18,8 +18,8 @@
 use anyhow::{bail, Context, Result};
 use hybridsim::elements::ElementDriver;
 use hybridsim::model::imposed_motion::{self, MotionHistory, MotionQuantity};
+use hybridsim_io::csv::CsvFile;
 use serde_json::json;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -414,10 +414,8 @@ pub fn execute(args: Args) -> Result<ExitCode> {
     header.push(format!("state.{name}.dissipated[{}]", units.energy_unit()));
 
     let csv_path = folder.join("results.csv");
-    let file = std::fs::File::create(&csv_path)
+    let mut out = CsvFile::create(&csv_path, &header.join(","))
         .with_context(|| format!("cannot write {}", csv_path.display()))?;
-    let mut out = std::io::BufWriter::new(file);
-    writeln!(out, "{}", header.join(","))?;
     let mut u = vec![0.0; n];
     let mut v = vec![0.0; n];
     let mut row: Vec<f64> = Vec::with_capacity(header.len());
@@ -456,11 +454,12 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         row.push(driver.work());
         row.push(driver.dissipated_energy());
         peak_force = peak_force.max(driver.force()[0].abs());
-        let line: Vec<String> = row.iter().map(|x| format!("{x}")).collect();
-        writeln!(out, "{}", line.join(","))?;
+        out.write_row(&row)
+            .with_context(|| format!("cannot write {}", csv_path.display()))?;
         rows += 1;
     }
-    out.flush()?;
+    out.finish()
+        .with_context(|| format!("cannot write {}", csv_path.display()))?;
     let wall = started.elapsed().as_secs_f64();
     std::fs::write(folder.join("model.toml"), &loaded.text)
         .with_context(|| format!("cannot write {}", folder.join("model.toml").display()))?;

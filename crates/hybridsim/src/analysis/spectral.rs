@@ -548,53 +548,18 @@ pub fn build_for_analysis(
     Ok(Box::new(WithDelayLines::new(Box::new(pg), lines)))
 }
 
-/// Diagonal similarity `B = D⁻¹ A D` balancing rows against columns (Parlett–Reinsch, radix
-/// 2), returning `(B, d)`. Eigenvalues are unchanged and better conditioned; the states mix
-/// displacements, velocities and forces of very different magnitudes.
+/// Diagonal similarity `B = D⁻¹ A D` balancing rows against columns, returning `(B, d)`:
+/// nalgebra's modified Parlett–Reinsch balancing (radix 2, 2-norms; James, Langou & Lowery
+/// 2014). Eigenvalues are unchanged and better conditioned; the states mix displacements,
+/// velocities and forces of very different magnitudes. A matrix whose squared Frobenius norm
+/// is not finite is returned as it is (`d = 1`): the balancing would not terminate on it.
 pub fn balance(a: &DMatrix<f64>) -> (DMatrix<f64>, Vec<f64>) {
-    let n = a.nrows();
     let mut b = a.clone();
-    let mut d = vec![1.0; n];
-    for _ in 0..200 {
-        let mut done = true;
-        for i in 0..n {
-            let mut c = 0.0;
-            let mut r = 0.0;
-            for j in 0..n {
-                if j != i {
-                    c += b[(j, i)].abs();
-                    r += b[(i, j)].abs();
-                }
-            }
-            if c == 0.0 || r == 0.0 {
-                continue;
-            }
-            let s = c + r;
-            let mut f = 1.0;
-            let mut g = r / 2.0;
-            while c < g {
-                f *= 2.0;
-                c *= 4.0;
-            }
-            g = r * 2.0;
-            while c > g {
-                f /= 2.0;
-                c /= 4.0;
-            }
-            if (c + r) / f < 0.95 * s {
-                done = false;
-                d[i] *= f;
-                for j in 0..n {
-                    b[(i, j)] /= f;
-                    b[(j, i)] *= f;
-                }
-            }
-        }
-        if done {
-            break;
-        }
+    if !a.norm_squared().is_finite() {
+        return (b, vec![1.0; a.nrows()]);
     }
-    (b, d)
+    let d = nalgebra::linalg::balancing::balance_parlett_reinsch(&mut b);
+    (b, d.iter().copied().collect())
 }
 
 /// Number of constraint-drift modes of `a` (the amplification matrix of `integrator`): the
@@ -641,9 +606,10 @@ fn drift_modes(a: &DMatrix<f64>, integrator: &mut dyn TimeIntegrator) -> usize {
 pub fn eigenvalues(a: &DMatrix<f64>) -> Option<Vec<Complex<f64>>> {
     let (b, _) = balance(a);
     // The QR iteration's deflation test is relative to the neighbouring diagonal entries;
-    // loosen it step by step when the strictest one stalls (round-off level in any case).
-    for eps in [1.0, 16.0, 256.0, 4096.0] {
-        for m in [&b, a] {
+    // loosen it step by step when the strictest one stalls (round-off level in any case),
+    // on the balanced matrix first: its eigenvalues are the accurate ones.
+    for m in [&b, a] {
+        for eps in [1.0, 16.0, 256.0, 4096.0] {
             if let Some(schur) = m.clone().try_schur(eps * f64::EPSILON, 20_000) {
                 return Some(schur.complex_eigenvalues().iter().copied().collect());
             }

@@ -13,6 +13,7 @@
 //!   earthquake motions", EERL report, Caltech (trapezoidal envelope with
 //!   quadratic rise and exponential decay).
 
+use nalgebra::Matrix5;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -269,14 +270,14 @@ impl KanaiTajimi {
     /// 5×5 matrix `[[A dt, B dt], [0, 0]]` (Van Loan 1978).
     fn discrete_filter(&self) -> Result<([[f64; 4]; 4], [f64; 4]), ExcitationError> {
         let a = self.state_matrix();
-        let mut m = [[0.0_f64; 5]; 5];
+        let mut m = Matrix5::<f64>::zeros();
         for r in 0..4 {
             for col in 0..4 {
-                m[r][col] = a[r][col] * self.dt;
+                m[(r, col)] = a[r][col] * self.dt;
             }
         }
-        m[1][4] = self.dt;
-        let e = expm5(&m).ok_or(ExcitationError::InvalidParameter {
+        m[(1, 4)] = self.dt;
+        let e = expm(&m).ok_or(ExcitationError::InvalidParameter {
             name: "dt",
             value: self.dt,
             requirement: "is too large for the filter frequencies (the filter matrices overflow)",
@@ -284,77 +285,39 @@ impl KanaiTajimi {
         let mut phi = [[0.0_f64; 4]; 4];
         let mut gamma = [0.0_f64; 4];
         for r in 0..4 {
-            phi[r].copy_from_slice(&e[r][..4]);
-            gamma[r] = e[r][4];
+            for col in 0..4 {
+                phi[r][col] = e[(r, col)];
+            }
+            gamma[r] = e[(r, 4)];
         }
         Ok((phi, gamma))
     }
 }
 
-type Mat5 = [[f64; 5]; 5];
+/// Largest 1-norm handed to nalgebra's [`Matrix::exp`](nalgebra::Matrix::exp), which forms
+/// powers of its argument up to the 10th before it chooses its scaling: above ~10³⁰ they
+/// overflow, and an infinite norm estimate would make it square ~2⁶⁴ times.
+const EXP_MAX_NORM: f64 = 1024.0;
 
-fn matmul5(a: &Mat5, b: &Mat5) -> Mat5 {
-    let mut c = [[0.0_f64; 5]; 5];
-    for i in 0..5 {
-        for k in 0..5 {
-            let aik = a[i][k];
-            if aik != 0.0 {
-                for j in 0..5 {
-                    c[i][j] += aik * b[k][j];
-                }
-            }
-        }
-    }
-    c
-}
-
-/// Matrix exponential by scaling and squaring with a Taylor series
-/// (Moler & Van Loan 2003, method 3): scale so that `‖M/2^s‖∞ ≤ 1/2`,
-/// sum 20 Taylor terms (truncation error < 10⁻²⁴ relative), square `s`
-/// times. `None` if the input or result is not finite.
-fn expm5(m: &Mat5) -> Option<Mat5> {
-    let norm = m
-        .iter()
-        .map(|row| row.iter().map(|x| x.abs()).sum::<f64>())
-        .fold(0.0_f64, f64::max);
+/// Matrix exponential by nalgebra's scaling-and-squaring Padé approximation (Al-Mohy & Higham
+/// 2009, as in SciPy's `expm`), first scaled by `2^-s` so that the 1-norm is at most
+/// [`EXP_MAX_NORM`] and squared `s` times after (`s = 0` for every realistic filter). `None` if
+/// the input or result is not finite.
+fn expm(m: &Matrix5<f64>) -> Option<Matrix5<f64>> {
+    let norm = m.abs().row_sum().max();
     if !norm.is_finite() {
         return None;
     }
-    let mut s = 0_u32;
-    let mut scale = 1.0_f64;
-    while norm * scale > 0.5 && s < 1100 {
-        scale *= 0.5;
-        s += 1;
-    }
-    let mut x = *m;
-    for row in &mut x {
-        for v in row.iter_mut() {
-            *v *= scale;
-        }
-    }
-    let mut result = [[0.0_f64; 5]; 5];
-    let mut term = [[0.0_f64; 5]; 5];
-    for i in 0..5 {
-        result[i][i] = 1.0;
-        term[i][i] = 1.0;
-    }
-    for k in 1..=20 {
-        term = matmul5(&term, &x);
-        let inv_k = 1.0 / k as f64;
-        for i in 0..5 {
-            for j in 0..5 {
-                term[i][j] *= inv_k;
-                result[i][j] += term[i][j];
-            }
-        }
-    }
+    let s = if norm > EXP_MAX_NORM {
+        (norm / EXP_MAX_NORM).log2().ceil() as i32
+    } else {
+        0
+    };
+    let mut e = (m * 2.0_f64.powi(-s)).exp();
     for _ in 0..s {
-        result = matmul5(&result, &result);
+        e = e * e;
     }
-    result
-        .iter()
-        .all(|row| row.iter().all(|v| v.is_finite()))
-        .then_some(result)
+    e.iter().all(|v| v.is_finite()).then_some(e)
 }
 
 #[cfg(test)]
@@ -578,12 +541,12 @@ mod tests {
         // Free vibration of an underdamped oscillator over one step:
         // compare e^{A h} with the closed-form solution.
         let (w, z, h) = (15.6_f64, 0.6_f64, 0.005_f64);
-        let mut m = [[0.0; 5]; 5];
-        m[0][1] = h;
-        m[1][0] = -w * w * h;
-        m[1][1] = -2.0 * z * w * h;
-        m[1][4] = h;
-        let e = expm5(&m).unwrap();
+        let mut m = Matrix5::<f64>::zeros();
+        m[(0, 1)] = h;
+        m[(1, 0)] = -w * w * h;
+        m[(1, 1)] = -2.0 * z * w * h;
+        m[(1, 4)] = h;
+        let e = expm(&m).unwrap();
         let wd = w * (1.0 - z * z).sqrt();
         let ex = (-z * w * h).exp();
         let (s, c) = (wd * h).sin_cos();
@@ -593,23 +556,35 @@ mod tests {
         // x(h) for x(0) = 0, v(0) = 1.
         let x12 = ex * s / wd;
         let v12 = ex * (c - z * w / wd * s);
-        assert!((e[0][0] - x11).abs() < 1e-13);
-        assert!((e[1][0] - v11).abs() < 1e-11);
-        assert!((e[0][1] - x12).abs() < 1e-13);
-        assert!((e[1][1] - v12).abs() < 1e-13);
+        assert!((e[(0, 0)] - x11).abs() < 1e-13);
+        assert!((e[(1, 0)] - v11).abs() < 1e-11);
+        assert!((e[(0, 1)] - x12).abs() < 1e-13);
+        assert!((e[(1, 1)] - v12).abs() < 1e-13);
         // Step response to a unit force: static part (1 - x11)/w².
-        assert!((e[0][4] - (1.0 - x11) / (w * w)).abs() < 1e-13);
-        assert!((e[1][4] - x12).abs() < 1e-13);
+        assert!((e[(0, 4)] - (1.0 - x11) / (w * w)).abs() < 1e-13);
+        assert!((e[(1, 4)] - x12).abs() < 1e-13);
         // Large argument still finite and accurate (stable decay).
-        let mut big = m;
-        for row in &mut big {
-            for v in row.iter_mut() {
-                *v *= 400.0;
+        let big = m * 400.0;
+        let e = expm(&big).unwrap();
+        assert!(e[(0, 0)].abs() < 1e-6 && e[(1, 1)].abs() < 1e-6);
+        assert!((e[(0, 4)] - 1.0 / (w * w)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn extreme_filter_frequencies_end_in_a_record_or_an_error() {
+        // 1-norms of 10^97 and 10^197 (nalgebra's `exp` alone would overflow its matrix
+        // powers and not return) and an infinite one.
+        for omega_g in [1e50, 1e100, 1e200] {
+            let kt = KanaiTajimi {
+                omega_g,
+                ..KanaiTajimi::new(1.0, 2.0, 1)
+            };
+            match kt.generate() {
+                Ok(r) => assert!(r.values().iter().all(|v| v.is_finite())),
+                Err(ExcitationError::InvalidParameter { name, .. }) => assert_eq!(name, "dt"),
+                Err(e) => panic!("omega_g = {omega_g}: {e}"),
             }
         }
-        let e = expm5(&big).unwrap();
-        assert!(e[0][0].abs() < 1e-6 && e[1][1].abs() < 1e-6);
-        assert!((e[0][4] - 1.0 / (w * w)).abs() < 1e-9);
     }
 
     /// Integrates acceleration to velocity and displacement (trapezoidal).
