@@ -102,7 +102,7 @@ mod tests {
     fn secant_stiffness_of_a_damped_spring_is_its_positive_stiffness() {
         let (k, c, w) = (4.0e4, 60.0, 2.0 * std::f64::consts::PI * 1.5);
         let mut est = SecantStiffness::new(1);
-        let dt = 1e-3;
+        let dt: f64 = 1e-3;
         let steps = (4.0 / 1.5 / dt).round() as u64; // four whole cycles
         for n in 0..=steps {
             let t = n as f64 * dt;
