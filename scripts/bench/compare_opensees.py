@@ -3,9 +3,10 @@
 
 Models (SI units, same time step, same number of steps, same quantities recorded):
 
-  split-mass  seed 000 Variant 1 assembled (m1+m2 = 8000 kg, m3 = 9000 kg, k1 = 4e5, k2 = 5e5 N/m),
-              u2(0) = 0.01 m, free vibration. OpenSees: Newmark average acceleration (γ=1/2, β=1/4),
-              algorithm Linear. hybridsim: MG-α with ρ∞ = 1 (the same trapezoidal rule) and PG-α ss = 1.
+  split-mass  Abbiati et al. (2019), Variant 1 assembled (m1+m2 = 8000 kg, m3 = 9000 kg, k1 = 4e5,
+              k2 = 5e5 N/m), u2(0) = 0.01 m, free vibration. OpenSees: Newmark average acceleration
+              (γ=1/2, β=1/4), algorithm Linear. hybridsim: MG-α with ρ∞ = 1 (the same trapezoidal
+              rule) and PG-α ss = 1.
   bouc-wen    SDOF, m = 2e5 kg, Bouc-Wen spring to ground (A = 5e7 N/m, β = 3.5 /m, γ = 60 /m, n = 1;
               OpenSees uniaxialMaterial BoucWen with alpha = 0, ko = A, Ao = 1, no degradation:
               the same ż law with r = ko z), sine force 6e5 N at 1 Hz. OpenSees: Newmark average

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""A small numpy implementation of the PG-α coarse step (seed 000 §2.2, Steps 4–14, eqs 23–38;
-ALGORITHMS.md A2 with E8–E13), as a second per-step baseline for hybridsim (issue 6).
+"""A small numpy implementation of the PG-α coarse step (Abbiati et al. 2019, §2.2, Steps 4–14,
+eqs 23–38; ALGORITHMS.md A2 with E8–E13), as a second per-step baseline for hybridsim (issue 6).
 
 Same algorithm as hybridsim's PgAlpha on linear partitions: free numerical step with D^N built
 with Δt^N, ss free physical substeps with (1 − j/ss) L^P Λ_n (from the coupled state for j = 1,

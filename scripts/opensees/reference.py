@@ -22,8 +22,8 @@ Cases (SI units: N, m, s, kg):
     algorithm on a linear model, so they agree to round-off (tests masses, ground-motion sign
     and relative displacements).
 ``bouc_wen_sdof``
-    SDOF on a Bouc-Wen spring (seed 003 eq 16; ALGORITHMS.md A13, E30). Parameter mapping to
-    ``uniaxialMaterial BoucWen tag alpha ko n gamma beta Ao deltaA deltaNu deltaEta``:
+    SDOF on a Bouc-Wen spring (Abbiati et al. 2020, eq 16; ALGORITHMS.md A13, E30). Parameter
+    mapping to ``uniaxialMaterial BoucWen tag alpha ko n gamma beta Ao deltaA deltaNu deltaEta``:
     OpenSees' force is ``alpha*ko*eps + (1-alpha)*ko*z`` with
     ``dz = (Ao - |z|^n (gamma + beta*sgn(deps*z))) deps``. With ``alpha = 0``, ``r = ko*z``:
     ``ko = A``, ``Ao = 1``, ``gamma_OS = gamma*A^(n-1)``, ``beta_OS = beta*A^(n-1)``

@@ -54,7 +54,7 @@ fn cyclic_sine_on_the_dcsb_matches_the_bilinear_loop() {
     let text = std::fs::read_to_string(out.join("results.csv")).unwrap();
     let first = text.lines().nth(1).unwrap();
     assert!(first.starts_with("0.0,0.0,"), "{first}");
-    // Seed 003 D-CSB: k = 166000 kN/m, alpha = 0.0035, delta = 1 mm. The peak (sampled
+    // Abbiati et al. (2020) D-CSB: k = 166000 kN/m, alpha = 0.0035, delta = 1 mm. The peak (sampled
     // exactly: 800 steps per cycle) is on the bilinear envelope.
     let (k, a, d, u) = (166000.0, 0.0035, 0.001, 0.05);
     let f = col(&h, "force.dcsb.1.x[kN]");

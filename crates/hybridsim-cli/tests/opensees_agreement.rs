@@ -8,8 +8,8 @@
 //! - `linear_frame`: Newmark average acceleration (OpenSees) and MG-α with ρ∞ = 1 (ours) are the
 //!   same trapezoidal rule on a linear model: agreement to round-off.
 //! - `bouc_wen_sdof`: OpenSees' `BoucWen` updates z by backward Euler in the strain increment
-//!   (first order) while ours integrates seed 003 eq 16 with the trapezoidal rule: the difference
-//!   must shrink like Δt.
+//!   (first order) while ours integrates Abbiati et al. (2020), eq 16 with the trapezoidal rule:
+//!   the difference must shrink like Δt.
 //! - `mostaghel_sdof`, `bilinear_frame`: our Mostaghel spring (003 eqs 17–19) with α = b against
 //!   `Steel01` (exact for a piecewise-linear strain path): a tolerance that shrinks with Δt.
 //!

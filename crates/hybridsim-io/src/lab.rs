@@ -252,8 +252,8 @@ impl LabLog {
     }
 }
 
-/// The `time_scale` object of `run.json`: Δt^N, ss, λ, Δt^P, Δt^C, Δt^S and the regime (seed
-/// 000 §2.2; ALGORITHMS.md A17). Shared by `run` and the real-time runner.
+/// The `time_scale` object of `run.json`: Δt^N, ss, λ, Δt^P, Δt^C, Δt^S and the regime
+/// (Abbiati et al. 2019, §2.2; ALGORITHMS.md A17). Shared by `run` and the real-time runner.
 pub fn time_scale_json(lab: &hybridsim::model::lab::LabSettings) -> serde_json::Value {
     let ts = lab.time_scale;
     serde_json::json!({

@@ -1,7 +1,7 @@
 //! Benchmark (not a test): the threaded runner paced in real time at 1024 Hz for at least 60 s
-//! of wall clock on seed 003's time scale (`examples/seed003_lab_1024hz.toml`, ss = λ = 8).
-//! Prints deadline misses, compute time per tick and wake-up lateness p50/p99/p99.9 per task.
-//! Run: `cargo bench -p hybridsim-rt --bench realtime` (optionally `-- SECONDS`).
+//! of wall clock on Abbiati et al. (2020)'s time scale (`examples/abbiati2020_lab_1024hz.toml`,
+//! ss = λ = 8). Prints deadline misses, compute time per tick and wake-up lateness p50/p99/p99.9
+//! per task. Run: `cargo bench -p hybridsim-rt --bench realtime` (optionally `-- SECONDS`).
 use hybridsim::model::lab::Pacing;
 use hybridsim_rt::{run, RunOptions};
 use std::path::Path;
@@ -12,7 +12,7 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(64.0);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let path = root.join("examples/seed003_lab_1024hz.toml");
+    let path = root.join("examples/abbiati2020_lab_1024hz.toml");
     let loaded = hybridsim_io::load_model(&path).unwrap_or_else(|e| panic!("{e}"));
     let model = loaded.model;
     let ts = model.lab.as_ref().unwrap().lab.time_scale;

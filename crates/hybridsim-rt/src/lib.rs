@@ -1,8 +1,8 @@
 //! # hybridsim-rt — the multi-rate, multi-core real-time runner
 //!
-//! Seed 003 §2.2 runs the NS free solution, the PS free solution and online estimation as
-//! parallel tasks on separate cores, synchronized by the link solution at the end of every
-//! coarse step. This runner does the same with the PG-α phases of [`hybridsim`]:
+//! Section 2.2 of Abbiati et al. (2020) runs the NS free solution, the PS free solution and online
+//! estimation as parallel tasks on separate cores, synchronized by the link solution at the end of
+//! every coarse step. This runner does the same with the PG-α phases of [`hybridsim`]:
 //!
 //! - the **PS task** runs the ss physical substeps of a coarse step, one per controller tick
 //!   Δt^C (each one commands the transfer system through the safety layer);

@@ -7,12 +7,12 @@
 //!   from TOML text and validated with precise errors;
 //! - [`elements`]: the element abstraction (state-space form generic over the scalar, so that
 //!   initial Jacobians come from dual numbers) and the registry of element kinds;
-//! - [`assembly`]: state-space substructures `M Ẏ + R(Y) = F(t)` (seed 000 eqs 1–4), signed
-//!   Boolean interface matrices and the Steklov–Poincaré operator;
+//! - [`assembly`]: state-space substructures `M Ẏ + R(Y) = F(t)` (Abbiati et al. 2019, eqs 1–4),
+//!   signed Boolean interface matrices and the Steklov–Poincaré operator;
 //! - [`physical`]: the physical-substructure interface (restoring-force providers) and the
 //!   numerical stand-in specimen;
-//! - [`integrators`]: MG-α (Brüls–Arnold), PG-α with subcycling (seed 000 §2.2) and LSRT2
-//!   (seed 002 §2), behind one [`integrators::TimeIntegrator`] trait;
+//! - [`integrators`]: MG-α (Brüls–Arnold), PG-α with subcycling (Abbiati et al. 2019, §2.2) and
+//!   LSRT2 (Bursi et al. 2011, §2), behind one [`integrators::TimeIntegrator`] trait;
 //! - [`excitation`]: ground-motion records (PEER `.AT2`), time functions and synthetic
 //!   accelerograms;
 //! - [`output`]: recorded channels with names and units;

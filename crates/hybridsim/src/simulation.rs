@@ -193,7 +193,8 @@ impl Simulation {
             );
         }
         // Imposed DOFs follow their prescribed motion: the modes are those of the model with
-        // them restrained (fixed), as in seed 004 §3 (no rigid-body mode, no massless supports).
+        // them restrained (fixed), as in Hovmand et al. (2022), §3 (no rigid-body mode, no
+        // massless supports).
         let keep: Vec<usize> = (0..lin.dofs.len())
             .filter(|&i| !m.imposed_motions.iter().any(|im| im.dof == lin.dofs[i]))
             .collect();

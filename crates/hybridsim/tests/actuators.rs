@@ -1,7 +1,7 @@
 //! Actuator models of the virtual lab against analytic responses (first-order lag, a general
 //! transfer function discretized by Tustin, the servo-hydraulic actuator with control–structure
-//! interaction), compliance compensation (seed 003 eq 15, E29 units) with a compliant loading
-//! system, and the real-time regime (λ = 1: measured specimen mass and damping) against the
+//! interaction), compliance compensation (Abbiati et al. 2020, eq 15, E29 units) with a compliant
+//! loading system, and the real-time regime (λ = 1: measured specimen mass and damping) against the
 //! model where that mass and damping are numerical.
 mod common;
 use common::*;
@@ -213,10 +213,10 @@ fn servo_hydraulic_step_matches_the_exact_coupled_solution() {
     }
 }
 
-/// Deck displacement history of the seed-003 example with an ideal actuator and no noise;
-/// `edit` sets the loading system and the compensation.
-fn seed003(edit: impl FnOnce(&mut toml::Table)) -> Vec<f64> {
-    let m = example_with("seed003_lab_1024hz.toml", |t| {
+/// Deck displacement history of the `abbiati2020_lab_1024hz.toml` example with an ideal actuator
+/// and no noise; `edit` sets the loading system and the compensation.
+fn abbiati2020(edit: impl FnOnce(&mut toml::Table)) -> Vec<f64> {
+    let m = example_with("abbiati2020_lab_1024hz.toml", |t| {
         set(t, "analysis", "duration", 3.0);
         let a = t["lab"]["actuator"].as_array_mut().unwrap()[0]
             .as_table_mut()
@@ -256,11 +256,11 @@ fn compliance_compensation_reduces_the_error_of_a_compliant_loading_system() {
     // A soft loading system (k_ls = 1.65e8 N/m, a tenth of the example's) makes the effect
     // clear against the 1:2 pier (specimen stiffness 2.5e7 N/m).
     let k_ls = 1.65e8;
-    let ideal = seed003(|_| {});
-    let raw = seed003(|t| {
+    let ideal = abbiati2020(|_| {});
+    let raw = abbiati2020(|t| {
         act(t).insert("loading_stiffness".into(), k_ls.into());
     });
-    let exact = seed003(|t| {
+    let exact = abbiati2020(|t| {
         act(t).insert("loading_stiffness".into(), k_ls.into());
         act(t).insert(
             "compensation".into(),
@@ -268,15 +268,15 @@ fn compliance_compensation_reduces_the_error_of_a_compliant_loading_system() {
         );
     });
     // E29: the same stiffness given in N/m gives the same bits.
-    let exact_si = seed003(|t| {
+    let exact_si = abbiati2020(|t| {
         act(t).insert("loading_stiffness".into(), k_ls.into());
         act(t).insert(
             "compensation".into(),
             toml::Value::Table(comp(1.65e8, 1.65e8, "N/m")),
         );
     });
-    // Seed 003's asymmetric values (k⁻ = 1.5 k⁺), scaled like the loading system.
-    let asym = seed003(|t| {
+    // Abbiati et al. (2020)'s asymmetric values (k⁻ = 1.5 k⁺), scaled like the loading system.
+    let asym = abbiati2020(|t| {
         act(t).insert("loading_stiffness".into(), k_ls.into());
         act(t).insert(
             "compensation".into(),

@@ -1,6 +1,7 @@
 //! Algorithm analysis (issue 6): amplification matrices built numerically from the flat
-//! state of any scheme, against the closed forms of seed 000 (eqs 15–18, 22; ALGORITHMS.md
-//! A1, A2, E7, E16), constraint-drift modes, lab inputs, convergence slopes and energy.
+//! state of any scheme, against the closed forms of Abbiati et al. (2019, eqs 15–18, 22;
+//! ALGORITHMS.md A1, A2, E7, E16), constraint-drift modes, lab inputs, convergence
+//! slopes and energy.
 mod common;
 use common::*;
 use hybridsim::analysis::spectral::{amplification_at, log_sweep};
@@ -15,7 +16,7 @@ use nalgebra::DMatrix;
 static GLOBAL: common::counting::Counting = common::counting::Counting;
 use common::counting::count as allocations;
 
-/// The SDOF IVP of seed 000 eq 19: ü + ω²u = 0 (m = 1, k = ω²), u(0) = 1.
+/// The SDOF IVP of Abbiati et al. (2019), eq 19: ü + ω²u = 0 (m = 1, k = ω²), u(0) = 1.
 fn sdof(omega: f64, rho: f64, integrator: &str) -> hybridsim::Model {
     model(&format!(
         r#"
@@ -45,8 +46,8 @@ duration = 1.0
     ))
 }
 
-/// The closed form 𝔸 = −𝕄⁻¹ℕ of seed 000 eqs 15–16 for the SDOF oscillator (m = 1), written
-/// out independently of the library: 𝕐 = [u, v, u̇, v̇, V_u, V_v].
+/// The closed form 𝔸 = −𝕄⁻¹ℕ of Abbiati et al. (2019), eqs 15–16 for the SDOF oscillator (m = 1),
+/// written out independently of the library: 𝕐 = [u, v, u̇, v̇, V_u, V_v].
 fn closed_form(omega: f64, rho: f64, dt: f64) -> DMatrix<f64> {
     let am = (3.0 - rho) / (2.0 * (1.0 + rho));
     let af = 1.0 / (1.0 + rho);
@@ -151,7 +152,8 @@ fn mg_alpha_spectral_properties() {
             "rho_inf = {rho}: no spurious root near {spurious}: {:?}",
             first.roots
         );
-        // Ω̄/Ω → 1 and ζ̄ → 0 as Ω → 0; for ρ∞ < 1 damping grows with Ω (seed 000 Fig 3).
+        // Ω̄/Ω → 1 and ζ̄ → 0 as Ω → 0; for ρ∞ < 1 damping grows with Ω
+        // (Abbiati et al. 2019, Fig 3).
         let m0 = &first.modal[0];
         assert!((m0.omega_bar / m0.omega - 1.0).abs() < 1e-4);
         assert!(m0.zeta_bar.abs() < 1e-5);
@@ -218,7 +220,7 @@ fn pg_alpha_split_mass_is_stable_with_one_drift_mode() {
                 );
             }
             if rho < 1.0 {
-                // Without the drift mode the ρ∞ trend is visible (seed 000 Fig 2).
+                // Without the drift mode the ρ∞ trend is visible (Abbiati et al. 2019, Fig 2).
                 assert!(last.rho_without_drift < 0.75, "{}", last.rho_without_drift);
             }
         }

@@ -116,9 +116,9 @@ const DELTA: f64 = 0.001;
 
 #[test]
 fn mostaghel_bilinear_closed_forms_converge_with_the_driving_step() {
-    // Seed 003 D-CSB parameters; amplitude 10 δ at 0.5 Hz. Steps per cycle not divisible by
-    // 4 (90 and 362 ≡ 2 mod 4), so the sampled peaks miss the true one by half a step: the loop-energy error is
-    // O(Δt²) and must shrink.
+    // Abbiati et al. (2020) D-CSB parameters; amplitude 10 δ at 0.5 Hz. Steps per cycle not
+    // divisible by 4 (90 and 362 ≡ 2 mod 4), so the sampled peaks miss the true one by half a step:
+    // the loop-energy error is O(Δt²) and must shrink.
     let amp = 10.0 * DELTA;
     let exact_energy = 4.0 * (1.0 - ALPHA) * K * DELTA * (amp - DELTA);
     let mut errors = Vec::new();
@@ -228,7 +228,7 @@ fn mostaghel_two_node_form_and_slider_work_is_monotone() {
 
 #[test]
 fn bouc_wen_force_stays_below_and_approaches_the_ultimate_force() {
-    // Seed 003 pier parameters (β = 3.5, γ = 60 1/m, n = 1; E30) with A = 1e7 N/m.
+    // Abbiati et al. (2020) pier parameters (β = 3.5, γ = 60 1/m, n = 1; E30) with A = 1e7 N/m.
     let a = 1.0e7;
     let e = BoucWen::new(ground(), a, 3.5, 60.0, 1.0).unwrap();
     let ru = e.ultimate_force();
@@ -270,7 +270,7 @@ fn bouc_wen_force_stays_below_and_approaches_the_ultimate_force() {
 
 #[test]
 fn triple_sliding_bearing_shows_its_three_stiffness_regimes() {
-    let e = TripleSlidingBearing::seed_000(ground());
+    let e = TripleSlidingBearing::abbiati_2019(ground());
     let (k0, d0, k1, d1, k2) = (e.k0, e.delta0, e.k1, e.delta1, e.k2);
     let mut dr = ElementDriver::new(Box::new(e), &[0.0, 0.0, 0.0]).unwrap();
     let u = 0.15;
@@ -300,8 +300,8 @@ fn triple_sliding_bearing_shows_its_three_stiffness_regimes() {
 
 #[test]
 fn triple_sliding_bearing_velocity_dependent_friction_scales_the_slip_force() {
-    let mut e = TripleSlidingBearing::seed_000(ground());
-    e.friction = Some(FrictionTable::seed_000_table_5());
+    let mut e = TripleSlidingBearing::abbiati_2019(ground());
+    e.friction = Some(FrictionTable::abbiati_2019_table_5());
     let (k0, d0, k1, k2) = (e.k0, e.delta0, e.k1, e.k2);
     for (v, ratio) in [(0.1, 1.0), (0.0005, 4.5 / 7.5), (0.0375, 7.0 / 7.5)] {
         let mut dr = ElementDriver::new(Box::new(e.clone()), &[0.0; 3]).unwrap();
@@ -412,7 +412,7 @@ fn dissipated_energy_over_closed_loops_is_not_negative() {
                 Box::new(BoucWen::new(ground(), 1e7, 3.5, 60.0, 1.0).unwrap()),
                 1.0 / 63.5,
             ),
-            2 => (Box::new(TripleSlidingBearing::seed_000(ground())), 0.07),
+            2 => (Box::new(TripleSlidingBearing::abbiati_2019(ground())), 0.07),
             _ => (
                 Box::new(
                     LeadRubberBearing::new(ground(), [1.02e5, 1.35e6, 2.0, 5.0, 1e-3]).unwrap(),
@@ -545,7 +545,7 @@ fn elements_both_forms() -> Vec<Box<dyn Element>> {
         out.push(Box::new(
             BoucWen::new(dofs.clone(), 1e7, 3.5, 60.0, 1.0).unwrap(),
         ));
-        out.push(Box::new(TripleSlidingBearing::seed_000(dofs.clone())));
+        out.push(Box::new(TripleSlidingBearing::abbiati_2019(dofs.clone())));
         out.push(Box::new(
             LeadRubberBearing::new(dofs, [1.02e5, 1.35e6, 2.0, 5.0, 1e-3]).unwrap(),
         ));
@@ -598,7 +598,7 @@ fn at_v_exactly_0_dual_numbers_give_the_post_slip_stiffness_of_slider_models() {
         ad[(1, 1)],
         zero_state_tangent(&m)[(1, 1)]
     );
-    let t = TripleSlidingBearing::seed_000(ground());
+    let t = TripleSlidingBearing::abbiati_2019(ground());
     let ad = ad_tangent(&t, &[0.0], &[0.0], &[0.0; 3]);
     let condensed = ad[(0, 0)] + ad[(0, 2)] * ad[(1, 1)] + ad[(0, 3)] * ad[(2, 1)];
     assert!(rel(condensed, t.k2) < 1e-12);
@@ -630,7 +630,7 @@ fn dual_number_tangents_equal_finite_differences_away_from_switching() {
             [1e-7, 1e-4, 1e-2],
         ),
         (
-            Box::new(TripleSlidingBearing::seed_000(ground())),
+            Box::new(TripleSlidingBearing::abbiati_2019(ground())),
             vec![0.02],
             vec![-0.1],
             vec![1e4, 2e4, 5.0],
@@ -667,7 +667,7 @@ fn driver_tangent_equals_finite_differences_of_the_driven_force() {
             vec![0.0; 2],
         ),
         (
-            Box::new(TripleSlidingBearing::seed_000(ground())),
+            Box::new(TripleSlidingBearing::abbiati_2019(ground())),
             vec![0.0; 3],
         ),
         (
@@ -776,12 +776,14 @@ fn driver_commit_revert_parameters_and_errors() {
         .unwrap_err()
         .to_string()
         .contains("not finite"));
-    assert!(
-        ElementDriver::new(Box::new(TripleSlidingBearing::seed_000(ground())), &[0.0]).is_err()
-    );
+    assert!(ElementDriver::new(
+        Box::new(TripleSlidingBearing::abbiati_2019(ground())),
+        &[0.0]
+    )
+    .is_err());
     // K0 / C / M in the element DOFs.
     let dr = ElementDriver::new(
-        Box::new(TripleSlidingBearing::seed_000(two_nodes())),
+        Box::new(TripleSlidingBearing::abbiati_2019(two_nodes())),
         &[0.0; 3],
     )
     .unwrap();

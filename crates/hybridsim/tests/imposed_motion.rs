@@ -1,5 +1,5 @@
 //! Imposed motions (`[[imposed_motion]]`), multi-support excitation with the LLM integrator
-//! (seed 004 eq 3c; ALGORITHMS.md A7, E33) and malformed connectivity.
+//! (Hovmand et al. 2022, eq 3c; ALGORITHMS.md A7, E33) and malformed connectivity.
 mod common;
 use common::*;
 use hybridsim::integrators::TimeIntegrator;

@@ -1,6 +1,6 @@
-//! Element-level partitioning with localized Lagrange multipliers (seed 004; ALGORITHMS.md A7,
-//! B3, B4, E31–E35): order, equivalence with the monolithic schemes, energy, the cantilever +
-//! Bouc-Wen benchmark and allocation-free steps.
+//! Element-level partitioning with localized Lagrange multipliers (Hovmand et al. 2022;
+//! ALGORITHMS.md A7, B3, B4, E31–E35): order, equivalence with the monolithic schemes, energy, the
+//! cantilever + Bouc-Wen benchmark and allocation-free steps.
 mod common;
 use common::*;
 use hybridsim::integrators::TimeIntegrator;
@@ -20,7 +20,8 @@ fn sci(v: &[f64]) -> String {
         .join(", ")
 }
 
-/// The split-mass model of seed 004 eq 10 (m = k = 0.5 per element end), node 2 displaced by
+/// The split-mass model of Hovmand et al. (2022), eq 10 (m = k = 0.5 per element end), node 2
+/// displaced by
 /// 1. `imposed`: ends held by imposed (zero) motions, else fixed.
 fn split_mass(analysis: &str, imposed: bool) -> Model {
     let fixed = if imposed { "" } else { "fixed = [\"x\"]" };
@@ -287,7 +288,7 @@ fn trapezoidal_llm_conserves_energy_and_generalized_alpha_dissipates() {
 #[test]
 fn high_frequency_response_is_damped_for_rho_inf_below_one() {
     // Stiff split mass: Ω = ωΔt = 1e3, a spurious high mode. The trapezoidal rule keeps its
-    // energy; generalized-α damps it (principal roots → −ρ∞, seed 000 Fig 2).
+    // energy; generalized-α damps it (principal roots → −ρ∞, Abbiati et al. 2019, Fig 2).
     for (solver, rho, bound) in [
         ("trapezoidal", 1.0, f64::NAN),
         ("generalized-alpha", 0.8, 1e-3),
@@ -317,9 +318,9 @@ fn high_frequency_response_is_damped_for_rho_inf_below_one() {
     }
 }
 
-/// The seed-004 §3 benchmark in spirit: a linear cantilever (physical substructure, here its
-/// numerical stand-in with the exact estimate) between fixed node 1 and node 2, coupled to a
-/// two-node Bouc-Wen spring (nodes 2–3) whose free end follows an imposed sinusoidal
+/// The §3 benchmark of Hovmand et al. (2022) in spirit: a linear cantilever (physical substructure,
+/// here its numerical stand-in with the exact estimate) between fixed node 1 and node 2, coupled to
+/// a two-node Bouc-Wen spring (nodes 2–3) whose free end follows an imposed sinusoidal
 /// displacement.
 fn benchmark(dt: f64, corrections: i64) -> Model {
     let path = root().join("examples/llm_cantilever_bouc_wen.toml");

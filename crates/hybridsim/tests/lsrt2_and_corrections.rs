@@ -1,5 +1,5 @@
-//! LSRT2 (seed 002 §2; ALGORITHMS.md A3) and the order of the single-correction schemes on a
-//! nonlinear model (E38).
+//! LSRT2 (Bursi et al. 2011, §2; ALGORITHMS.md A3) and the order of the single-correction schemes
+//! on a nonlinear model (E38).
 mod common;
 use common::*;
 use hybridsim::assembly::{build_partitions, Grouping};

@@ -1,4 +1,4 @@
-//! MG-α checks of seed 000 §2.1 (ALGORITHMS.md A1, B2).
+//! MG-α checks of Abbiati et al. (2019), §2.1 (ALGORITHMS.md A1, B2).
 mod common;
 use common::*;
 use hybridsim::assembly::{build_partitions, Grouping};

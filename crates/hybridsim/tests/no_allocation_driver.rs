@@ -13,8 +13,8 @@ use common::counting::count;
 #[test]
 fn driver_set_trial_tangent_commit_do_not_allocate() {
     let two = vec![DofRef::new(1, "x"), DofRef::new(2, "x")];
-    let mut tcsb = TripleSlidingBearing::seed_000(two.clone());
-    tcsb.friction = Some(FrictionTable::seed_000_table_5());
+    let mut tcsb = TripleSlidingBearing::abbiati_2019(two.clone());
+    tcsb.friction = Some(FrictionTable::abbiati_2019_table_5());
     let elements: Vec<Box<dyn Element>> = vec![
         Box::new(Mostaghel::new(two.clone(), 1.66e8, 0.0035, 0.001).unwrap()),
         Box::new(BoucWen::new(two.clone(), 1e7, 3.5, 60.0, 1.0).unwrap()),

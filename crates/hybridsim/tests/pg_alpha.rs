@@ -1,4 +1,5 @@
-//! PG-α checks of seed 000 §2.2 on the split-mass benchmark (ALGORITHMS.md A2, B1, E8–E13).
+//! PG-α checks of Abbiati et al. (2019), §2.2 on the split-mass benchmark (ALGORITHMS.md A2,
+//! B1, E8–E13).
 mod common;
 use common::*;
 use nalgebra::{DMatrix, DVector};

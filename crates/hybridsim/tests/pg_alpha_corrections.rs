@@ -1,7 +1,7 @@
 //! Order of PG-α with fixed-`D` corrections on a nonlinear numerical substructure (ALGORITHMS.md
-//! A2, E38): the split-mass benchmark of seed 000 §2.2.2 (B1) with the numerical spring `k2`
-//! replaced by a Duffing spring, the physical specimen linear, against a fine monolithic
-//! reference.
+//! A2, E38): the split-mass benchmark of Abbiati et al. (2019), §2.2.2 (B1) with the numerical
+//! spring `k2` replaced by a Duffing spring, the physical specimen linear, against a fine
+//! monolithic reference.
 mod common;
 use common::*;
 

@@ -273,7 +273,7 @@ fn stiffness_estimate_mismatch_runs_and_its_effect_is_reported() {
 
 #[test]
 fn noise_propagation_over_100_realizations() {
-    // Seed 004 §3.2: 100 realizations of the hybrid response with a noisy load cell.
+    // Hovmand et al. (2022), §3.2: 100 realizations of the hybrid response with a noisy load cell.
     let dur = 4.0;
     let reference = history(example_with(EXAMPLE, |t| {
         ideal(t);
@@ -315,7 +315,7 @@ fn noise_propagation_over_100_realizations() {
     assert!(std_max > 0.0);
     assert!(
         std_max / peak < 0.01,
-        "noise should have little effect (seed 004)"
+        "noise should have little effect (Hovmand et al. 2022)"
     );
     // Same seed, same response.
     let a = history(example_with(EXAMPLE, |t| {

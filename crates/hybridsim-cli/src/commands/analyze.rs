@@ -1,6 +1,6 @@
 //! `hybridsim analyze spectral|convergence|energy MODEL [options] -o DIR`: algorithm analysis
-//! of the model's configured scheme (seed 000 §2.1.2 and §2.2.2, Figs 1–3 and 6–9), written as
-//! CSV files, `summary.json` and PNG/SVG charts.
+//! of the model's configured scheme (Abbiati et al. 2019, §2.1.2 and §2.2.2, Figs 1–3 and 6–9),
+//! written as CSV files, `summary.json` and PNG/SVG charts.
 
 use anyhow::{bail, Context, Result};
 use hybridsim::analysis::spectral::log_sweep;
@@ -27,18 +27,18 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 pub enum Kind {
     /// Amplification matrix over a sweep of Ω = ωΔt: spectral radius, Ω̄, ζ̄, frequency error,
-    /// constraint-drift modes (seed 000 Figs 2–3). Needs a linear model.
+    /// constraint-drift modes (Abbiati et al. 2019, Figs 2–3). Needs a linear model.
     #[command(
         after_help = "Examples:\n  hybridsim analyze spectral examples/split_mass_v1.toml -o out/spectral\n  hybridsim analyze spectral examples/split_mass_v1.toml --estimate-ratio 0.5 --subcycles 1 --rho-inf 1\n  hybridsim analyze spectral examples/split_mass_v1.toml --delay 2 --omega-max 10"
     )]
     Spectral(SpectralArgs),
     /// Global error at a fixed time for halving time steps, against an exact or fine-step
-    /// reference, with fitted slopes (seed 000 Figs 1 and 6).
+    /// reference, with fitted slopes (Abbiati et al. 2019, Figs 1 and 6).
     #[command(
         after_help = "Example:\n  hybridsim analyze convergence examples/split_mass_v1.toml --dt 1e-3 --levels 4 --until 0.01"
     )]
     Convergence(ConvergenceArgs),
-    /// Total mechanical energy history and drift (seed 000 Fig 9).
+    /// Total mechanical energy history and drift (Abbiati et al. 2019, Fig 9).
     #[command(
         after_help = "Example:\n  hybridsim analyze energy examples/split_mass_v2.toml --rho-inf 1"
     )]
@@ -343,7 +343,8 @@ fn spectral(a: SpectralArgs) -> Result<ExitCode> {
         &out.join("summary.json"),
         &serde_json::to_string_pretty(&summary)?,
     )?;
-    // Charts: seed 000 Fig 2 (ρ vs Ω) and Fig 3 (frequency error, damping vs Ω), log Ω.
+    // Charts: Abbiati et al. (2019), Fig 2 (ρ vs Ω) and Fig 3 (frequency error, damping
+    // vs Ω), log Ω.
     let om: Vec<f64> = r.points.iter().map(|p| p.omega).collect();
     let mut rho_series = vec![series(
         "ρ(𝔸)",
@@ -499,7 +500,7 @@ fn convergence_cmd(a: ConvergenceArgs) -> Result<ExitCode> {
         &out.join("summary.json"),
         &serde_json::to_string_pretty(&summary)?,
     )?;
-    // Seed 000 Figs 1/6: GTE against Δt on log-log axes with a reference slope.
+    // Abbiati et al. (2019), Figs 1/6: GTE against Δt on log-log axes with a reference slope.
     let (x, y): (Vec<f64>, Vec<f64>) = r.errors.iter().copied().unzip();
     let mut s = vec![series(
         format!("GTE at t = {}", r.until),

@@ -1,10 +1,10 @@
 //! `hybridsim cyclic MODEL --element NAME …`: impose a deformation history on one element of a
 //! model file through its displacement-driven form ([`hybridsim::elements::ElementDriver`]) and
-//! record its force — how laboratories characterize devices (seed 000 Figs 19, 22).
+//! record its force — how laboratories characterize devices (Abbiati et al. 2019, Figs 19, 22).
 //!
 //! The history is a [`MotionHistory`], the type of the model file's `[[imposed_motion]]`
-//! entries, evaluated by the same [`MotionHistory::kinematics`] (seed 004 eq 3c; issue 4):
-//! `--history sine|ramp|file` are shorthands that build one (a displacement sine, ramped
+//! entries, evaluated by the same [`MotionHistory::kinematics`] (Hovmand et al. 2022, eq 3c; issue
+//! 4): `--history sine|ramp|file` are shorthands that build one (a displacement sine, ramped
 //! cycles, or the natural cubic spline through a two-column file's samples) imposed as
 //! `u = [d]` on a node-to-ground element and `u = [d, 0]` on a two-node element (node 1 moves,
 //! node 2 held); `--motion NAME` imposes the `[[imposed_motion]]` entry `NAME` of the model

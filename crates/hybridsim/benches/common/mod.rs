@@ -1,11 +1,12 @@
 //! Benchmark models shared by the step benchmarks (criterion) and the latency benchmark.
 //!
-//! - the split-mass benchmark of seed 000 §2.2.2, Variant 1 (`examples/split_mass_v1.toml`);
-//! - a bridge-sized model: a Bouc-Wen pier (seed 003 eq 16) as the physical substructure, and a
-//!   numerical substructure with a Mostaghel isolator (seed 003 eqs 17–19) under a 9-node deck
-//!   chain with Rayleigh damping, under a seeded synthetic earthquake (seed 2020): 10 DOFs,
-//!   22–24 states;
-//! - the element-level LLM scheme (seed 004) on `examples/llm_split_mass.toml` and
+//! - the split-mass benchmark of Abbiati et al. (2019), §2.2.2, Variant 1
+//!   (`examples/split_mass_v1.toml`);
+//! - a bridge-sized model: a Bouc-Wen pier (Abbiati et al. 2020, eq 16) as the physical
+//!   substructure, and a numerical substructure with a Mostaghel isolator
+//!   (Abbiati et al. 2020, eqs 17–19) under a 9-node deck chain with Rayleigh damping, under a
+//!   seeded synthetic earthquake (seed 2020): 10 DOFs, 22–24 states;
+//! - the element-level LLM scheme (Hovmand et al. 2022) on `examples/llm_split_mass.toml` and
 //!   `examples/llm_cantilever_bouc_wen.toml`.
 #![allow(dead_code)]
 

@@ -1,5 +1,5 @@
-//! Total mechanical energy history and drift (seed 000 Fig 9; ALGORITHMS.md A2: PG-α with
-//! ρ∞ = 1 conserves the energy of an undamped free vibration, exactly for ss = 1 and
+//! Total mechanical energy history and drift (Abbiati et al. 2019, Fig 9; ALGORITHMS.md A2: PG-α
+//! with ρ∞ = 1 conserves the energy of an undamped free vibration, exactly for ss = 1 and
 //! without drift for ss > 1; ρ∞ < 1 dissipates).
 //!
 //! The total is the sum over partitions of [`TimeIntegrator::energy`] (kinetic plus stored

@@ -1,14 +1,14 @@
 //! Algorithm analysis of any configured scheme, without per-scheme algebra.
 //!
 //! - [`spectral`]: the amplification matrix of one step built numerically from the scheme's flat
-//!   algorithmic state ([`crate::integrators::amplification_matrix`], seed 000 eq 17), its
-//!   eigenvalues, spectral radius, discrete frequency Ω̄ and damping ζ̄ (seed 000 eq 22, with
-//!   eq 18 read as in ALGORITHMS.md E7) over a sweep of Ω = ωΔt; constraint-drift modes of
-//!   partitioned schemes are identified and reported separately; an estimated/true physical
-//!   stiffness ratio and a loop delay of k ticks can be imposed;
+//!   algorithmic state ([`crate::integrators::amplification_matrix`], Abbiati et al. 2019, eq 17),
+//!   its eigenvalues, spectral radius, discrete frequency Ω̄ and damping ζ̄
+//!   (Abbiati et al. 2019, eq 22, with eq 18 read as in ALGORITHMS.md E7) over a sweep of Ω = ωΔt;
+//!   constraint-drift modes of partitioned schemes are identified and reported separately; an
+//!   estimated/true physical stiffness ratio and a loop delay of k ticks can be imposed;
 //! - [`convergence`]: global error against an exact or fine-step reference for a sequence of
-//!   time steps, with fitted slopes (seed 000 Figs 1 and 6);
-//! - [`energy`]: total mechanical energy history and its drift (seed 000 Fig 9).
+//!   time steps, with fitted slopes (Abbiati et al. 2019, Figs 1 and 6);
+//! - [`energy`]: total mechanical energy history and its drift (Abbiati et al. 2019, Fig 9).
 //!
 //! These are offline tools: they allocate freely and never run inside a real-time loop.
 

@@ -3,20 +3,21 @@
 //! For each Ω = ω_ref Δt of a sweep the model is rebuilt with that Δt (all modal frequencies
 //! scale together, Ω_i = ω_i Δt), the amplification matrix 𝔸 of one coarse step is built by
 //! stepping each basis vector of the scheme's *full* flat algorithmic state
-//! ([`amplification_matrix`]; seed 000 eq 17 — for PG-α the partitions' `[Y; Ẏ; V]` and the
-//! remembered `Λ_n`), and its eigenvalues λ give:
+//! ([`amplification_matrix`]; Abbiati et al. 2019, eq 17 — for PG-α the partitions' `[Y; Ẏ; V]` and
+//! the remembered `Λ_n`), and its eigenvalues λ give:
 //!
-//! - the spectral radius ρ(𝔸) = max |λ| (seed 000 Fig 2);
+//! - the spectral radius ρ(𝔸) = max |λ| (Abbiati et al. 2019, Fig 2);
 //! - per mode i with Ω_i ≤ π, the principal root (the eigenvalue closest to e^{iΩ_i}), its
-//!   discrete frequency Ω̄ = |arg λ| and damping ζ̄ = −ln|λ|/Ω̄ (seed 000 eq 22, eq 18 read as in
-//!   ALGORITHMS.md E7: λ ≈ exp(Ω̄(−ζ̄ ± i))), and the frequency error (Ω̄ − Ω)/Ω̄ (E16);
+//!   discrete frequency Ω̄ = |arg λ| and damping ζ̄ = −ln|λ|/Ω̄
+//!   (Abbiati et al. 2019, eq 22, eq 18 read as in ALGORITHMS.md E7: λ ≈ exp(Ω̄(−ζ̄ ± i))), and the
+//!   frequency error (Ω̄ − Ω)/Ω̄ (E16);
 //! - the *constraint-drift* modes of partitioned schemes: PG-α enforces interface
-//!   compatibility on velocities only (seed 000 eq 23c), so the displacement gap between the
-//!   interface copies is carried unchanged from step to step — an exactly unit eigenvalue at
-//!   every Ω. They are identified without any per-scheme algebra: the null space of 𝔸 − I is
-//!   computed (SVD of the balanced matrix), each null vector is imported into the integrator,
-//!   and those with a non-zero interface displacement gap ([`super::interface_gap`]) are drift
-//!   modes (a rigid-body mode of the structure has no gap). They are reported apart, and
+//!   compatibility on velocities only (Abbiati et al. 2019, eq 23c), so the displacement gap
+//!   between the interface copies is carried unchanged from step to step — an exactly unit
+//!   eigenvalue at every Ω. They are identified without any per-scheme algebra: the null space
+//!   of 𝔸 − I is computed (SVD of the balanced matrix), each null vector is imported into the
+//!   integrator, and those with a non-zero interface displacement gap ([`super::interface_gap`])
+//!   are drift modes (a rigid-body mode of the structure has no gap). They are reported apart, and
 //!   ρ without them shows the ρ∞ trend.
 //!
 //! Laboratory inputs: `estimate_ratio` sets the estimated physical stiffness used for `D^P`
@@ -108,7 +109,7 @@ pub struct ModalRoot {
     pub omega_bar: f64,
     /// ζ̄ = −ln|λ|/Ω̄ (eq 22b).
     pub zeta_bar: f64,
-    /// (Ω̄ − Ω)/Ω̄ (seed 000 Fig 3a, E16).
+    /// (Ω̄ − Ω)/Ω̄ (Abbiati et al. 2019, Fig 3a, E16).
     pub frequency_error: f64,
 }
 

@@ -1,4 +1,5 @@
-//! Element-level partitioning for localized Lagrange multipliers (seed 004 §2, eqs 1–4, 10).
+//! Element-level partitioning for localized Lagrange multipliers (Hovmand et al. 2022, §2,
+//! eqs 1–4, 10).
 //!
 //! In the LLM mode every element (numerical or physical) is its own partition
 //! `M^(i) Ẋ^(i) + R^(i)(X^(i)) = F^(i)(t) + B^(i) Λ^(i)` (eq 3a). Nodal `mass` elements are not
@@ -462,7 +463,7 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
     })
 }
 
-/// `D^(i) = M^(i) + c K_0^(i)` of a partition (seed 004 eq 8 with `c = γΔt`; with a
+/// `D^(i) = M^(i) + c K_0^(i)` of a partition (Hovmand et al. 2022, eq 8 with `c = γΔt`; with a
 /// generalized-α basic solver `c = γΔt α_f/α_m`).
 pub fn dynamic_matrix(part: &Partition, params: AlphaParameters, dt: f64) -> DMatrix<f64> {
     part.state.big_mass() + &part.state.j0 * params.c(dt)

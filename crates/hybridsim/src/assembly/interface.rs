@@ -29,9 +29,9 @@ pub struct Coupling {
 /// Which rows of `Ẏ` the compatibility condition acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConstraintLevel {
-    /// `Σ G^X u̇^X = 0` (PG-α, seed 000 eq 23c).
+    /// `Σ G^X u̇^X = 0` (PG-α, Abbiati et al. 2019, eq 23c).
     Velocity,
-    /// `Σ G^X v̇^X = 0` (the Rosenbrock family, seed 002 eq 6).
+    /// `Σ G^X v̇^X = 0` (the Rosenbrock family, Bursi et al. 2011, eq 6).
     Acceleration,
 }
 
@@ -171,7 +171,7 @@ impl Interface {
         self.gap.as_slice()
     }
 
-    /// `Λ = −H⁻¹ Σ G^X Ẏ^X` (seed 000 eq 37). Allocation-free.
+    /// `Λ = −H⁻¹ Σ G^X Ẏ^X` (Abbiati et al. 2019, eq 37). Allocation-free.
     pub fn solve(&self, lambda: &mut DVector<f64>) {
         lambda.copy_from(&self.gap);
         if let Some(lu) = &self.h_lu {

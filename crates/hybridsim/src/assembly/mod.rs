@@ -1,6 +1,6 @@
 //! Assembly of state-space substructures and of the interface between them.
 //!
-//! Each substructure `X` becomes a first-order system (seed 000 eqs 1–2)
+//! Each substructure `X` becomes a first-order system (Abbiati et al. 2019, eqs 1–2)
 //! `M^X Ẏ^X + R^X(Y^X) = F^X(t) + L^X Λ`, `Y = [u; v; s]`, `M = diag(I, m, I)`,
 //! `R = [−v; r(u, v, s); −ṡ]`, `F = [0; f(t); 0]`. A node shared by substructures keeps one copy
 //! of its DOFs in each; every shared DOF gets a Lagrange multiplier `Λ_k`, the force the

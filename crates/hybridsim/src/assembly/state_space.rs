@@ -137,7 +137,7 @@ impl ElementWorkspace {
     }
 }
 
-/// `M Ẏ + R(Y) = F(t)` of one substructure's computed elements (seed 000 eqs 1–2).
+/// `M Ẏ + R(Y) = F(t)` of one substructure's computed elements (Abbiati et al. 2019, eqs 1–2).
 #[derive(Debug, Clone)]
 pub struct StateSpace {
     /// Substructure name.
@@ -392,7 +392,8 @@ impl StateSpace {
         ElementWorkspace::new(md, ms)
     }
 
-    /// `R(Y) = [−v; r(u, v, s); −ṡ]` of the computed elements (seed 000 eq 2). Allocation-free.
+    /// `R(Y) = [−v; r(u, v, s); −ṡ]` of the computed elements (Abbiati et al. 2019, eq 2).
+    /// Allocation-free.
     ///
     /// Linear elements without extra states (springs, dashpots, linear superelements, the
     /// Rayleigh term) add their precomputed nonzero terms of `K u + C v` directly, masses are

@@ -1,5 +1,5 @@
-//! Bouc-Wen hysteretic spring (seed 003 eq 16; two-node form and energy state of seed 004
-//! eq 11; ALGORITHMS.md A13, E30, E32).
+//! Bouc-Wen hysteretic spring (Abbiati et al. 2020, eq 16; two-node form and energy state of
+//! Hovmand et al. 2022, eq 11; ALGORITHMS.md A13, E30, E32).
 
 use super::declare::{checked, impl_declared, Declared, Param, Rule};
 use super::switching::{abs_pow, deformation, re, scatter_force, sgn};
@@ -8,7 +8,7 @@ use super::{DofRef, Element, ElementLaw, Quantity, Scalar};
 /// Bouc-Wen spring between two nodes (or a node and the ground) on one DOF direction.
 ///
 /// With deformation `d = u1 − u2` and its rate `ḋ = v1 − v2`, the restoring force `r` is an
-/// extra state (seed 003 eq 16, seed 004 eq 11):
+/// extra state (Abbiati et al. 2020, eq 16; Hovmand et al. 2022, eq 11):
 ///
 /// `ṙ = (A − [β sgn(r ḋ) + γ] |r|ⁿ) ḋ`,
 ///
@@ -19,8 +19,8 @@ use super::{DofRef, Element, ElementLaw, Quantity, Scalar};
 /// monotonic loading.
 ///
 /// Extra states: `r` (force) and `e`, the energy absorbed by the spring, `ė = r ḋ`
-/// (seed 004 eq 11 row 6 with the sign corrected, E32: the printed `ė = −r ḋ` is minus the
-/// absorbed energy). `e` does not feed back. The derived dissipated energy
+/// (Hovmand et al. 2022, eq 11 row 6 with the sign corrected, E32: the printed `ė = −r ḋ` is minus
+/// the absorbed energy). `e` does not feed back. The derived dissipated energy
 /// ([`Element::dissipated_energy`]) is `e − r²/(2A)`, the absorbed energy minus the energy
 /// stored in the elastic spring `A` that carries the current force — equal to `e` whenever the
 /// loop closes at `r = 0`.

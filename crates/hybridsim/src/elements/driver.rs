@@ -1,8 +1,8 @@
 //! The displacement-driven form of any element.
 //!
 //! Laboratories characterize devices by imposing a displacement history and measuring the
-//! force (seed 000 Figs 19, 22); a virtual specimen, a Kalman filter propagating sigma points
-//! and a network element server all need the same operation. [`ElementDriver`] wraps one
+//! force (Abbiati et al. 2019, Figs 19, 22); a virtual specimen, a Kalman filter propagating sigma
+//! points and a network element server all need the same operation. [`ElementDriver`] wraps one
 //! [`Element`] and offers the trial/commit interface of finite-element programs:
 //!
 //! ```text

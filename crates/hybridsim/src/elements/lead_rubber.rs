@@ -1,5 +1,5 @@
-//! Lead-rubber bearing (LRB), Benzoni–Casarotti model (seed 000 eqs 42–44, corrected per
-//! ALGORITHMS.md E4–E6; A16).
+//! Lead-rubber bearing (LRB), Benzoni–Casarotti model (Abbiati et al. 2019, eqs 42–44, corrected
+//! per ALGORITHMS.md E4–E6; A16).
 
 use super::declare::{impl_declared, with_values, Declared, Param, Rule};
 use super::switching::{abs, abs_pow, deformation, re, scatter_force, sgn};
@@ -7,7 +7,7 @@ use super::{DofRef, Element, ElementLaw, Quantity, Scalar};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
 
-/// Lead-rubber bearing: rubber `r_1` and lead core `r_2` in parallel (seed 000 eq 42):
+/// Lead-rubber bearing: rubber `r_1` and lead core `r_2` in parallel (Abbiati et al. 2019, eq 42):
 ///
 /// - `r_1 = (k_rubber/2)(d + p sgn(d) |d/p|^{n_rubber})`,
 /// - `r_2 = sgn(ḋ) r_lead g(ξ)`, `ξ = 1 + sgn(ḋ) d/p`,
@@ -31,7 +31,7 @@ use num_dual::Dual64;
 /// tangent at `d = 0`, `ḋ = 0⁺`, `p = p0`: `∂r/∂d = k_rubber/2 (k_rubber if n = 1) +
 /// r_lead g'(1)/p0`, with `g'(1) = 2(1 − ln 2)e^{−a}`.
 ///
-/// Paper values (seed 000 eq 44): `r_lead = 1.02e5 N`, `k_rubber = 1.35e6 N/m`,
+/// Paper values (Abbiati et al. 2019, eq 44): `r_lead = 1.02e5 N`, `k_rubber = 1.35e6 N/m`,
 /// `n_rubber = 2`, `a_lead = 5`.
 #[derive(Debug, Clone)]
 pub struct LeadRubberBearing {

@@ -1,7 +1,7 @@
 //! Elements: the building blocks of every substructure.
 //!
 //! An element acts on an ordered list of node DOFs and may carry extra states `s` (hysteretic
-//! variables). In the state-space form of seed 000 eqs (1)–(2) it contributes
+//! variables). In the state-space form of Abbiati et al. (2019), eqs (1)–(2) it contributes
 //! - a constant mass block over its DOFs,
 //! - a *resisting* force `r(u, v, s)` on its DOFs (a spring between nodes 1→2 returns
 //!   `k(u1 − u2)` at node 1, as in OpenSees),
@@ -9,8 +9,8 @@
 //!   `M Ẏ + R(Y) = F` with `M = diag(I, m, I)`.
 //!
 //! Every element evaluates with `f64` and with forward dual numbers ([`Dual64`]), so the initial
-//! Jacobian `J0 = ∂R/∂Y` is exact (seed 000 Steps 5/9); elements for which the derivative at the
-//! zero state is wrong (slider models, ALGORITHMS.md E3) return an explicit
+//! Jacobian `J0 = ∂R/∂Y` is exact (Abbiati et al. 2019, Steps 5/9); elements for which the
+//! derivative at the zero state is wrong (slider models, ALGORITHMS.md E3) return an explicit
 //! [`Element::initial_tangent`].
 
 mod bouc_wen;

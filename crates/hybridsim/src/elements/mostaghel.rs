@@ -1,5 +1,5 @@
-//! Mostaghel bilinear elastoplastic spring (seed 003 eqs 17–19; ALGORITHMS.md A14, E1, E3):
-//! the double concave sliding bearing (D-CSB) model.
+//! Mostaghel bilinear elastoplastic spring (Abbiati et al. 2020, eqs 17–19; ALGORITHMS.md A14, E1,
+//! E3): the double concave sliding bearing (D-CSB) model.
 
 use super::declare::{checked, impl_declared, Declared, Param, Rule};
 use super::switching::{deformation, re, scatter_force, stick};
@@ -11,7 +11,7 @@ use num_dual::Dual64;
 /// in series with a slider that slips when its spring deformation `s` reaches `±δ`.
 ///
 /// With `d = u1 − u2`, `ḋ = v1 − v2` and the restoring force `r` as extra state
-/// (seed 003 eqs 17–19):
+/// (Abbiati et al. 2020, eqs 17–19):
 ///
 /// `ṙ = (αk + (1−α)k [N̄(ḋ) M̄(s−δ) + M(ḋ) N(s+δ)]) ḋ`, `s = (r − αk d)/((1−α)k)`,
 ///
@@ -22,7 +22,7 @@ use num_dual::Dual64;
 /// At `ḋ = 0` exactly the bracket is 0, so dual numbers at the zero state give `∂ṙ/∂ḋ = αk`
 /// (E3); [`Element::initial_tangent`] returns the elastic tangent at `ḋ = 0⁺` (`k`).
 ///
-/// Extra states: `r` (force) and `e`, the absorbed energy `ė = r ḋ` (as seed 004 eq 11,
+/// Extra states: `r` (force) and `e`, the absorbed energy `ė = r ḋ` (as Hovmand et al. 2022, eq 11,
 /// sign per E32). Dissipated energy: `e − ½αk d² − ½(1−α)k s²` (absorbed minus the energy of
 /// both springs), the work of the slider.
 #[derive(Debug, Clone)]

@@ -1,6 +1,6 @@
 //! Triple-curvature concave sliding bearing (T-CSB): three parallel spring-slider branches
-//! (seed 000 eqs 39–41, corrected per ALGORITHMS.md E2; A15), optionally with the
-//! velocity-dependent friction of seed 000 Table 5.
+//! (Abbiati et al. 2019, eqs 39–41, corrected per ALGORITHMS.md E2; A15), optionally with the
+//! velocity-dependent friction of Abbiati et al. (2019), Table 5.
 
 use super::declare::{impl_declared, read, with_values, Declared, Param, Rule};
 use super::registry::{parse_params, ElementContext};
@@ -12,8 +12,8 @@ use num_dual::Dual64;
 use serde::Deserialize;
 use std::sync::Arc;
 
-/// Velocity dependence of the slider bounds (seed 000 Table 5, "identified values of friction
-/// coefficients" at peak velocities 0.5–100 mm/s).
+/// Velocity dependence of the slider bounds (Abbiati et al. 2019, Table 5, "identified values of
+/// friction coefficients" at peak velocities 0.5–100 mm/s).
 ///
 /// What is implemented (a reading — the paper identifies `k_i`, `δ_i` at 0.1 m/s only): the
 /// slip force of branch `i` scales with its friction coefficient,
@@ -38,8 +38,8 @@ pub struct FrictionTable {
 }
 
 impl FrictionTable {
-    /// Seed 000 Table 5 in SI units (m/s), referenced to 0.1 m/s.
-    pub fn seed_000_table_5() -> Self {
+    /// Table 5 of Abbiati et al. (2019) in SI units (m/s), referenced to 0.1 m/s.
+    pub fn abbiati_2019_table_5() -> Self {
         Self {
             velocity: vec![0.0005, 0.005, 0.025, 0.05, 0.1],
             mu0: vec![4.5, 6.0, 7.0, 7.0, 7.5],
@@ -108,7 +108,7 @@ impl FrictionTable {
 }
 
 /// T-CSB model: `r = r_0 + r_1 + r_2` with two spring-slider branches and a linear one
-/// (seed 000 eq 39):
+/// (Abbiati et al. 2019, eq 39):
 ///
 /// `ṙ_i = k_i [N̄(ḋ) M̄(s_i − δ_i) + M(ḋ) N(s_i + δ_i)] ḋ` (i = 0, 1), `r_2 = k_2 d`,
 ///
@@ -118,9 +118,9 @@ impl FrictionTable {
 /// `k_1 + k_2` until `|r_1| = k_1 δ_1`, then `k_2`. The linear branch is kept algebraic
 /// (`r_2 = k_2 d` is the integral of eq 39d).
 ///
-/// Identified values at 0.1 m/s (seed 000 §3.2.1, [`Self::seed_000`]): `k_0 = 6.67e7 N/m`,
-/// `δ_0 = 1.5e-3 m`, `k_1 = 1.15e6 N/m`, `δ_1 = 0.07 m`, `k_2 = 5e5 N/m` (slip forces
-/// 100.05 kN and 80.5 kN under `P = 1500 kN`).
+/// Identified values at 0.1 m/s (Abbiati et al. 2019, §3.2.1, [`Self::abbiati_2019`]):
+/// `k_0 = 6.67e7 N/m`, `δ_0 = 1.5e-3 m`, `k_1 = 1.15e6 N/m`, `δ_1 = 0.07 m`, `k_2 = 5e5 N/m` (slip
+/// forces 100.05 kN and 80.5 kN under `P = 1500 kN`).
 ///
 /// Extra states: `r0`, `r1` (forces) and `e`, the absorbed energy `ė = r ḋ` (sign per E32).
 /// Dissipated energy: `e − r_0²/(2k_0) − r_1²/(2k_1) − ½k_2 d²`, the work of both sliders.
@@ -186,8 +186,9 @@ impl TripleSlidingBearing {
         Ok(Self { friction, ..e })
     }
 
-    /// The bearing identified in seed 000 §3.2.1 (SI units), without velocity dependence.
-    pub fn seed_000(dofs: Vec<DofRef>) -> Self {
+    /// The bearing identified in Abbiati et al. (2019), §3.2.1 (SI units), without
+    /// velocity dependence.
+    pub fn abbiati_2019(dofs: Vec<DofRef>) -> Self {
         Self::new(dofs, [6.67e7, 1.5e-3, 1.15e6, 0.07, 5e5], None).expect("valid")
     }
 

@@ -1,9 +1,9 @@
-//! Switching functions of the spring-slider models (seed 000 eq 41, seed 003 eq 19) and helpers
-//! shared by the hysteretic elements.
+//! Switching functions of the spring-slider models (Abbiati et al. 2019, eq 41; 2020, eq 19) and
+//! helpers shared by the hysteretic elements.
 //!
-//! Seed 000 eq 41 defines `N(w) = 0.5(1 + sgn w)(1 + (1 − sgn w))`, a Heaviside step with
-//! `N(0) = 1` *provided* `sgn(0) = 0` (MATLAB). Rust's `f64::signum` returns ±1 for ±0.0, so a
-//! literal port gives `N(−0.0) = 0` (ALGORITHMS.md E1). Everything here decides on the value
+//! Eq 41 of Abbiati et al. (2019) defines `N(w) = 0.5(1 + sgn w)(1 + (1 − sgn w))`, a Heaviside
+//! step with `N(0) = 1` *provided* `sgn(0) = 0` (MATLAB). Rust's `f64::signum` returns ±1 for ±0.0,
+//! so a literal port gives `N(−0.0) = 0` (ALGORITHMS.md E1). Everything here decides on the value
 //! part of the scalar and never calls `signum`.
 
 use super::Scalar;
@@ -20,7 +20,7 @@ pub fn sgn(w: f64) -> f64 {
     }
 }
 
-/// `N(w)` of seed 000 eq 41: 1 for `w ≥ 0` (including −0.0), 0 otherwise.
+/// `N(w)` of Abbiati et al. (2019), eq 41: 1 for `w ≥ 0` (including −0.0), 0 otherwise.
 #[inline]
 pub fn n_fn(w: f64) -> f64 {
     if w >= 0.0 {
@@ -48,11 +48,12 @@ pub fn m_bar(w: f64) -> f64 {
     n_fn(-w)
 }
 
-/// The elastic indicator of a spring-slider branch, `N̄(v) M̄(s − δ) + M(v) N(s + δ)` (seed 000
-/// eq 39b, seed 003 eq 17): 1 while the slider sticks (`v > 0 ∧ s ≤ δ` or `v < 0 ∧ s ≥ −δ`),
-/// 0 while it slips — and 0 at `v = 0` exactly, which is why automatic differentiation at rest
-/// returns the post-slip stiffness (E3). The bound is widened by [`SWITCH_TOLERANCE`]`·δ`, so
-/// a state put back on the bound by a return mapping counts as on it despite rounding.
+/// The elastic indicator of a spring-slider branch, `N̄(v) M̄(s − δ) + M(v) N(s + δ)`
+/// (Abbiati et al. 2019, eq 39b; 2020, eq 17): 1 while the slider sticks (`v > 0 ∧ s ≤ δ` or
+/// `v < 0 ∧ s ≥ −δ`), 0 while it slips — and 0 at `v = 0` exactly, which is why automatic
+/// differentiation at rest returns the post-slip stiffness (E3). The bound is widened by
+/// [`SWITCH_TOLERANCE`]`·δ`, so a state put back on the bound by a return mapping counts as on it
+/// despite rounding.
 #[inline]
 pub fn stick(v: f64, s: f64, delta: f64) -> f64 {
     let d = delta * (1.0 + SWITCH_TOLERANCE);

@@ -4,7 +4,7 @@ use crate::assembly::{Coupling, Partition, StateSpace};
 use crate::physical::PortError;
 use nalgebra::{DMatrix, DVector};
 
-/// Generalized-α parameters from ρ∞ (seed 000 eq 7; ALGORITHMS.md A1):
+/// Generalized-α parameters from ρ∞ (Abbiati et al. 2019, eq 7; ALGORITHMS.md A1):
 /// `α_m = (3 − ρ∞)/(2(1 + ρ∞))`, `α_f = 1/(1 + ρ∞)`, `γ = 1/2 + α_m − α_f`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AlphaParameters {
@@ -41,8 +41,8 @@ impl AlphaParameters {
         (self.alpha_m - 1.0) / self.alpha_m
     }
 
-    /// `𝕄` and `ℕ` of the linear step `𝕄 𝕐_{n+1} + ℕ 𝕐_n = 𝔽_{n+1}` (seed 000 eq 16) for
-    /// `𝕐 = [Y; Ẏ; V]`, with `J0` in place of `K`.
+    /// `𝕄` and `ℕ` of the linear step `𝕄 𝕐_{n+1} + ℕ 𝕐_n = 𝔽_{n+1}` (Abbiati et al. 2019, eq 16)
+    /// for `𝕐 = [Y; Ẏ; V]`, with `J0` in place of `K`.
     pub fn step_matrices(
         &self,
         j0: &DMatrix<f64>,
@@ -80,7 +80,7 @@ pub struct AlphaState {
     pub y: DVector<f64>,
     /// `Ẏ`.
     pub ydot: DVector<f64>,
-    /// `V` (seed 000 eq 10b).
+    /// `V` (Abbiati et al. 2019, eq 10b).
     pub v: DVector<f64>,
 }
 
@@ -102,7 +102,8 @@ impl AlphaState {
     }
 
     /// Start from `Y_0` of `state` with `Ẏ_0 = M⁻¹ rhs` (`rhs = F_0 − R(Y_0)`, plus `L Λ_0`
-    /// for a coupled start) and `V_0 = Ẏ_0` (seed 000 eqs 14, 24; ALGORITHMS.md A1, A2).
+    /// for a coupled start) and `V_0 = Ẏ_0` (Abbiati et al. 2019, eqs 14, 24;
+    /// ALGORITHMS.md A1, A2).
     pub fn start(&mut self, state: &StateSpace, rhs: &DVector<f64>) -> Result<(), String> {
         let ydot = state
             .big_mass()
@@ -141,9 +142,9 @@ impl AlphaState {
 /// (per column, the contiguous run of rows from the diagonal to the farthest nonzero entry),
 /// allocation-free.
 ///
-/// `D = M + c J0` (seed 000 eq 12) of a structural model is sparse, but in the `[u; v; s]` order partial
-/// pivoting fills the factors in completely (the `c K` rows outweigh the identity rows of
-/// `u̇ = v`). The unknowns are therefore first renumbered symmetrically by reverse
+/// `D = M + c J0` (Abbiati et al. 2019, eq 12) of a structural model is sparse, but in the
+/// `[u; v; s]` order partial pivoting fills the factors in completely (the `c K` rows outweigh the
+/// identity rows of `u̇ = v`). The unknowns are therefore first renumbered symmetrically by reverse
 /// Cuthill–McKee on the pattern of `D + Dᵀ` (a chain then becomes banded, and pivoting keeps the
 /// factors within a band of about twice its width); the renumbering is kept only when its
 /// skyline is smaller than that of the natural order.
@@ -338,7 +339,7 @@ impl FactoredMatrix {
 }
 
 /// One generalized-α step of a partition over preallocated workspaces, with
-/// `D = M + c J0` factorized once (seed 000 eqs 11–13; ALGORITHMS.md A1):
+/// `D = M + c J0` factorized once (Abbiati et al. 2019, eqs 11–13; ALGORITHMS.md A1):
 ///
 /// `Ỹ = Y_n + Ẏ_n γΔt(1−α_f)/α_m + V_n Δt(α_m−γ)/α_m`,
 /// `Ṽ = Ẏ_n(1−α_f)/α_m − V_n(1−α_m)/α_m`,

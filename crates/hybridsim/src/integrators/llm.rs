@@ -1,6 +1,6 @@
-//! Element-level partitioned integration with localized Lagrange multipliers (LLM), seed 004
-//! §2 eqs 1–9 (ALGORITHMS.md A7, errata E31–E35), with the trapezoidal rule or — beyond the
-//! paper, its stated future work — generalized-α as the basic solver.
+//! Element-level partitioned integration with localized Lagrange multipliers (LLM),
+//! Hovmand et al. (2022), §2 eqs 1–9 (ALGORITHMS.md A7, errata E31–E35), with the trapezoidal rule
+//! or — beyond the paper, its stated future work — generalized-α as the basic solver.
 
 use super::{check_finite, AlphaParameters, AlphaState, AlphaStepper, TimeIntegrator};
 use crate::assembly::{ElementPartitions, Partition};
@@ -37,12 +37,12 @@ pub struct LlmRun {
 /// `B̄ = Ḡᵀ` with the sign of E31). A step `t_n → t_{n+1}` runs, over preallocated buffers:
 ///
 /// 1. [`Llm::free_step`] of every element (eq 6; with generalized-α the predictor/corrector
-///    of seed 000 eqs 11–13, `c = γΔtα_f/α_m` in place of `γΔt`);
+///    of Abbiati et al. 2019, eqs 11–13, `c = γΔtα_f/α_m` in place of `γΔt`);
 /// 2. [`Llm::interface_solve`]: `z = H⁻¹[−G Ẋ_f; h(t_{n+1}); 0]` (eq 9), `H` factorized once;
 /// 3. [`Llm::link_update`]: `Ẋ = Ẋ_f + D⁻¹BΛ`, `X = X_f + c D⁻¹BΛ` (eqs 5, 7), and for
 ///    generalized-α `V = V_f + (α_f/α_m) D⁻¹BΛ` — the link operator ℚ of PG-α with one
-///    substep (seed 000 eqs 32–33), so the interface operator `G D⁻¹ B` keeps the form of
-///    eq 9 and the scheme stays second order for linear problems.
+///    substep (Abbiati et al. 2019, eqs 32–33), so the interface operator `G D⁻¹ B` keeps the form
+///    of eq 9 and the scheme stays second order for linear problems.
 ///
 /// The start is consistent (coupled accelerations and `Λ_0` from the DAE at the acceleration
 /// level), so that for linear models LLM-trapezoid reproduces the monolithic trapezoid and
@@ -313,7 +313,8 @@ impl Llm {
 
 /// Coupled start: accelerations and `Λ_0` from the DAE (3) differentiated once (copies'
 /// accelerations equal the global ones, imposed DOFs follow the prescribed acceleration), then
-/// `V_0 = Ẋ_0` (seed 000 A1). Massless imposed copies take the prescribed acceleration.
+/// `V_0 = Ẋ_0` (Abbiati et al. 2019; ALGORITHMS.md A1). Massless imposed copies take the prescribed
+/// acceleration.
 fn consistent_start(
     parts: &mut [Partition],
     runs: &mut [LlmRun],

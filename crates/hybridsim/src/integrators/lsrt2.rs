@@ -1,12 +1,13 @@
-//! Monolithic LSRT2: the two-stage linearly implicit L-stable Rosenbrock method of seed 002 §2.
+//! Monolithic LSRT2: the two-stage linearly implicit L-stable Rosenbrock method of
+//! Bursi et al. (2011), §2.
 
 use super::{check_finite, TimeIntegrator};
 use crate::assembly::Partition;
 use crate::error::StepError;
 use nalgebra::{DVector, Dyn, LU};
 
-/// LSRT2 (seed 002 eqs 1–4; ALGORITHMS.md A3) on `ẏ = f(y, t) = M⁻¹(F(t) − R(y))` with the
-/// constant Jacobian `J = −M⁻¹ J0`, `W = I − γΔt J`:
+/// LSRT2 (Bursi et al. 2011, eqs 1–4; ALGORITHMS.md A3) on `ẏ = f(y, t) = M⁻¹(F(t) − R(y))` with
+/// the constant Jacobian `J = −M⁻¹ J0`, `W = I − γΔt J`:
 ///
 /// `k1 = W⁻¹ f(y_k, t_k) Δt`, `k2 = W⁻¹ (f(y_k + k1/2, t_k + Δt/2) − γ J k1) Δt`,
 /// `y_{k+1} = y_k + k2`.

@@ -1,4 +1,4 @@
-//! Monolithic generalized-α (MG-α), seed 000 §2.1.
+//! Monolithic generalized-α (MG-α), Abbiati et al. (2019), §2.1.
 
 use super::{check_finite, AlphaParameters, AlphaState, AlphaStepper, TimeIntegrator};
 use crate::assembly::Partition;
@@ -6,8 +6,8 @@ use crate::error::StepError;
 use nalgebra::DVector;
 
 /// Monolithic generalized-α on one partition (the assembled model): one linearized
-/// correction per step with `D` built from the zero-state Jacobian (seed 000 eqs 11–14),
-/// started with `Ẏ_0 = M⁻¹(F_0 − R(Y_0))` and `V_0 = Ẏ_0` (A1).
+/// correction per step with `D` built from the zero-state Jacobian
+/// (Abbiati et al. 2019, eqs 11–14), started with `Ẏ_0 = M⁻¹(F_0 − R(Y_0))` and `V_0 = Ẏ_0` (A1).
 pub struct MgAlpha {
     parts: [Partition; 1],
     stepper: AlphaStepper,

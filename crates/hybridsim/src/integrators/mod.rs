@@ -1,11 +1,12 @@
 //! Time integrators, behind one [`TimeIntegrator`] trait.
 //!
-//! - [`MgAlpha`]: monolithic generalized-α in the Brüls–Arnold state-space form (seed 000 §2.1,
-//!   eqs 5–14; ALGORITHMS.md A1), ρ∞ = 1 being the trapezoidal rule;
+//! - [`MgAlpha`]: monolithic generalized-α in the Brüls–Arnold state-space form
+//!   (Abbiati et al. 2019, §2.1, eqs 5–14; ALGORITHMS.md A1), ρ∞ = 1 being the trapezoidal rule;
 //! - [`PgAlpha`]: partitioned generalized-α with subcycling, Lagrange multipliers and the
-//!   Steklov–Poincaré operator (seed 000 §2.2, eqs 23–38; A2), exposed as separately callable
-//!   phases for the real-time runner;
-//! - [`Lsrt2`]: the monolithic linearly implicit Rosenbrock method LSRT2 (seed 002 §2; A3).
+//!   Steklov–Poincaré operator (Abbiati et al. 2019, §2.2, eqs 23–38; A2), exposed as separately
+//!   callable phases for the real-time runner;
+//! - [`Lsrt2`]: the monolithic linearly implicit Rosenbrock method LSRT2
+//!   (Bursi et al. 2011, §2; A3).
 //!
 //! Every integrator exports and imports its full algorithmic state as a flat vector, so that
 //! the amplification matrix of any scheme can be built numerically ([`amplification_matrix`]).
@@ -127,7 +128,8 @@ pub struct MultiplierInfo {
     /// Its column in `results.csv` (without the unit; for `imposed` the column holds the
     /// support reaction on the structure, `−Λ^c`).
     pub channel: String,
-    /// `substructure` (PG-α), `localized` (LLM, seed 004 eq 3a) or `imposed` (LLM, eq 3c).
+    /// `substructure` (PG-α), `localized` (LLM, Hovmand et al. 2022, eq 3a) or `imposed`
+    /// (LLM, eq 3c).
     pub kind: &'static str,
 }
 
@@ -220,7 +222,7 @@ pub fn build(model: &Model) -> Result<Box<dyn TimeIntegrator>, ModelError> {
 }
 
 /// The amplification matrix `𝔸` of one step of any integrator, built numerically by stepping
-/// each basis vector of its flat algorithmic state from `t` (seed 000 eq 17, without
+/// each basis vector of its flat algorithmic state from `t` (Abbiati et al. 2019, eq 17, without
 /// per-scheme algebra). Only meaningful for linear models without external load.
 pub fn amplification_matrix(
     integrator: &mut dyn TimeIntegrator,

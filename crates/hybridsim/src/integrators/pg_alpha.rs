@@ -1,4 +1,5 @@
-//! Partitioned generalized-α (PG-α) with subcycling, seed 000 §2.2 (Steps 1–15, eqs 23–38).
+//! Partitioned generalized-α (PG-α) with subcycling, Abbiati et al. (2019), §2.2
+//! (Steps 1–15, eqs 23–38).
 
 use super::{check_finite, AlphaParameters, AlphaState, AlphaStepper, TimeIntegrator};
 use crate::assembly::{ConstraintLevel, Interface, Partition};
@@ -7,7 +8,7 @@ use crate::model::StartMode;
 use nalgebra::{DMatrix, DVector};
 
 /// Per-partition machinery of PG-α: its stepper, coupled and free states, and its link
-/// operator `ℚ^X = [ℚ_Y; ℚ_Ẏ; ℚ_V]` (seed 000 eqs 32–33, with E9's reading of eq 32a).
+/// operator `ℚ^X = [ℚ_Y; ℚ_Ẏ; ℚ_V]` (Abbiati et al. 2019, eqs 32–33, with E9's reading of eq 32a).
 pub struct PartitionRun {
     /// Generalized-α stepper with `D^X` factorized once.
     pub stepper: AlphaStepper,
@@ -432,8 +433,8 @@ fn physical_free_substep(
 type LinkBlocks = (DMatrix<f64>, DMatrix<f64>, DMatrix<f64>);
 
 /// Link operator `ℚ^X` of partition `k`: `ℚ_0 = 0`,
-/// `ℚ_j = 𝕄⁻¹((j/ss) 𝕃 − ℕ ℚ_{j−1})`, `ℚ^X = ℚ_ss` (seed 000 eqs 32–33 as read in E9), split
-/// into its `Y`, `Ẏ` and `V` blocks.
+/// `ℚ_j = 𝕄⁻¹((j/ss) 𝕃 − ℕ ℚ_{j−1})`, `ℚ^X = ℚ_ss` (Abbiati et al. 2019, eqs 32–33 as read in E9),
+/// split into its `Y`, `Ẏ` and `V` blocks.
 fn link_operator(
     part: &Partition,
     k: usize,
@@ -465,7 +466,7 @@ fn link_operator(
     ))
 }
 
-/// `H = Σ_X 𝔾^X ℚ^X` (seed 000 eq 38), factorized once.
+/// `H = Σ_X 𝔾^X ℚ^X` (Abbiati et al. 2019, eq 38), factorized once.
 fn set_steklov_poincare(
     parts: &[Partition],
     runs: &[PartitionRun],

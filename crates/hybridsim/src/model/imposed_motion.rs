@@ -1,8 +1,8 @@
 //! Imposed motions (time-varying Dirichlet conditions): the `[[imposed_motion]]` table.
 //!
 //! A prescribed displacement, velocity or acceleration history on chosen node DOFs, e.g. the
-//! motion of each support of a multi-support seismic excitation (seed 004 §1 and eq 3c). The
-//! history is one of
+//! motion of each support of a multi-support seismic excitation (Hovmand et al. 2022, §1 and
+//! eq 3c). The history is one of
 //!
 //! - `sine = { amplitude, frequency, phase }`: a harmonic history of `quantity`;
 //! - `points = [[t, x], …]` or `file = "two-column file"`: samples of `quantity` in model
@@ -194,8 +194,8 @@ pub enum MotionHistory {
         phase: f64,
     },
     /// Cycles of linearly growing displacement amplitude, `d = A (t/T) sin(ω t)` for
-    /// `0 ≤ t ≤ T` (the ramped cycles of device characterization, seed 000 Figs 19, 22), then
-    /// `A sin(ω t)`; zero before `t = 0`.
+    /// `0 ≤ t ≤ T` (the ramped cycles of device characterization,
+    /// Abbiati et al. 2019, Figs 19, 22), then `A sin(ω t)`; zero before `t = 0`.
     RampedSine {
         /// Final displacement amplitude `A`.
         amplitude: f64,
@@ -420,8 +420,8 @@ pub fn find<'a>(motions: &'a [ImposedMotion], name: &str) -> Vec<&'a ImposedMoti
 }
 
 /// An explicit distribution of a nodal `mass` element among the element partitions of the LLM
-/// mode (seed 004 eq 10): keys are element names or substructure names (a substructure's share
-/// goes evenly to its elements that have the DOF).
+/// mode (Hovmand et al. 2022, eq 10): keys are element names or substructure names (a
+/// substructure's share goes evenly to its elements that have the DOF).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MassShare {
     /// Name of the mass element.
@@ -861,8 +861,8 @@ fn history(
     }
 }
 
-/// `[analysis] basic_solver` of the `llm` integrator: `trapezoidal` (seed 004 eqs 5–9, the
-/// default; ρ∞ = 1) or `generalized-alpha` (ρ∞ from `rho_inf`).
+/// `[analysis] basic_solver` of the `llm` integrator: `trapezoidal` (Hovmand et al. 2022, eqs 5–9,
+/// the default; ρ∞ = 1) or `generalized-alpha` (ρ∞ from `rho_inf`).
 pub(crate) fn check_basic_solver(a: &super::schema::AnalysisSpec, diag: &mut Diagnostics) {
     let llm = a.integrator == "llm";
     match (a.basic_solver.as_deref(), llm) {

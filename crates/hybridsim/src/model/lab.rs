@@ -1,7 +1,7 @@
 //! `[lab]`, `[safety]` and `[runner]`: the transfer system of the physical substructures, the
 //! actuator safety limits and the real-time runner, parsed and validated.
 //!
-//! Time scale (seed 000 §2.2, seed 003 §2.2, ALGORITHMS.md A17): the user gives Δt^N
+//! Time scale (Abbiati et al. 2019, §2.2; 2020, §2.2; ALGORITHMS.md A17): the user gives Δt^N
 //! (`analysis.time_step`), ss (`analysis.subcycles`) and either λ (`lab.time_scale`) or the
 //! controller rate (`lab.controller_rate`); then Δt^P = Δt^N/ss, Δt^C = λ Δt^P (wall clock),
 //! Δt^S = ss Δt^C, and the two are checked against each other when both are given.
@@ -136,8 +136,9 @@ pub struct DelayCompensation {
     pub estimate: f64,
 }
 
-/// Compliance compensation of the loading system (seed 003 eq 15, E29): `d_cmd = d_des + r/k`,
-/// `k = k_positive` if `r ≥ 0` else `k_negative`, in model units (converted from the given ones).
+/// Compliance compensation of the loading system (Abbiati et al. 2020, eq 15, E29):
+/// `d_cmd = d_des + r/k`, `k = k_positive` if `r ≥ 0` else `k_negative`, in model units (converted
+/// from the given ones).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ComplianceCompensation {
     /// Stiffness for non-negative feedback force, model units.
@@ -864,7 +865,8 @@ pub fn parse(
                         format!("{f}.compensation.compliance.units"),
                         format!(
                             "unknown stiffness unit `{}`: write force/length, e.g. `kN/mm` or \
-                             `N/m` (seed 003 eq 15 prints kN/m where kN/mm is likely, E29)",
+                             `N/m` (eq 15 of Abbiati et al. 2020 prints kN/m where kN/mm is \
+                             likely, E29)",
                             k.units
                         ),
                     ),

@@ -150,7 +150,7 @@ pub enum IntegratorKind {
     PgAlpha,
     /// Monolithic LSRT2 Rosenbrock.
     Lsrt2,
-    /// Element-level partitioning with localized Lagrange multipliers (seed 004), basic
+    /// Element-level partitioning with localized Lagrange multipliers (Hovmand et al. 2022), basic
     /// solver trapezoidal (ρ∞ = 1) or generalized-α.
     Llm,
 }

@@ -1,10 +1,10 @@
 //! Actuator dynamics of the virtual laboratory: from the command to the achieved displacement,
 //! one call per controller tick Δt^C (wall clock), allocation-free after construction.
 //!
-//! Models (seed 003 §1 "actuator lag, typically 10–20 ms"; the real-time hybrid simulation
-//! benchmark literature for the servo-hydraulic model with control–structure interaction):
-//! pure delay, first-order lag, a general linear transfer function discretized by the bilinear
-//! (Tustin) transform, and a servo-hydraulic actuator coupled with the specimen force.
+//! Models (Abbiati et al. 2020, §1 "actuator lag, typically 10–20 ms"; the real-time hybrid
+//! simulation benchmark literature for the servo-hydraulic model with control–structure
+//! interaction): pure delay, first-order lag, a general linear transfer function discretized by the
+//! bilinear (Tustin) transform, and a servo-hydraulic actuator coupled with the specimen force.
 
 use crate::model::lab::ActuatorDynamics;
 

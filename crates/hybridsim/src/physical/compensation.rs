@@ -3,9 +3,10 @@
 //! - delay compensation by polynomial extrapolation: the command at tick `k` is the order-`p`
 //!   Lagrange polynomial through the desired displacements of ticks `k, k−1, …, k−p`, evaluated
 //!   `τ̂/Δt^C` ticks ahead (the classical polynomial-extrapolation compensator of real-time
-//!   hybrid testing; seed 002 §5.2 uses it against a ≈ 20 ms delay);
-//! - loading-system compliance compensation, seed 003 eq 15: `d_cmd = d_des + r_fbk/k`, with
-//!   `k = k⁺` for `r_fbk ≥ 0` and `k⁻` otherwise (ALGORITHMS.md A18; units explicit, E29).
+//!   hybrid testing; §5.2 of Bursi et al. 2011 uses it against a ≈ 20 ms delay);
+//! - loading-system compliance compensation, Abbiati et al. (2020), eq 15:
+//!   `d_cmd = d_des + r_fbk/k`, with `k = k⁺` for `r_fbk ≥ 0` and `k⁻` otherwise
+//!   (ALGORITHMS.md A18; units explicit, E29).
 
 use crate::model::lab::{ComplianceCompensation, DelayCompensation};
 
@@ -73,7 +74,7 @@ impl DelayCompensator {
     }
 }
 
-/// Compliance compensation (seed 003 eq 15).
+/// Compliance compensation (Abbiati et al. 2020, eq 15).
 pub fn compliance(c: &ComplianceCompensation, d_des: f64, r_fbk: f64) -> f64 {
     let k = if r_fbk >= 0.0 {
         c.k_positive

@@ -3,7 +3,7 @@
 //!
 //! 1. the DOF→actuator transform `d = T u` and the scale factors (prototype → specimen units,
 //!    wall-clock rates `ṽ/λ`, `ã/λ²`; A17),
-//! 2. compensation (polynomial delay extrapolation, compliance per seed 003 eq 15),
+//! 2. compensation (polynomial delay extrapolation, compliance per Abbiati et al. 2020, eq 15),
 //! 3. the safety layer (final command checked in specimen units; measurement checked),
 //! 4. the transfer system (the [`VirtualLab`] by default),
 //! 5. forces back to the DOFs `f = Tᵀ F · force_scale · device_multiplier`, plus the constant

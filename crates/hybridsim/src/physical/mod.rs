@@ -1,7 +1,7 @@
 //! The physical substructure behind an interface.
 //!
-//! A physical substructure is (seed 000 §2.2): its interface DOFs, their *numerical* mass and
-//! damping (ordinary elements of the partition), a [`PhysicalSubstructure`] behind a typed
+//! A physical substructure is (Abbiati et al. 2019, §2.2): its interface DOFs, their *numerical*
+//! mass and damping (ordinary elements of the partition), a [`PhysicalSubstructure`] behind a typed
 //! [`PhysicalPort`], commanded **once per controller tick at the predictor** `(ũ, ṽ)` with no
 //! trial/revert (a specimen cannot be un-deformed), and a user-given *estimated* initial
 //! stiffness/damping used only to build `D^P` and the interface operator. Runners reach a

@@ -1,6 +1,6 @@
 //! The transfer-system interface: what stands between the integrator and a specimen.
 //!
-//! Split phase (seed 000 §2.2, seed 003 §2.2): every controller tick Δt^C the integrator
+//! Split phase (Abbiati et al. 2019, §2.2; 2020, §2.2): every controller tick Δt^C the integrator
 //! [`TransferSystem::send`]s one command per actuator (displacement, velocity, acceleration,
 //! in specimen units and wall-clock rates) and later [`TransferSystem::receive`]s the measured
 //! force and achieved displacement of that tick; a network transfer system may answer after

@@ -8,9 +8,9 @@
 //! gives its force; load cells and LVDTs add seeded Gaussian noise, saturate at their range and
 //! quantize at their resolution (ADC). Rates are wall-clock rates: the specimen sees the
 //! prototype velocity divided by λ and integrates its own states over wall time, so a viscous
-//! specimen's force scales with 1/λ while a rate-independent one does not (seeds 000 §2.2,
-//! 003 §1). Scaled specimens: specimen displacement = prototype/`geometric_scale`, specimen
-//! force = prototype/`force_scale` (1:2 pier: ×2 and ×4, seed 003 §3).
+//! specimen's force scales with 1/λ while a rate-independent one does not (Abbiati et al. 2019,
+//! §2.2; 2020, §1). Scaled specimens: specimen displacement = prototype/`geometric_scale`, specimen
+//! force = prototype/`force_scale` (1:2 pier: ×2 and ×4, Abbiati et al. 2020, §3).
 //!
 //! Every random draw is a counter-based function of `(seed, tick, channel)`: a run, a threaded
 //! run and a re-run give the same noise, independent of thread timing.
