@@ -25,7 +25,6 @@ use crate::elements::DofRef;
 use crate::excitation::TimeFunction;
 use crate::model::lab::{ComplianceCompensation, LabConfig, Regime};
 use crate::model::Model;
-use std::time::Instant;
 
 /// Preallocated ring of controller-rate records.
 #[derive(Debug, Clone)]
@@ -108,7 +107,6 @@ pub struct LabProvider {
     s_d: f64,
     s_f: f64,
     tick: u64,
-    started: Option<Instant>,
     d: Vec<f64>,
     vd: Vec<f64>,
     vd_prev: Vec<f64>,
@@ -329,7 +327,6 @@ impl LabProvider {
             s_d: cfg.lab.geometric_scale,
             s_f: cfg.lab.force_scale * cfg.lab.device_multiplier,
             tick: 0,
-            started: None,
             d: vec![0.0; na],
             vd: vec![0.0; na],
             vd_prev: vec![0.0; na],
@@ -379,10 +376,10 @@ impl LabProvider {
     }
 
     fn record(&mut self, t: f64) {
-        let wall = self
-            .started
-            .map(|s| s.elapsed().as_secs_f64())
-            .unwrap_or(0.0);
+        // The tick's place on the test's wall clock (tick · Δt^C): deterministic, so that a
+        // run and its threaded replay write the same bits; the measured lateness of each tick
+        // is in the runner's task statistics.
+        let wall = self.tick as f64 * self.dt_c;
         let tripped = if self.safety.state() == SafetyState::Tripped {
             1.0
         } else {
@@ -430,7 +427,6 @@ impl PhysicalSubstructure for LabProvider {
         force: &mut [f64],
     ) -> Result<(), PortError> {
         self.tick = 0;
-        self.started = Some(Instant::now());
         self.event = None;
         let bound = self.divergence.energy_bound();
         self.divergence =
