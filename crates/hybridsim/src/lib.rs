@@ -20,6 +20,7 @@
 
 pub mod analysis;
 pub mod assembly;
+pub mod config;
 pub mod elements;
 pub mod error;
 pub mod excitation;
@@ -33,6 +34,7 @@ pub mod simulation;
 pub mod units;
 pub mod updating;
 
-pub use error::{ModelError, StepError};
+pub use error::ModelError;
+pub use integrators::StepError;
 pub use model::Model;
 pub use simulation::Simulation;

@@ -17,7 +17,7 @@
 //! The loop itself allocates nothing, locks nothing and touches no file: sinks and executors
 //! decide how records travel (bounded queues, lock-free rings).
 
-use crate::error::StepError;
+use crate::integrators::StepError;
 use crate::integrators::TimeIntegrator;
 use crate::model::lab::DivergenceSettings;
 use crate::output::Recorder;

@@ -1,7 +1,8 @@
 //! A simulation: a validated model, its integrator and its recorder.
 
 use crate::assembly::{linearize, rayleigh_coefficients};
-use crate::error::{ModelError, StepError};
+use crate::error::ModelError;
+use crate::integrators::StepError;
 use crate::integrators::{self, TimeIntegrator};
 use crate::modal;
 use crate::model::{IntegratorKind, Model};

@@ -2,8 +2,9 @@
 //! on a nonlinear model (E38).
 mod common;
 use common::*;
+use hybridsim::analysis::spectral::{amplification_matrix, spectral_radius};
 use hybridsim::assembly::{build_partitions, Grouping};
-use hybridsim::integrators::{amplification_matrix, spectral_radius, Lsrt2};
+use hybridsim::integrators::Lsrt2;
 use hybridsim::model::{LSRT2_GAMMA_HIGH, LSRT2_GAMMA_LOW};
 
 fn sdof(extra_analysis: &str, spring: &str, dt: f64, duration: f64) -> String {

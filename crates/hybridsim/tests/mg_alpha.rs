@@ -1,10 +1,9 @@
 //! MG-α checks of Abbiati et al. (2019), §2.1 (ALGORITHMS.md A1, B2).
 mod common;
 use common::*;
+use hybridsim::analysis::spectral::{amplification_matrix, spectral_radius};
 use hybridsim::assembly::{build_partitions, Grouping};
-use hybridsim::integrators::{
-    amplification_matrix, spectral_radius, AlphaParameters, MgAlpha, TimeIntegrator,
-};
+use hybridsim::integrators::{AlphaParameters, MgAlpha, TimeIntegrator};
 use nalgebra::{DMatrix, DVector};
 
 /// ü + ω²u = 0 with ω = 1 (m = k = 1), u(0) = 1.

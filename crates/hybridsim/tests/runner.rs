@@ -2,12 +2,12 @@
 //! a step (numerical free phase, physical substep, interface solve, recording) trips the
 //! laboratory and ends the run in `Stopped` with every completed step recorded.
 
-use hybridsim::error::StepError;
 use hybridsim::integrators::TimeIntegrator;
 use hybridsim::output::Recorder;
 use hybridsim::physical::{EventKind, PhysicalSubstructure, PortError, Tick};
 use hybridsim::runner::{self, EndState, Fault, RunSettings, RunSink, Sequential, StepExecutor};
 use hybridsim::Model;
+use hybridsim::StepError;
 use std::sync::atomic::AtomicBool;
 
 fn quickstart() -> Model {

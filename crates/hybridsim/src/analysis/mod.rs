@@ -1,7 +1,7 @@
 //! Algorithm analysis of any configured scheme, without per-scheme algebra.
 //!
 //! - [`spectral`]: the amplification matrix of one step built numerically from the scheme's flat
-//!   algorithmic state ([`crate::integrators::amplification_matrix`], Abbiati et al. 2019, eq 17),
+//!   algorithmic state ([`spectral::amplification_matrix`], Abbiati et al. 2019, eq 17),
 //!   its eigenvalues, spectral radius, discrete frequency Ω̄ and damping ζ̄
 //!   (Abbiati et al. 2019, eq 22, with eq 18 read as in ALGORITHMS.md E7) over a sweep of Ω = ωΔt;
 //!   constraint-drift modes of partitioned schemes are identified and reported separately; an
@@ -24,7 +24,8 @@ pub use spectral::{
 };
 
 use crate::assembly::{build_partitions, Grouping};
-use crate::error::{ModelError, StepError};
+use crate::error::ModelError;
+use crate::integrators::StepError;
 use crate::integrators::TimeIntegrator;
 use crate::model::Model;
 

@@ -29,8 +29,8 @@
 use super::{max_displacement, AnalysisError};
 use crate::assembly::{build_partitions, linearize, Grouping};
 use crate::elements::zero_state_tangent;
-use crate::error::StepError;
-use crate::integrators::{self, amplification_matrix, PgAlpha, TimeIntegrator};
+use crate::integrators::StepError;
+use crate::integrators::{self, PgAlpha, TimeIntegrator};
 use crate::model::{Estimate, IntegratorKind, Model, Role};
 use crate::physical::{PhysicalSubstructure, PortError, Tick};
 use nalgebra::{Complex, DMatrix};
@@ -821,4 +821,42 @@ pub fn amplification_at(
 ) -> Result<DMatrix<f64>, AnalysisError> {
     let mut integ = build_for_analysis(model, dt, opts)?;
     Ok(amplification_matrix(integ.as_mut())?)
+}
+
+/// The amplification matrix `𝔸` of one step of any integrator, built numerically by stepping
+/// each basis vector of its flat algorithmic state from `t` (Abbiati et al. 2019, eq 17, without
+/// per-scheme algebra). Only meaningful for linear models without external load.
+pub fn amplification_matrix(
+    integrator: &mut dyn TimeIntegrator,
+) -> Result<DMatrix<f64>, StepError> {
+    let n = integrator.state_len();
+    let t0 = integrator.time();
+    let mut saved = vec![0.0; n];
+    integrator.export_state(&mut saved);
+    let mut a = DMatrix::zeros(n, n);
+    let mut e = vec![0.0; n];
+    let mut out = vec![0.0; n];
+    for j in 0..n {
+        e.iter_mut().for_each(|x| *x = 0.0);
+        e[j] = 1.0;
+        integrator.import_state(&e);
+        integrator.set_time(t0);
+        integrator.step()?;
+        integrator.export_state(&mut out);
+        for i in 0..n {
+            a[(i, j)] = out[i];
+        }
+    }
+    integrator.import_state(&saved);
+    integrator.set_time(t0);
+    Ok(a)
+}
+
+/// Spectral radius of a square matrix (NaN when the eigenvalue iteration does not converge;
+/// the Schur iteration is capped, see [`eigenvalues`]).
+pub fn spectral_radius(a: &DMatrix<f64>) -> f64 {
+    match eigenvalues(a) {
+        Some(ev) => ev.iter().map(|z| z.norm()).fold(0.0, f64::max),
+        None => f64::NAN,
+    }
 }

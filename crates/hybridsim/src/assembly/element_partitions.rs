@@ -17,7 +17,6 @@
 use super::{collect_dofs, map_dofs, scatter, Partition, StateSpace};
 use crate::elements::{DofRef, ElementRef, LinearSuperelement, Mass};
 use crate::error::{Diagnostics, ModelError};
-use crate::integrators::AlphaParameters;
 use crate::model::{ElementInstance, Model, Rayleigh, Role};
 use crate::physical::{NumericalSpecimen, PhysicalPort, SpecimenElement};
 use nalgebra::DMatrix;
@@ -461,45 +460,4 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
         imposed,
         massless,
     })
-}
-
-/// `D^(i) = M^(i) + c K_0^(i)` of a partition (Hovmand et al. 2022, eq 8 with `c = γΔt`; with a
-/// generalized-α basic solver `c = γΔt α_f/α_m`).
-pub fn dynamic_matrix(part: &Partition, params: AlphaParameters, dt: f64) -> DMatrix<f64> {
-    part.state.big_mass() + &part.state.j0 * params.c(dt)
-}
-
-/// Checks of the LLM mode that need the assembled layout: everything
-/// [`build_element_partitions`] checks, plus a non-singular `D^(i)` for every element at the
-/// analysis time step.
-pub fn validate(model: &Model) -> Result<(), ModelError> {
-    let ep = build_element_partitions(model)?;
-    let params = AlphaParameters::new(model.analysis.rho_inf);
-    let mut diag = Diagnostics::new(&model.source);
-    for (p, zero) in ep.parts.iter().zip(&ep.massless) {
-        let d = dynamic_matrix(p, params, model.analysis.time_step);
-        if !d.lu().is_invertible() {
-            let nodes: Vec<String> = if zero.is_empty() {
-                p.state.dofs.iter().map(|d| d.to_string()).collect()
-            } else {
-                zero.iter().map(|i| p.state.dofs[*i].to_string()).collect()
-            };
-            let ei = model
-                .elements
-                .iter()
-                .position(|e| e.name == p.state.name)
-                .unwrap_or(0);
-            diag.push(
-                format!("element[{ei}]"),
-                format!(
-                    "the partition matrix D = M + c·K0 of `{}` is singular at Δt = {} (check \
-                     the mass and stiffness at {})",
-                    p.state.name,
-                    model.analysis.time_step,
-                    nodes.join(", ")
-                ),
-            );
-        }
-    }
-    diag.finish(())
 }

@@ -12,10 +12,7 @@ mod element_partitions;
 mod interface;
 mod state_space;
 
-pub use element_partitions::{
-    build_element_partitions, dynamic_matrix, validate as validate_element_partitions,
-    ElementPartitions,
-};
+pub use element_partitions::{build_element_partitions, ElementPartitions};
 pub use interface::{ConstraintLevel, Coupling, Interface, InterfaceDof};
 pub use state_space::{ElementSlot, ElementWorkspace, Partition, StateSpace};
 
@@ -320,36 +317,6 @@ pub fn rayleigh_coefficients(model: &Model) -> Result<Option<(f64, f64)>, ModelE
             Ok(Some((x[0], x[1])))
         }
     }
-}
-
-/// Checks that need the assembled layout: every partition's mass matrix is positive definite
-/// (else `D` is singular), interfaces exist where the integrator needs them.
-pub fn validate_structure(model: &Model) -> Result<(), ModelError> {
-    let grouping = match model.analysis.integrator {
-        crate::model::IntegratorKind::Llm => return element_partitions::validate(model),
-        crate::model::IntegratorKind::PgAlpha => Grouping::Partitioned,
-        _ => Grouping::Monolithic,
-    };
-    let parts = build_partitions(model, grouping)?;
-    // Always also check the assembled model for a monolithic reference.
-    if grouping == Grouping::Partitioned {
-        build_partitions(model, Grouping::Monolithic)?;
-        let mut diag = Diagnostics::new(&model.source);
-        let iface = Interface::dofs_of(&parts);
-        for p in &parts {
-            if !iface
-                .iter()
-                .any(|d| d.plus == p.index || d.minus == p.index)
-            {
-                diag.push(
-                    format!("substructure.{}", p.state.name),
-                    "shares no DOF with any other substructure, so nothing couples it",
-                );
-            }
-        }
-        diag.finish(())?;
-    }
-    Ok(())
 }
 
 /// Seismic load vector `p` (load `−p a_g`) of a set of elements over `dofs`, along `direction`.

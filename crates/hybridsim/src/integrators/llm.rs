@@ -5,7 +5,7 @@
 use super::{check_finite, AlphaParameters, AlphaState, AlphaStepper, TimeIntegrator};
 use crate::assembly::{ElementPartitions, Partition};
 use crate::elements::{DofRef, Quantity};
-use crate::error::StepError;
+use crate::integrators::StepError;
 use crate::model::imposed_motion::ImposedMotion;
 use nalgebra::{DMatrix, DVector, Dyn, LU};
 

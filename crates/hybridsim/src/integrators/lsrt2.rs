@@ -3,7 +3,7 @@
 
 use super::{check_finite, TimeIntegrator};
 use crate::assembly::Partition;
-use crate::error::StepError;
+use crate::integrators::StepError;
 use nalgebra::{DVector, Dyn, LU};
 
 /// LSRT2 (Bursi et al. 2011, eqs 1–4; ALGORITHMS.md A3) on `ẏ = f(y, t) = M⁻¹(F(t) − R(y))` with

@@ -2,7 +2,7 @@
 
 use super::{check_finite, AlphaParameters, AlphaState, AlphaStepper, TimeIntegrator};
 use crate::assembly::Partition;
-use crate::error::StepError;
+use crate::integrators::StepError;
 use nalgebra::DVector;
 
 /// Monolithic generalized-α on one partition (the assembled model): one linearized

@@ -9,25 +9,26 @@
 //!   (Bursi et al. 2011, §2; A3).
 //!
 //! Every integrator exports and imports its full algorithmic state as a flat vector, so that
-//! the amplification matrix of any scheme can be built numerically ([`amplification_matrix`]).
+//! the amplification matrix of any scheme can be built numerically ([`crate::analysis::spectral::amplification_matrix`]).
 
 mod alpha;
 mod llm;
 mod lsrt2;
 mod mg_alpha;
 mod pg_alpha;
+mod step_error;
 
 pub use alpha::{AlphaParameters, AlphaState, AlphaStepper};
 pub use llm::{Llm, LlmRun};
 pub use lsrt2::Lsrt2;
 pub use mg_alpha::MgAlpha;
 pub use pg_alpha::{FreeTask, PartitionRun, PgAlpha};
+pub use step_error::StepError;
 
 use crate::assembly::{build_partitions, Grouping, Interface, Partition};
-use crate::error::{ModelError, StepError};
+use crate::error::ModelError;
 use crate::model::{IntegratorKind, Model};
 use crate::physical::LabControl;
-use nalgebra::DMatrix;
 
 /// [`TimeIntegrator::for_each_lab`] over a set of partitions.
 pub(crate) fn labs_of(parts: &mut [Partition], f: &mut dyn FnMut(usize, &mut dyn LabControl)) {
@@ -219,44 +220,6 @@ pub fn build(model: &Model) -> Result<Box<dyn TimeIntegrator>, ModelError> {
             )
         }
     })
-}
-
-/// The amplification matrix `𝔸` of one step of any integrator, built numerically by stepping
-/// each basis vector of its flat algorithmic state from `t` (Abbiati et al. 2019, eq 17, without
-/// per-scheme algebra). Only meaningful for linear models without external load.
-pub fn amplification_matrix(
-    integrator: &mut dyn TimeIntegrator,
-) -> Result<DMatrix<f64>, StepError> {
-    let n = integrator.state_len();
-    let t0 = integrator.time();
-    let mut saved = vec![0.0; n];
-    integrator.export_state(&mut saved);
-    let mut a = DMatrix::zeros(n, n);
-    let mut e = vec![0.0; n];
-    let mut out = vec![0.0; n];
-    for j in 0..n {
-        e.iter_mut().for_each(|x| *x = 0.0);
-        e[j] = 1.0;
-        integrator.import_state(&e);
-        integrator.set_time(t0);
-        integrator.step()?;
-        integrator.export_state(&mut out);
-        for i in 0..n {
-            a[(i, j)] = out[i];
-        }
-    }
-    integrator.import_state(&saved);
-    integrator.set_time(t0);
-    Ok(a)
-}
-
-/// Spectral radius of a square matrix (NaN when the eigenvalue iteration does not converge;
-/// the Schur iteration is capped, see [`crate::analysis::spectral::eigenvalues`]).
-pub fn spectral_radius(a: &DMatrix<f64>) -> f64 {
-    match crate::analysis::spectral::eigenvalues(a) {
-        Some(ev) => ev.iter().map(|z| z.norm()).fold(0.0, f64::max),
-        None => f64::NAN,
-    }
 }
 
 pub(crate) fn check_finite(

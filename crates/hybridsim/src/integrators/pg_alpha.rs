@@ -3,7 +3,7 @@
 
 use super::{check_finite, AlphaParameters, AlphaState, AlphaStepper, TimeIntegrator};
 use crate::assembly::{ConstraintLevel, Interface, Partition};
-use crate::error::StepError;
+use crate::integrators::StepError;
 use crate::model::StartMode;
 use nalgebra::{DMatrix, DVector};
 

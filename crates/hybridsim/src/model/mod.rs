@@ -257,23 +257,15 @@ pub const LSRT2_GAMMA_LOW: f64 = 1.0 - std::f64::consts::FRAC_1_SQRT_2;
 /// LSRT2 γ = 1 + √2/2.
 pub const LSRT2_GAMMA_HIGH: f64 = 1.0 + std::f64::consts::FRAC_1_SQRT_2;
 
-impl Model {
-    /// Read and validate a model from TOML text with the default element registry.
-    pub fn from_toml(
-        text: &str,
-        source: &str,
-        files: &dyn SourceResolver,
-    ) -> Result<Model, ModelError> {
-        Self::from_toml_with(text, source, files, &ElementRegistry::default())
-    }
-
-    /// Read and validate with a custom element registry.
-    pub fn from_toml_with(
-        text: &str,
-        source: &str,
-        files: &dyn SourceResolver,
-        registry: &ElementRegistry,
-    ) -> Result<Model, ModelError> {
+/// Read a model from TOML text and check every field; the checks that need the assembled
+/// layout come after, in [`crate::config`] ([`Model::from_toml`]).
+pub(crate) fn parse(
+    text: &str,
+    source: &str,
+    files: &dyn SourceResolver,
+    registry: &ElementRegistry,
+) -> Result<Model, ModelError> {
+    {
         let spec: ModelFile = match toml::from_str(text) {
             Ok(s) => s,
             Err(e) => {
@@ -297,7 +289,9 @@ impl Model {
         };
         build(spec, source, files, registry)
     }
+}
 
+impl Model {
     /// Index of a node by id.
     pub fn node(&self, id: i64) -> Option<&Node> {
         self.nodes.iter().find(|n| n.id == id)
@@ -1289,8 +1283,6 @@ fn build(
         mass_shares,
         lab: lab_config,
     };
-    // Structural checks that need the assembled layout (mass, interfaces).
-    crate::assembly::validate_structure(&model)?;
     Ok(model)
 }
 
