@@ -430,12 +430,7 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
         .map_err(|e| StartError::Model(e.to_string()))?;
     let mut pg = PgAlpha::new(
         parts,
-        a.rho_inf,
-        a.time_step,
-        a.subcycles,
-        a.corrections,
-        a.start,
-        0.0,
+        &hybridsim::integrators::StepSettings::from_analysis(a),
     )
     .map_err(|e| StartError::Model(format!("{}: analysis: {e}", model.source)))?;
     let physical: Vec<usize> = pg.physical().collect();

@@ -69,7 +69,11 @@ fn lsrt2_is_l_stable() {
             let part = build_partitions(&m, Grouping::Monolithic)
                 .unwrap()
                 .remove(0);
-            let mut integ = Lsrt2::new(part, gamma, om, 0.0).unwrap();
+            let mut integ = Lsrt2::new(
+                part,
+                &hybridsim::integrators::StepSettings::new(om).lsrt2_gamma(gamma),
+            )
+            .unwrap();
             let r = spectral_radius(&amplification_matrix(&mut integ).unwrap());
             println!("LSRT2 gamma {gamma:.5}: spectral radius at Ω = {om:e}: {r:.3e}");
             last = r;
@@ -88,7 +92,11 @@ fn lsrt2_is_l_stable() {
             let part = build_partitions(&m, Grouping::Monolithic)
                 .unwrap()
                 .remove(0);
-            let mut integ = Lsrt2::new(part, gamma, om, 0.0).unwrap();
+            let mut integ = Lsrt2::new(
+                part,
+                &hybridsim::integrators::StepSettings::new(om).lsrt2_gamma(gamma),
+            )
+            .unwrap();
             let r = spectral_radius(&amplification_matrix(&mut integ).unwrap());
             assert!(r <= 1.0 + 1e-12, "Ω = {om}: {r}");
         }

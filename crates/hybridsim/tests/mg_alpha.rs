@@ -37,7 +37,11 @@ fn mg(rho: f64, dt: f64) -> MgAlpha {
     let part = build_partitions(&m, Grouping::Monolithic)
         .unwrap()
         .remove(0);
-    MgAlpha::new(part, rho, dt, 1, 0.0).unwrap()
+    MgAlpha::new(
+        part,
+        &hybridsim::integrators::StepSettings::new(dt).rho_inf(rho),
+    )
+    .unwrap()
 }
 
 #[test]

@@ -4,7 +4,7 @@ use common::*;
 use hybridsim::assembly::{build_partitions, Grouping};
 use hybridsim::elements::DofRef;
 use hybridsim::integrators::{MgAlpha, PgAlpha, TimeIntegrator};
-use hybridsim::model::{Estimate, StartMode};
+use hybridsim::model::Estimate;
 use nalgebra::DMatrix;
 
 /// Chain of three nodes. Numerical: springs ground–1, 1–2, 2–3 and shares of every mass.
@@ -92,7 +92,13 @@ duration = 0.5
 fn pg(ss: usize, dt: f64, rho: f64) -> PgAlpha {
     let m = model(CHAIN);
     let parts = build_partitions(&m, Grouping::Partitioned).unwrap();
-    PgAlpha::new(parts, rho, dt, ss, 1, StartMode::Consistent, 0.0).unwrap()
+    PgAlpha::new(
+        parts,
+        &hybridsim::integrators::StepSettings::new(dt)
+            .rho_inf(rho)
+            .subcycles(ss),
+    )
+    .unwrap()
 }
 
 fn mg(dt: f64, rho: f64) -> MgAlpha {
@@ -100,7 +106,11 @@ fn mg(dt: f64, rho: f64) -> MgAlpha {
     let part = build_partitions(&m, Grouping::Monolithic)
         .unwrap()
         .remove(0);
-    MgAlpha::new(part, rho, dt, 1, 0.0).unwrap()
+    MgAlpha::new(
+        part,
+        &hybridsim::integrators::StepSettings::new(dt).rho_inf(rho),
+    )
+    .unwrap()
 }
 
 /// Max difference over every displacement copy against the monolithic state.

@@ -87,12 +87,7 @@ fn pg_alpha_commands_the_lab_once_per_controller_tick_with_corrections() {
         }
         let mut pg = PgAlpha::new(
             parts,
-            a.rho_inf,
-            a.time_step,
-            a.subcycles,
-            a.corrections,
-            StartMode::Consistent,
-            0.0,
+            &hybridsim::integrators::StepSettings::from_analysis(a).start(StartMode::Consistent),
         )
         .unwrap();
         let steps = 200u64;
@@ -167,9 +162,14 @@ fn mg_alpha_refuses_to_iterate_on_a_physical_substructure() {
     });
     let parts = build_partitions(&model, Grouping::Partitioned).unwrap();
     let physical = parts.into_iter().find(|p| p.physical.is_some()).unwrap();
-    let err = MgAlpha::new(physical, 0.9, 0.005, 3, 0.0)
-        .err()
-        .expect("corrections on a specimen must be refused");
+    let err = MgAlpha::new(
+        physical,
+        &hybridsim::integrators::StepSettings::new(0.005)
+            .rho_inf(0.9)
+            .corrections(3),
+    )
+    .err()
+    .expect("corrections on a specimen must be refused");
     println!("{err}");
     assert!(err.contains("first_storey"), "{err}");
     assert!(err.contains("cannot be corrected"), "{err}");

@@ -163,12 +163,7 @@ fn run_with_fault(phase: Phase) -> (EndState, u64, Memory, Box<dyn TimeIntegrato
         integ = Box::new(
             hybridsim::integrators::PgAlpha::new(
                 parts,
-                a.rho_inf,
-                a.time_step,
-                a.subcycles,
-                a.corrections,
-                a.start,
-                0.0,
+                &hybridsim::integrators::StepSettings::from_analysis(a),
             )
             .unwrap(),
         );

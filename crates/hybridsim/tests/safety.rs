@@ -244,12 +244,7 @@ fn operator_abort_takes_the_safety_path() {
     let a = &m.analysis;
     let mut pg = hybridsim::integrators::PgAlpha::new(
         parts,
-        a.rho_inf,
-        a.time_step,
-        a.subcycles,
-        a.corrections,
-        a.start,
-        0.0,
+        &hybridsim::integrators::StepSettings::from_analysis(a),
     )
     .unwrap();
     for _ in 0..100 {

@@ -188,12 +188,7 @@ pub fn pg_alpha(model: &Model) -> PgAlpha {
     let a = &model.analysis;
     PgAlpha::new(
         parts,
-        a.rho_inf,
-        a.time_step,
-        a.subcycles,
-        a.corrections,
-        a.start,
-        0.0,
+        &hybridsim::integrators::StepSettings::from_analysis(a),
     )
     .unwrap()
 }

@@ -538,12 +538,10 @@ pub fn build_for_analysis(
     let a = &m.analysis;
     let pg = PgAlpha::new(
         parts,
-        a.rho_inf,
-        dt,
-        a.subcycles,
-        a.corrections,
-        a.start,
-        0.0,
+        &crate::integrators::StepSettings {
+            time_step: dt,
+            ..crate::integrators::StepSettings::from_analysis(a)
+        },
     )
     .map_err(|e| AnalysisError::input(&m, "analysis", e))?;
     Ok(Box::new(WithDelayLines::new(Box::new(pg), lines)))

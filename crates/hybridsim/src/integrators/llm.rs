@@ -2,7 +2,10 @@
 //! Hovmand et al. (2022), §2 eqs 1–9 (ALGORITHMS.md A7, errata E31–E35), with the trapezoidal rule
 //! or — beyond the paper, its stated future work — generalized-α as the basic solver.
 
-use super::{check_finite, AlphaParameters, AlphaState, AlphaStepper, TimeIntegrator};
+use super::{
+    check_finite, AlphaParameters, AlphaState, AlphaStepper, StepClock, StepSettings,
+    TimeIntegrator,
+};
 use crate::assembly::{ElementPartitions, Partition};
 use crate::elements::{DofRef, Quantity};
 use crate::integrators::StepError;
@@ -63,21 +66,24 @@ pub struct Llm {
     corrections: usize,
     params: AlphaParameters,
     dt: f64,
-    t0: f64,
-    n: u64,
+    clock: StepClock,
 }
 
 impl Llm {
     /// Build from the element partitions and the model's imposed motions, factorize `D^(i)`
-    /// and `H`, and start consistently at `t0`.
+    /// and `H`, and start consistently at `t0` (`settings`: ρ∞ of the basic solver, Δt,
+    /// corrections, `t0`).
     pub fn new(
         ep: ElementPartitions,
         motions: &[ImposedMotion],
-        rho_inf: f64,
-        dt: f64,
-        corrections: usize,
-        t0: f64,
+        settings: &StepSettings,
     ) -> Result<Self, String> {
+        let (rho_inf, dt, corrections, t0) = (
+            settings.rho_inf,
+            settings.time_step,
+            settings.corrections,
+            settings.t0,
+        );
         let ElementPartitions {
             mut parts,
             global,
@@ -164,8 +170,7 @@ impl Llm {
             corrections: corrections.max(1),
             params,
             dt,
-            t0,
-            n: 0,
+            clock: StepClock::new(t0, dt),
         })
     }
 
@@ -233,11 +238,12 @@ impl Llm {
             self.interface_solve();
             self.link(true);
         }
-        self.n += 1;
+        self.clock.advance();
         let t = self.time();
-        check_finite(self.lambda.as_slice(), "localized multipliers", t, self.n)?;
+        let n = self.clock.steps();
+        check_finite(self.lambda.as_slice(), "localized multipliers", t, n)?;
         for run in &self.runs {
-            check_finite(run.coupled.y.as_slice(), "state", t, self.n)?;
+            check_finite(run.coupled.y.as_slice(), "state", t, n)?;
         }
         Ok(())
     }
@@ -388,10 +394,10 @@ impl TimeIntegrator for Llm {
         "llm"
     }
     fn time(&self) -> f64 {
-        self.t0 + self.n as f64 * self.dt
+        self.clock.time()
     }
     fn steps_taken(&self) -> u64 {
-        self.n
+        self.clock.steps()
     }
     fn time_step(&self) -> f64 {
         self.dt
@@ -445,7 +451,7 @@ impl TimeIntegrator for Llm {
         }
     }
     fn set_time(&mut self, t: f64) {
-        self.t0 = t - self.n as f64 * self.dt;
+        self.clock.set_time(t);
     }
     /// The localized multipliers `Λ^(i)` (eq 3a: `+Λ` on the element copy, `−Λ` through
     /// `B̄ = Ḡᵀ` on the generalized interface DOF, E31) and the imposed-motion multipliers

@@ -1,7 +1,7 @@
 //! Monolithic LSRT2: the two-stage linearly implicit L-stable Rosenbrock method of
 //! Bursi et al. (2011), §2.
 
-use super::{check_finite, TimeIntegrator};
+use super::{check_finite, StepClock, StepSettings, TimeIntegrator};
 use crate::assembly::Partition;
 use crate::integrators::StepError;
 use nalgebra::{DVector, Dyn, LU};
@@ -18,7 +18,6 @@ use nalgebra::{DVector, Dyn, LU};
 pub struct Lsrt2 {
     parts: [Partition; 1],
     gamma: f64,
-    dt: f64,
     d_lu: LU<f64, Dyn, Dyn>,
     m_lu: LU<f64, Dyn, Dyn>,
     y: DVector<f64>,
@@ -28,17 +27,17 @@ pub struct Lsrt2 {
     stage: DVector<f64>,
     load: DVector<f64>,
     res: DVector<f64>,
-    t0: f64,
-    n: u64,
+    clock: StepClock,
 }
 
 impl Lsrt2 {
-    /// Build with diagonal coefficient `gamma` and step `dt`, starting at `t0`.
+    /// Build with `settings` (its `lsrt2_gamma`, Δt and `t0`), starting at `t0`.
     ///
     /// A physical partition is refused: the two stages evaluate the restoring force at
     /// `t_k` and `t_k + Δt/2` from two different states, which a specimen cannot provide
     /// once per controller tick (the partitioned LSRT2 is the scheme for that).
-    pub fn new(mut part: Partition, gamma: f64, dt: f64, t0: f64) -> Result<Self, String> {
+    pub fn new(mut part: Partition, settings: &StepSettings) -> Result<Self, String> {
+        let (gamma, dt, t0) = (settings.lsrt2_gamma, settings.time_step, settings.t0);
         if part.physical.is_some() {
             return Err(format!(
                 "lsrt2 evaluates the restoring force twice per step (stages at t and t + Δt/2); \
@@ -60,7 +59,6 @@ impl Lsrt2 {
         let mut s = Self {
             parts: [part],
             gamma,
-            dt,
             d_lu,
             m_lu,
             ydot: DVector::zeros(size),
@@ -70,8 +68,7 @@ impl Lsrt2 {
             load: DVector::zeros(size),
             res: DVector::zeros(size),
             y,
-            t0,
-            n: 0,
+            clock: StepClock::new(t0, dt),
         };
         s.update_rate(t0);
         Ok(s)
@@ -93,17 +90,17 @@ impl TimeIntegrator for Lsrt2 {
         "lsrt2"
     }
     fn time(&self) -> f64 {
-        self.t0 + self.n as f64 * self.dt
+        self.clock.time()
     }
     fn steps_taken(&self) -> u64 {
-        self.n
+        self.clock.steps()
     }
     fn time_step(&self) -> f64 {
-        self.dt
+        self.clock.dt()
     }
     fn step(&mut self) -> Result<(), StepError> {
         let t = self.time();
-        let dt = self.dt;
+        let dt = self.clock.dt();
         {
             let part = &mut self.parts[0];
             // Stage 1.
@@ -125,9 +122,9 @@ impl TimeIntegrator for Lsrt2 {
             self.k2 *= dt;
         }
         self.y += &self.k2;
-        self.n += 1;
+        self.clock.advance();
         let t1 = self.time();
-        check_finite(self.y.as_slice(), "state", t1, self.n)?;
+        check_finite(self.y.as_slice(), "state", t1, self.clock.steps())?;
         self.update_rate(t1);
         Ok(())
     }
@@ -157,6 +154,6 @@ impl TimeIntegrator for Lsrt2 {
         self.y.copy_from_slice(x);
     }
     fn set_time(&mut self, t: f64) {
-        self.t0 = t - self.n as f64 * self.dt;
+        self.clock.set_time(t);
     }
 }

@@ -1,6 +1,9 @@
 //! Monolithic generalized-α (MG-α), Abbiati et al. (2019), §2.1.
 
-use super::{check_finite, AlphaParameters, AlphaState, AlphaStepper, TimeIntegrator};
+use super::{
+    check_finite, AlphaParameters, AlphaState, AlphaStepper, StepClock, StepSettings,
+    TimeIntegrator,
+};
 use crate::assembly::Partition;
 use crate::integrators::StepError;
 use nalgebra::DVector;
@@ -13,21 +16,16 @@ pub struct MgAlpha {
     stepper: AlphaStepper,
     state: AlphaState,
     next: AlphaState,
-    t0: f64,
-    n: u64,
+    clock: StepClock,
 }
 
 impl MgAlpha {
-    /// Build and start at `t0` from the partition's initial state.
-    pub fn new(
-        mut part: Partition,
-        rho_inf: f64,
-        dt: f64,
-        corrections: usize,
-        t0: f64,
-    ) -> Result<Self, String> {
-        let params = AlphaParameters::new(rho_inf);
-        let stepper = AlphaStepper::new(&part, params, dt, corrections)?;
+    /// Build with `settings` (ρ∞, Δt, corrections, `t0`) and start at `t0` from the
+    /// partition's initial state.
+    pub fn new(mut part: Partition, settings: &StepSettings) -> Result<Self, String> {
+        let (dt, t0) = (settings.time_step, settings.t0);
+        let params = AlphaParameters::new(settings.rho_inf);
+        let stepper = AlphaStepper::new(&part, params, dt, settings.corrections)?;
         let size = part.state.size();
         let mut state = AlphaState::zeros(size);
         state.y.copy_from(&part.state.y0);
@@ -42,8 +40,7 @@ impl MgAlpha {
             stepper,
             next: state.clone(),
             state,
-            t0,
-            n: 0,
+            clock: StepClock::new(t0, dt),
         })
     }
 
@@ -63,23 +60,28 @@ impl TimeIntegrator for MgAlpha {
         "mg-alpha"
     }
     fn time(&self) -> f64 {
-        self.t0 + self.n as f64 * self.stepper.dt
+        self.clock.time()
     }
     fn steps_taken(&self) -> u64 {
-        self.n
+        self.clock.steps()
     }
     fn time_step(&self) -> f64 {
-        self.stepper.dt
+        self.clock.dt()
     }
     fn step(&mut self) -> Result<(), StepError> {
-        let t_next = self.time() + self.stepper.dt;
+        let t_next = self.time() + self.clock.dt();
         let [part] = &mut self.parts;
         self.stepper
             .step(part, &self.state, t_next, None, &mut self.next)
             .map_err(|e| StepError::from_port(&part.state.name, e))?;
-        check_finite(self.next.y.as_slice(), "state", t_next, self.n + 1)?;
+        check_finite(
+            self.next.y.as_slice(),
+            "state",
+            t_next,
+            self.clock.steps() + 1,
+        )?;
         std::mem::swap(&mut self.state, &mut self.next);
-        self.n += 1;
+        self.clock.advance();
         Ok(())
     }
     fn partitions(&self) -> &[Partition] {
@@ -108,6 +110,6 @@ impl TimeIntegrator for MgAlpha {
         self.state.import(x)
     }
     fn set_time(&mut self, t: f64) {
-        self.t0 = t - self.n as f64 * self.stepper.dt;
+        self.clock.set_time(t);
     }
 }

@@ -27,8 +27,127 @@ pub use step_error::StepError;
 
 use crate::assembly::{build_partitions, Grouping, Interface, Partition};
 use crate::error::ModelError;
-use crate::model::{IntegratorKind, Model};
+use crate::model::{AnalysisSettings, IntegratorKind, Model, StartMode};
 use crate::physical::LabControl;
+
+/// How a scheme steps: the settings of the `[analysis]` table that the integrators use.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepSettings {
+    /// Spectral radius at infinity ρ∞ (generalized-α schemes).
+    pub rho_inf: f64,
+    /// Coarse time step Δt (Δt^N for PG-α).
+    pub time_step: f64,
+    /// Physical substeps per coarse step, ss (PG-α).
+    pub subcycles: usize,
+    /// Corrections per step on numerical partitions (ALGORITHMS.md E38).
+    pub corrections: usize,
+    /// How Λ0 is obtained (PG-α).
+    pub start: StartMode,
+    /// Diagonal coefficient γ of LSRT2.
+    pub lsrt2_gamma: f64,
+    /// Start time.
+    pub t0: f64,
+}
+
+impl StepSettings {
+    /// Step `time_step` with ρ∞ = 1, no subcycling, one correction, the consistent start,
+    /// γ = 1 − √2/2 and `t0 = 0`.
+    pub fn new(time_step: f64) -> Self {
+        Self {
+            rho_inf: 1.0,
+            time_step,
+            subcycles: 1,
+            corrections: 1,
+            start: StartMode::Consistent,
+            lsrt2_gamma: crate::model::LSRT2_GAMMA_LOW,
+            t0: 0.0,
+        }
+    }
+
+    /// The settings of a model's `[analysis]`, starting at `t0 = 0`.
+    pub fn from_analysis(a: &AnalysisSettings) -> Self {
+        Self {
+            rho_inf: a.rho_inf,
+            time_step: a.time_step,
+            subcycles: a.subcycles,
+            corrections: a.corrections,
+            start: a.start,
+            lsrt2_gamma: a.lsrt2_gamma,
+            t0: 0.0,
+        }
+    }
+
+    /// With ρ∞.
+    pub fn rho_inf(mut self, rho_inf: f64) -> Self {
+        self.rho_inf = rho_inf;
+        self
+    }
+
+    /// With ss physical substeps per coarse step.
+    pub fn subcycles(mut self, subcycles: usize) -> Self {
+        self.subcycles = subcycles;
+        self
+    }
+
+    /// With `corrections` per step.
+    pub fn corrections(mut self, corrections: usize) -> Self {
+        self.corrections = corrections;
+        self
+    }
+
+    /// With the start mode of Λ0.
+    pub fn start(mut self, start: StartMode) -> Self {
+        self.start = start;
+        self
+    }
+
+    /// With LSRT2's γ.
+    pub fn lsrt2_gamma(mut self, gamma: f64) -> Self {
+        self.lsrt2_gamma = gamma;
+        self
+    }
+}
+
+/// The step clock every integrator keeps: `t_n = t0 + n Δt` (one formula, so that every
+/// scheme and runner agree on the bits of the time).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepClock {
+    t0: f64,
+    dt: f64,
+    n: u64,
+}
+
+impl StepClock {
+    /// At step 0, time `t0`, step `dt`.
+    pub fn new(t0: f64, dt: f64) -> Self {
+        Self { t0, dt, n: 0 }
+    }
+
+    /// `t_n`.
+    pub fn time(&self) -> f64 {
+        self.t0 + self.n as f64 * self.dt
+    }
+
+    /// Steps taken, `n`.
+    pub fn steps(&self) -> u64 {
+        self.n
+    }
+
+    /// Δt.
+    pub fn dt(&self) -> f64 {
+        self.dt
+    }
+
+    /// `n → n + 1`.
+    pub fn advance(&mut self) {
+        self.n += 1;
+    }
+
+    /// Shift the origin so that `t_n = t` (used with imported states).
+    pub fn set_time(&mut self, t: f64) {
+        self.t0 = t - self.n as f64 * self.dt;
+    }
+}
 
 /// [`TimeIntegrator::for_each_lab`] over a set of partitions.
 pub(crate) fn labs_of(parts: &mut [Partition], f: &mut dyn FnMut(usize, &mut dyn LabControl)) {
@@ -179,45 +298,25 @@ pub fn build(model: &Model) -> Result<Box<dyn TimeIntegrator>, ModelError> {
             ),
         ));
     }
+    let settings = StepSettings::from_analysis(a);
     Ok(match a.integrator {
         IntegratorKind::MgAlpha => {
             let parts = build_partitions(model, Grouping::Monolithic)?;
             let part = parts.into_iter().next().expect("one partition");
-            Box::new(MgAlpha::new(part, a.rho_inf, a.time_step, a.corrections, 0.0).map_err(err)?)
+            Box::new(MgAlpha::new(part, &settings).map_err(err)?)
         }
         IntegratorKind::Lsrt2 => {
             let parts = build_partitions(model, Grouping::Monolithic)?;
             let part = parts.into_iter().next().expect("one partition");
-            Box::new(Lsrt2::new(part, a.lsrt2_gamma, a.time_step, 0.0).map_err(err)?)
+            Box::new(Lsrt2::new(part, &settings).map_err(err)?)
         }
         IntegratorKind::Llm => {
             let ep = crate::assembly::build_element_partitions(model)?;
-            Box::new(
-                Llm::new(
-                    ep,
-                    &model.imposed_motions,
-                    a.rho_inf,
-                    a.time_step,
-                    a.corrections,
-                    0.0,
-                )
-                .map_err(err)?,
-            )
+            Box::new(Llm::new(ep, &model.imposed_motions, &settings).map_err(err)?)
         }
         IntegratorKind::PgAlpha => {
             let parts = build_partitions(model, Grouping::Partitioned)?;
-            Box::new(
-                PgAlpha::new(
-                    parts,
-                    a.rho_inf,
-                    a.time_step,
-                    a.subcycles,
-                    a.corrections,
-                    a.start,
-                    0.0,
-                )
-                .map_err(err)?,
-            )
+            Box::new(PgAlpha::new(parts, &settings).map_err(err)?)
         }
     })
 }

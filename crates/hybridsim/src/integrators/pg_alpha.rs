@@ -1,7 +1,10 @@
 //! Partitioned generalized-α (PG-α) with subcycling, Abbiati et al. (2019), §2.2
 //! (Steps 1–15, eqs 23–38).
 
-use super::{check_finite, AlphaParameters, AlphaState, AlphaStepper, TimeIntegrator};
+use super::{
+    check_finite, AlphaParameters, AlphaState, AlphaStepper, StepClock, StepSettings,
+    TimeIntegrator,
+};
 use crate::assembly::{ConstraintLevel, Interface, Partition};
 use crate::integrators::StepError;
 use crate::model::StartMode;
@@ -68,24 +71,25 @@ pub struct PgAlpha {
     params: AlphaParameters,
     dt: f64,
     subcycles: usize,
-    t0: f64,
-    n: u64,
+    clock: StepClock,
     /// Partitions currently detached to worker threads.
     detached: usize,
 }
 
 impl PgAlpha {
     /// Build from partitions (exactly one numerical), precompute `D^X`, `ℚ^X`, `H`, and start
-    /// at `t0`.
-    pub fn new(
-        mut parts: Vec<Partition>,
-        rho_inf: f64,
-        dt: f64,
-        subcycles: usize,
-        corrections: usize,
-        start: StartMode,
-        t0: f64,
-    ) -> Result<Self, String> {
+    /// at `t0` (`settings`: ρ∞, Δt^N, ss, corrections of the numerical partition, start mode
+    /// of Λ0, `t0`).
+    pub fn new(mut parts: Vec<Partition>, settings: &StepSettings) -> Result<Self, String> {
+        let StepSettings {
+            rho_inf,
+            time_step: dt,
+            subcycles,
+            corrections,
+            start,
+            t0,
+            ..
+        } = *settings;
         let numerical = parts
             .iter()
             .position(|p| !p.state.physical)
@@ -174,8 +178,7 @@ impl PgAlpha {
             params,
             dt,
             subcycles: ss,
-            t0,
-            n: 0,
+            clock: StepClock::new(t0, dt),
             detached: 0,
         })
     }
@@ -313,11 +316,12 @@ impl PgAlpha {
             run.coupled.v.gemv(1.0, &run.q_v, &self.lambda_next, 1.0);
         }
         self.lambda.copy_from(&self.lambda_next);
-        self.n += 1;
+        self.clock.advance();
         let t = self.time();
-        check_finite(self.lambda.as_slice(), "interface multipliers", t, self.n)?;
+        let n = self.clock.steps();
+        check_finite(self.lambda.as_slice(), "interface multipliers", t, n)?;
         for run in &self.runs {
-            check_finite(run.coupled.y.as_slice(), "state", t, self.n)?;
+            check_finite(run.coupled.y.as_slice(), "state", t, n)?;
         }
         Ok(())
     }
@@ -494,10 +498,10 @@ impl TimeIntegrator for PgAlpha {
         "pg-alpha"
     }
     fn time(&self) -> f64 {
-        self.t0 + self.n as f64 * self.dt
+        self.clock.time()
     }
     fn steps_taken(&self) -> u64 {
-        self.n
+        self.clock.steps()
     }
     fn time_step(&self) -> f64 {
         self.dt
@@ -573,6 +577,6 @@ impl TimeIntegrator for PgAlpha {
         self.lambda.copy_from_slice(&x[o..o + nl]);
     }
     fn set_time(&mut self, t: f64) {
-        self.t0 = t - self.n as f64 * self.dt;
+        self.clock.set_time(t);
     }
 }
