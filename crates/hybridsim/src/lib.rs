@@ -25,6 +25,7 @@ pub mod elements;
 pub mod error;
 pub mod excitation;
 pub mod integrators;
+pub mod linalg;
 pub mod modal;
 pub mod model;
 pub mod output;

@@ -1,8 +1,8 @@
 //! Interface between partitions: multipliers, signed Boolean `L`/`G`, Steklov–Poincaré `H`.
 
-use super::Partition;
+use super::{Partition, SteklovPoincare};
 use crate::elements::DofRef;
-use nalgebra::{DMatrix, DVector, Dyn, LU};
+use nalgebra::{DMatrix, DVector};
 
 /// One interface multiplier: a DOF shared by two partitions.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +46,7 @@ pub struct Interface {
     pub level: ConstraintLevel,
     /// Steklov–Poincaré operator `H` (n_Λ × n_Λ).
     pub h: DMatrix<f64>,
-    h_lu: Option<LU<f64, Dyn, Dyn>>,
+    operator: Option<SteklovPoincare>,
     gap: DVector<f64>,
 }
 
@@ -104,7 +104,7 @@ impl Interface {
             couplings,
             level,
             h: DMatrix::zeros(nl, nl),
-            h_lu: None,
+            operator: None,
             gap: DVector::zeros(nl),
         }
     }
@@ -147,11 +147,9 @@ impl Interface {
     /// Set (or re-set, e.g. after the estimated stiffness changed) `H` and factorize it once.
     /// Returns false when `H` is singular.
     pub fn set_operator(&mut self, h: DMatrix<f64>) -> bool {
-        self.h = h;
-        let lu = self.h.clone().lu();
-        let ok = lu.is_invertible();
-        self.h_lu = ok.then_some(lu);
-        ok
+        self.h = h.clone();
+        self.operator = SteklovPoincare::new(h);
+        self.operator.is_some()
     }
 
     /// Start accumulating `Σ G^X Ẏ^X`.
@@ -174,8 +172,8 @@ impl Interface {
     /// `Λ = −H⁻¹ Σ G^X Ẏ^X` (Abbiati et al. 2019, eq 37). Allocation-free.
     pub fn solve(&self, lambda: &mut DVector<f64>) {
         lambda.copy_from(&self.gap);
-        if let Some(lu) = &self.h_lu {
-            lu.solve_mut(lambda);
+        if let Some(op) = &self.operator {
+            op.solve_mut(lambda);
         }
         lambda.neg_mut();
     }

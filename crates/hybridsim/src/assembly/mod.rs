@@ -11,10 +11,12 @@
 mod element_partitions;
 mod interface;
 mod state_space;
+mod steklov_poincare;
 
 pub use element_partitions::{build_element_partitions, ElementPartitions};
 pub use interface::{ConstraintLevel, Coupling, Interface, InterfaceDof};
 pub use state_space::{ElementSlot, ElementWorkspace, Partition, StateSpace};
+pub use steklov_poincare::SteklovPoincare;
 
 use crate::elements::{DofRef, ElementRef, LinearSuperelement};
 use crate::error::{Diagnostics, ModelError};

@@ -6,11 +6,11 @@ use super::{
     check_finite, AlphaParameters, AlphaState, AlphaStepper, StepClock, StepSettings,
     TimeIntegrator,
 };
-use crate::assembly::{ElementPartitions, Partition};
+use crate::assembly::{ElementPartitions, Partition, SteklovPoincare};
 use crate::elements::{DofRef, Quantity};
 use crate::integrators::StepError;
 use crate::model::imposed_motion::ImposedMotion;
-use nalgebra::{DMatrix, DVector, Dyn, LU};
+use nalgebra::{DMatrix, DVector};
 
 /// Per-element machinery: stepper with `D^(i)` factorized once, coupled and free states, and
 /// the link operator `D^(i)⁻¹ B^(i)` (eq 7).
@@ -57,7 +57,7 @@ pub struct Llm {
     imposed: Vec<(usize, ImposedMotion)>,
     /// The Steklov–Poincaré operator `H` of eq 9.
     pub h: DMatrix<f64>,
-    h_lu: LU<f64, Dyn, Dyn>,
+    operator: SteklovPoincare,
     z: DVector<f64>,
     lambda: DVector<f64>,
     /// Initial multipliers `[Λ^(1); …; Λ^(n); Λ^c]` of the consistent start.
@@ -143,14 +143,10 @@ impl Llm {
             h[(n_lambda + c, xg + g)] = -1.0; // Ḡ^c
             h[(xg + g, n_lambda + c)] = -1.0; // B̄^c = Ḡ^cᵀ
         }
-        let h_lu = h.clone().lu();
-        if !h_lu.is_invertible() {
-            return Err(
-                "the Steklov-Poincaré operator H of the element partitions is singular \
-                        (check the connectivity: every interface DOF needs mass)"
-                    .into(),
-            );
-        }
+        let operator = SteklovPoincare::new(h.clone()).ok_or(
+            "the Steklov-Poincaré operator H of the element partitions is singular \
+             (check the connectivity: every interface DOF needs mass)",
+        )?;
         let imposed: Vec<(usize, ImposedMotion)> = imposed
             .into_iter()
             .map(|(g, k)| (g, motions[k].clone()))
@@ -162,7 +158,7 @@ impl Llm {
             global,
             imposed,
             h,
-            h_lu,
+            operator,
             z: DVector::zeros(big),
             lambda: lambda0.clone(),
             lambda0,
@@ -226,7 +222,7 @@ impl Llm {
         for (c, (_, m)) in self.imposed.iter().enumerate() {
             self.z[self.n_lambda + c] = -m.velocity(t_next); // h = −ẇ (E33)
         }
-        self.h_lu.solve_mut(&mut self.z);
+        self.operator.solve_mut(&mut self.z);
     }
 
     /// Phase 3: link update and coupled solution (eqs 5, 7), then `corrections − 1` coupled
