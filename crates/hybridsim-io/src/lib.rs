@@ -7,6 +7,8 @@
 //! thread fed through a bounded queue; the file is flushed regularly, so a run that fails
 //! part-way keeps every completed step on disk and `run.json` says where and why it stopped.
 
+#![warn(missing_docs)]
+
 pub mod csv;
 pub mod lab;
 mod results;

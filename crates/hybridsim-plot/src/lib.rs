@@ -18,6 +18,8 @@
 //! [`results`] reads a results folder (`results.csv` with `name[unit]` headers, `run.json`) and
 //! builds the standard figures of `hybridsim plot`.
 
+#![warn(missing_docs)]
+
 pub mod results;
 
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};

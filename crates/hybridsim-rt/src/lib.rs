@@ -28,6 +28,8 @@
 //! code as fast as possible. The threaded run is bit-identical to [`hybridsim::Simulation`]
 //! stepping the same model (same arithmetic on the same data, in the same order).
 
+#![warn(missing_docs)]
+
 pub mod clock;
 pub mod stats;
 

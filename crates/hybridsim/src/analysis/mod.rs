@@ -6,7 +6,7 @@
 //!   (Abbiati et al. 2019, eq 22, with eq 18 read as in ALGORITHMS.md E7) over a sweep of Ω = ωΔt;
 //!   constraint-drift modes of partitioned schemes are identified and reported separately; an
 //!   estimated/true physical stiffness ratio and a loop delay of k ticks can be imposed;
-//! - [`convergence`]: global error against an exact or fine-step reference for a sequence of
+//! - [`mod@convergence`]: global error against an exact or fine-step reference for a sequence of
 //!   time steps, with fitted slopes (Abbiati et al. 2019, Figs 1 and 6);
 //! - [`energy`]: total mechanical energy history and its drift (Abbiati et al. 2019, Fig 9).
 //!

@@ -42,7 +42,7 @@ pub struct TransferError(pub String);
 /// The right to command a physical substructure once, at one controller tick.
 ///
 /// Not `Clone` nor `Copy`, and only the core's integrators can make one
-/// ([`PhysicalPort::tick`] is crate-private): whoever holds a port outside the core (a runner,
+/// (the port's `tick` is crate-private): whoever holds a port outside the core (a runner,
 /// a front end) cannot command the specimen, and every command an integrator sends is
 /// counted against the ticks it minted.
 #[derive(Debug)]
