@@ -414,6 +414,31 @@ fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> StartError + '_ 
 
 /// Run `model` (PG-α with a `[lab]`) on the threaded runner.
 pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
+    if model.analysis.integrator != IntegratorKind::PgAlpha {
+        return Err(StartError::Model(format!(
+            "{}: analysis.integrator: the real-time runner needs `pg-alpha`, found `{}`",
+            model.source,
+            model.analysis.integrator.name()
+        )));
+    }
+    let parts = build_partitions(model, Grouping::Partitioned)
+        .map_err(|e| StartError::Model(e.to_string()))?;
+    let pg = PgAlpha::new(
+        parts,
+        &hybridsim::integrators::StepSettings::from_analysis(&model.analysis),
+    )
+    .map_err(|e| StartError::Model(format!("{}: analysis: {e}", model.source)))?;
+    run_integrator(model, pg, opts)
+}
+
+/// Run an already built PG-α integrator of `model` on the threaded runner (the partitions may
+/// carry physical substructures of the caller's, e.g. a real controller behind a port, or a
+/// fault injected by a test).
+pub fn run_integrator(
+    model: &Model,
+    mut pg: PgAlpha,
+    opts: &RunOptions,
+) -> Result<RunOutcome, StartError> {
     let lab = model.lab.as_ref().ok_or_else(|| {
         StartError::Model(format!("{}: the model has no [lab] table", model.source))
     })?;
@@ -428,13 +453,6 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     let pacing = opts.pacing.unwrap_or(lab.runner.pacing);
     let realtime = pacing == Pacing::Realtime;
     let a = &model.analysis;
-    let parts = build_partitions(model, Grouping::Partitioned)
-        .map_err(|e| StartError::Model(e.to_string()))?;
-    let mut pg = PgAlpha::new(
-        parts,
-        &hybridsim::integrators::StepSettings::from_analysis(a),
-    )
-    .map_err(|e| StartError::Model(format!("{}: analysis: {e}", model.source)))?;
     let physical: Vec<usize> = pg.physical().collect();
     if physical.len() > MAX_PHYSICAL {
         return Err(StartError::Model(format!(

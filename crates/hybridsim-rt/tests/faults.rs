@@ -1,0 +1,198 @@
+//! A fault injected in a phase of a step ends the run the same way on one thread
+//! (`hybridsim::runner::run` with the sequential executor, as `hybridsim run`) and on the
+//! threaded runner: the same safety event, the same completed steps, the same rows.
+
+use hybridsim::assembly::{build_partitions, Grouping};
+use hybridsim::integrators::{PgAlpha, StepSettings};
+use hybridsim::model::lab::Pacing;
+use hybridsim::model::NoFiles;
+use hybridsim::output::Recorder;
+use hybridsim::physical::{EventKind, LabControl, PhysicalSubstructure, PortError, Tick};
+use hybridsim::runner::{self, EndState, RunSettings, RunSink, Sequential};
+use hybridsim::Model;
+use hybridsim_rt::{run_integrator, RunOptions, RunStatus};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+fn quickstart(extra: &str) -> Model {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join("examples/quickstart.toml")).unwrap() + extra;
+    Model::from_toml(&text, "quickstart.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// What goes wrong at tick `at` of the specimen.
+#[derive(Clone, Copy, Debug)]
+enum Injection {
+    /// The port reports a fault (a lost controller, a dead amplifier).
+    PortFault,
+    /// A NaN force reaches the integrator past the lab's own checks (the state turns
+    /// non-finite and the link update stops the test as a divergence).
+    NanForce,
+}
+
+struct Faulty {
+    inner: Box<dyn PhysicalSubstructure>,
+    ticks: u64,
+    at: u64,
+    what: Injection,
+}
+
+impl PhysicalSubstructure for Faulty {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn measure_at_rest(
+        &mut self,
+        t: f64,
+        u: &[f64],
+        v: &[f64],
+        f: &mut [f64],
+    ) -> Result<(), PortError> {
+        self.inner.measure_at_rest(t, u, v, f)
+    }
+    fn command(
+        &mut self,
+        tick: &Tick,
+        u: &[f64],
+        v: &[f64],
+        f: &mut [f64],
+    ) -> Result<(), PortError> {
+        self.ticks += 1;
+        let r = self.inner.command(tick, u, v, f);
+        if self.ticks == self.at {
+            match self.what {
+                Injection::PortFault => return Err(PortError::Fault("injected port fault".into())),
+                Injection::NanForce => f.iter_mut().for_each(|x| *x = f64::NAN),
+            }
+        }
+        r
+    }
+    fn lab(&self) -> Option<&dyn LabControl> {
+        self.inner.lab()
+    }
+    fn lab_mut(&mut self) -> Option<&mut dyn LabControl> {
+        self.inner.lab_mut()
+    }
+}
+
+fn integrator(model: &Model, injection: Option<Injection>) -> PgAlpha {
+    let mut parts = build_partitions(model, Grouping::Partitioned).unwrap();
+    if let Some(what) = injection {
+        for p in parts.iter_mut() {
+            if let Some(port) = p.physical.as_mut() {
+                port.map_substructure(|inner| {
+                    Box::new(Faulty {
+                        inner,
+                        ticks: 0,
+                        at: 5 * 40 + 2,
+                        what,
+                    })
+                });
+            }
+        }
+    }
+    PgAlpha::new(parts, &StepSettings::from_analysis(&model.analysis)).unwrap()
+}
+
+#[derive(Default)]
+struct Rows(Vec<Vec<f64>>);
+
+impl RunSink for Rows {
+    fn row(&mut self, row: &[f64]) -> bool {
+        self.0.push(row.to_vec());
+        true
+    }
+    fn lab_record(&mut self, _: usize, _: &[f64]) -> bool {
+        true
+    }
+}
+
+fn sequential(model: &Model, mut pg: PgAlpha, n_steps: u64) -> (EndState, u64, Vec<Vec<f64>>) {
+    let mut recorder = Recorder::new(model, &pg);
+    let mut row = vec![0.0; recorder.columns().len()];
+    let mut rows = Rows::default();
+    let lab = model.lab.as_ref().unwrap();
+    let settings = RunSettings {
+        n_steps,
+        every: model.output.every,
+        divergence: Some(lab.safety.divergence),
+        max_overruns: None,
+    };
+    let end = runner::run(
+        &mut Sequential(&mut pg),
+        &mut recorder,
+        &mut rows,
+        &settings,
+        &AtomicBool::new(false),
+        &mut row,
+    );
+    (end.state, end.steps, rows.0)
+}
+
+#[test]
+fn a_fault_in_each_phase_ends_both_runners_the_same_way() {
+    // The numerical free phase: a load on the top floor that overflows to infinity at
+    // t = 0.2 s (the numerical state turns non-finite, caught at the link update).
+    let overflow = "\n[[load]]\nnode = 3\ndof = \"x\"\npoints = [[0.0, 0.0], [0.2, 0.0], [0.2001, 1.0e308], [20.0, 1.0e308]]\n";
+    let cases: [(&str, &str, Option<Injection>, EventKind); 3] = [
+        (
+            "physical substep: port fault",
+            "",
+            Some(Injection::PortFault),
+            EventKind::TransferFault,
+        ),
+        (
+            "physical substep: NaN force",
+            "",
+            Some(Injection::NanForce),
+            EventKind::Divergence,
+        ),
+        (
+            "numerical free phase: overflow",
+            overflow,
+            None,
+            EventKind::Divergence,
+        ),
+    ];
+    for (name, extra, injection, kind) in cases {
+        let model = quickstart(extra);
+        let n_steps = 200;
+        let (state, steps, rows) = sequential(&model, integrator(&model, injection), n_steps);
+        let out = run_integrator(
+            &model,
+            integrator(&model, injection),
+            &RunOptions {
+                pacing: Some(Pacing::Fast),
+                keep_rows: true,
+                max_steps: Some(n_steps),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        println!(
+            "{name}: sequential {} after {steps} steps ({:?}); threaded {:?} after {} steps",
+            state.status(),
+            state.event().map(|e| e.kind),
+            out.status,
+            out.steps
+        );
+        let event = state.event().unwrap_or_else(|| panic!("{name}: {state:?}"));
+        assert_eq!(event.kind, kind, "{name}");
+        let RunStatus::Stopped(ev) = &out.status else {
+            panic!("{name}: threaded runner not stopped: {:?}", out.status);
+        };
+        assert_eq!(ev.kind, event.kind, "{name}");
+        assert_eq!(out.steps, steps, "{name}");
+        assert!(steps < n_steps, "{name}");
+        assert_eq!(out.rows.len(), rows.len(), "{name}");
+        for (a, b) in out.rows.iter().zip(&rows) {
+            assert_eq!(
+                a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                b.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                "{name}"
+            );
+        }
+        assert!(!out.safety[0].armed, "{name}");
+        assert_eq!(out.run_json["status"], "stopped", "{name}");
+    }
+}
