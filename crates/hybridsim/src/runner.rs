@@ -75,7 +75,10 @@ impl std::fmt::Display for Fault {
                 "recording failed or could not keep up: the test was stopped rather than run \
                  unrecorded"
             ),
-            Fault::Abort => write!(f, "aborted by the operator"),
+            Fault::Abort => write!(
+                f,
+                "stopped on request (the operator, SIGINT, SIGTERM or SIGHUP)"
+            ),
             Fault::Overruns { count, limit } => write!(
                 f,
                 "{count} consecutive deadline overruns (limit {limit} in [safety] max_overruns)"

@@ -32,12 +32,6 @@ pub struct Args {
     pub duration: Option<f64>,
 }
 
-static ABORT: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    ABORT.store(true, Ordering::SeqCst);
-}
-
 /// Run on the threaded runner.
 pub fn execute(args: Args) -> Result<ExitCode> {
     let loaded = super::load(&args.model)?;
@@ -69,18 +63,13 @@ pub fn run_lab(
     duration: Option<f64>,
 ) -> Result<ExitCode> {
     let model = &loaded.model;
-    // Ctrl-C takes the safety path: the loop sees the flag, trips every actuator, stops cleanly.
-    // SAFETY: installing an async-signal-safe handler that only stores an atomic.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        );
-    }
+    // SIGINT, SIGTERM and SIGHUP take the safety path: the loop sees the flag, trips every
+    // actuator, stops cleanly (super::signals).
+    let stop = super::signals::stop_flag();
     let abort = Arc::new(AtomicBool::new(false));
     let watch = abort.clone();
     std::thread::spawn(move || loop {
-        if ABORT.load(Ordering::SeqCst) {
+        if stop.load(Ordering::SeqCst) {
             watch.store(true, Ordering::SeqCst);
             break;
         }

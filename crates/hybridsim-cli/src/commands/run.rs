@@ -37,7 +37,8 @@ pub fn execute(args: Args) -> Result<ExitCode> {
     let n_steps = loaded.model.analysis.n_steps();
     let progress = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
-    let abort = AtomicBool::new(false);
+    // SIGINT, SIGTERM and SIGHUP take the safety path (super::signals).
+    let abort = super::signals::stop_flag();
     let bar = (!quiet).then(|| {
         let bar = ProgressBar::new(n_steps);
         bar.set_style(
@@ -53,7 +54,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         });
         bar
     });
-    let report = run_to_folder(&loaded, &folder, &progress, &abort);
+    let report = run_to_folder(&loaded, &folder, &progress, abort);
     done.store(true, Ordering::Relaxed);
     if let Some(b) = &bar {
         b.set_position(progress.load(Ordering::Relaxed));
@@ -119,7 +120,10 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         }
         RunStatus::Failed(hybridsim::runner::Fault::Abort) => {
             eprintln!(
-                "aborted after {} steps; results in {}",
+                "aborted{} after {} steps; results in {}",
+                super::signals::received()
+                    .map(|s| format!(" by {s}"))
+                    .unwrap_or_default(),
                 report.steps,
                 report.folder.display()
             );
