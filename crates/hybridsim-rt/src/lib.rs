@@ -218,13 +218,26 @@ struct Snapshot {
     force: [f64; MAX_SNAPSHOT],
 }
 
-fn wait_pop<T>(c: &mut rtrb::Consumer<T>) -> T {
+/// Pop the next message; `None` once the other side is gone (its thread ended or panicked)
+/// and nothing is left, so that no thread ever waits for a dead one.
+fn wait_pop<T>(c: &mut rtrb::Consumer<T>) -> Option<T> {
     let mut b = Backoff::default();
     loop {
         if let Ok(x) = c.pop() {
-            return x;
+            return Some(x);
+        }
+        if c.is_abandoned() {
+            return c.pop().ok();
         }
         b.snooze();
+    }
+}
+
+/// The step error of a worker thread that died (panicked) during a step.
+fn dead_worker(task: &'static str) -> StepError {
+    StepError::Physical {
+        substructure: task.into(),
+        reason: "its worker thread panicked; the test was stopped".into(),
     }
 }
 
@@ -276,16 +289,27 @@ impl StepExecutor for Threaded<'_> {
         }
         let _ = self.ns_jobs.push(ns_job);
         let _ = self.ps_jobs.push(ps_job);
+        // Both reports, even when one worker died: the other one's partitions (the lab among
+        // them, when the numerical worker died) come back and can still be tripped.
         let mut ns_done = wait_pop(&mut self.ns_done);
         let mut ps_done = wait_pop(&mut self.ps_done);
         // Take the partitions back before anything else looks at the integrator.
-        for task in ns_done.tasks.iter_mut().chain(ps_done.tasks.iter_mut()) {
-            if let Some(mut task) = task.take() {
-                self.pg.attach(&mut task);
-                let k = task.index();
-                self.boxes[k] = Some(task);
+        for done in [ns_done.as_mut(), ps_done.as_mut()].into_iter().flatten() {
+            for task in done.tasks.iter_mut() {
+                if let Some(mut task) = task.take() {
+                    self.pg.attach(&mut task);
+                    let k = task.index();
+                    self.boxes[k] = Some(task);
+                }
             }
         }
+        let (Some(ns_done), Some(ps_done)) = (ns_done, ps_done) else {
+            return Err(dead_worker(if self.ps_done.is_abandoned() {
+                "physical task"
+            } else {
+                "numerical task"
+            }));
+        };
         self.miss_run = ps_done.miss_run.max(ns_done.miss_run);
         if let Some(error) = ps_done.error.or(ns_done.error) {
             return Err(error);
@@ -573,7 +597,9 @@ pub fn run_integrator(
                 m(true);
             }
             loop {
-                let mut job = wait_pop(&mut ns_jobs_rx);
+                let Some(mut job) = wait_pop(&mut ns_jobs_rx) else {
+                    break;
+                };
                 if job.stop {
                     break;
                 }
@@ -609,7 +635,9 @@ pub fn run_integrator(
                 m(true);
             }
             loop {
-                let mut job = wait_pop(&mut ps_jobs_rx);
+                let Some(mut job) = wait_pop(&mut ps_jobs_rx) else {
+                    break;
+                };
                 if job.stop {
                     break;
                 }
@@ -658,8 +686,9 @@ pub fn run_integrator(
                 m(true);
             }
             loop {
-                let snap = wait_pop(&mut est_rx);
-                let Some(s) = snap else { break };
+                let Some(Some(s)) = wait_pop(&mut est_rx) else {
+                    break;
+                };
                 let t0 = now_ns();
                 if s.n > 0 {
                     estimator.observe(&Observation {
@@ -837,15 +866,44 @@ pub fn run_integrator(
     let _ = ns_jobs_tx.push(Job::stop());
     let _ = ps_jobs_tx.push(Job::stop());
     let mut b = Backoff::default();
-    while est_tx.push(None).is_err() {
+    while est_tx.push(None).is_err() && !est_tx.is_abandoned() {
         b.snooze();
     }
-    let (ns_stats, ns_setup) = ns.join().expect("numerical thread");
-    let (ps_stats, ps_setup) = ps.join().expect("physical thread");
-    let (est_stats, mut estimation) = est.join().expect("estimation thread");
+    // A thread that panicked is reported, never unwrapped: the run still ends with its files
+    // and run.json.
+    let mut panicked: Vec<&'static str> = Vec::new();
+    let died = |task: &'static str| ThreadSetup {
+        task: task.into(),
+        cpu: None,
+        pinned: false,
+        fifo: false,
+        note: "the thread panicked".into(),
+    };
+    let (ns_stats, ns_setup) = ns.join().unwrap_or_else(|_| {
+        panicked.push("numerical");
+        (TaskStats::new("numerical"), died("numerical"))
+    });
+    let (ps_stats, ps_setup) = ps.join().unwrap_or_else(|_| {
+        panicked.push("physical");
+        (TaskStats::new("physical"), died("physical"))
+    });
+    let (est_stats, mut estimation) = est.join().unwrap_or_else(|_| {
+        panicked.push("estimation");
+        (
+            TaskStats::new("estimation"),
+            json!({"error": "the estimation thread panicked"}),
+        )
+    });
     estimation["snapshots_dropped"] = json!(est_dropped);
     drop(sink);
-    let written = writer.join().expect("writer thread");
+    let written = writer
+        .join()
+        .unwrap_or_else(|_| Err("the writer thread panicked".to_string()));
+    if !panicked.is_empty() {
+        if let RunStatus::Completed = status {
+            status = RunStatus::Failed(format!("the {} thread panicked", panicked.join(", ")));
+        }
+    }
     if memory_locked {
         clock::unlock_memory();
     }

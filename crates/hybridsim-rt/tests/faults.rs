@@ -196,3 +196,93 @@ fn a_fault_in_each_phase_ends_both_runners_the_same_way() {
         assert_eq!(out.run_json["status"], "stopped", "{name}");
     }
 }
+
+/// A specimen whose port panics at tick `at` (on the physical worker thread).
+struct Panicking {
+    inner: Box<dyn PhysicalSubstructure>,
+    ticks: u64,
+    at: u64,
+}
+
+impl PhysicalSubstructure for Panicking {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn measure_at_rest(
+        &mut self,
+        t: f64,
+        u: &[f64],
+        v: &[f64],
+        f: &mut [f64],
+    ) -> Result<(), PortError> {
+        self.inner.measure_at_rest(t, u, v, f)
+    }
+    fn command(
+        &mut self,
+        tick: &Tick,
+        u: &[f64],
+        v: &[f64],
+        f: &mut [f64],
+    ) -> Result<(), PortError> {
+        self.ticks += 1;
+        if self.ticks == self.at {
+            panic!("injected panic on the physical worker thread");
+        }
+        self.inner.command(tick, u, v, f)
+    }
+}
+
+/// A panic in the physical worker ends the threaded run (it used to hang): the run returns,
+/// says the task's thread panicked, and keeps every completed step.
+#[test]
+fn a_panic_in_the_physical_worker_ends_the_run_instead_of_hanging() {
+    let model = quickstart("");
+    let mut parts = build_partitions(&model, Grouping::Partitioned).unwrap();
+    for p in parts.iter_mut() {
+        if let Some(port) = p.physical.as_mut() {
+            port.map_substructure(|inner| {
+                Box::new(Panicking {
+                    inner,
+                    ticks: 0,
+                    at: 5 * 30 + 3,
+                })
+            });
+        }
+    }
+    let pg = PgAlpha::new(parts, &StepSettings::from_analysis(&model.analysis)).unwrap();
+    let dir = std::env::temp_dir().join(format!("hybridsim-rt-panic-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let m = model.clone();
+    let folder = dir.clone();
+    std::thread::spawn(move || {
+        let out = run_integrator(
+            &m,
+            pg,
+            &RunOptions {
+                pacing: Some(Pacing::Fast),
+                keep_rows: true,
+                max_steps: Some(200),
+                folder: Some(folder),
+                ..Default::default()
+            },
+        );
+        let _ = tx.send(out.map(|o| (o.status, o.steps, o.rows.len())));
+    });
+    // Bounded: a hang fails the test instead of stalling the suite.
+    let (status, steps, rows) = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the threaded run hung after a worker panic")
+        .unwrap();
+    println!("{status:?} after {steps} steps, {rows} rows");
+    let RunStatus::Failed(msg) = &status else {
+        panic!("{status:?}");
+    };
+    assert!(msg.contains("panicked"), "{msg}");
+    assert_eq!(steps, 30);
+    assert_eq!(rows as u64, 1 + steps / 2);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(json["status"], "failed");
+    assert!(json["error"].as_str().unwrap().contains("panicked"));
+}
