@@ -685,10 +685,7 @@ pub fn run_integrator(
             if let Some(m) = marker {
                 m(true);
             }
-            loop {
-                let Some(Some(s)) = wait_pop(&mut est_rx) else {
-                    break;
-                };
+            while let Some(Some(s)) = wait_pop(&mut est_rx) {
                 let t0 = now_ns();
                 if s.n > 0 {
                     estimator.observe(&Observation {
