@@ -54,6 +54,8 @@ use std::time::Duration;
 
 /// Most physical partitions the runner drives.
 pub const MAX_PHYSICAL: usize = 7;
+/// Most memory the runner preallocates for its results and lab rings (bytes).
+pub const MAX_RING_BYTES: u128 = 2 << 30;
 /// Interface multipliers carried to the estimation slot.
 pub const MAX_SNAPSHOT: usize = 8;
 
@@ -496,7 +498,36 @@ pub fn run_integrator(
     let every = model.output.every;
     let ring_rows = opts.results_ring.unwrap_or(lab.runner.results_ring);
 
-    // Rings.
+    // Rings: every size is checked (in u128) before anything is allocated.
+    let lab_widths: Vec<u128> = physical
+        .iter()
+        .map(|&k| {
+            pg.partitions()[k]
+                .lab()
+                .map_or(1, |lab| lab.lab_columns().len().max(1)) as u128
+        })
+        .collect();
+    let lab_ring_rows = |ring_rows: u128| {
+        (64 * ss as u128)
+            .max(ring_rows * ss as u128 / every.max(1) as u128)
+            .max(1024)
+    };
+    let ring_bytes = 8
+        * (ring_rows as u128 * ncol as u128
+            + lab_widths
+                .iter()
+                .map(|w| w * lab_ring_rows(ring_rows as u128))
+                .sum::<u128>());
+    if ring_bytes > MAX_RING_BYTES {
+        return Err(StartError::Model(format!(
+            "{}: runner.results_ring: {ring_rows} rows of {ncol} columns, with the lab records of \
+             {ss} ticks per step, need {} MiB of rings, more than the {} MiB the runner \
+             preallocates at most; lower results_ring (or output.every)",
+            model.source,
+            ring_bytes >> 20,
+            MAX_RING_BYTES >> 20
+        )));
+    }
     let (res_tx, mut res_rx) = RingBuffer::<f64>::new(ring_rows * ncol);
     let mut lab_tx = Vec::new();
     let mut lab_rx = Vec::new();
@@ -507,8 +538,8 @@ pub fn run_integrator(
             .map(|lab| lab.lab_columns())
             .unwrap_or_default();
         let width = cols.len().max(1);
-        let lab_rows = (64 * ss as usize).max(ring_rows * ss as usize / every.max(1) as usize);
-        let (tx, rx) = RingBuffer::<f64>::new(width * lab_rows.max(1024));
+        let lab_rows = lab_ring_rows(ring_rows as u128) as usize;
+        let (tx, rx) = RingBuffer::<f64>::new(width * lab_rows);
         lab_tx.push(tx);
         lab_rx.push((rx, width));
         lab_cols.push(cols);

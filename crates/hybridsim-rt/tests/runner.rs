@@ -243,3 +243,26 @@ fn estimation_slot_reports_the_positive_secant_stiffness_of_the_specimen() {
     // displacement, so a few per cent of bias remain: the sign and size are what is checked.
     assert!((k - 4.0e4).abs() < 0.1 * 4.0e4, "{k}");
 }
+
+/// Ring sizes are checked before anything is allocated: a results ring that multiplies out
+/// to gigabytes is refused with the field named (it used to abort on the allocation).
+#[test]
+fn oversized_rings_are_refused_before_allocating() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join("examples/quickstart.toml")).unwrap();
+    let model = Model::from_toml(&text, "quickstart.toml", &NoFiles).unwrap();
+    let err = run(
+        &model,
+        &RunOptions {
+            pacing: Some(Pacing::Fast),
+            results_ring: Some(1 << 26),
+            ..Default::default()
+        },
+    )
+    .err()
+    .expect("must be refused");
+    let msg = err.to_string();
+    println!("{msg}");
+    assert!(msg.contains("runner.results_ring"), "{msg}");
+    assert!(msg.contains("MiB"), "{msg}");
+}
