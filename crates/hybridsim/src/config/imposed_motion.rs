@@ -1,73 +1,17 @@
-//! `[[imposed_motion]]` read from the model file and validated, and the LLM mode's mass
-//! shares (`split` of a `mass` element).
+//! `[[imposed_motion]]`: prescribed displacement, velocity or acceleration histories of node
+//! DOFs (LLM integrator only).
 
-use super::schema::{AnalysisSpec, ImposedMotionSpec, ModelFile};
-use crate::elements::ElementContext;
+use super::schema::{ImposedMotionSpec, SineSpec};
+use crate::elements::{DofRef, ElementContext};
 use crate::error::Diagnostics;
-use crate::excitation;
-use crate::model::imposed_motion::{ImposedMotion, MassShare, MotionHistory, MotionQuantity};
+use crate::excitation::{self, TimeSeries};
+use crate::model::imposed_motion::{ImposedMotion, MotionHistory, MotionQuantity};
 use crate::model::{Node, SourceResolver};
 use crate::units::Units;
-use std::collections::BTreeMap;
 
-/// Whether the model file asks for the LLM integrator (`[analysis] integrator = "llm"`).
-pub(crate) fn llm_mode(spec: &ModelFile) -> bool {
-    spec.analysis
-        .as_ref()
-        .is_some_and(|a| a.integrator == "llm")
-}
-
-/// In the LLM mode a `mass` element's `split` distributes it among *elements* (or
-/// substructures): take it out of the shared keys and keep it for the assembly.
-pub(crate) fn take_llm_split(
-    shared: &mut BTreeMap<&str, toml::Value>,
-    name: &str,
-    field: &str,
-    diag: &mut Diagnostics,
-) -> Option<MassShare> {
-    let value = shared.remove("split")?;
-    let f = format!("{field}.split");
-    let toml::Value::Table(t) = value else {
-        diag.push(&f, "must be a table `{ element = fraction, … }`");
-        return None;
-    };
-    let mut shares = Vec::new();
-    let mut total = 0.0;
-    for (k, v) in &t {
-        let x = match v {
-            toml::Value::Float(x) => *x,
-            toml::Value::Integer(x) => *x as f64,
-            _ => {
-                diag.push(format!("{f}.{k}"), "must be a number");
-                return None;
-            }
-        };
-        if !(x.is_finite() && x > 0.0 && x <= 1.0) {
-            diag.push(
-                format!("{f}.{k}"),
-                format!("fraction must be in (0, 1], found {x}"),
-            );
-            return None;
-        }
-        total += x;
-        shares.push((k.clone(), x));
-    }
-    if (total - 1.0).abs() > 1e-9 {
-        diag.push(
-            &f,
-            format!("fractions must add up to 1, they add up to {total}"),
-        );
-        return None;
-    }
-    Some(MassShare {
-        mass: name.to_string(),
-        field: f,
-        shares,
-    })
-}
-
-/// Parse and validate the `[[imposed_motion]]` entries.
-pub(crate) fn build(
+/// The imposed motions, one per driven DOF; each entry is read on its own, so that its
+/// problems are reported at `imposed_motion[i]`.
+pub(super) fn imposed_motions(
     value: Option<&toml::Value>,
     llm: bool,
     ctx: &ElementContext,
@@ -108,83 +52,11 @@ pub(crate) fn build(
                 continue;
             }
         };
-        let names: Vec<String> = match (&spec.dof, &spec.dofs) {
-            (Some(d), None) => vec![d.clone()],
-            (None, Some(ds)) if !ds.is_empty() => ds.clone(),
-            _ => {
-                diag.push(
-                    &f,
-                    "give the driven DOF as `dof = \"x\"` or `dofs = [\"x\", …]`",
-                );
-                continue;
-            }
+        let Some(dofs) = driven_dofs(&spec, &f, ctx, nodes, &out, diag) else {
+            continue;
         };
-        let mut dofs = Vec::new();
-        for d in &names {
-            let Some(dof) = ctx.dof_at(
-                spec.node,
-                d,
-                diag,
-                &format!("{f}.node"),
-                &format!("{f}.dof"),
-            ) else {
-                continue;
-            };
-            let node = nodes.iter().find(|n| n.id == spec.node);
-            if let Some(n) = node {
-                let k = n.dofs.iter().position(|x| x == d).unwrap_or(0);
-                if n.fixed[k] {
-                    diag.push(
-                        format!("{f}.dof"),
-                        format!(
-                            "{dof} is fixed; a fixed DOF cannot follow an imposed motion \
-                             (remove it from the node's `fixed` list)"
-                        ),
-                    );
-                    continue;
-                }
-                if n.u0[k] != 0.0 || n.v0[k] != 0.0 {
-                    diag.push(
-                        format!("{f}.dof"),
-                        format!(
-                            "{dof} has an initial displacement or velocity on its node, but an \
-                             imposed DOF starts where its motion is at t = 0"
-                        ),
-                    );
-                    continue;
-                }
-            }
-            if let Some(prev) = out.iter().find(|m| m.dof == dof) {
-                diag.push(
-                    format!("{f}.dof"),
-                    format!(
-                        "{dof} is over-constrained: imposed_motion[{}] already drives it",
-                        prev.entry
-                    ),
-                );
-                continue;
-            }
-            dofs.push(dof);
-        }
-        let name = match &spec.name {
-            Some(n) if n.trim().is_empty() => {
-                diag.push(format!("{f}.name"), "must not be empty");
-                continue;
-            }
-            Some(n) => {
-                if let Some(prev) = out.iter().find(|m| &m.name == n) {
-                    diag.push(
-                        format!("{f}.name"),
-                        format!(
-                            "`{n}` is already the name of imposed_motion[{}]",
-                            prev.entry
-                        ),
-                    );
-                    continue;
-                }
-                n.clone()
-            }
-            None => f.clone(),
+        let Some(name) = entry_name(&spec, &f, &out, diag) else {
+            continue;
         };
         let Some((history, description)) = history(&spec, &f, units, files, diag) else {
             continue;
@@ -202,6 +74,108 @@ pub(crate) fn build(
     out
 }
 
+/// `dof` or `dofs` of the entry at field `f`: free, at rest at the start, and not driven by an
+/// `earlier` entry (the DOFs with a problem are left out).
+fn driven_dofs(
+    spec: &ImposedMotionSpec,
+    f: &str,
+    ctx: &ElementContext,
+    nodes: &[Node],
+    earlier: &[ImposedMotion],
+    diag: &mut Diagnostics,
+) -> Option<Vec<DofRef>> {
+    let names: Vec<String> = match (&spec.dof, &spec.dofs) {
+        (Some(d), None) => vec![d.clone()],
+        (None, Some(ds)) if !ds.is_empty() => ds.clone(),
+        _ => {
+            diag.push(
+                f,
+                "give the driven DOF as `dof = \"x\"` or `dofs = [\"x\", …]`",
+            );
+            return None;
+        }
+    };
+    let mut dofs = Vec::new();
+    for d in &names {
+        let Some(dof) = ctx.dof_at(
+            spec.node,
+            d,
+            diag,
+            &format!("{f}.node"),
+            &format!("{f}.dof"),
+        ) else {
+            continue;
+        };
+        let node = nodes.iter().find(|n| n.id == spec.node);
+        if let Some(n) = node {
+            let k = n.dofs.iter().position(|x| x == d).unwrap_or(0);
+            if n.fixed[k] {
+                diag.push(
+                    format!("{f}.dof"),
+                    format!(
+                        "{dof} is fixed; a fixed DOF cannot follow an imposed motion \
+                         (remove it from the node's `fixed` list)"
+                    ),
+                );
+                continue;
+            }
+            if n.u0[k] != 0.0 || n.v0[k] != 0.0 {
+                diag.push(
+                    format!("{f}.dof"),
+                    format!(
+                        "{dof} has an initial displacement or velocity on its node, but an \
+                         imposed DOF starts where its motion is at t = 0"
+                    ),
+                );
+                continue;
+            }
+        }
+        if let Some(prev) = earlier.iter().find(|m| m.dof == dof) {
+            diag.push(
+                format!("{f}.dof"),
+                format!(
+                    "{dof} is over-constrained: imposed_motion[{}] already drives it",
+                    prev.entry
+                ),
+            );
+            continue;
+        }
+        dofs.push(dof);
+    }
+    Some(dofs)
+}
+
+/// `name` of the entry at field `f` (default: `f` itself), not used by an `earlier` entry.
+fn entry_name(
+    spec: &ImposedMotionSpec,
+    f: &str,
+    earlier: &[ImposedMotion],
+    diag: &mut Diagnostics,
+) -> Option<String> {
+    match &spec.name {
+        Some(n) if n.trim().is_empty() => {
+            diag.push(format!("{f}.name"), "must not be empty");
+            None
+        }
+        Some(n) => {
+            if let Some(prev) = earlier.iter().find(|m| &m.name == n) {
+                diag.push(
+                    format!("{f}.name"),
+                    format!(
+                        "`{n}` is already the name of imposed_motion[{}]",
+                        prev.entry
+                    ),
+                );
+                return None;
+            }
+            Some(n.clone())
+        }
+        None => Some(f.to_string()),
+    }
+}
+
+/// The history of the entry at field `f` and its description: exactly one of `sine`,
+/// `points`, `file`, `record`, of a `quantity`, times `scale`.
 fn history(
     spec: &ImposedMotionSpec,
     f: &str,
@@ -267,43 +241,12 @@ fn history(
         return None;
     }
     if let Some(s) = &spec.sine {
-        if s.start != 0.0 || s.end.is_some() {
-            diag.push(
-                format!("{f}.sine"),
-                "an imposed sine runs for the whole analysis (no `start`/`end`; use `points` \
-                 or `file` for a windowed history)",
-            );
-            return None;
-        }
-        if !(s.amplitude.is_finite()
-            && s.frequency.is_finite()
-            && s.frequency > 0.0
-            && s.phase.is_finite())
-        {
-            diag.push(
-                format!("{f}.sine"),
-                "amplitude and phase must be finite and frequency positive",
-            );
-            return None;
-        }
-        return Some((
-            MotionHistory::Sine {
-                quantity,
-                amplitude: s.amplitude * scale,
-                omega: std::f64::consts::TAU * s.frequency,
-                phase: s.phase,
-            },
-            format!(
-                "{qname} sine, amplitude {}, {} Hz, phase {} rad",
-                s.amplitude * scale,
-                s.frequency,
-                s.phase
-            ),
-        ));
+        return sine(s, quantity, qname, scale, f, diag);
     }
-    let (times, values, description, factor) = if let Some(p) = &spec.points {
+    let (times, values, description, factor, field) = if let Some(p) = &spec.points {
         let (t, v): (Vec<f64>, Vec<f64>) = p.iter().cloned().unzip();
-        (t, v, format!("{qname} points ({} samples)", p.len()), 1.0)
+        let description = format!("{qname} points ({} samples)", p.len());
+        (t, v, description, 1.0, "points")
     } else if let Some(path) = &spec.file {
         let text = match files.read_to_string(path) {
             Ok(t) => t,
@@ -318,6 +261,7 @@ fn history(
                 s.values().to_vec(),
                 format!("{qname} file {path}"),
                 1.0,
+                "file",
             ),
             Err(e) => {
                 diag.push(format!("{f}.file"), format!("{path}: {e}"));
@@ -326,79 +270,14 @@ fn history(
         }
     } else {
         let path = spec.record.as_ref().expect("one history");
-        let is_at2 = path.to_ascii_lowercase().ends_with(".at2");
-        let in_g = match (is_at2, spec.record_units.as_deref()) {
-            (true, None | Some("g")) => true,
-            (true, Some(_)) => {
-                diag.push(
-                    format!("{f}.record_units"),
-                    "a PEER .AT2 record is always in g",
-                );
-                return None;
-            }
-            (false, Some("g")) => true,
-            (false, Some("model")) => false,
-            (false, other) => {
-                diag.push(
-                    format!("{f}.record_units"),
-                    format!(
-                        "a two-column record needs `record_units = \"g\"` or `\"model\"`{}",
-                        other.map(|o| format!(", found `{o}`")).unwrap_or_default()
-                    ),
-                );
-                return None;
-            }
-        };
-        let text = match files.read_to_string(path) {
-            Ok(t) => t,
-            Err(e) => {
-                diag.push(format!("{f}.record"), e);
-                return None;
-            }
-        };
-        let parsed = if is_at2 {
-            excitation::parse_at2(&text).map(|(s, _)| s)
-        } else {
-            excitation::parse_two_column(&text)
-        };
-        let mut series = match parsed {
-            Ok(s) => s,
-            Err(e) => {
-                diag.push(format!("{f}.record"), format!("{path}: {e}"));
-                return None;
-            }
-        };
-        if let Some(p) = spec.pga {
-            if !(p.is_finite() && p > 0.0) {
-                diag.push(
-                    format!("{f}.pga"),
-                    format!("must be a positive PGA in g, found {p}"),
-                );
-                return None;
-            }
-            if !in_g {
-                diag.push(format!("{f}.pga"), "a PGA in g needs a record in g");
-                return None;
-            }
-            if let Err(e) = series.scaled_to_peak(p) {
-                diag.push(format!("{f}.pga"), e.to_string());
-                return None;
-            }
-        }
-        let g = if in_g { units.gravity() } else { 1.0 };
+        let (series, g) = record(spec, path, f, units, files, diag)?;
         (
             series.times().to_vec(),
             series.values().to_vec(),
             format!("accelerogram {path}"),
             g,
+            "record",
         )
-    };
-    let field = if spec.points.is_some() {
-        "points"
-    } else if spec.file.is_some() {
-        "file"
-    } else {
-        "record"
     };
     let values: Vec<f64> = values.iter().map(|x| x * scale * factor).collect();
     match MotionHistory::from_samples(quantity, &times, &values) {
@@ -410,36 +289,119 @@ fn history(
     }
 }
 
-/// `[analysis] basic_solver` of the `llm` integrator: `trapezoidal` (Hovmand et al. 2022, eqs 5–9,
-/// the default; ρ∞ = 1) or `generalized-alpha` (ρ∞ from `rho_inf`).
-pub(crate) fn check_basic_solver(a: &AnalysisSpec, diag: &mut Diagnostics) {
-    let llm = a.integrator == "llm";
-    match (a.basic_solver.as_deref(), llm) {
-        (Some(_), false) => diag.push(
-            "analysis.basic_solver",
-            "only applies to integrator = \"llm\"",
-        ),
-        (None | Some("trapezoidal"), true) => {
-            if let Some(r) = a.rho_inf {
-                if r != 1.0 {
-                    diag.push(
-                        "analysis.rho_inf",
-                        "the trapezoidal basic solver is ρ∞ = 1; set basic_solver = \
-                         \"generalized-alpha\" for algorithmic damping",
-                    );
-                }
-            }
-        }
-        (Some("generalized-alpha"), true) | (None, false) => {}
-        (Some(other), true) => diag.push(
-            "analysis.basic_solver",
-            format!("must be \"trapezoidal\" or \"generalized-alpha\", found `{other}`"),
-        ),
-    }
-    if llm && a.start.as_deref() == Some("zero") {
+/// `sine = { amplitude, frequency, phase }` of `quantity`, for the whole analysis.
+fn sine(
+    s: &SineSpec,
+    quantity: MotionQuantity,
+    qname: &str,
+    scale: f64,
+    f: &str,
+    diag: &mut Diagnostics,
+) -> Option<(MotionHistory, String)> {
+    if s.start != 0.0 || s.end.is_some() {
         diag.push(
-            "analysis.start",
-            "the llm integrator always starts from the coupled, consistent state",
+            format!("{f}.sine"),
+            "an imposed sine runs for the whole analysis (no `start`/`end`; use `points` \
+             or `file` for a windowed history)",
         );
+        return None;
     }
+    if !(s.amplitude.is_finite()
+        && s.frequency.is_finite()
+        && s.frequency > 0.0
+        && s.phase.is_finite())
+    {
+        diag.push(
+            format!("{f}.sine"),
+            "amplitude and phase must be finite and frequency positive",
+        );
+        return None;
+    }
+    Some((
+        MotionHistory::Sine {
+            quantity,
+            amplitude: s.amplitude * scale,
+            omega: std::f64::consts::TAU * s.frequency,
+            phase: s.phase,
+        },
+        format!(
+            "{qname} sine, amplitude {}, {} Hz, phase {} rad",
+            s.amplitude * scale,
+            s.frequency,
+            s.phase
+        ),
+    ))
+}
+
+/// The accelerogram `record` at `path` (PEER `.AT2` in g, or two columns in `record_units`),
+/// scaled to `pga`, and the factor to model units.
+fn record(
+    spec: &ImposedMotionSpec,
+    path: &str,
+    f: &str,
+    units: &Units,
+    files: &dyn SourceResolver,
+    diag: &mut Diagnostics,
+) -> Option<(TimeSeries, f64)> {
+    let is_at2 = path.to_ascii_lowercase().ends_with(".at2");
+    let in_g = match (is_at2, spec.record_units.as_deref()) {
+        (true, None | Some("g")) => true,
+        (true, Some(_)) => {
+            diag.push(
+                format!("{f}.record_units"),
+                "a PEER .AT2 record is always in g",
+            );
+            return None;
+        }
+        (false, Some("g")) => true,
+        (false, Some("model")) => false,
+        (false, other) => {
+            diag.push(
+                format!("{f}.record_units"),
+                format!(
+                    "a two-column record needs `record_units = \"g\"` or `\"model\"`{}",
+                    other.map(|o| format!(", found `{o}`")).unwrap_or_default()
+                ),
+            );
+            return None;
+        }
+    };
+    let text = match files.read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            diag.push(format!("{f}.record"), e);
+            return None;
+        }
+    };
+    let parsed = if is_at2 {
+        excitation::parse_at2(&text).map(|(s, _)| s)
+    } else {
+        excitation::parse_two_column(&text)
+    };
+    let mut series = match parsed {
+        Ok(s) => s,
+        Err(e) => {
+            diag.push(format!("{f}.record"), format!("{path}: {e}"));
+            return None;
+        }
+    };
+    if let Some(p) = spec.pga {
+        if !(p.is_finite() && p > 0.0) {
+            diag.push(
+                format!("{f}.pga"),
+                format!("must be a positive PGA in g, found {p}"),
+            );
+            return None;
+        }
+        if !in_g {
+            diag.push(format!("{f}.pga"), "a PGA in g needs a record in g");
+            return None;
+        }
+        if let Err(e) = series.scaled_to_peak(p) {
+            diag.push(format!("{f}.pga"), e.to_string());
+            return None;
+        }
+    }
+    let g = if in_g { units.gravity() } else { 1.0 };
+    Some((series, g))
 }

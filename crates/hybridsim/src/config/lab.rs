@@ -3,6 +3,7 @@
 use super::schema::{LabSpec, RunnerSpec, SafetySpec};
 use crate::error::Diagnostics;
 use crate::model::lab::*;
+use crate::model::{AnalysisSettings, ElementInstance, Role, Substructure};
 use crate::units::Units;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -62,7 +63,7 @@ fn stiffness_in_model_units(value: f64, unit: &str, units: &Units) -> Option<f64
 }
 
 /// Inputs from the rest of the model that `[lab]` is checked against.
-pub struct LabContext<'a> {
+pub(super) struct LabContext<'a> {
     /// Δt^N.
     pub dt_n: f64,
     /// ss.
@@ -79,9 +80,44 @@ pub struct LabContext<'a> {
     pub specimen_masses: Vec<String>,
 }
 
+impl<'a> LabContext<'a> {
+    /// What the rest of the model gives: the time stepping of `analysis` (placeholders when it
+    /// has a problem), the DOFs of the physical substructures and the specimen masses.
+    pub(super) fn new(
+        units: &'a Units,
+        elements: &[ElementInstance],
+        substructures: &[Substructure],
+        analysis: Option<&AnalysisSettings>,
+    ) -> Self {
+        let physical_dofs = elements
+            .iter()
+            .filter(|e| substructures[e.substructure].physical)
+            .flat_map(|e| e.element.dofs().iter().map(|d| (d.node, d.dof.clone())))
+            .collect();
+        let specimen_masses = elements
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.role == Role::Specimen && e.element.kind() == "mass")
+            .map(|(i, e)| format!("element[{i}] ({})", e.name))
+            .collect();
+        let (dt_n, ss, duration) = analysis
+            .map(|a| (a.time_step, a.subcycles, a.duration))
+            .unwrap_or((1.0, 1, 1.0));
+        Self {
+            dt_n,
+            ss,
+            duration,
+            units,
+            physical_dofs,
+            has_physical: substructures.iter().any(|s| s.physical),
+            specimen_masses,
+        }
+    }
+}
+
 /// Parse and validate `[lab]`, `[safety]` and `[runner]`. All three are needed once `[lab]` is
 /// present; `[safety]` or `[runner]` alone is an error.
-pub fn parse(
+pub(super) fn lab(
     lab: Option<&toml::Value>,
     safety: Option<&toml::Value>,
     runner: Option<&toml::Value>,
