@@ -1,13 +1,21 @@
-//! `[lab]`, `[safety]` and `[runner]` read from the model file and validated.
+//! `[lab]`, `[safety]` and `[runner]`: the transfer system, the actuator safety limits and
+//! the real-time runner, read in a second pass (so that problems are reported at
+//! `lab.…`, `safety.…`, `runner.…`) and checked against the rest of the model.
 
-use super::schema::{LabSpec, RunnerSpec, SafetySpec};
+use super::finite_positive;
+use super::schema::{
+    ActuatorSpec, AdcSpec, CompensationSpec, DivergenceSpec, ForceControlSpec, LabSpec, LimitsSpec,
+    NoiseSpec, RunnerSpec, SafetySpec,
+};
 use crate::error::Diagnostics;
 use crate::model::lab::*;
 use crate::model::{AnalysisSettings, ElementInstance, Role, Substructure};
 use crate::units::Units;
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+/// `value` as the table `table` of the file; a problem (an unknown key at `table.key`) is
+/// recorded and gives `None`.
 fn deserialize<T: for<'de> Deserialize<'de>>(
     value: &toml::Value,
     table: &str,
@@ -39,10 +47,6 @@ const MAX_WALL_CLOCK: f64 = 1.0e9;
 
 /// Longest actuator delay in controller ticks (the delay line keeps one sample per tick).
 const MAX_DELAY_TICKS: f64 = 1.0e6;
-
-fn positive(x: f64) -> bool {
-    x.is_finite() && x > 0.0
-}
 
 /// A stiffness with explicit units (`N/m`, `kN/m`, `kN/mm`, `MN/m`, `lbf/in`, `kip/in`) in model
 /// units (force/length of `[units]`).
@@ -144,6 +148,43 @@ pub(super) fn lab(
         diag.push("lab", "the model has no physical substructure to test");
     }
     let spec: LabSpec = deserialize(lab, "lab", diag)?;
+    let lab_settings = lab_table(&spec, ctx, diag);
+    // Safety: required.
+    let safety = match safety {
+        None => {
+            diag.push(
+                "safety",
+                "a [safety] table with limits for every actuator is required when a [lab] is \
+                 configured (there is no default limit)",
+            );
+            None
+        }
+        Some(v) => deserialize::<SafetySpec>(v, "safety", diag)
+            .and_then(|spec| safety_table(&spec, &lab_settings, diag)),
+    };
+    let runner = match runner {
+        None => Some(RunnerSettings {
+            pacing: Pacing::Fast,
+            cpus: Vec::new(),
+            priority: 80,
+            results_ring: 8192,
+        }),
+        Some(v) => {
+            deserialize::<RunnerSpec>(v, "runner", diag).map(|spec| runner_table(spec, diag))
+        }
+    };
+    if diag.len() > before {
+        return None;
+    }
+    Some(LabConfig {
+        lab: lab_settings,
+        safety: safety?,
+        runner: runner?,
+    })
+}
+
+/// `[lab]`: transfer system, time scale, regime, scales, actuators and force control.
+fn lab_table(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> LabSettings {
     let transfer = match spec.transfer.as_deref().unwrap_or("virtual") {
         "virtual" => TransferKind::Virtual,
         other => {
@@ -154,7 +195,64 @@ pub(super) fn lab(
             TransferKind::Virtual
         }
     };
-    // Time scale.
+    let time_scale = time_scale(spec, ctx, diag);
+    let regime = regime(spec, time_scale.lambda, ctx, diag);
+    let seed = spec.seed.unwrap_or(0);
+    let geometric_scale = spec.geometric_scale.unwrap_or(1.0);
+    if !finite_positive(geometric_scale) {
+        diag.push(
+            "lab.geometric_scale",
+            format!("must be positive, found {geometric_scale}"),
+        );
+    }
+    let force_scale = spec
+        .force_scale
+        .unwrap_or(geometric_scale * geometric_scale);
+    if !finite_positive(force_scale) {
+        diag.push(
+            "lab.force_scale",
+            format!("must be positive, found {force_scale}"),
+        );
+    }
+    let device_multiplier = spec.device_multiplier.unwrap_or(1.0);
+    if !finite_positive(device_multiplier) {
+        diag.push(
+            "lab.device_multiplier",
+            format!("must be positive, found {device_multiplier}"),
+        );
+    }
+    if spec.actuator.is_empty() {
+        diag.push("lab.actuator", "at least one [[lab.actuator]] is needed");
+    }
+    let mut actuators = Vec::new();
+    let mut names = BTreeSet::new();
+    for (i, a) in spec.actuator.iter().enumerate() {
+        let f = format!("lab.actuator[{i}]");
+        if !names.insert(a.name.clone()) {
+            diag.push(
+                format!("{f}.name"),
+                format!("actuator `{}` is defined twice", a.name),
+            );
+        }
+        actuators.push(actuator(a, &f, ctx, &time_scale, diag));
+    }
+    let force_control = force_control(&spec.force_control, &actuators, ctx, diag);
+    LabSettings {
+        transfer,
+        regime,
+        time_scale,
+        seed,
+        geometric_scale,
+        force_scale,
+        device_multiplier,
+        actuators,
+        force_control,
+    }
+}
+
+/// `lab.time_scale` λ or `lab.controller_rate` (checked against each other when both are
+/// given), and the wall-clock length of the test.
+fn time_scale(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> TimeScale {
     let lambda = match (spec.time_scale, spec.controller_rate) {
         (None, None) => {
             diag.push(
@@ -172,7 +270,7 @@ pub(super) fn lab(
             }
             if let Some(rate) = rate {
                 let dt_c = l * ctx.dt_n / ctx.ss as f64;
-                if !positive(rate) {
+                if !finite_positive(rate) {
                     diag.push(
                         "lab.controller_rate",
                         format!("must be positive, found {rate}"),
@@ -193,7 +291,7 @@ pub(super) fn lab(
             l
         }
         (None, Some(rate)) => {
-            if !positive(rate) {
+            if !finite_positive(rate) {
                 diag.push(
                     "lab.controller_rate",
                     format!("must be positive, found {rate}"),
@@ -232,6 +330,12 @@ pub(super) fn lab(
             ),
         );
     }
+    time_scale
+}
+
+/// `lab.regime` (by default real-time at λ = 1, else pseudodynamic), checked against λ and
+/// the specimen masses.
+fn regime(spec: &LabSpec, lambda: f64, ctx: &LabContext, diag: &mut Diagnostics) -> Regime {
     let regime = match spec.regime.as_deref() {
         Some("pseudodynamic") => Regime::Pseudodynamic,
         Some("real-time") | Some("realtime") => Regime::RealTime,
@@ -265,208 +369,225 @@ pub(super) fn lab(
             );
         }
     }
-    let seed = spec.seed.unwrap_or(0);
-    let geometric_scale = spec.geometric_scale.unwrap_or(1.0);
-    if !positive(geometric_scale) {
-        diag.push(
-            "lab.geometric_scale",
-            format!("must be positive, found {geometric_scale}"),
-        );
+    regime
+}
+
+/// `[[lab.actuator]]` at field `f`: DOFs, coefficients, dynamics, sensors, loading stiffness
+/// and compensation.
+fn actuator(
+    a: &ActuatorSpec,
+    f: &str,
+    ctx: &LabContext,
+    time_scale: &TimeScale,
+    diag: &mut Diagnostics,
+) -> ActuatorSettings {
+    if a.dofs.is_empty() {
+        diag.push(format!("{f}.dofs"), "lists no DOF");
     }
-    let force_scale = spec
-        .force_scale
-        .unwrap_or(geometric_scale * geometric_scale);
-    if !positive(force_scale) {
-        diag.push(
-            "lab.force_scale",
-            format!("must be positive, found {force_scale}"),
-        );
-    }
-    let device_multiplier = spec.device_multiplier.unwrap_or(1.0);
-    if !positive(device_multiplier) {
-        diag.push(
-            "lab.device_multiplier",
-            format!("must be positive, found {device_multiplier}"),
-        );
-    }
-    if spec.actuator.is_empty() {
-        diag.push("lab.actuator", "at least one [[lab.actuator]] is needed");
-    }
-    let mut actuators = Vec::new();
-    let mut names = std::collections::BTreeSet::new();
-    for (i, a) in spec.actuator.iter().enumerate() {
-        let f = format!("lab.actuator[{i}]");
-        if !names.insert(a.name.clone()) {
+    for d in &a.dofs {
+        if !ctx.physical_dofs.contains(d) {
             diag.push(
-                format!("{f}.name"),
-                format!("actuator `{}` is defined twice", a.name),
+                format!("{f}.dofs"),
+                format!(
+                    "node {} dof {} is not a DOF of a physical substructure",
+                    d.0, d.1
+                ),
             );
         }
-        if a.dofs.is_empty() {
-            diag.push(format!("{f}.dofs"), "lists no DOF");
+    }
+    let coefficients = coefficients(a, f, diag);
+    let dynamics = match &a.dynamics {
+        None => ActuatorDynamics::Ideal,
+        Some(t) => parse_dynamics(t, &format!("{f}.dynamics"), diag),
+    };
+    if let ActuatorDynamics::Delay { delay } = dynamics {
+        // The virtual actuator keeps one history sample per controller tick of delay.
+        let ticks = delay / time_scale.dt_c;
+        if delay.is_finite() && time_scale.dt_c > 0.0 && ticks > MAX_DELAY_TICKS {
+            diag.push(
+                format!("{f}.dynamics.delay"),
+                format!(
+                    "{delay} s is {ticks:e} controller ticks of dt_C = {:e} s; at most \
+                     {MAX_DELAY_TICKS:e} are supported (shorten the delay or raise dt_C)",
+                    time_scale.dt_c
+                ),
+            );
         }
-        for d in &a.dofs {
-            if !ctx.physical_dofs.contains(d) {
-                diag.push(
-                    format!("{f}.dofs"),
-                    format!(
-                        "node {} dof {} is not a DOF of a physical substructure",
-                        d.0, d.1
-                    ),
-                );
-            }
+    }
+    let (displacement_noise, force_noise) = noise(a.noise.as_ref(), f, diag);
+    let [displacement_resolution, force_resolution, displacement_range, force_range] =
+        adc(a.adc.as_ref(), f, diag);
+    let loading_stiffness = a.loading_stiffness.unwrap_or(f64::INFINITY);
+    if loading_stiffness.is_nan() || loading_stiffness <= 0.0 {
+        diag.push(
+            format!("{f}.loading_stiffness"),
+            format!("must be positive, found {loading_stiffness}"),
+        );
+    }
+    let (delay_compensation, compliance_compensation) = match &a.compensation {
+        None => (None, None),
+        Some(c) => compensation(c, f, ctx.units, diag),
+    };
+    ActuatorSettings {
+        name: a.name.clone(),
+        dofs: a.dofs.clone(),
+        coefficients,
+        dynamics,
+        displacement_noise,
+        force_noise,
+        displacement_resolution,
+        force_resolution,
+        displacement_range,
+        force_range,
+        loading_stiffness,
+        delay_compensation,
+        compliance_compensation,
+    }
+}
+
+/// `coefficients` of `d = Σ c_i u_i` (`[1.0]` for a single DOF).
+fn coefficients(a: &ActuatorSpec, f: &str, diag: &mut Diagnostics) -> Vec<f64> {
+    match &a.coefficients {
+        None if a.dofs.len() == 1 => vec![1.0],
+        None => {
+            diag.push(
+                format!("{f}.coefficients"),
+                format!(
+                    "an actuator on {} DOFs needs its coefficients (d = Σ c_i u_i), e.g. \
+                     [-1.0, 1.0] for a two-node device",
+                    a.dofs.len()
+                ),
+            );
+            vec![0.0; a.dofs.len()]
         }
-        let coefficients = match &a.coefficients {
-            None if a.dofs.len() == 1 => vec![1.0],
-            None => {
+        Some(c) => {
+            if c.len() != a.dofs.len() {
                 diag.push(
                     format!("{f}.coefficients"),
-                    format!(
-                        "an actuator on {} DOFs needs its coefficients (d = Σ c_i u_i), e.g. \
-                         [-1.0, 1.0] for a two-node device",
-                        a.dofs.len()
-                    ),
+                    format!("has {} entries for {} DOFs", c.len(), a.dofs.len()),
                 );
-                vec![0.0; a.dofs.len()]
             }
-            Some(c) => {
-                if c.len() != a.dofs.len() {
-                    diag.push(
-                        format!("{f}.coefficients"),
-                        format!("has {} entries for {} DOFs", c.len(), a.dofs.len()),
-                    );
-                }
-                if c.iter().any(|x| !x.is_finite()) || c.iter().all(|x| *x == 0.0) {
-                    diag.push(
-                        format!("{f}.coefficients"),
-                        "must be finite and not all zero",
-                    );
-                }
-                c.clone()
-            }
-        };
-        let dynamics = match &a.dynamics {
-            None => ActuatorDynamics::Ideal,
-            Some(t) => parse_dynamics(t, &format!("{f}.dynamics"), diag),
-        };
-        if let ActuatorDynamics::Delay { delay } = dynamics {
-            // The virtual actuator keeps one history sample per controller tick of delay.
-            let ticks = delay / time_scale.dt_c;
-            if delay.is_finite() && time_scale.dt_c > 0.0 && ticks > MAX_DELAY_TICKS {
+            if c.iter().any(|x| !x.is_finite()) || c.iter().all(|x| *x == 0.0) {
                 diag.push(
-                    format!("{f}.dynamics.delay"),
-                    format!(
-                        "{delay} s is {ticks:e} controller ticks of dt_C = {:e} s; at most \
-                         {MAX_DELAY_TICKS:e} are supported (shorten the delay or raise dt_C)",
-                        time_scale.dt_c
-                    ),
+                    format!("{f}.coefficients"),
+                    "must be finite and not all zero",
                 );
             }
+            c.clone()
         }
-        let noise = a.noise.as_ref();
-        let displacement_noise = noise.and_then(|n| n.displacement_rms).unwrap_or(0.0);
-        let force_noise = noise.and_then(|n| n.force_rms).unwrap_or(0.0);
-        for (x, k) in [
-            (displacement_noise, "noise.displacement_rms"),
-            (force_noise, "noise.force_rms"),
-        ] {
-            if !(x.is_finite() && x >= 0.0) {
-                diag.push(format!("{f}.{k}"), format!("must be ≥ 0, found {x}"));
-            }
+    }
+}
+
+/// `noise`: displacement and force noise RMS (0 by default).
+fn noise(noise: Option<&NoiseSpec>, f: &str, diag: &mut Diagnostics) -> (f64, f64) {
+    let displacement_noise = noise.and_then(|n| n.displacement_rms).unwrap_or(0.0);
+    let force_noise = noise.and_then(|n| n.force_rms).unwrap_or(0.0);
+    for (x, k) in [
+        (displacement_noise, "noise.displacement_rms"),
+        (force_noise, "noise.force_rms"),
+    ] {
+        if !(x.is_finite() && x >= 0.0) {
+            diag.push(format!("{f}.{k}"), format!("must be ≥ 0, found {x}"));
         }
-        let adc = a.adc.as_ref();
-        let get = |o: Option<f64>, d: f64| o.unwrap_or(d);
-        let displacement_resolution = get(adc.and_then(|a| a.displacement_resolution), 0.0);
-        let force_resolution = get(adc.and_then(|a| a.force_resolution), 0.0);
-        let displacement_range = get(adc.and_then(|a| a.displacement_range), f64::INFINITY);
-        let force_range = get(adc.and_then(|a| a.force_range), f64::INFINITY);
-        for (x, k) in [
-            (displacement_resolution, "adc.displacement_resolution"),
-            (force_resolution, "adc.force_resolution"),
-        ] {
-            if !(x.is_finite() && x >= 0.0) {
-                diag.push(format!("{f}.{k}"), format!("must be ≥ 0, found {x}"));
-            }
+    }
+    (displacement_noise, force_noise)
+}
+
+/// `adc`: displacement and force resolutions (0: none) and ranges (∞ by default), in that
+/// order.
+fn adc(adc: Option<&AdcSpec>, f: &str, diag: &mut Diagnostics) -> [f64; 4] {
+    let get = |o: Option<f64>, d: f64| o.unwrap_or(d);
+    let displacement_resolution = get(adc.and_then(|a| a.displacement_resolution), 0.0);
+    let force_resolution = get(adc.and_then(|a| a.force_resolution), 0.0);
+    let displacement_range = get(adc.and_then(|a| a.displacement_range), f64::INFINITY);
+    let force_range = get(adc.and_then(|a| a.force_range), f64::INFINITY);
+    for (x, k) in [
+        (displacement_resolution, "adc.displacement_resolution"),
+        (force_resolution, "adc.force_resolution"),
+    ] {
+        if !(x.is_finite() && x >= 0.0) {
+            diag.push(format!("{f}.{k}"), format!("must be ≥ 0, found {x}"));
         }
-        for (x, k) in [
-            (displacement_range, "adc.displacement_range"),
-            (force_range, "adc.force_range"),
-        ] {
-            if x.is_nan() || x <= 0.0 {
-                diag.push(format!("{f}.{k}"), format!("must be positive, found {x}"));
-            }
+    }
+    for (x, k) in [
+        (displacement_range, "adc.displacement_range"),
+        (force_range, "adc.force_range"),
+    ] {
+        if x.is_nan() || x <= 0.0 {
+            diag.push(format!("{f}.{k}"), format!("must be positive, found {x}"));
         }
-        let loading_stiffness = a.loading_stiffness.unwrap_or(f64::INFINITY);
-        if loading_stiffness.is_nan() || loading_stiffness <= 0.0 {
+    }
+    [
+        displacement_resolution,
+        force_resolution,
+        displacement_range,
+        force_range,
+    ]
+}
+
+/// `compensation`: delay compensation and compliance compensation (in model units).
+fn compensation(
+    c: &CompensationSpec,
+    f: &str,
+    units: &Units,
+    diag: &mut Diagnostics,
+) -> (Option<DelayCompensation>, Option<ComplianceCompensation>) {
+    let mut delay_compensation = None;
+    let mut compliance_compensation = None;
+    if let Some(d) = &c.delay {
+        if !(0..=3).contains(&d.order) {
             diag.push(
-                format!("{f}.loading_stiffness"),
-                format!("must be positive, found {loading_stiffness}"),
+                format!("{f}.compensation.delay.order"),
+                format!("must be 0, 1, 2 or 3, found {}", d.order),
             );
         }
-        let mut delay_compensation = None;
-        let mut compliance_compensation = None;
-        if let Some(c) = &a.compensation {
-            if let Some(d) = &c.delay {
-                if !(0..=3).contains(&d.order) {
-                    diag.push(
-                        format!("{f}.compensation.delay.order"),
-                        format!("must be 0, 1, 2 or 3, found {}", d.order),
-                    );
-                }
-                if !(d.estimate.is_finite() && d.estimate >= 0.0) {
-                    diag.push(
-                        format!("{f}.compensation.delay.estimate"),
-                        format!("must be a delay ≥ 0 s, found {}", d.estimate),
-                    );
-                }
-                delay_compensation = Some(DelayCompensation {
-                    order: d.order.clamp(0, 3) as usize,
-                    estimate: d.estimate,
-                });
-            }
-            if let Some(k) = &c.compliance {
-                let conv = |x: f64| stiffness_in_model_units(x, &k.units, ctx.units);
-                match (conv(k.k_positive), conv(k.k_negative)) {
-                    (Some(kp), Some(kn)) if positive(kp) && positive(kn) => {
-                        compliance_compensation = Some(ComplianceCompensation {
-                            k_positive: kp,
-                            k_negative: kn,
-                        })
-                    }
-                    (Some(_), Some(_)) => diag.push(
-                        format!("{f}.compensation.compliance"),
-                        "k_positive and k_negative must be positive",
-                    ),
-                    _ => diag.push(
-                        format!("{f}.compensation.compliance.units"),
-                        format!(
-                            "unknown stiffness unit `{}`: write force/length, e.g. `kN/mm` or \
-                             `N/m` (eq 15 of Abbiati et al. 2020 prints kN/m where kN/mm is \
-                             likely, E29)",
-                            k.units
-                        ),
-                    ),
-                }
-            }
+        if !(d.estimate.is_finite() && d.estimate >= 0.0) {
+            diag.push(
+                format!("{f}.compensation.delay.estimate"),
+                format!("must be a delay ≥ 0 s, found {}", d.estimate),
+            );
         }
-        actuators.push(ActuatorSettings {
-            name: a.name.clone(),
-            dofs: a.dofs.clone(),
-            coefficients,
-            dynamics,
-            displacement_noise,
-            force_noise,
-            displacement_resolution,
-            force_resolution,
-            displacement_range,
-            force_range,
-            loading_stiffness,
-            delay_compensation,
-            compliance_compensation,
+        delay_compensation = Some(DelayCompensation {
+            order: d.order.clamp(0, 3) as usize,
+            estimate: d.estimate,
         });
     }
+    if let Some(k) = &c.compliance {
+        let conv = |x: f64| stiffness_in_model_units(x, &k.units, units);
+        match (conv(k.k_positive), conv(k.k_negative)) {
+            (Some(kp), Some(kn)) if finite_positive(kp) && finite_positive(kn) => {
+                compliance_compensation = Some(ComplianceCompensation {
+                    k_positive: kp,
+                    k_negative: kn,
+                })
+            }
+            (Some(_), Some(_)) => diag.push(
+                format!("{f}.compensation.compliance"),
+                "k_positive and k_negative must be positive",
+            ),
+            _ => diag.push(
+                format!("{f}.compensation.compliance.units"),
+                format!(
+                    "unknown stiffness unit `{}`: write force/length, e.g. `kN/mm` or \
+                     `N/m` (eq 15 of Abbiati et al. 2020 prints kN/m where kN/mm is \
+                     likely, E29)",
+                    k.units
+                ),
+            ),
+        }
+    }
+    (delay_compensation, compliance_compensation)
+}
+
+/// `[[lab.force_control]]`: DOFs of a physical substructure not driven by an actuator.
+fn force_control(
+    specs: &[ForceControlSpec],
+    actuators: &[ActuatorSettings],
+    ctx: &LabContext,
+    diag: &mut Diagnostics,
+) -> Vec<ForceControl> {
     let mut force_control = Vec::new();
-    for (i, fc) in spec.force_control.iter().enumerate() {
+    for (i, fc) in specs.iter().enumerate() {
         let f = format!("lab.force_control[{i}]");
         if !ctx.physical_dofs.contains(&fc.dof) {
             diag.push(
@@ -491,49 +612,10 @@ pub(super) fn lab(
             force: fc.force,
         });
     }
-    let lab_settings = LabSettings {
-        transfer,
-        regime,
-        time_scale,
-        seed,
-        geometric_scale,
-        force_scale,
-        device_multiplier,
-        actuators,
-        force_control,
-    };
-
-    // Safety: required.
-    let safety = match safety {
-        None => {
-            diag.push(
-                "safety",
-                "a [safety] table with limits for every actuator is required when a [lab] is \
-                 configured (there is no default limit)",
-            );
-            None
-        }
-        Some(v) => parse_safety(v, &lab_settings, diag),
-    };
-    let runner = match runner {
-        None => Some(RunnerSettings {
-            pacing: Pacing::Fast,
-            cpus: Vec::new(),
-            priority: 80,
-            results_ring: 8192,
-        }),
-        Some(v) => parse_runner(v, diag),
-    };
-    if diag.len() > before {
-        return None;
-    }
-    Some(LabConfig {
-        lab: lab_settings,
-        safety: safety?,
-        runner: runner?,
-    })
+    force_control
 }
 
+/// `dynamics`: the kind and its parameters, nothing else.
 fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorDynamics {
     let kind = t.get("kind").and_then(|k| k.as_str()).unwrap_or("");
     let num = |key: &str, diag: &mut Diagnostics| -> f64 {
@@ -676,16 +758,46 @@ fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorD
     }
 }
 
-fn parse_safety(
-    v: &toml::Value,
+/// `[safety]`: the action after an event, the overrun budget, limits for every actuator of
+/// `lab` and the divergence criterion.
+fn safety_table(
+    spec: &SafetySpec,
     lab: &LabSettings,
     diag: &mut Diagnostics,
 ) -> Option<SafetySettings> {
-    let spec: SafetySpec = deserialize(v, "safety", diag)?;
-    let on_trip = match spec.on_trip.as_deref().unwrap_or("hold") {
+    let on_trip = on_trip(spec, diag);
+    let max_overruns = spec.max_overruns.unwrap_or(10);
+    if max_overruns < 1 {
+        diag.push(
+            "safety.max_overruns",
+            format!("must be at least 1, found {max_overruns}"),
+        );
+    }
+    let limits = limits(&spec.actuator, lab, diag);
+    let divergence = match &spec.divergence {
+        None => {
+            diag.push(
+                "safety.divergence",
+                "a divergence criterion is required: displacement (|u| bound) and force (|Λ| bound)",
+            );
+            None
+        }
+        Some(d) => Some(divergence(d, diag)),
+    };
+    Some(SafetySettings {
+        limits,
+        on_trip,
+        max_overruns: max_overruns.max(1) as u64,
+        divergence: divergence?,
+    })
+}
+
+/// `on_trip` (`hold` by default, or `ramp_down` at `ramp_rate`).
+fn on_trip(spec: &SafetySpec, diag: &mut Diagnostics) -> TripAction {
+    match spec.on_trip.as_deref().unwrap_or("hold") {
         "hold" => TripAction::Hold,
         "ramp_down" => match spec.ramp_rate {
-            Some(r) if positive(r) => TripAction::RampDown { rate: r },
+            Some(r) if finite_positive(r) => TripAction::RampDown { rate: r },
             other => {
                 diag.push(
                     "safety.ramp_rate",
@@ -701,18 +813,19 @@ fn parse_safety(
             );
             TripAction::Hold
         }
-    };
-    let max_overruns = spec.max_overruns.unwrap_or(10);
-    if max_overruns < 1 {
-        diag.push(
-            "safety.max_overruns",
-            format!("must be at least 1, found {max_overruns}"),
-        );
     }
+}
+
+/// `[safety.actuator.NAME]`: positive limits for every actuator of `lab`, and no other name.
+fn limits(
+    specs: &BTreeMap<String, LimitsSpec>,
+    lab: &LabSettings,
+    diag: &mut Diagnostics,
+) -> BTreeMap<String, ActuatorLimits> {
     let mut limits = BTreeMap::new();
     for a in &lab.actuators {
         let f = format!("safety.actuator.{}", a.name);
-        let Some(l) = spec.actuator.get(&a.name) else {
+        let Some(l) = specs.get(&a.name) else {
             diag.push(
                 f,
                 "limits are required for every actuator: displacement, velocity, force, increment",
@@ -721,7 +834,7 @@ fn parse_safety(
         };
         let mut get = |x: Option<f64>, key: &str| -> f64 {
             match x {
-                Some(x) if positive(x) => x,
+                Some(x) if finite_positive(x) => x,
                 Some(x) => {
                     diag.push(
                         format!("{f}.{key}"),
@@ -743,7 +856,7 @@ fn parse_safety(
         };
         limits.insert(a.name.clone(), lim);
     }
-    for name in spec.actuator.keys() {
+    for name in specs.keys() {
         if !lab.actuators.iter().any(|a| &a.name == name) {
             diag.push(
                 format!("safety.actuator.{name}"),
@@ -751,86 +864,75 @@ fn parse_safety(
             );
         }
     }
-    let divergence = match &spec.divergence {
-        None => {
-            diag.push(
-                "safety.divergence",
-                "a divergence criterion is required: displacement (|u| bound) and force (|Λ| bound)",
-            );
-            None
-        }
-        Some(d) => {
-            let mut req = |x: Option<f64>, key: &str| -> f64 {
-                match x {
-                    Some(x) if positive(x) => x,
-                    other => {
-                        diag.push(
-                            format!("safety.divergence.{key}"),
-                            format!("a positive bound is required, found {other:?}"),
-                        );
-                        0.0
-                    }
-                }
-            };
-            let displacement = req(d.displacement, "displacement");
-            let force = req(d.force, "force");
-            let growth = d.growth.unwrap_or(1.5);
-            let window = d.window.unwrap_or(1.0);
-            let windows = d.windows.unwrap_or(3);
-            let floor = d.floor.unwrap_or(0.0);
-            if !(growth.is_finite() && growth > 1.0) {
-                diag.push(
-                    "safety.divergence.growth",
-                    format!("must be > 1, found {growth}"),
-                );
-            }
-            if !positive(window) {
-                diag.push(
-                    "safety.divergence.window",
-                    format!("must be positive, found {window}"),
-                );
-            }
-            if windows < 1 {
-                diag.push(
-                    "safety.divergence.windows",
-                    format!("must be ≥ 1, found {windows}"),
-                );
-            }
-            if !(floor.is_finite() && floor >= 0.0) {
-                diag.push(
-                    "safety.divergence.floor",
-                    format!("must be ≥ 0, found {floor}"),
-                );
-            }
-            if let Some(e) = d.energy {
-                if !positive(e) {
-                    diag.push(
-                        "safety.divergence.energy",
-                        format!("must be a positive energy (force·length), found {e}"),
-                    );
-                }
-            }
-            Some(DivergenceSettings {
-                displacement,
-                force,
-                growth,
-                window,
-                windows: windows.max(1) as usize,
-                floor,
-                energy: d.energy,
-            })
-        }
-    };
-    Some(SafetySettings {
-        limits,
-        on_trip,
-        max_overruns: max_overruns.max(1) as u64,
-        divergence: divergence?,
-    })
+    limits
 }
 
-fn parse_runner(v: &toml::Value, diag: &mut Diagnostics) -> Option<RunnerSettings> {
-    let spec: RunnerSpec = deserialize(v, "runner", diag)?;
+/// `[safety.divergence]`: the displacement and force bounds (required) and the growth
+/// criterion.
+fn divergence(d: &DivergenceSpec, diag: &mut Diagnostics) -> DivergenceSettings {
+    let mut req = |x: Option<f64>, key: &str| -> f64 {
+        match x {
+            Some(x) if finite_positive(x) => x,
+            other => {
+                diag.push(
+                    format!("safety.divergence.{key}"),
+                    format!("a positive bound is required, found {other:?}"),
+                );
+                0.0
+            }
+        }
+    };
+    let displacement = req(d.displacement, "displacement");
+    let force = req(d.force, "force");
+    let growth = d.growth.unwrap_or(1.5);
+    let window = d.window.unwrap_or(1.0);
+    let windows = d.windows.unwrap_or(3);
+    let floor = d.floor.unwrap_or(0.0);
+    if !(growth.is_finite() && growth > 1.0) {
+        diag.push(
+            "safety.divergence.growth",
+            format!("must be > 1, found {growth}"),
+        );
+    }
+    if !finite_positive(window) {
+        diag.push(
+            "safety.divergence.window",
+            format!("must be positive, found {window}"),
+        );
+    }
+    if windows < 1 {
+        diag.push(
+            "safety.divergence.windows",
+            format!("must be ≥ 1, found {windows}"),
+        );
+    }
+    if !(floor.is_finite() && floor >= 0.0) {
+        diag.push(
+            "safety.divergence.floor",
+            format!("must be ≥ 0, found {floor}"),
+        );
+    }
+    if let Some(e) = d.energy {
+        if !finite_positive(e) {
+            diag.push(
+                "safety.divergence.energy",
+                format!("must be a positive energy (force·length), found {e}"),
+            );
+        }
+    }
+    DivergenceSettings {
+        displacement,
+        force,
+        growth,
+        window,
+        windows: windows.max(1) as usize,
+        floor,
+        energy: d.energy,
+    }
+}
+
+/// `[runner]`: pacing, CPUs, priority and the results ring.
+fn runner_table(spec: RunnerSpec, diag: &mut Diagnostics) -> RunnerSettings {
     let pacing = match spec.pacing.as_deref().unwrap_or("fast") {
         "fast" => Pacing::Fast,
         "realtime" | "real-time" => Pacing::Realtime,
@@ -871,10 +973,10 @@ fn parse_runner(v: &toml::Value, diag: &mut Diagnostics) -> Option<RunnerSetting
             format!("must be at most {MAX_RESULTS_RING} rows, found {results_ring}"),
         );
     }
-    Some(RunnerSettings {
+    RunnerSettings {
         pacing,
         cpus: cpus.into_iter().map(|c| c.max(0) as usize).collect(),
         priority: priority.clamp(1, 99) as u8,
         results_ring: results_ring.max(16) as usize,
-    })
+    }
 }
