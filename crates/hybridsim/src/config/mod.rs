@@ -3,14 +3,16 @@
 //! [`schema`] is the file as written. [`Model::from_toml`] reads it, then reads each table with
 //! its own function (every problem of the file collected in one [`Diagnostics`] and reported
 //! at once, by file, field and reason) and assembles the model types of [`crate::model`];
-//! last come the checks that need the assembled layout ([`validate_structure`]). Only this
-//! layer knows TOML; the model types stay below the assembly and the integrators.
+//! last come the checks that need the assembled layout ([`validate_structure`]). Apart from
+//! the element builders (each reads its own parameter table), only this layer knows TOML; the
+//! model types stay below the assembly and the integrators.
 //!
-//! One module per table: [`nodes`] (`[[node]]`), [`substructures`] (`[substructure.NAME]`),
-//! [`elements`] (`[[element]]`), [`damping`] (`[damping]`), [`loads`] (`[[load]]`),
-//! [`ground_motion`] (`[[ground_motion]]`), [`imposed_motion`] (`[[imposed_motion]]`),
-//! [`analysis`] (`[analysis]`, `[output]`) and [`lab`] (`[lab]`, `[safety]`, `[runner]`);
-//! `title`, `[units]` and the reserved tables are read here.
+//! One file per table: `nodes.rs` (`[[node]]`), `substructures.rs` (`[substructure.NAME]`),
+//! `elements.rs` (`[[element]]`), `damping.rs` (`[damping]`), `loads.rs` (`[[load]]`),
+//! `ground_motion.rs` (`[[ground_motion]]`), `imposed_motion.rs` (`[[imposed_motion]]`),
+//! `analysis.rs` (`[analysis]`, `[output]`) and `lab.rs` (`[lab]`, `[safety]`, `[runner]`);
+//! `title`, `[units]` and the reserved tables are read here, the layout checks are in
+//! `structure.rs`.
 
 mod analysis;
 mod damping;
