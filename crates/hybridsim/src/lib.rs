@@ -3,11 +3,8 @@
 //! Hybrid simulation couples a *physical substructure* tested in a laboratory with a *numerical
 //! substructure* computed online. This crate holds the engine, free of file and network I/O:
 //!
-//! - [`model`]: the FE-style model (nodes with named DOFs, elements, substructures, loads,
-//!   analysis and lab settings): the types only;
-//! - [`config`]: the configuration layer, a model file (TOML text) to a validated [`Model`]
-//!   ([`Model::from_toml`]), one function per table, every problem reported with the file, the
-//!   field and the reason;
+//! - [`model`]: the FE-style model (nodes with named DOFs, elements, substructures, loads) read
+//!   from TOML text and validated with precise errors;
 //! - [`elements`]: the element abstraction (state-space form generic over the scalar, so that
 //!   initial Jacobians come from dual numbers) and the registry of element kinds;
 //! - [`assembly`]: state-space substructures `M Ẏ + R(Y) = F(t)` (Abbiati et al. 2019, eqs 1–4),
