@@ -2,7 +2,7 @@
 //!
 //! Top-level tables: `title`, `[units]`, `[[node]]`, `[[element]]`, `[substructure.NAME]`,
 //! `[damping]`, `[[load]]`, `[[ground_motion]]`, `[[imposed_motion]]`, `[analysis]`, `[output]`,
-//! `[lab]`, `[safety]`, `[runner]` (see `model::lab`). The tables `updating` and `network` are
+//! `[lab]`, `[safety]`, `[runner]`. The tables `updating` and `network` are
 //! reserved for later versions; any other key is rejected.
 
 use crate::units::Units;
@@ -48,16 +48,16 @@ pub struct ModelFile {
     /// What is recorded.
     #[serde(default)]
     pub output: OutputSpec,
-    /// Reserved.
+    /// Transfer system, read in a second pass ([`LabSpec`]).
     #[serde(default)]
     pub lab: Option<toml::Value>,
-    /// Reserved.
+    /// Safety limits, read in a second pass ([`SafetySpec`]).
     #[serde(default)]
     pub safety: Option<toml::Value>,
-    /// Reserved.
+    /// Real-time runner, read in a second pass ([`RunnerSpec`]).
     #[serde(default)]
     pub runner: Option<toml::Value>,
-    /// Imposed (Dirichlet) motions, parsed in [`super::imposed_motion`].
+    /// Imposed (Dirichlet) motions, read entry by entry ([`ImposedMotionSpec`]).
     #[serde(default)]
     pub imposed_motion: Option<toml::Value>,
     /// Reserved.
@@ -262,4 +262,262 @@ pub struct OutputSpec {
     /// Record each substructure's energy (default true).
     #[serde(default)]
     pub energy: Option<bool>,
+}
+
+/// `[[imposed_motion]]`, one entry (read in a second pass, so that its problems are reported
+/// at `imposed_motion[i]`); exactly one of `sine`, `points`, `file`, `record`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImposedMotionSpec {
+    /// Name of the entry (default `imposed_motion[i]`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Node id.
+    pub node: i64,
+    /// One driven DOF.
+    #[serde(default)]
+    pub dof: Option<String>,
+    /// Several driven DOFs of the node.
+    #[serde(default)]
+    pub dofs: Option<Vec<String>>,
+    /// `displacement`, `velocity` or `acceleration`.
+    #[serde(default)]
+    pub quantity: Option<String>,
+    /// Harmonic history.
+    #[serde(default)]
+    pub sine: Option<SineSpec>,
+    /// `[[t, x], …]` samples.
+    #[serde(default)]
+    pub points: Option<Vec<(f64, f64)>>,
+    /// Two-column file of samples, relative to the model file.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Accelerogram (PEER `.AT2` or two columns), relative to the model file.
+    #[serde(default)]
+    pub record: Option<String>,
+    /// Units of a two-column record: `g` or `model`.
+    #[serde(default)]
+    pub record_units: Option<String>,
+    /// Scale the record to this peak ground acceleration, in g.
+    #[serde(default)]
+    pub pga: Option<f64>,
+    /// Factor on the history (exclusive with `pga`).
+    #[serde(default)]
+    pub scale: Option<f64>,
+}
+
+/// `[lab]` (read in a second pass, so that its problems are reported at `lab.…`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabSpec {
+    /// Transfer system (`virtual`).
+    #[serde(default)]
+    pub transfer: Option<String>,
+    /// `pseudodynamic` or `real-time`.
+    #[serde(default)]
+    pub regime: Option<String>,
+    /// Testing time scale λ.
+    #[serde(default)]
+    pub time_scale: Option<f64>,
+    /// Controller rate 1/Δt^C in Hz.
+    #[serde(default)]
+    pub controller_rate: Option<f64>,
+    /// Seed of the lab's random draws.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Prototype/specimen displacement ratio.
+    #[serde(default)]
+    pub geometric_scale: Option<f64>,
+    /// Prototype/specimen force ratio.
+    #[serde(default)]
+    pub force_scale: Option<f64>,
+    /// Device multiplier on the force.
+    #[serde(default)]
+    pub device_multiplier: Option<f64>,
+    /// `[[lab.actuator]]`.
+    #[serde(default)]
+    pub actuator: Vec<ActuatorSpec>,
+    /// `[[lab.force_control]]`.
+    #[serde(default)]
+    pub force_control: Vec<ForceControlSpec>,
+}
+
+/// `[[lab.actuator]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActuatorSpec {
+    /// Name.
+    pub name: String,
+    /// Driven DOFs `[[node, "dof"], …]`.
+    pub dofs: Vec<(i64, String)>,
+    /// `d = Σ c_i u_i` coefficients.
+    #[serde(default)]
+    pub coefficients: Option<Vec<f64>>,
+    /// Dynamics table with `kind` and its parameters.
+    #[serde(default)]
+    pub dynamics: Option<toml::Table>,
+    /// Sensor noise.
+    #[serde(default)]
+    pub noise: Option<NoiseSpec>,
+    /// ADC resolution and range.
+    #[serde(default)]
+    pub adc: Option<AdcSpec>,
+    /// Loading-system stiffness.
+    #[serde(default)]
+    pub loading_stiffness: Option<f64>,
+    /// Delay and compliance compensation.
+    #[serde(default)]
+    pub compensation: Option<CompensationSpec>,
+}
+
+/// `[lab.actuator.noise]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoiseSpec {
+    /// Displacement noise RMS.
+    #[serde(default)]
+    pub displacement_rms: Option<f64>,
+    /// Force noise RMS.
+    #[serde(default)]
+    pub force_rms: Option<f64>,
+}
+
+/// `[lab.actuator.adc]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdcSpec {
+    /// Displacement channel resolution.
+    #[serde(default)]
+    pub displacement_resolution: Option<f64>,
+    /// Force channel resolution.
+    #[serde(default)]
+    pub force_resolution: Option<f64>,
+    /// Displacement channel full scale.
+    #[serde(default)]
+    pub displacement_range: Option<f64>,
+    /// Force channel full scale.
+    #[serde(default)]
+    pub force_range: Option<f64>,
+}
+
+/// `[lab.actuator.compensation]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompensationSpec {
+    /// Delay compensation.
+    #[serde(default)]
+    pub delay: Option<DelayCompSpec>,
+    /// Compliance compensation.
+    #[serde(default)]
+    pub compliance: Option<ComplianceSpec>,
+}
+
+/// `[lab.actuator.compensation.delay]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DelayCompSpec {
+    /// Polynomial order.
+    pub order: i64,
+    /// Estimated delay in seconds.
+    pub estimate: f64,
+}
+
+/// `[lab.actuator.compensation.compliance]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComplianceSpec {
+    /// Stiffness for non-negative feedback force.
+    pub k_positive: f64,
+    /// Stiffness for negative feedback force.
+    pub k_negative: f64,
+    /// Their unit, force/length.
+    pub units: String,
+}
+
+/// `[[lab.force_control]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForceControlSpec {
+    /// The DOF `[node, "dof"]`.
+    pub dof: (i64, String),
+    /// Constant force.
+    pub force: f64,
+}
+
+/// `[safety]` (read in a second pass, so that its problems are reported at `safety.…`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SafetySpec {
+    /// `hold` or `ramp_down`.
+    #[serde(default)]
+    pub on_trip: Option<String>,
+    /// Speed of `ramp_down`.
+    #[serde(default)]
+    pub ramp_rate: Option<f64>,
+    /// Consecutive deadline overruns that latch an event.
+    #[serde(default)]
+    pub max_overruns: Option<i64>,
+    /// Limits by actuator name.
+    #[serde(default)]
+    pub actuator: BTreeMap<String, LimitsSpec>,
+    /// Divergence criterion.
+    #[serde(default)]
+    pub divergence: Option<DivergenceSpec>,
+}
+
+/// `[safety.actuator.NAME]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSpec {
+    /// Stroke.
+    pub displacement: Option<f64>,
+    /// Velocity.
+    pub velocity: Option<f64>,
+    /// Force.
+    pub force: Option<f64>,
+    /// Increment per tick.
+    pub increment: Option<f64>,
+}
+
+/// `[safety.divergence]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DivergenceSpec {
+    /// Bound on |u|.
+    pub displacement: Option<f64>,
+    /// Bound on |Λ|.
+    pub force: Option<f64>,
+    /// Growth factor per window.
+    #[serde(default)]
+    pub growth: Option<f64>,
+    /// Window length.
+    #[serde(default)]
+    pub window: Option<f64>,
+    /// Consecutive growing windows.
+    #[serde(default)]
+    pub windows: Option<i64>,
+    /// Amplitude floor.
+    #[serde(default)]
+    pub floor: Option<f64>,
+    /// Bound on the generated energy.
+    #[serde(default)]
+    pub energy: Option<f64>,
+}
+
+/// `[runner]` (read in a second pass, so that its problems are reported at `runner.…`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerSpec {
+    /// `fast` or `realtime`.
+    #[serde(default)]
+    pub pacing: Option<String>,
+    /// CPUs to pin to.
+    #[serde(default)]
+    pub cpus: Option<Vec<i64>>,
+    /// SCHED_FIFO priority.
+    #[serde(default)]
+    pub priority: Option<i64>,
+    /// Results ring capacity in rows.
+    #[serde(default)]
+    pub results_ring: Option<i64>,
 }

@@ -1,39 +1,12 @@
-//! The configuration layer: a model file (TOML text) to a validated [`Model`].
-//!
-//! [`crate::model`] reads every table and checks every field; the checks that need the
-//! assembled layout (positive-definite partition masses, interfaces that couple every
-//! substructure, non-singular element partitions of the LLM scheme) come here, after it,
-//! so that the model types stay below the assembly and the integrators.
+//! The checks that need the assembled layout, run after every table has been read: positive-
+//! definite partition masses, interfaces that couple every substructure, non-singular element
+//! partitions of the LLM scheme.
 
 use crate::assembly::{build_element_partitions, build_partitions, Grouping, Interface, Partition};
-use crate::elements::ElementRegistry;
 use crate::error::{Diagnostics, ModelError};
 use crate::integrators::AlphaParameters;
-use crate::model::{IntegratorKind, Model, SourceResolver};
+use crate::model::{IntegratorKind, Model};
 use nalgebra::DMatrix;
-
-impl Model {
-    /// Read and validate a model from TOML text with the default element registry.
-    pub fn from_toml(
-        text: &str,
-        source: &str,
-        files: &dyn SourceResolver,
-    ) -> Result<Model, ModelError> {
-        Self::from_toml_with(text, source, files, &ElementRegistry::default())
-    }
-
-    /// Read and validate with a custom element registry.
-    pub fn from_toml_with(
-        text: &str,
-        source: &str,
-        files: &dyn SourceResolver,
-        registry: &ElementRegistry,
-    ) -> Result<Model, ModelError> {
-        let model = crate::model::parse(text, source, files, registry)?;
-        validate_structure(&model)?;
-        Ok(model)
-    }
-}
 
 /// Checks that need the assembled layout: every partition's mass matrix is positive definite
 /// (else `D` is singular), interfaces exist where the integrator needs them.

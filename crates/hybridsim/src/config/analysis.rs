@@ -1,0 +1,233 @@
+//! `[analysis]` (integrator and time stepping) and `[output]` (what is recorded).
+
+use super::finite_positive;
+use super::schema::{AnalysisSpec, OutputSpec};
+use crate::error::Diagnostics;
+use crate::model::{
+    AnalysisSettings, IntegratorKind, OutputSettings, StartMode, Substructure, LSRT2_GAMMA_HIGH,
+    LSRT2_GAMMA_LOW, MAX_SUBCYCLES,
+};
+
+/// Whether the model file asks for the LLM integrator (`[analysis] integrator = "llm"`).
+pub(super) fn llm_mode(spec: Option<&AnalysisSpec>) -> bool {
+    spec.is_some_and(|a| a.integrator == "llm")
+}
+
+/// `[analysis]`, required; checked against the substructures (pg-alpha needs a partition).
+pub(super) fn analysis(
+    spec: Option<&AnalysisSpec>,
+    substructures: &[Substructure],
+    diag: &mut Diagnostics,
+) -> Option<AnalysisSettings> {
+    let Some(a) = spec else {
+        diag.push("analysis", "the [analysis] table is required");
+        return None;
+    };
+    let before = diag.len();
+    let integrator = integrator(a, diag);
+    check_basic_solver(a, diag);
+    let rho_inf = rho_inf(a, diag);
+    let subcycles = time_stepping(a, integrator, diag);
+    let corrections = a.corrections.unwrap_or(1);
+    if !(1..=20).contains(&corrections) {
+        diag.push(
+            "analysis.corrections",
+            format!("must be between 1 and 20, found {corrections}"),
+        );
+    }
+    if corrections > 1 && integrator == IntegratorKind::Lsrt2 {
+        diag.push("analysis.corrections", "LSRT2 has no corrections");
+    }
+    let start = match a.start.as_deref() {
+        None | Some("consistent") => StartMode::Consistent,
+        Some("zero") => StartMode::Zero,
+        Some(other) => {
+            diag.push(
+                "analysis.start",
+                format!("must be \"consistent\" or \"zero\", found `{other}`"),
+            );
+            StartMode::Consistent
+        }
+    };
+    let lsrt2_gamma = lsrt2_gamma(a, integrator, diag);
+    if integrator == IntegratorKind::PgAlpha {
+        check_partition(substructures, diag);
+    }
+    if diag.len() > before {
+        return None;
+    }
+    Some(AnalysisSettings {
+        integrator,
+        rho_inf,
+        time_step: a.time_step,
+        subcycles: subcycles as usize,
+        duration: a.duration,
+        corrections: corrections as usize,
+        start,
+        lsrt2_gamma,
+    })
+}
+
+/// `integrator` (`trapezoidal` is MG-α with ρ∞ = 1).
+fn integrator(a: &AnalysisSpec, diag: &mut Diagnostics) -> IntegratorKind {
+    match a.integrator.as_str() {
+        "mg-alpha" | "trapezoidal" => IntegratorKind::MgAlpha,
+        "pg-alpha" => IntegratorKind::PgAlpha,
+        "lsrt2" => IntegratorKind::Lsrt2,
+        "llm" => IntegratorKind::Llm,
+        other => {
+            diag.push(
+                "analysis.integrator",
+                format!(
+                    "unknown integrator `{other}` (mg-alpha, pg-alpha, lsrt2, trapezoidal, llm)"
+                ),
+            );
+            IntegratorKind::MgAlpha
+        }
+    }
+}
+
+/// `rho_inf` in [0, 1] (default 1; only 1 for the trapezoidal rule).
+fn rho_inf(a: &AnalysisSpec, diag: &mut Diagnostics) -> f64 {
+    let rho_inf = match (a.integrator.as_str(), a.rho_inf) {
+        ("trapezoidal", Some(r)) if r != 1.0 => {
+            diag.push(
+                "analysis.rho_inf",
+                "the trapezoidal rule is ρ∞ = 1; use mg-alpha for other values",
+            );
+            1.0
+        }
+        (_, r) => r.unwrap_or(1.0),
+    };
+    if !(rho_inf.is_finite() && (0.0..=1.0).contains(&rho_inf)) {
+        diag.push(
+            "analysis.rho_inf",
+            format!("must be in [0, 1], found {rho_inf}"),
+        );
+    }
+    rho_inf
+}
+
+/// `time_step`, `duration` and `subcycles` (returned; subcycling only with pg-alpha).
+fn time_stepping(a: &AnalysisSpec, integrator: IntegratorKind, diag: &mut Diagnostics) -> i64 {
+    if !finite_positive(a.time_step) {
+        diag.push(
+            "analysis.time_step",
+            format!("must be positive and finite, found {}", a.time_step),
+        );
+    }
+    if !finite_positive(a.duration) {
+        diag.push(
+            "analysis.duration",
+            format!("must be positive and finite, found {}", a.duration),
+        );
+    } else if finite_positive(a.time_step) && a.duration < a.time_step {
+        diag.push("analysis.duration", "is shorter than one time step");
+    }
+    let subcycles = a.subcycles.unwrap_or(1);
+    if subcycles < 1 {
+        diag.push(
+            "analysis.subcycles",
+            format!("must be a whole number ≥ 1, found {subcycles}"),
+        );
+    } else if subcycles > MAX_SUBCYCLES {
+        diag.push(
+            "analysis.subcycles",
+            format!(
+                "must be at most {MAX_SUBCYCLES} substeps per numerical step, found {subcycles}"
+            ),
+        );
+    }
+    if subcycles > 1 && integrator != IntegratorKind::PgAlpha {
+        diag.push(
+            "analysis.subcycles",
+            "subcycling needs the partitioned integrator `pg-alpha`",
+        );
+    }
+    subcycles
+}
+
+/// `lsrt2_gamma`: `low` (default) or `high`, only for LSRT2.
+fn lsrt2_gamma(a: &AnalysisSpec, integrator: IntegratorKind, diag: &mut Diagnostics) -> f64 {
+    let lsrt2_gamma = match a.lsrt2_gamma.as_deref() {
+        None | Some("low") => LSRT2_GAMMA_LOW,
+        Some("high") => LSRT2_GAMMA_HIGH,
+        Some(other) => {
+            diag.push(
+                "analysis.lsrt2_gamma",
+                format!("must be \"low\" or \"high\", found `{other}`"),
+            );
+            LSRT2_GAMMA_LOW
+        }
+    };
+    if a.lsrt2_gamma.is_some() && integrator != IntegratorKind::Lsrt2 {
+        diag.push(
+            "analysis.lsrt2_gamma",
+            "only applies to integrator = \"lsrt2\"",
+        );
+    }
+    lsrt2_gamma
+}
+
+/// pg-alpha: at least two substructures, exactly one of them numerical.
+fn check_partition(substructures: &[Substructure], diag: &mut Diagnostics) {
+    let n_numerical = substructures.iter().filter(|s| !s.physical).count();
+    if substructures.len() < 2 {
+        diag.push(
+            "analysis.integrator",
+            "pg-alpha needs at least two substructures ([substructure.NAME] tables)",
+        );
+    } else if n_numerical != 1 {
+        diag.push(
+            "analysis.integrator",
+            format!("pg-alpha needs exactly one numerical substructure, found {n_numerical}"),
+        );
+    }
+}
+
+/// `[analysis] basic_solver` of the `llm` integrator: `trapezoidal` (Hovmand et al. 2022, eqs 5–9,
+/// the default; ρ∞ = 1) or `generalized-alpha` (ρ∞ from `rho_inf`).
+fn check_basic_solver(a: &AnalysisSpec, diag: &mut Diagnostics) {
+    let llm = a.integrator == "llm";
+    match (a.basic_solver.as_deref(), llm) {
+        (Some(_), false) => diag.push(
+            "analysis.basic_solver",
+            "only applies to integrator = \"llm\"",
+        ),
+        (None | Some("trapezoidal"), true) => {
+            if let Some(r) = a.rho_inf {
+                if r != 1.0 {
+                    diag.push(
+                        "analysis.rho_inf",
+                        "the trapezoidal basic solver is ρ∞ = 1; set basic_solver = \
+                         \"generalized-alpha\" for algorithmic damping",
+                    );
+                }
+            }
+        }
+        (Some("generalized-alpha"), true) | (None, false) => {}
+        (Some(other), true) => diag.push(
+            "analysis.basic_solver",
+            format!("must be \"trapezoidal\" or \"generalized-alpha\", found `{other}`"),
+        ),
+    }
+    if llm && a.start.as_deref() == Some("zero") {
+        diag.push(
+            "analysis.start",
+            "the llm integrator always starts from the coupled, consistent state",
+        );
+    }
+}
+
+/// `[output]`: record every `every`-th step (≥ 1), element forces and states, energies.
+pub(super) fn output(spec: &OutputSpec, diag: &mut Diagnostics) -> OutputSettings {
+    let every = spec.every.unwrap_or(1);
+    if every < 1 {
+        diag.push("output.every", format!("must be at least 1, found {every}"));
+    }
+    OutputSettings {
+        every: every.max(1) as u64,
+        elements: spec.elements.unwrap_or(true),
+        energy: spec.energy.unwrap_or(true),
+    }
+}

@@ -1,0 +1,491 @@
+//! `[[element]]`: each element built from its table by its kind's builder in the registry,
+//! placed in a substructure (or split among several), with its role, Rayleigh flag and
+//! initial states; then the checks on what the elements cover.
+
+use super::schema::NodeSpec;
+use crate::elements::{DofRef, ElementContext, ElementRef, ElementRegistry, Mass};
+use crate::error::Diagnostics;
+use crate::model::imposed_motion::MassShare;
+use crate::model::{ElementInstance, Node, Role, Substructure};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Keys every element may have, read here; the rest of the table goes to the kind's builder.
+const SHARED_KEYS: &[&str] = &[
+    "type",
+    "name",
+    "substructure",
+    "split",
+    "role",
+    "rayleigh",
+    "initial_state",
+];
+
+/// The elements placed in their substructures (a split mass once per substructure) and, in the
+/// LLM mode, the explicit distributions of masses among element partitions.
+pub(super) fn elements(
+    specs: &[toml::Table],
+    llm: bool,
+    substructures: &[Substructure],
+    ctx: &ElementContext,
+    registry: &ElementRegistry,
+    diag: &mut Diagnostics,
+) -> (Vec<ElementInstance>, Vec<MassShare>) {
+    let mut reader = Reader {
+        llm,
+        substructures,
+        ctx,
+        registry,
+        names: BTreeSet::new(),
+        elements: Vec::new(),
+        mass_shares: Vec::new(),
+    };
+    if specs.is_empty() {
+        diag.push("element", "the model has no elements");
+    }
+    for (i, table) in specs.iter().enumerate() {
+        reader.element(i, table, diag);
+    }
+    (reader.elements, reader.mass_shares)
+}
+
+/// What the element tables are read against, and what they give so far.
+struct Reader<'a> {
+    llm: bool,
+    substructures: &'a [Substructure],
+    ctx: &'a ElementContext<'a>,
+    registry: &'a ElementRegistry,
+    /// Names used so far.
+    names: BTreeSet<String>,
+    elements: Vec<ElementInstance>,
+    mass_shares: Vec<MassShare>,
+}
+
+impl Reader<'_> {
+    /// `element[i]`.
+    fn element(&mut self, i: usize, table: &toml::Table, diag: &mut Diagnostics) {
+        let f = format!("element[{i}]");
+        let mut table = table.clone();
+        let mut shared = BTreeMap::new();
+        for k in SHARED_KEYS {
+            if let Some(v) = table.remove(*k) {
+                shared.insert(*k, v);
+            }
+        }
+        let kind = match shared.get("type") {
+            Some(toml::Value::String(s)) => s.clone(),
+            Some(_) => {
+                diag.push(format!("{f}.type"), "must be a string");
+                return;
+            }
+            None => {
+                diag.push(
+                    format!("{f}.type"),
+                    format!("is missing (one of: {})", self.registry.kinds().join(", ")),
+                );
+                return;
+            }
+        };
+        let name = match shared.get("name") {
+            Some(toml::Value::String(s)) => s.clone(),
+            Some(_) => {
+                diag.push(format!("{f}.name"), "must be a string");
+                return;
+            }
+            None => format!("{kind}{i}"),
+        };
+        if !self.names.insert(name.clone()) {
+            diag.push(
+                format!("{f}.name"),
+                format!("element name `{name}` is used twice"),
+            );
+        }
+        let Some(builder) = self.registry.get(&kind) else {
+            diag.push(
+                format!("{f}.type"),
+                format!(
+                    "unknown element type `{kind}` (known: {})",
+                    self.registry.kinds().join(", ")
+                ),
+            );
+            return;
+        };
+        let before = diag.len();
+        let Some(element) = builder(self.ctx, table, diag, &f) else {
+            if diag.len() == before {
+                diag.push(&f, "could not be built");
+            }
+            return;
+        };
+        if self.llm && kind == "mass" {
+            self.mass_shares
+                .extend(take_llm_split(&mut shared, &name, &f, diag));
+        }
+        let Some(members) = self.members(&kind, &shared, &f, diag) else {
+            return;
+        };
+        let role = match shared.get("role") {
+            None => None,
+            Some(toml::Value::String(r)) if r == "numerical" => Some(Role::Numerical),
+            Some(toml::Value::String(r)) if r == "specimen" => Some(Role::Specimen),
+            Some(other) => {
+                diag.push(
+                    format!("{f}.role"),
+                    format!("must be \"numerical\" or \"specimen\", found {other}"),
+                );
+                return;
+            }
+        };
+        let rayleigh = match shared.get("rayleigh") {
+            None => element.rayleigh_by_default(),
+            Some(toml::Value::Boolean(b)) => *b,
+            Some(_) => {
+                diag.push(format!("{f}.rayleigh"), "must be true or false");
+                return;
+            }
+        };
+        let Some(initial_state) =
+            initial_state(shared.get("initial_state"), &element, &kind, &f, diag)
+        else {
+            return;
+        };
+        let split = members.len() > 1;
+        for (sub, fraction) in members {
+            let substructure = &self.substructures[sub];
+            let physical = substructure.physical;
+            let role = role_in(substructure, role, &element, &f, diag);
+            if physical && role == Role::Specimen && rayleigh && shared.contains_key("rayleigh") {
+                diag.push(
+                    format!("{f}.rayleigh"),
+                    "Rayleigh damping cannot be applied to a physical specimen: its damping is measured",
+                );
+            }
+            let (element, name) = if split {
+                let Some(m) = element_as_mass(&element) else {
+                    continue;
+                };
+                let e: ElementRef = Arc::new(m.scaled(fraction));
+                (e, format!("{name}@{}", substructure.name))
+            } else {
+                (element.clone(), name.clone())
+            };
+            self.elements.push(ElementInstance {
+                name,
+                element,
+                substructure: sub,
+                role,
+                rayleigh: rayleigh && !(physical && role == Role::Specimen),
+                initial_state: initial_state.clone(),
+            });
+        }
+    }
+
+    /// The substructures of an element with its fraction in each: the one named by
+    /// `substructure`, those of a mass's `split`, or the only one.
+    fn members(
+        &self,
+        kind: &str,
+        shared: &BTreeMap<&str, toml::Value>,
+        f: &str,
+        diag: &mut Diagnostics,
+    ) -> Option<Vec<(usize, f64)>> {
+        let substructures = self.substructures;
+        match (shared.get("substructure"), shared.get("split")) {
+            (Some(_), Some(_)) => {
+                diag.push(
+                    format!("{f}.split"),
+                    "give either `substructure` or `split`, not both",
+                );
+                None
+            }
+            (Some(toml::Value::String(s)), None) => {
+                match substructures.iter().position(|x| x.name == *s) {
+                    Some(k) => Some(vec![(k, 1.0)]),
+                    None => {
+                        diag.push(
+                            format!("{f}.substructure"),
+                            format!(
+                                "unknown substructure `{s}` (defined: {})",
+                                substructures
+                                    .iter()
+                                    .map(|x| x.name.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        );
+                        None
+                    }
+                }
+            }
+            (Some(_), None) => {
+                diag.push(format!("{f}.substructure"), "must be a string");
+                None
+            }
+            (None, Some(toml::Value::Table(t))) => {
+                if kind != "mass" {
+                    diag.push(format!("{f}.split"), "only `mass` elements can be split");
+                    return None;
+                }
+                split(t, substructures, f, diag)
+            }
+            (None, Some(_)) => {
+                diag.push(
+                    format!("{f}.split"),
+                    "must be a table `{ substructure = fraction, … }`",
+                );
+                None
+            }
+            (None, None) => {
+                if substructures.len() == 1 || (self.llm && kind == "mass") {
+                    Some(vec![(0, 1.0)])
+                } else {
+                    diag.push(
+                        format!("{f}.substructure"),
+                        "is required when the model has more than one substructure",
+                    );
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// A mass's `split = { substructure = fraction, … }`: fractions in (0, 1] adding up to 1.
+fn split(
+    t: &toml::Table,
+    substructures: &[Substructure],
+    f: &str,
+    diag: &mut Diagnostics,
+) -> Option<Vec<(usize, f64)>> {
+    let mut members = Vec::new();
+    let mut total = 0.0;
+    let mut ok = true;
+    for (s, x) in t {
+        let x = match x {
+            toml::Value::Float(x) => *x,
+            toml::Value::Integer(x) => *x as f64,
+            _ => {
+                diag.push(format!("{f}.split.{s}"), "must be a number");
+                ok = false;
+                continue;
+            }
+        };
+        if !(x.is_finite() && x > 0.0 && x <= 1.0) {
+            diag.push(
+                format!("{f}.split.{s}"),
+                format!("fraction must be in (0, 1], found {x}"),
+            );
+            ok = false;
+        }
+        match substructures.iter().position(|y| y.name == *s) {
+            Some(k) => members.push((k, x)),
+            None => {
+                diag.push(
+                    format!("{f}.split.{s}"),
+                    format!("unknown substructure `{s}`"),
+                );
+                ok = false;
+            }
+        }
+        total += x;
+    }
+    if ok && (total - 1.0).abs() > 1e-9 {
+        diag.push(
+            format!("{f}.split"),
+            format!("fractions must add up to 1, they add up to {total}"),
+        );
+        ok = false;
+    }
+    ok.then_some(members)
+}
+
+/// `initial_state`: one finite number per element state (zeros when absent).
+fn initial_state(
+    value: Option<&toml::Value>,
+    element: &ElementRef,
+    kind: &str,
+    f: &str,
+    diag: &mut Diagnostics,
+) -> Option<Vec<f64>> {
+    match value {
+        None => Some(vec![0.0; element.n_states()]),
+        Some(toml::Value::Array(a)) => {
+            let v: Vec<f64> = a
+                .iter()
+                .filter_map(|x| match x {
+                    toml::Value::Float(x) => Some(*x),
+                    toml::Value::Integer(x) => Some(*x as f64),
+                    _ => None,
+                })
+                .collect();
+            if v.len() != a.len()
+                || v.len() != element.n_states()
+                || v.iter().any(|x| !x.is_finite())
+            {
+                diag.push(
+                    format!("{f}.initial_state"),
+                    format!(
+                        "must be {} finite numbers ({} element states: {})",
+                        element.n_states(),
+                        kind,
+                        element.state_names().join(", ")
+                    ),
+                );
+                return None;
+            }
+            Some(v)
+        }
+        Some(_) => {
+            diag.push(format!("{f}.initial_state"), "must be an array of numbers");
+            None
+        }
+    }
+}
+
+/// The role of an element in `substructure`: always numerical in a numerical substructure;
+/// in a physical one as given, else numerical for a pure mass and specimen otherwise.
+fn role_in(
+    substructure: &Substructure,
+    given: Option<Role>,
+    element: &ElementRef,
+    f: &str,
+    diag: &mut Diagnostics,
+) -> Role {
+    match (substructure.physical, given) {
+        (false, Some(Role::Specimen)) => {
+            diag.push(
+                format!("{f}.role"),
+                format!(
+                    "`specimen` is only meaningful in a physical substructure; `{}` is numerical",
+                    substructure.name
+                ),
+            );
+            Role::Numerical
+        }
+        (false, _) => Role::Numerical,
+        (true, Some(r)) => r,
+        (true, None) => {
+            if element.mass().is_some()
+                && element
+                    .linear_stiffness()
+                    .map(|k| k.amax() == 0.0)
+                    .unwrap_or(false)
+            {
+                Role::Numerical
+            } else {
+                Role::Specimen
+            }
+        }
+    }
+}
+
+/// The lumped mass of an element with a mass matrix (its diagonal), to be split.
+fn element_as_mass(e: &ElementRef) -> Option<Mass> {
+    let m = e.mass()?;
+    let dofs = e.dofs().to_vec();
+    let values = (0..dofs.len()).map(|i| m[(i, i)]).collect();
+    Some(Mass::new(dofs, values))
+}
+
+/// In the LLM mode a `mass` element's `split` distributes it among *elements* (or
+/// substructures): take it out of the shared keys and keep it for the assembly.
+fn take_llm_split(
+    shared: &mut BTreeMap<&str, toml::Value>,
+    name: &str,
+    field: &str,
+    diag: &mut Diagnostics,
+) -> Option<MassShare> {
+    let value = shared.remove("split")?;
+    let f = format!("{field}.split");
+    let toml::Value::Table(t) = value else {
+        diag.push(&f, "must be a table `{ element = fraction, … }`");
+        return None;
+    };
+    let mut shares = Vec::new();
+    let mut total = 0.0;
+    for (k, v) in &t {
+        let x = match v {
+            toml::Value::Float(x) => *x,
+            toml::Value::Integer(x) => *x as f64,
+            _ => {
+                diag.push(format!("{f}.{k}"), "must be a number");
+                return None;
+            }
+        };
+        if !(x.is_finite() && x > 0.0 && x <= 1.0) {
+            diag.push(
+                format!("{f}.{k}"),
+                format!("fraction must be in (0, 1], found {x}"),
+            );
+            return None;
+        }
+        total += x;
+        shares.push((k.clone(), x));
+    }
+    if (total - 1.0).abs() > 1e-9 {
+        diag.push(
+            &f,
+            format!("fractions must add up to 1, they add up to {total}"),
+        );
+        return None;
+    }
+    Some(MassShare {
+        mass: name.to_string(),
+        field: f,
+        shares,
+    })
+}
+
+/// What the elements cover (checked once every element could be built): every free node DOF
+/// is acted on by an element; every substructure has elements, a physical one a specimen, and
+/// its estimate only its own DOFs.
+pub(super) fn check_coverage(
+    node_specs: &[NodeSpec],
+    nodes: &[Node],
+    elements: &[ElementInstance],
+    substructures: &[Substructure],
+    diag: &mut Diagnostics,
+) {
+    for n in nodes {
+        let i = node_specs
+            .iter()
+            .position(|x| x.id == n.id)
+            .unwrap_or_default();
+        for (k, d) in n.dofs.iter().enumerate() {
+            if n.fixed[k] {
+                continue;
+            }
+            let dr = DofRef::new(n.id, d);
+            if !elements.iter().any(|e| e.element.dofs().contains(&dr)) {
+                diag.push(
+                    format!("node[{i}].dofs"),
+                    format!("{dr} is free but no element acts on it (fix it or remove it)"),
+                );
+            }
+        }
+    }
+    for (k, s) in substructures.iter().enumerate() {
+        let members: Vec<&ElementInstance> =
+            elements.iter().filter(|e| e.substructure == k).collect();
+        if members.is_empty() {
+            diag.push(format!("substructure.{}", s.name), "has no elements");
+            continue;
+        }
+        if s.physical && !members.iter().any(|e| e.role == Role::Specimen) {
+            diag.push(
+                format!("substructure.{}", s.name),
+                "is physical but has no specimen element (set role = \"specimen\" on the tested elements)",
+            );
+        }
+        if let Some(est) = &s.estimate {
+            for d in &est.dofs {
+                if !members.iter().any(|e| e.element.dofs().contains(d)) {
+                    diag.push(
+                        format!("substructure.{}.estimate.dofs", s.name),
+                        format!("{d} is not a DOF of this substructure"),
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! `[[ground_motion]]`: uniform ground accelerations from a record or a synthetic
+//! accelerogram, in model units.
+
+use super::finite_positive;
+use super::schema::{GroundMotionSpec, SyntheticSpec};
+use crate::error::Diagnostics;
+use crate::excitation::{self, KanaiTajimi, TimeFunction, TimeSeries};
+use crate::model::{GroundMotion, SourceResolver};
+use crate::units::Units;
+use std::collections::BTreeMap;
+
+/// The ground motions, at most one per direction; `node_dofs` are the declared DOF names by
+/// node.
+pub(super) fn ground_motions(
+    specs: &[GroundMotionSpec],
+    node_dofs: &BTreeMap<i64, Vec<String>>,
+    units: &Units,
+    files: &dyn SourceResolver,
+    diag: &mut Diagnostics,
+) -> Vec<GroundMotion> {
+    let mut ground_motions = Vec::new();
+    let g = units.gravity();
+    for (i, gm) in specs.iter().enumerate() {
+        let f = format!("ground_motion[{i}]");
+        if !node_dofs.values().any(|d| d.contains(&gm.direction)) {
+            diag.push(
+                format!("{f}.direction"),
+                format!("no node has a DOF named `{}`", gm.direction),
+            );
+            continue;
+        }
+        if ground_motions
+            .iter()
+            .any(|x: &GroundMotion| x.direction == gm.direction)
+        {
+            diag.push(
+                format!("{f}.direction"),
+                format!("direction `{}` is excited twice", gm.direction),
+            );
+            continue;
+        }
+        ground_motions.extend(ground_motion(gm, &f, g, files, diag));
+    }
+    ground_motions
+}
+
+/// One ground motion at field `f` along a direction some node has; `g` in model units.
+fn ground_motion(
+    gm: &GroundMotionSpec,
+    f: &str,
+    g: f64,
+    files: &dyn SourceResolver,
+    diag: &mut Diagnostics,
+) -> Option<GroundMotion> {
+    if gm.pga.is_some() && gm.scale.is_some() {
+        diag.push(
+            format!("{f}.scale"),
+            "give either `pga` or `scale`, not both",
+        );
+        return None;
+    }
+    if let Some(p) = gm.pga {
+        if !finite_positive(p) {
+            diag.push(
+                format!("{f}.pga"),
+                format!("must be a positive PGA in g, found {p}"),
+            );
+            return None;
+        }
+    }
+    if let Some(s) = gm.scale {
+        if !s.is_finite() {
+            diag.push(format!("{f}.scale"), "must be finite");
+            return None;
+        }
+    }
+    let (mut series_g, description, seed) = match (&gm.record, &gm.synthetic) {
+        (Some(_), Some(_)) | (None, None) => {
+            diag.push(f, "give exactly one of `record` or `synthetic`");
+            return None;
+        }
+        (None, Some(s)) => {
+            if gm.pga.is_some() || gm.scale.is_some() {
+                diag.push(
+                    format!("{f}.pga"),
+                    "a synthetic record takes its PGA in `synthetic.pga`",
+                );
+                return None;
+            }
+            synthetic(s, f, diag)?
+        }
+        (Some(path), None) => (
+            record(path, gm.record_units.as_deref(), f, g, files, diag)?,
+            format!("record {path}"),
+            None,
+        ),
+    };
+    if let Some(p) = gm.pga {
+        if let Err(e) = series_g.scaled_to_peak(p) {
+            diag.push(format!("{f}.pga"), e.to_string());
+            return None;
+        }
+    } else if let Some(s) = gm.scale {
+        series_g.scale(s);
+    }
+    let pga_g = series_g.peak_abs();
+    series_g.scale(g);
+    Some(GroundMotion {
+        direction: gm.direction.clone(),
+        acceleration: TimeFunction::Series(series_g),
+        description,
+        seed,
+        pga_g,
+    })
+}
+
+/// `[ground_motion.synthetic]`: the accelerogram in g, its description and its seed.
+fn synthetic(
+    s: &SyntheticSpec,
+    f: &str,
+    diag: &mut Diagnostics,
+) -> Option<(TimeSeries, String, Option<u64>)> {
+    if !finite_positive(s.pga) {
+        diag.push(
+            format!("{f}.synthetic.pga"),
+            format!("must be a positive PGA in g, found {}", s.pga),
+        );
+        return None;
+    }
+    let mut kt = KanaiTajimi::new(s.pga, s.duration, s.seed);
+    if let Some(dt) = s.dt {
+        kt.dt = dt;
+    }
+    if let Some(w) = s.omega_g {
+        kt.omega_g = w;
+    }
+    if let Some(z) = s.zeta_g {
+        kt.zeta_g = z;
+    }
+    match kt.generate() {
+        Ok(series) => Some((
+            series,
+            format!(
+                "synthetic Kanai-Tajimi record (seed {}, {} s, PGA {} g, omega_g {} rad/s, zeta_g {})",
+                s.seed, kt.duration, s.pga, kt.omega_g, kt.zeta_g
+            ),
+            Some(s.seed),
+        )),
+        Err(e) => {
+            diag.push(format!("{f}.synthetic"), e.to_string());
+            None
+        }
+    }
+}
+
+/// `record` (PEER `.AT2`, or two columns in `record_units`): the accelerogram in g.
+fn record(
+    path: &str,
+    record_units: Option<&str>,
+    f: &str,
+    g: f64,
+    files: &dyn SourceResolver,
+    diag: &mut Diagnostics,
+) -> Option<TimeSeries> {
+    let is_at2 = path.to_ascii_lowercase().ends_with(".at2");
+    // The units are checked before the file is read, so that both problems show.
+    let units_ok = match (is_at2, record_units) {
+        (true, Some(u)) if u != "g" => {
+            diag.push(
+                format!("{f}.record_units"),
+                "a PEER .AT2 record is always in g",
+            );
+            false
+        }
+        (true, _) | (false, Some("g" | "model")) => true,
+        (false, Some(other)) => {
+            diag.push(
+                format!("{f}.record_units"),
+                format!("must be \"g\" or \"model\", found `{other}`"),
+            );
+            false
+        }
+        (false, None) => {
+            diag.push(
+                format!("{f}.record_units"),
+                "is required for a two-column record: \"g\" or \"model\"",
+            );
+            false
+        }
+    };
+    let text = match files.read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            diag.push(format!("{f}.record"), e);
+            return None;
+        }
+    };
+    if !units_ok {
+        return None;
+    }
+    let parsed = if is_at2 {
+        excitation::parse_at2(&text).map(|(s, _)| s)
+    } else if record_units == Some("model") {
+        excitation::parse_two_column(&text).map(|mut s| {
+            s.scale(1.0 / g);
+            s
+        })
+    } else {
+        excitation::parse_two_column(&text)
+    };
+    match parsed {
+        Ok(s) => Some(s),
+        Err(e) => {
+            diag.push(format!("{f}.record"), format!("{path}: {e}"));
+            None
+        }
+    }
+}

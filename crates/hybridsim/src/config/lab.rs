@@ -1,0 +1,982 @@
+//! `[lab]`, `[safety]` and `[runner]`: the transfer system, the actuator safety limits and
+//! the real-time runner, read in a second pass (so that problems are reported at
+//! `lab.…`, `safety.…`, `runner.…`) and checked against the rest of the model.
+
+use super::finite_positive;
+use super::schema::{
+    ActuatorSpec, AdcSpec, CompensationSpec, DivergenceSpec, ForceControlSpec, LabSpec, LimitsSpec,
+    NoiseSpec, RunnerSpec, SafetySpec,
+};
+use crate::error::Diagnostics;
+use crate::model::lab::*;
+use crate::model::{AnalysisSettings, ElementInstance, Role, Substructure};
+use crate::units::Units;
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// `value` as the table `table` of the file; a problem (an unknown key at `table.key`) is
+/// recorded and gives `None`.
+fn deserialize<T: for<'de> Deserialize<'de>>(
+    value: &toml::Value,
+    table: &str,
+    diag: &mut Diagnostics,
+) -> Option<T> {
+    match value.clone().try_into::<T>() {
+        Ok(v) => Some(v),
+        Err(e) => {
+            let reason = e.message().trim().replace('\n', " ");
+            let field = reason
+                .strip_prefix("unknown field `")
+                .and_then(|rest| rest.split('`').next())
+                .map(|k| format!("{table}.{k}"))
+                .unwrap_or_else(|| table.to_string());
+            diag.push(field, reason);
+            None
+        }
+    }
+}
+
+/// CPU indices of `[runner] cpus` must fit a `cpu_set_t` (CPU_SETSIZE) for pinning.
+const MAX_CPUS: i64 = 1024;
+
+/// Largest `[runner] results_ring` in rows (the runner allocates rows × columns up front).
+const MAX_RESULTS_RING: i64 = 1 << 20;
+
+/// Longest wall-clock length of a test, s (the runner's nanosecond clock must not overflow).
+const MAX_WALL_CLOCK: f64 = 1.0e9;
+
+/// Longest actuator delay in controller ticks (the delay line keeps one sample per tick).
+const MAX_DELAY_TICKS: f64 = 1.0e6;
+
+/// A stiffness with explicit units (`N/m`, `kN/m`, `kN/mm`, `MN/m`, `lbf/in`, `kip/in`) in model
+/// units (force/length of `[units]`).
+fn stiffness_in_model_units(value: f64, unit: &str, units: &Units) -> Option<f64> {
+    let (f, l) = unit.split_once('/')?;
+    let force_n = Units {
+        force: f.trim().to_string(),
+        ..Units::default()
+    }
+    .force_in_n()?;
+    let length_m = Units {
+        length: l.trim().to_string(),
+        ..Units::default()
+    }
+    .length_in_m()?;
+    let n_per_m = value * force_n / length_m;
+    Some(n_per_m * units.length_in_m()? / units.force_in_n()?)
+}
+
+/// Inputs from the rest of the model that `[lab]` is checked against.
+pub(super) struct LabContext<'a> {
+    /// Δt^N.
+    pub dt_n: f64,
+    /// ss.
+    pub ss: usize,
+    /// Analysis duration (simulation time).
+    pub duration: f64,
+    /// Units.
+    pub units: &'a Units,
+    /// DOFs of every physical substructure (node, dof).
+    pub physical_dofs: Vec<(i64, String)>,
+    /// Whether the model has a physical substructure at all.
+    pub has_physical: bool,
+    /// Field paths of specimen `mass` elements (for the regime check).
+    pub specimen_masses: Vec<String>,
+}
+
+impl<'a> LabContext<'a> {
+    /// What the rest of the model gives: the time stepping of `analysis` (placeholders when it
+    /// has a problem), the DOFs of the physical substructures and the specimen masses.
+    pub(super) fn new(
+        units: &'a Units,
+        elements: &[ElementInstance],
+        substructures: &[Substructure],
+        analysis: Option<&AnalysisSettings>,
+    ) -> Self {
+        let physical_dofs = elements
+            .iter()
+            .filter(|e| substructures[e.substructure].physical)
+            .flat_map(|e| e.element.dofs().iter().map(|d| (d.node, d.dof.clone())))
+            .collect();
+        let specimen_masses = elements
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.role == Role::Specimen && e.element.kind() == "mass")
+            .map(|(i, e)| format!("element[{i}] ({})", e.name))
+            .collect();
+        let (dt_n, ss, duration) = analysis
+            .map(|a| (a.time_step, a.subcycles, a.duration))
+            .unwrap_or((1.0, 1, 1.0));
+        Self {
+            dt_n,
+            ss,
+            duration,
+            units,
+            physical_dofs,
+            has_physical: substructures.iter().any(|s| s.physical),
+            specimen_masses,
+        }
+    }
+}
+
+/// Parse and validate `[lab]`, `[safety]` and `[runner]`. All three are needed once `[lab]` is
+/// present; `[safety]` or `[runner]` alone is an error.
+pub(super) fn lab(
+    lab: Option<&toml::Value>,
+    safety: Option<&toml::Value>,
+    runner: Option<&toml::Value>,
+    ctx: &LabContext,
+    diag: &mut Diagnostics,
+) -> Option<LabConfig> {
+    let Some(lab) = lab else {
+        if safety.is_some() {
+            diag.push(
+                "safety",
+                "limits need a [lab] table describing the actuators",
+            );
+        }
+        if runner.is_some() {
+            diag.push(
+                "runner",
+                "the runner needs a [lab] table (the transfer system)",
+            );
+        }
+        return None;
+    };
+    let before = diag.len();
+    if !ctx.has_physical {
+        diag.push("lab", "the model has no physical substructure to test");
+    }
+    let spec: LabSpec = deserialize(lab, "lab", diag)?;
+    let lab_settings = lab_table(&spec, ctx, diag);
+    // Safety: required.
+    let safety = match safety {
+        None => {
+            diag.push(
+                "safety",
+                "a [safety] table with limits for every actuator is required when a [lab] is \
+                 configured (there is no default limit)",
+            );
+            None
+        }
+        Some(v) => deserialize::<SafetySpec>(v, "safety", diag)
+            .and_then(|spec| safety_table(&spec, &lab_settings, diag)),
+    };
+    let runner = match runner {
+        None => Some(RunnerSettings {
+            pacing: Pacing::Fast,
+            cpus: Vec::new(),
+            priority: 80,
+            results_ring: 8192,
+        }),
+        Some(v) => {
+            deserialize::<RunnerSpec>(v, "runner", diag).map(|spec| runner_table(spec, diag))
+        }
+    };
+    if diag.len() > before {
+        return None;
+    }
+    Some(LabConfig {
+        lab: lab_settings,
+        safety: safety?,
+        runner: runner?,
+    })
+}
+
+/// `[lab]`: transfer system, time scale, regime, scales, actuators and force control.
+fn lab_table(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> LabSettings {
+    let transfer = match spec.transfer.as_deref().unwrap_or("virtual") {
+        "virtual" => TransferKind::Virtual,
+        other => {
+            diag.push(
+                "lab.transfer",
+                format!("unknown transfer system `{other}` (this version supports `virtual`)"),
+            );
+            TransferKind::Virtual
+        }
+    };
+    let time_scale = time_scale(spec, ctx, diag);
+    let regime = regime(spec, time_scale.lambda, ctx, diag);
+    let seed = spec.seed.unwrap_or(0);
+    let geometric_scale = spec.geometric_scale.unwrap_or(1.0);
+    if !finite_positive(geometric_scale) {
+        diag.push(
+            "lab.geometric_scale",
+            format!("must be positive, found {geometric_scale}"),
+        );
+    }
+    let force_scale = spec
+        .force_scale
+        .unwrap_or(geometric_scale * geometric_scale);
+    if !finite_positive(force_scale) {
+        diag.push(
+            "lab.force_scale",
+            format!("must be positive, found {force_scale}"),
+        );
+    }
+    let device_multiplier = spec.device_multiplier.unwrap_or(1.0);
+    if !finite_positive(device_multiplier) {
+        diag.push(
+            "lab.device_multiplier",
+            format!("must be positive, found {device_multiplier}"),
+        );
+    }
+    if spec.actuator.is_empty() {
+        diag.push("lab.actuator", "at least one [[lab.actuator]] is needed");
+    }
+    let mut actuators = Vec::new();
+    let mut names = BTreeSet::new();
+    for (i, a) in spec.actuator.iter().enumerate() {
+        let f = format!("lab.actuator[{i}]");
+        if !names.insert(a.name.clone()) {
+            diag.push(
+                format!("{f}.name"),
+                format!("actuator `{}` is defined twice", a.name),
+            );
+        }
+        actuators.push(actuator(a, &f, ctx, &time_scale, diag));
+    }
+    let force_control = force_control(&spec.force_control, &actuators, ctx, diag);
+    LabSettings {
+        transfer,
+        regime,
+        time_scale,
+        seed,
+        geometric_scale,
+        force_scale,
+        device_multiplier,
+        actuators,
+        force_control,
+    }
+}
+
+/// `lab.time_scale` λ or `lab.controller_rate` (checked against each other when both are
+/// given), and the wall-clock length of the test.
+fn time_scale(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> TimeScale {
+    let lambda = match (spec.time_scale, spec.controller_rate) {
+        (None, None) => {
+            diag.push(
+                "lab",
+                "give the time scale λ (`time_scale`) or the controller rate in Hz (`controller_rate`)",
+            );
+            1.0
+        }
+        (Some(l), rate) => {
+            if !(l.is_finite() && l >= 1.0) {
+                diag.push(
+                    "lab.time_scale",
+                    format!("λ must be a number ≥ 1, found {l}"),
+                );
+            }
+            if let Some(rate) = rate {
+                let dt_c = l * ctx.dt_n / ctx.ss as f64;
+                if !finite_positive(rate) {
+                    diag.push(
+                        "lab.controller_rate",
+                        format!("must be positive, found {rate}"),
+                    );
+                } else if ((1.0 / dt_c) - rate).abs() > 1e-6 * rate {
+                    diag.push(
+                        "lab.controller_rate",
+                        format!(
+                            "{rate} Hz does not match λ = {l} with dt_N = {} and ss = {}: \
+                             dt_C = λ·dt_N/ss = {dt_c:e} s, i.e. {} Hz",
+                            ctx.dt_n,
+                            ctx.ss,
+                            1.0 / dt_c
+                        ),
+                    );
+                }
+            }
+            l
+        }
+        (None, Some(rate)) => {
+            if !finite_positive(rate) {
+                diag.push(
+                    "lab.controller_rate",
+                    format!("must be positive, found {rate}"),
+                );
+                1.0
+            } else {
+                let l = (1.0 / rate) / (ctx.dt_n / ctx.ss as f64);
+                if l < 1.0 - 1e-9 {
+                    diag.push(
+                        "lab.controller_rate",
+                        format!(
+                            "{rate} Hz gives λ = {l} < 1: the test would run faster than real time \
+                             (dt_P = {:e} s); lower the rate or raise ss",
+                            ctx.dt_n / ctx.ss as f64
+                        ),
+                    );
+                }
+                l
+            }
+        }
+    };
+    let time_scale = TimeScale::new(ctx.dt_n, ctx.ss, lambda);
+    // The runner counts wall-clock nanoseconds of every controller tick in a u64.
+    let wall = (ctx.duration / ctx.dt_n).ceil() * time_scale.dt_s;
+    if lambda.is_finite() && lambda >= 1.0 && wall > MAX_WALL_CLOCK {
+        diag.push(
+            if spec.time_scale.is_some() {
+                "lab.time_scale"
+            } else {
+                "lab.controller_rate"
+            },
+            format!(
+                "λ = {lambda:e} over the analysis duration {} makes the test last {wall:e} s of \
+                 wall clock; at most {MAX_WALL_CLOCK:e} s (about 31 years) is supported",
+                ctx.duration
+            ),
+        );
+    }
+    time_scale
+}
+
+/// `lab.regime` (by default real-time at λ = 1, else pseudodynamic), checked against λ and
+/// the specimen masses.
+fn regime(spec: &LabSpec, lambda: f64, ctx: &LabContext, diag: &mut Diagnostics) -> Regime {
+    let regime = match spec.regime.as_deref() {
+        Some("pseudodynamic") => Regime::Pseudodynamic,
+        Some("real-time") | Some("realtime") => Regime::RealTime,
+        Some(other) => {
+            diag.push(
+                "lab.regime",
+                format!("unknown regime `{other}` (pseudodynamic, real-time)"),
+            );
+            Regime::Pseudodynamic
+        }
+        None => {
+            if (lambda - 1.0).abs() < 1e-12 {
+                Regime::RealTime
+            } else {
+                Regime::Pseudodynamic
+            }
+        }
+    };
+    if regime == Regime::RealTime && (lambda - 1.0).abs() > 1e-9 {
+        diag.push(
+            "lab.regime",
+            format!("a real-time test needs λ = 1, found λ = {lambda}"),
+        );
+    }
+    if regime == Regime::Pseudodynamic {
+        for f in &ctx.specimen_masses {
+            diag.push(
+                format!("{f}.role"),
+                "a specimen mass cannot be measured in a pseudodynamic test: give the mass \
+                 role = \"numerical\" so that M^P carries its inertia",
+            );
+        }
+    }
+    regime
+}
+
+/// `[[lab.actuator]]` at field `f`: DOFs, coefficients, dynamics, sensors, loading stiffness
+/// and compensation.
+fn actuator(
+    a: &ActuatorSpec,
+    f: &str,
+    ctx: &LabContext,
+    time_scale: &TimeScale,
+    diag: &mut Diagnostics,
+) -> ActuatorSettings {
+    if a.dofs.is_empty() {
+        diag.push(format!("{f}.dofs"), "lists no DOF");
+    }
+    for d in &a.dofs {
+        if !ctx.physical_dofs.contains(d) {
+            diag.push(
+                format!("{f}.dofs"),
+                format!(
+                    "node {} dof {} is not a DOF of a physical substructure",
+                    d.0, d.1
+                ),
+            );
+        }
+    }
+    let coefficients = coefficients(a, f, diag);
+    let dynamics = match &a.dynamics {
+        None => ActuatorDynamics::Ideal,
+        Some(t) => parse_dynamics(t, &format!("{f}.dynamics"), diag),
+    };
+    if let ActuatorDynamics::Delay { delay } = dynamics {
+        // The virtual actuator keeps one history sample per controller tick of delay.
+        let ticks = delay / time_scale.dt_c;
+        if delay.is_finite() && time_scale.dt_c > 0.0 && ticks > MAX_DELAY_TICKS {
+            diag.push(
+                format!("{f}.dynamics.delay"),
+                format!(
+                    "{delay} s is {ticks:e} controller ticks of dt_C = {:e} s; at most \
+                     {MAX_DELAY_TICKS:e} are supported (shorten the delay or raise dt_C)",
+                    time_scale.dt_c
+                ),
+            );
+        }
+    }
+    let (displacement_noise, force_noise) = noise(a.noise.as_ref(), f, diag);
+    let [displacement_resolution, force_resolution, displacement_range, force_range] =
+        adc(a.adc.as_ref(), f, diag);
+    let loading_stiffness = a.loading_stiffness.unwrap_or(f64::INFINITY);
+    if loading_stiffness.is_nan() || loading_stiffness <= 0.0 {
+        diag.push(
+            format!("{f}.loading_stiffness"),
+            format!("must be positive, found {loading_stiffness}"),
+        );
+    }
+    let (delay_compensation, compliance_compensation) = match &a.compensation {
+        None => (None, None),
+        Some(c) => compensation(c, f, ctx.units, diag),
+    };
+    ActuatorSettings {
+        name: a.name.clone(),
+        dofs: a.dofs.clone(),
+        coefficients,
+        dynamics,
+        displacement_noise,
+        force_noise,
+        displacement_resolution,
+        force_resolution,
+        displacement_range,
+        force_range,
+        loading_stiffness,
+        delay_compensation,
+        compliance_compensation,
+    }
+}
+
+/// `coefficients` of `d = Σ c_i u_i` (`[1.0]` for a single DOF).
+fn coefficients(a: &ActuatorSpec, f: &str, diag: &mut Diagnostics) -> Vec<f64> {
+    match &a.coefficients {
+        None if a.dofs.len() == 1 => vec![1.0],
+        None => {
+            diag.push(
+                format!("{f}.coefficients"),
+                format!(
+                    "an actuator on {} DOFs needs its coefficients (d = Σ c_i u_i), e.g. \
+                     [-1.0, 1.0] for a two-node device",
+                    a.dofs.len()
+                ),
+            );
+            vec![0.0; a.dofs.len()]
+        }
+        Some(c) => {
+            if c.len() != a.dofs.len() {
+                diag.push(
+                    format!("{f}.coefficients"),
+                    format!("has {} entries for {} DOFs", c.len(), a.dofs.len()),
+                );
+            }
+            if c.iter().any(|x| !x.is_finite()) || c.iter().all(|x| *x == 0.0) {
+                diag.push(
+                    format!("{f}.coefficients"),
+                    "must be finite and not all zero",
+                );
+            }
+            c.clone()
+        }
+    }
+}
+
+/// `noise`: displacement and force noise RMS (0 by default).
+fn noise(noise: Option<&NoiseSpec>, f: &str, diag: &mut Diagnostics) -> (f64, f64) {
+    let displacement_noise = noise.and_then(|n| n.displacement_rms).unwrap_or(0.0);
+    let force_noise = noise.and_then(|n| n.force_rms).unwrap_or(0.0);
+    for (x, k) in [
+        (displacement_noise, "noise.displacement_rms"),
+        (force_noise, "noise.force_rms"),
+    ] {
+        if !(x.is_finite() && x >= 0.0) {
+            diag.push(format!("{f}.{k}"), format!("must be ≥ 0, found {x}"));
+        }
+    }
+    (displacement_noise, force_noise)
+}
+
+/// `adc`: displacement and force resolutions (0: none) and ranges (∞ by default), in that
+/// order.
+fn adc(adc: Option<&AdcSpec>, f: &str, diag: &mut Diagnostics) -> [f64; 4] {
+    let get = |o: Option<f64>, d: f64| o.unwrap_or(d);
+    let displacement_resolution = get(adc.and_then(|a| a.displacement_resolution), 0.0);
+    let force_resolution = get(adc.and_then(|a| a.force_resolution), 0.0);
+    let displacement_range = get(adc.and_then(|a| a.displacement_range), f64::INFINITY);
+    let force_range = get(adc.and_then(|a| a.force_range), f64::INFINITY);
+    for (x, k) in [
+        (displacement_resolution, "adc.displacement_resolution"),
+        (force_resolution, "adc.force_resolution"),
+    ] {
+        if !(x.is_finite() && x >= 0.0) {
+            diag.push(format!("{f}.{k}"), format!("must be ≥ 0, found {x}"));
+        }
+    }
+    for (x, k) in [
+        (displacement_range, "adc.displacement_range"),
+        (force_range, "adc.force_range"),
+    ] {
+        if x.is_nan() || x <= 0.0 {
+            diag.push(format!("{f}.{k}"), format!("must be positive, found {x}"));
+        }
+    }
+    [
+        displacement_resolution,
+        force_resolution,
+        displacement_range,
+        force_range,
+    ]
+}
+
+/// `compensation`: delay compensation and compliance compensation (in model units).
+fn compensation(
+    c: &CompensationSpec,
+    f: &str,
+    units: &Units,
+    diag: &mut Diagnostics,
+) -> (Option<DelayCompensation>, Option<ComplianceCompensation>) {
+    let mut delay_compensation = None;
+    let mut compliance_compensation = None;
+    if let Some(d) = &c.delay {
+        if !(0..=3).contains(&d.order) {
+            diag.push(
+                format!("{f}.compensation.delay.order"),
+                format!("must be 0, 1, 2 or 3, found {}", d.order),
+            );
+        }
+        if !(d.estimate.is_finite() && d.estimate >= 0.0) {
+            diag.push(
+                format!("{f}.compensation.delay.estimate"),
+                format!("must be a delay ≥ 0 s, found {}", d.estimate),
+            );
+        }
+        delay_compensation = Some(DelayCompensation {
+            order: d.order.clamp(0, 3) as usize,
+            estimate: d.estimate,
+        });
+    }
+    if let Some(k) = &c.compliance {
+        let conv = |x: f64| stiffness_in_model_units(x, &k.units, units);
+        match (conv(k.k_positive), conv(k.k_negative)) {
+            (Some(kp), Some(kn)) if finite_positive(kp) && finite_positive(kn) => {
+                compliance_compensation = Some(ComplianceCompensation {
+                    k_positive: kp,
+                    k_negative: kn,
+                })
+            }
+            (Some(_), Some(_)) => diag.push(
+                format!("{f}.compensation.compliance"),
+                "k_positive and k_negative must be positive",
+            ),
+            _ => diag.push(
+                format!("{f}.compensation.compliance.units"),
+                format!(
+                    "unknown stiffness unit `{}`: write force/length, e.g. `kN/mm` or \
+                     `N/m` (eq 15 of Abbiati et al. 2020 prints kN/m where kN/mm is \
+                     likely, E29)",
+                    k.units
+                ),
+            ),
+        }
+    }
+    (delay_compensation, compliance_compensation)
+}
+
+/// `[[lab.force_control]]`: DOFs of a physical substructure not driven by an actuator.
+fn force_control(
+    specs: &[ForceControlSpec],
+    actuators: &[ActuatorSettings],
+    ctx: &LabContext,
+    diag: &mut Diagnostics,
+) -> Vec<ForceControl> {
+    let mut force_control = Vec::new();
+    for (i, fc) in specs.iter().enumerate() {
+        let f = format!("lab.force_control[{i}]");
+        if !ctx.physical_dofs.contains(&fc.dof) {
+            diag.push(
+                format!("{f}.dof"),
+                format!(
+                    "node {} dof {} is not a DOF of a physical substructure",
+                    fc.dof.0, fc.dof.1
+                ),
+            );
+        }
+        if actuators.iter().any(|a| a.dofs.contains(&fc.dof)) {
+            diag.push(
+                format!("{f}.dof"),
+                "is also driven by an actuator in displacement control",
+            );
+        }
+        if !fc.force.is_finite() {
+            diag.push(format!("{f}.force"), "must be finite");
+        }
+        force_control.push(ForceControl {
+            dof: fc.dof.clone(),
+            force: fc.force,
+        });
+    }
+    force_control
+}
+
+/// `dynamics`: the kind and its parameters, nothing else.
+fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorDynamics {
+    let kind = t.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    let num = |key: &str, diag: &mut Diagnostics| -> f64 {
+        match t
+            .get(key)
+            .and_then(|x| x.as_float().or(x.as_integer().map(|i| i as f64)))
+        {
+            Some(x) => x,
+            None => {
+                diag.push(
+                    format!("{f}.{key}"),
+                    format!("a `{kind}` actuator needs `{key}`"),
+                );
+                f64::NAN
+            }
+        }
+    };
+    let allowed: &[&str] = match kind {
+        "ideal" => &["kind"],
+        "delay" => &["kind", "delay"],
+        "first_order" => &["kind", "tau"],
+        "transfer_function" => &["kind", "num", "den"],
+        "servo_hydraulic" => &[
+            "kind",
+            "gain",
+            "area",
+            "compliance",
+            "leakage",
+            "mass",
+            "substeps",
+        ],
+        _ => {
+            diag.push(
+                format!("{f}.kind"),
+                format!(
+                    "unknown actuator dynamics `{kind}` (ideal, delay, first_order, \
+                     transfer_function, servo_hydraulic)"
+                ),
+            );
+            return ActuatorDynamics::Ideal;
+        }
+    };
+    for k in t.keys() {
+        if !allowed.contains(&k.as_str()) {
+            diag.push(
+                format!("{f}.{k}"),
+                format!(
+                    "unknown key for `{kind}` dynamics (expected {})",
+                    allowed.join(", ")
+                ),
+            );
+        }
+    }
+    let check_pos = |x: f64, key: &str, diag: &mut Diagnostics| {
+        if !(x.is_nan() || x.is_finite() && x > 0.0) {
+            diag.push(format!("{f}.{key}"), format!("must be positive, found {x}"));
+        }
+    };
+    match kind {
+        "ideal" => ActuatorDynamics::Ideal,
+        "delay" => {
+            let delay = num("delay", diag);
+            if !(delay.is_nan() || delay.is_finite() && delay >= 0.0) {
+                diag.push(
+                    format!("{f}.delay"),
+                    format!("must be ≥ 0 s, found {delay}"),
+                );
+            }
+            ActuatorDynamics::Delay { delay }
+        }
+        "first_order" => {
+            let tau = num("tau", diag);
+            check_pos(tau, "tau", diag);
+            ActuatorDynamics::FirstOrder { tau }
+        }
+        "transfer_function" => {
+            let list = |key: &str, diag: &mut Diagnostics| -> Vec<f64> {
+                let v: Option<Vec<f64>> = t.get(key).and_then(|x| x.as_array()).map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_float().or(x.as_integer().map(|i| i as f64)))
+                        .collect()
+                });
+                match v {
+                    Some(v) if !v.is_empty() && v.iter().all(|x| x.is_finite()) => v,
+                    _ => {
+                        diag.push(
+                            format!("{f}.{key}"),
+                            "must be a non-empty list of finite coefficients (highest power first)",
+                        );
+                        vec![1.0]
+                    }
+                }
+            };
+            let num_c = list("num", diag);
+            let den = list("den", diag);
+            if den[0] == 0.0 {
+                diag.push(
+                    format!("{f}.den"),
+                    "the leading coefficient must not be zero",
+                );
+            }
+            if num_c.len() > den.len() {
+                diag.push(
+                    format!("{f}.num"),
+                    "the transfer function must be proper (numerator degree ≤ denominator degree)",
+                );
+            }
+            ActuatorDynamics::TransferFunction { num: num_c, den }
+        }
+        _ => {
+            let gain = num("gain", diag);
+            let area = num("area", diag);
+            let compliance = num("compliance", diag);
+            let mass = num("mass", diag);
+            for (x, k) in [
+                (gain, "gain"),
+                (area, "area"),
+                (compliance, "compliance"),
+                (mass, "mass"),
+            ] {
+                check_pos(x, k, diag);
+            }
+            let leakage = t.get("leakage").and_then(|x| x.as_float()).unwrap_or(0.0);
+            let substeps = t.get("substeps").and_then(|x| x.as_integer()).unwrap_or(20);
+            if !(1..=10_000).contains(&substeps) {
+                diag.push(
+                    format!("{f}.substeps"),
+                    format!("must be 1..10000, found {substeps}"),
+                );
+            }
+            ActuatorDynamics::ServoHydraulic {
+                gain,
+                area,
+                compliance,
+                leakage,
+                mass,
+                substeps: substeps.clamp(1, 10_000) as usize,
+            }
+        }
+    }
+}
+
+/// `[safety]`: the action after an event, the overrun budget, limits for every actuator of
+/// `lab` and the divergence criterion.
+fn safety_table(
+    spec: &SafetySpec,
+    lab: &LabSettings,
+    diag: &mut Diagnostics,
+) -> Option<SafetySettings> {
+    let on_trip = on_trip(spec, diag);
+    let max_overruns = spec.max_overruns.unwrap_or(10);
+    if max_overruns < 1 {
+        diag.push(
+            "safety.max_overruns",
+            format!("must be at least 1, found {max_overruns}"),
+        );
+    }
+    let limits = limits(&spec.actuator, lab, diag);
+    let divergence = match &spec.divergence {
+        None => {
+            diag.push(
+                "safety.divergence",
+                "a divergence criterion is required: displacement (|u| bound) and force (|Λ| bound)",
+            );
+            None
+        }
+        Some(d) => Some(divergence(d, diag)),
+    };
+    Some(SafetySettings {
+        limits,
+        on_trip,
+        max_overruns: max_overruns.max(1) as u64,
+        divergence: divergence?,
+    })
+}
+
+/// `on_trip` (`hold` by default, or `ramp_down` at `ramp_rate`).
+fn on_trip(spec: &SafetySpec, diag: &mut Diagnostics) -> TripAction {
+    match spec.on_trip.as_deref().unwrap_or("hold") {
+        "hold" => TripAction::Hold,
+        "ramp_down" => match spec.ramp_rate {
+            Some(r) if finite_positive(r) => TripAction::RampDown { rate: r },
+            other => {
+                diag.push(
+                    "safety.ramp_rate",
+                    format!("ramp_down needs a positive ramp_rate (length/s), found {other:?}"),
+                );
+                TripAction::Hold
+            }
+        },
+        other => {
+            diag.push(
+                "safety.on_trip",
+                format!("unknown action `{other}` (hold, ramp_down)"),
+            );
+            TripAction::Hold
+        }
+    }
+}
+
+/// `[safety.actuator.NAME]`: positive limits for every actuator of `lab`, and no other name.
+fn limits(
+    specs: &BTreeMap<String, LimitsSpec>,
+    lab: &LabSettings,
+    diag: &mut Diagnostics,
+) -> BTreeMap<String, ActuatorLimits> {
+    let mut limits = BTreeMap::new();
+    for a in &lab.actuators {
+        let f = format!("safety.actuator.{}", a.name);
+        let Some(l) = specs.get(&a.name) else {
+            diag.push(
+                f,
+                "limits are required for every actuator: displacement, velocity, force, increment",
+            );
+            continue;
+        };
+        let mut get = |x: Option<f64>, key: &str| -> f64 {
+            match x {
+                Some(x) if finite_positive(x) => x,
+                Some(x) => {
+                    diag.push(
+                        format!("{f}.{key}"),
+                        format!("must be a positive finite limit, found {x}"),
+                    );
+                    0.0
+                }
+                None => {
+                    diag.push(format!("{f}.{key}"), "is required (no default limit)");
+                    0.0
+                }
+            }
+        };
+        let lim = ActuatorLimits {
+            displacement: get(l.displacement, "displacement"),
+            velocity: get(l.velocity, "velocity"),
+            force: get(l.force, "force"),
+            increment: get(l.increment, "increment"),
+        };
+        limits.insert(a.name.clone(), lim);
+    }
+    for name in specs.keys() {
+        if !lab.actuators.iter().any(|a| &a.name == name) {
+            diag.push(
+                format!("safety.actuator.{name}"),
+                "names no actuator of [lab]",
+            );
+        }
+    }
+    limits
+}
+
+/// `[safety.divergence]`: the displacement and force bounds (required) and the growth
+/// criterion.
+fn divergence(d: &DivergenceSpec, diag: &mut Diagnostics) -> DivergenceSettings {
+    let mut req = |x: Option<f64>, key: &str| -> f64 {
+        match x {
+            Some(x) if finite_positive(x) => x,
+            other => {
+                diag.push(
+                    format!("safety.divergence.{key}"),
+                    format!("a positive bound is required, found {other:?}"),
+                );
+                0.0
+            }
+        }
+    };
+    let displacement = req(d.displacement, "displacement");
+    let force = req(d.force, "force");
+    let growth = d.growth.unwrap_or(1.5);
+    let window = d.window.unwrap_or(1.0);
+    let windows = d.windows.unwrap_or(3);
+    let floor = d.floor.unwrap_or(0.0);
+    if !(growth.is_finite() && growth > 1.0) {
+        diag.push(
+            "safety.divergence.growth",
+            format!("must be > 1, found {growth}"),
+        );
+    }
+    if !finite_positive(window) {
+        diag.push(
+            "safety.divergence.window",
+            format!("must be positive, found {window}"),
+        );
+    }
+    if windows < 1 {
+        diag.push(
+            "safety.divergence.windows",
+            format!("must be ≥ 1, found {windows}"),
+        );
+    }
+    if !(floor.is_finite() && floor >= 0.0) {
+        diag.push(
+            "safety.divergence.floor",
+            format!("must be ≥ 0, found {floor}"),
+        );
+    }
+    if let Some(e) = d.energy {
+        if !finite_positive(e) {
+            diag.push(
+                "safety.divergence.energy",
+                format!("must be a positive energy (force·length), found {e}"),
+            );
+        }
+    }
+    DivergenceSettings {
+        displacement,
+        force,
+        growth,
+        window,
+        windows: windows.max(1) as usize,
+        floor,
+        energy: d.energy,
+    }
+}
+
+/// `[runner]`: pacing, CPUs, priority and the results ring.
+fn runner_table(spec: RunnerSpec, diag: &mut Diagnostics) -> RunnerSettings {
+    let pacing = match spec.pacing.as_deref().unwrap_or("fast") {
+        "fast" => Pacing::Fast,
+        "realtime" | "real-time" => Pacing::Realtime,
+        other => {
+            diag.push(
+                "runner.pacing",
+                format!("unknown pacing `{other}` (fast, realtime)"),
+            );
+            Pacing::Fast
+        }
+    };
+    let cpus = spec.cpus.unwrap_or_default();
+    if cpus.iter().any(|c| *c < 0) {
+        diag.push("runner.cpus", "CPU indices must be ≥ 0");
+    }
+    if let Some(c) = cpus.iter().find(|c| **c >= MAX_CPUS) {
+        diag.push(
+            "runner.cpus",
+            format!("CPU indices must be below {MAX_CPUS} (the size of a CPU set), found {c}"),
+        );
+    }
+    let priority = spec.priority.unwrap_or(80);
+    if !(1..=99).contains(&priority) {
+        diag.push(
+            "runner.priority",
+            format!("must be 1..99, found {priority}"),
+        );
+    }
+    let results_ring = spec.results_ring.unwrap_or(8192);
+    if results_ring < 16 {
+        diag.push(
+            "runner.results_ring",
+            format!("must be at least 16 rows, found {results_ring}"),
+        );
+    } else if results_ring > MAX_RESULTS_RING {
+        diag.push(
+            "runner.results_ring",
+            format!("must be at most {MAX_RESULTS_RING} rows, found {results_ring}"),
+        );
+    }
+    RunnerSettings {
+        pacing,
+        cpus: cpus.into_iter().map(|c| c.max(0) as usize).collect(),
+        priority: priority.clamp(1, 99) as u8,
+        results_ring: results_ring.max(16) as usize,
+    }
+}

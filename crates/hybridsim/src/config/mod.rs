@@ -1,0 +1,235 @@
+//! The configuration layer: a model file (TOML text) to a validated [`Model`].
+//!
+//! [`schema`] is the file as written. [`Model::from_toml`] reads it, then reads each table with
+//! its own function (every problem of the file collected in one [`Diagnostics`] and reported
+//! at once, by file, field and reason) and assembles the model types of [`crate::model`];
+//! last come the checks that need the assembled layout ([`validate_structure`]). Apart from
+//! the element builders (each reads its own parameter table), only this layer knows TOML; the
+//! model types stay below the assembly and the integrators.
+//!
+//! One file per table: `nodes.rs` (`[[node]]`), `substructures.rs` (`[substructure.NAME]`),
+//! `elements.rs` (`[[element]]`), `damping.rs` (`[damping]`), `loads.rs` (`[[load]]`),
+//! `ground_motion.rs` (`[[ground_motion]]`), `imposed_motion.rs` (`[[imposed_motion]]`),
+//! `analysis.rs` (`[analysis]`, `[output]`) and `lab.rs` (`[lab]`, `[safety]`, `[runner]`);
+//! `title`, `[units]` and the reserved tables are read here, the layout checks are in
+//! `structure.rs`.
+
+mod analysis;
+mod damping;
+mod elements;
+mod ground_motion;
+mod imposed_motion;
+mod lab;
+mod loads;
+mod nodes;
+pub mod schema;
+mod structure;
+mod substructures;
+
+pub use structure::{dynamic_matrix, validate_element_partitions, validate_structure};
+
+use crate::elements::{ElementContext, ElementRegistry};
+use crate::error::{Diagnostics, ModelError};
+use crate::model::{Model, SourceResolver};
+use crate::units::Units;
+use schema::{ModelFile, RESERVED_TABLES};
+
+impl Model {
+    /// Read and validate a model from TOML text with the default element registry.
+    pub fn from_toml(
+        text: &str,
+        source: &str,
+        files: &dyn SourceResolver,
+    ) -> Result<Model, ModelError> {
+        Self::from_toml_with(text, source, files, &ElementRegistry::default())
+    }
+
+    /// Read and validate with a custom element registry.
+    pub fn from_toml_with(
+        text: &str,
+        source: &str,
+        files: &dyn SourceResolver,
+        registry: &ElementRegistry,
+    ) -> Result<Model, ModelError> {
+        let spec = parse(text, source)?;
+        let model = build(spec, source, files, registry)?;
+        validate_structure(&model)?;
+        Ok(model)
+    }
+}
+
+/// The model file as written; a TOML error is reported at its line, an unknown key written as
+/// `key = …` at its dotted path.
+fn parse(text: &str, source: &str) -> Result<ModelFile, ModelError> {
+    toml::from_str(text).map_err(|e| {
+        let reason = e.message().trim().replace('\n', " ");
+        let Some(start) = e.span().map(|sp| sp.start.min(text.len())) else {
+            return ModelError::single(source, "file", reason);
+        };
+        let line = text.get(..start).unwrap_or(text).matches('\n').count() + 1;
+        let field = reason
+            .strip_prefix("unknown field `")
+            .and_then(|rest| rest.split('`').next())
+            .and_then(|key| key_path(text, line, key));
+        match field {
+            Some(field) => ModelError::single(source, field, format!("{reason} (line {line})")),
+            None => ModelError::single(source, format!("line {line}"), reason),
+        }
+    })
+}
+
+/// Dotted path of `key`, written as `key = …` on 1-based `line`, from the table header above it
+/// (`[analysis]` → `analysis.key`, the third `[[node]]` → `node[2].key`); `None` when the key is
+/// not written that way (inline tables, dotted keys).
+fn key_path(text: &str, line: usize, key: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let here = lines.get(line.checked_sub(1)?)?.trim_start();
+    let after = here.strip_prefix(key)?.trim_start();
+    if key.is_empty() || !after.starts_with('=') {
+        return None;
+    }
+    let header = |l: &str| -> Option<(String, bool)> {
+        let l = l.trim();
+        let (inner, array) = match l.strip_prefix("[[") {
+            Some(rest) => (rest.split("]]").next()?, true),
+            None => (l.strip_prefix('[')?.split(']').next()?, false),
+        };
+        Some((inner.replace([' ', '"'], ""), array))
+    };
+    let above = &lines[..line - 1];
+    let Some(at) = above.iter().rposition(|l| header(l).is_some()) else {
+        return Some(key.to_string());
+    };
+    let (name, array) = header(above[at])?;
+    if array {
+        let index = above[..at]
+            .iter()
+            .filter(|l| header(l) == Some((name.clone(), true)))
+            .count();
+        Some(format!("{name}[{index}].{key}"))
+    } else {
+        Some(format!("{name}.{key}"))
+    }
+}
+
+/// Every table of the file in order, each read by its own function into one [`Diagnostics`];
+/// the model when none of them found a problem.
+fn build(
+    spec: ModelFile,
+    source: &str,
+    files: &dyn SourceResolver,
+    registry: &ElementRegistry,
+) -> Result<Model, ModelError> {
+    let mut diag = Diagnostics::new(source);
+    let llm = analysis::llm_mode(spec.analysis.as_ref());
+    reserved_tables(&spec, &mut diag);
+    let units = units(spec.units, &mut diag);
+    let (nodes, node_dofs) = nodes::nodes(&spec.node, &mut diag);
+    let ctx = ElementContext {
+        node_dofs: &node_dofs,
+    };
+    let substructures = substructures::substructures(&spec.substructure, &ctx, &mut diag);
+    let before_elements = diag.len();
+    let (elements, mass_shares) = elements::elements(
+        &spec.element,
+        llm,
+        &substructures,
+        &ctx,
+        registry,
+        &mut diag,
+    );
+    // The coverage checks would only repeat an element's problem as a gap elsewhere.
+    if diag.len() == before_elements {
+        elements::check_coverage(&spec.node, &nodes, &elements, &substructures, &mut diag);
+    }
+    let rayleigh = damping::damping(spec.damping.as_ref(), &mut diag);
+    let loads = loads::loads(&spec.load, &ctx, &nodes, files, &mut diag);
+    let ground_motions =
+        ground_motion::ground_motions(&spec.ground_motion, &node_dofs, &units, files, &mut diag);
+    let imposed_motions = imposed_motion::imposed_motions(
+        spec.imposed_motion.as_ref(),
+        llm,
+        &ctx,
+        &nodes,
+        &units,
+        files,
+        &mut diag,
+    );
+    let analysis = analysis::analysis(spec.analysis.as_ref(), &substructures, &mut diag);
+    let output = analysis::output(&spec.output, &mut diag);
+    let lab = lab::lab(
+        spec.lab.as_ref(),
+        spec.safety.as_ref(),
+        spec.runner.as_ref(),
+        &lab::LabContext::new(&units, &elements, &substructures, analysis.as_ref()),
+        &mut diag,
+    );
+    if diag.has_errors() {
+        return Err(diag.into_error());
+    }
+    Ok(Model {
+        title: spec.title.unwrap_or_default(),
+        source: source.to_string(),
+        units,
+        nodes,
+        elements,
+        substructures,
+        rayleigh,
+        loads,
+        ground_motions,
+        analysis: analysis.expect("analysis validated"),
+        output,
+        imposed_motions,
+        mass_shares,
+        lab,
+    })
+}
+
+/// `updating` and `network`: reserved for later versions.
+fn reserved_tables(spec: &ModelFile, diag: &mut Diagnostics) {
+    let reserved = [
+        ("updating", spec.updating.is_some()),
+        ("network", spec.network.is_some()),
+    ];
+    for (name, present) in reserved {
+        if present {
+            let what = RESERVED_TABLES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, w)| *w)
+                .unwrap_or("");
+            diag.push(
+                name,
+                format!("is reserved for {what}, which this version does not support yet"),
+            );
+        }
+    }
+}
+
+/// `[units]`: known length, force and time units.
+fn units(units: Units, diag: &mut Diagnostics) -> Units {
+    if units.length_in_m().is_none() {
+        diag.push(
+            "units.length",
+            format!("unknown length unit `{}` (m, cm, mm, in, ft)", units.length),
+        );
+    }
+    if units.force_in_n().is_none() {
+        diag.push(
+            "units.force",
+            format!("unknown force unit `{}` (N, kN, MN, lbf, kip)", units.force),
+        );
+    }
+    if units.time_in_s().is_none() {
+        diag.push(
+            "units.time",
+            format!("unknown time unit `{}` (s, ms)", units.time),
+        );
+    }
+    units
+}
+
+/// Positive and finite.
+fn finite_positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
