@@ -7,7 +7,7 @@ use hybridsim::integrators::{PgAlpha, StepSettings};
 use hybridsim::model::lab::Pacing;
 use hybridsim::model::NoFiles;
 use hybridsim::output::Recorder;
-use hybridsim::physical::{EventKind, LabControl, PhysicalSubstructure, PortError, Tick};
+use hybridsim::physical::{EventKind, Intercepted, PortError};
 use hybridsim::runner::{self, EndState, RunSettings, RunSink, Sequential};
 use hybridsim::Model;
 use hybridsim_rt::{run_integrator, RunOptions, RunStatus};
@@ -30,63 +30,29 @@ enum Injection {
     NanForce,
 }
 
-struct Faulty {
-    inner: Box<dyn PhysicalSubstructure>,
-    ticks: u64,
-    at: u64,
-    what: Injection,
-}
-
-impl PhysicalSubstructure for Faulty {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn measure_at_rest(
-        &mut self,
-        t: f64,
-        u: &[f64],
-        v: &[f64],
-        f: &mut [f64],
-    ) -> Result<(), PortError> {
-        self.inner.measure_at_rest(t, u, v, f)
-    }
-    fn command(
-        &mut self,
-        tick: &Tick,
-        u: &[f64],
-        v: &[f64],
-        f: &mut [f64],
-    ) -> Result<(), PortError> {
-        self.ticks += 1;
-        let r = self.inner.command(tick, u, v, f);
-        if self.ticks == self.at {
-            match self.what {
-                Injection::PortFault => return Err(PortError::Fault("injected port fault".into())),
-                Injection::NanForce => f.iter_mut().for_each(|x| *x = f64::NAN),
-            }
-        }
-        r
-    }
-    fn lab(&self) -> Option<&dyn LabControl> {
-        self.inner.lab()
-    }
-    fn lab_mut(&mut self) -> Option<&mut dyn LabControl> {
-        self.inner.lab_mut()
-    }
-}
-
 fn integrator(model: &Model, injection: Option<Injection>) -> PgAlpha {
     let mut parts = build_partitions(model, Grouping::Partitioned).unwrap();
     if let Some(what) = injection {
         for p in parts.iter_mut() {
             if let Some(port) = p.physical.as_mut() {
+                let mut ticks = 0u64;
                 port.map_substructure(|inner| {
-                    Box::new(Faulty {
+                    Box::new(Intercepted::new(
                         inner,
-                        ticks: 0,
-                        at: 5 * 40 + 2,
-                        what,
-                    })
+                        Box::new(move |inner, tick, u, v, f| {
+                            ticks += 1;
+                            let r = inner.command(tick, u, v, f);
+                            if ticks == 5 * 40 + 2 {
+                                match what {
+                                    Injection::PortFault => {
+                                        return Err(PortError::Fault("injected port fault".into()))
+                                    }
+                                    Injection::NanForce => f.iter_mut().for_each(|x| *x = f64::NAN),
+                                }
+                            }
+                            r
+                        }),
+                    ))
                 });
             }
         }
@@ -197,41 +163,6 @@ fn a_fault_in_each_phase_ends_both_runners_the_same_way() {
     }
 }
 
-/// A specimen whose port panics at tick `at` (on the physical worker thread).
-struct Panicking {
-    inner: Box<dyn PhysicalSubstructure>,
-    ticks: u64,
-    at: u64,
-}
-
-impl PhysicalSubstructure for Panicking {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn measure_at_rest(
-        &mut self,
-        t: f64,
-        u: &[f64],
-        v: &[f64],
-        f: &mut [f64],
-    ) -> Result<(), PortError> {
-        self.inner.measure_at_rest(t, u, v, f)
-    }
-    fn command(
-        &mut self,
-        tick: &Tick,
-        u: &[f64],
-        v: &[f64],
-        f: &mut [f64],
-    ) -> Result<(), PortError> {
-        self.ticks += 1;
-        if self.ticks == self.at {
-            panic!("injected panic on the physical worker thread");
-        }
-        self.inner.command(tick, u, v, f)
-    }
-}
-
 /// A panic in the physical worker ends the threaded run (it used to hang): the run returns,
 /// says the task's thread panicked, and keeps every completed step.
 #[test]
@@ -240,12 +171,19 @@ fn a_panic_in_the_physical_worker_ends_the_run_instead_of_hanging() {
     let mut parts = build_partitions(&model, Grouping::Partitioned).unwrap();
     for p in parts.iter_mut() {
         if let Some(port) = p.physical.as_mut() {
+            // The port panics at tick 5·30 + 3, on the physical worker thread.
+            let mut ticks = 0u64;
             port.map_substructure(|inner| {
-                Box::new(Panicking {
+                Box::new(Intercepted::new(
                     inner,
-                    ticks: 0,
-                    at: 5 * 30 + 3,
-                })
+                    Box::new(move |inner, tick, u, v, f| {
+                        ticks += 1;
+                        if ticks == 5 * 30 + 3 {
+                            panic!("injected panic on the physical worker thread");
+                        }
+                        inner.command(tick, u, v, f)
+                    }),
+                ))
             });
         }
     }

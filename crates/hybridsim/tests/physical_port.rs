@@ -5,7 +5,7 @@
 use hybridsim::assembly::{build_partitions, Grouping};
 use hybridsim::integrators::{MgAlpha, PgAlpha, TimeIntegrator};
 use hybridsim::model::StartMode;
-use hybridsim::physical::{PhysicalSubstructure, PortError, Tick};
+use hybridsim::physical::Intercepted;
 use hybridsim::{Model, Simulation};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,45 +18,6 @@ fn quickstart(edit: impl Fn(&str) -> String) -> Model {
     let text = edit(&std::fs::read_to_string(path).unwrap());
     Model::from_toml(&text, "quickstart.toml", &hybridsim::model::NoFiles)
         .unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Counts the commands it forwards and the tick times it saw.
-struct Counting {
-    inner: Box<dyn PhysicalSubstructure>,
-    commands: Arc<AtomicU64>,
-    times: Arc<Mutex<Vec<f64>>>,
-}
-
-impl PhysicalSubstructure for Counting {
-    fn describe(&self) -> String {
-        format!("counting {}", self.inner.describe())
-    }
-    fn measure_at_rest(
-        &mut self,
-        t: f64,
-        u: &[f64],
-        v: &[f64],
-        force: &mut [f64],
-    ) -> Result<(), PortError> {
-        self.inner.measure_at_rest(t, u, v, force)
-    }
-    fn command(
-        &mut self,
-        tick: &Tick,
-        u: &[f64],
-        v: &[f64],
-        force: &mut [f64],
-    ) -> Result<(), PortError> {
-        self.commands.fetch_add(1, Ordering::Relaxed);
-        self.times.lock().unwrap().push(tick.time());
-        self.inner.command(tick, u, v, force)
-    }
-    fn lab(&self) -> Option<&dyn hybridsim::physical::LabControl> {
-        self.inner.lab()
-    }
-    fn lab_mut(&mut self) -> Option<&mut dyn hybridsim::physical::LabControl> {
-        self.inner.lab_mut()
-    }
 }
 
 #[test]
@@ -76,12 +37,16 @@ fn pg_alpha_commands_the_lab_once_per_controller_tick_with_corrections() {
         for p in parts.iter_mut() {
             if let Some(port) = p.physical.as_mut() {
                 let (c, t) = (commands.clone(), times.clone());
+                // Count the commands and keep the tick times.
                 port.map_substructure(|inner| {
-                    Box::new(Counting {
+                    Box::new(Intercepted::new(
                         inner,
-                        commands: c,
-                        times: t,
-                    })
+                        Box::new(move |inner, tick, u, v, f| {
+                            c.fetch_add(1, Ordering::Relaxed);
+                            t.lock().unwrap().push(tick.time());
+                            inner.command(tick, u, v, f)
+                        }),
+                    ))
                 });
             }
         }

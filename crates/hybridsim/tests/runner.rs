@@ -4,7 +4,7 @@
 
 use hybridsim::integrators::TimeIntegrator;
 use hybridsim::output::Recorder;
-use hybridsim::physical::{EventKind, PhysicalSubstructure, PortError, Tick};
+use hybridsim::physical::{EventKind, Intercepted, PortError};
 use hybridsim::runner::{self, EndState, Fault, RunSettings, RunSink, Sequential, StepExecutor};
 use hybridsim::Model;
 use hybridsim::StepError;
@@ -92,49 +92,6 @@ impl StepExecutor for Injecting<'_> {
     }
 }
 
-/// A specimen whose command fails at tick `at`.
-struct FailingAt {
-    inner: Box<dyn PhysicalSubstructure>,
-    ticks: u64,
-    at: u64,
-}
-
-impl PhysicalSubstructure for FailingAt {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn measure_at_rest(
-        &mut self,
-        t: f64,
-        u: &[f64],
-        v: &[f64],
-        f: &mut [f64],
-    ) -> Result<(), PortError> {
-        self.inner.measure_at_rest(t, u, v, f)
-    }
-    fn command(
-        &mut self,
-        tick: &Tick,
-        u: &[f64],
-        v: &[f64],
-        f: &mut [f64],
-    ) -> Result<(), PortError> {
-        self.ticks += 1;
-        if self.ticks == self.at {
-            return Err(PortError::Fault(
-                "injected fault in a physical substep".into(),
-            ));
-        }
-        self.inner.command(tick, u, v, f)
-    }
-    fn lab(&self) -> Option<&dyn hybridsim::physical::LabControl> {
-        self.inner.lab()
-    }
-    fn lab_mut(&mut self) -> Option<&mut dyn hybridsim::physical::LabControl> {
-        self.inner.lab_mut()
-    }
-}
-
 fn run_with_fault(phase: Phase) -> (EndState, u64, Memory, Box<dyn TimeIntegrator>) {
     let model = quickstart();
     let mut integ = hybridsim::integrators::build(&model).unwrap();
@@ -151,12 +108,21 @@ fn run_with_fault(phase: Phase) -> (EndState, u64, Memory, Box<dyn TimeIntegrato
         .unwrap();
         for p in parts.iter_mut() {
             if let Some(port) = p.physical.as_mut() {
+                let fail_at = (at - 1) * a.subcycles as u64 + 3;
+                let mut ticks = 0u64;
                 port.map_substructure(|inner| {
-                    Box::new(FailingAt {
+                    Box::new(Intercepted::new(
                         inner,
-                        ticks: 0,
-                        at: (at - 1) * a.subcycles as u64 + 3,
-                    })
+                        Box::new(move |inner, tick, u, v, f| {
+                            ticks += 1;
+                            if ticks == fail_at {
+                                return Err(PortError::Fault(
+                                    "injected fault in a physical substep".into(),
+                                ));
+                            }
+                            inner.command(tick, u, v, f)
+                        }),
+                    ))
                 });
             }
         }

@@ -23,7 +23,8 @@ pub mod virtual_lab;
 
 pub use lab_provider::{LabProvider, LabRecords};
 pub use port::{
-    LabControl, PhysicalPort, PhysicalSubstructure, PortError, SafetySummary, Tick, TransferError,
+    CommandHook, Intercepted, LabControl, PhysicalPort, PhysicalSubstructure, PortError,
+    SafetySummary, Tick, TransferError,
 };
 pub use safety::{EventKind, SafetyEvent};
 

@@ -263,6 +263,65 @@ impl PhysicalPort {
     }
 }
 
+/// The hook of an [`Intercepted`] substructure: it receives the inner substructure and the
+/// arguments of every command, and decides what the integrator gets back.
+pub type CommandHook = dyn FnMut(&mut dyn PhysicalSubstructure, &Tick, &[f64], &[f64], &mut [f64]) -> Result<(), PortError>
+    + Send;
+
+/// A physical substructure seen through a hook on every command (fault injection in tests and
+/// reliability campaigns, counting, tracing); everything else is forwarded to the inner one,
+/// the lab-control handle included.
+pub struct Intercepted {
+    inner: Box<dyn PhysicalSubstructure>,
+    hook: Box<CommandHook>,
+}
+
+impl Intercepted {
+    /// Wrap `inner`; `hook(inner, tick, u, v, force)` runs in place of each command.
+    pub fn new(inner: Box<dyn PhysicalSubstructure>, hook: Box<CommandHook>) -> Self {
+        Self { inner, hook }
+    }
+}
+
+impl PhysicalSubstructure for Intercepted {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn measure_at_rest(
+        &mut self,
+        t: f64,
+        u: &[f64],
+        v: &[f64],
+        force: &mut [f64],
+    ) -> Result<(), PortError> {
+        self.inner.measure_at_rest(t, u, v, force)
+    }
+    fn command(
+        &mut self,
+        tick: &Tick,
+        u: &[f64],
+        v: &[f64],
+        force: &mut [f64],
+    ) -> Result<(), PortError> {
+        (self.hook)(self.inner.as_mut(), tick, u, v, force)
+    }
+    fn potential_energy(&self) -> Option<f64> {
+        self.inner.potential_energy()
+    }
+    fn channel_names(&self) -> Vec<(String, Quantity, String)> {
+        self.inner.channel_names()
+    }
+    fn channels(&self, out: &mut [f64]) {
+        self.inner.channels(out)
+    }
+    fn lab(&self) -> Option<&dyn LabControl> {
+        self.inner.lab()
+    }
+    fn lab_mut(&mut self) -> Option<&mut dyn LabControl> {
+        self.inner.lab_mut()
+    }
+}
+
 /// Stands in a port for the instant its substructure is being replaced.
 struct Unplugged;
 
