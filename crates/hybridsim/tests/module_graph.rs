@@ -35,6 +35,18 @@ fn crate_paths(line: &str) -> Vec<String> {
     out
 }
 
+/// The top-level module a source file belongs to (`lib` for lib.rs).
+fn top_module(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_string()
+}
+
 #[test]
 fn the_core_modules_form_no_import_circle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
