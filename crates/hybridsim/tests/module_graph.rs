@@ -55,14 +55,7 @@ fn the_core_modules_form_no_import_circle() {
     // Top-level modules: src/<m>.rs and src/<m>/.
     let mut modules = BTreeSet::new();
     for f in &files {
-        let rel = f.strip_prefix(&src).unwrap();
-        let first = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy();
-        let name = first.trim_end_matches(".rs").to_string();
+        let name = top_module(&src, f);
         if name != "lib" {
             modules.insert(name);
         }
@@ -72,14 +65,7 @@ fn the_core_modules_form_no_import_circle() {
         .map(|m| (m.clone(), BTreeSet::new()))
         .collect();
     for f in &files {
-        let rel = f.strip_prefix(&src).unwrap();
-        let first = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy();
-        let from = first.trim_end_matches(".rs").to_string();
+        let from = top_module(&src, f);
         if from == "lib" {
             continue;
         }
