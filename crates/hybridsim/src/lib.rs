@@ -11,7 +11,7 @@
 //!   accelerograms), [`modal`] (eigen-analysis, Rayleigh damping), [`linalg`] (skyline LU with
 //!   reverse Cuthill–McKee), [`error`] (model-file errors), [`updating`] (online estimators);
 //! - [`elements`]: the element abstraction (state-space form generic over the scalar, so that
-//!   initial Jacobians come from dual numbers), the registry of element kinds and the
+//!   initial Jacobians come from dual numbers), each kind's parameter table and the
 //!   displacement-driven [`elements::ElementDriver`];
 //! - [`model`]: the FE-style model types (nodes with named DOFs, elements, substructures,
 //!   loads, `[lab]` settings);
@@ -25,7 +25,8 @@
 //!   2022) behind one [`integrators::TimeIntegrator`] trait, with [`integrators::StepSettings`]
 //!   and one [`integrators::StepClock`];
 //! - [`analysis`] (spectral radius, convergence, energy), [`output`] (recorded channels with
-//!   names and units), [`config`] (model files to a validated [`Model`]);
+//!   names and units), [`config`] (model files to a validated [`Model`], the registry of
+//!   element kinds; the only module that reads TOML);
 //! - [`runner`]: the one run loop and trip policy of every runner; [`simulation`]: a model
 //!   with its integrator and recorder.
 //!

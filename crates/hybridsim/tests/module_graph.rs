@@ -110,3 +110,29 @@ fn the_core_modules_form_no_import_circle() {
         println!("{m} -> {:?}", graph[m]);
     }
 }
+
+/// Only the configuration layer reads TOML: no other module of the core names the `toml`
+/// crate outside comments.
+#[test]
+fn only_the_configuration_layer_reads_toml() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut offenders = Vec::new();
+    for f in &files {
+        if top_module(&src, f) == "config" {
+            continue;
+        }
+        for (i, line) in std::fs::read_to_string(f).unwrap().lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("toml::") || code.trim_start().starts_with("use toml") {
+                offenders.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "TOML outside config:\n{}",
+        offenders.join("\n")
+    );
+}

@@ -3,7 +3,8 @@
 //! initial states; then the checks on what the elements cover.
 
 use super::schema::NodeSpec;
-use crate::elements::{DofRef, ElementContext, ElementRef, ElementRegistry, Mass};
+use super::{ElementContext, ElementRegistry};
+use crate::elements::{DofRef, ElementRef, Mass};
 use crate::error::Diagnostics;
 use crate::model::imposed_motion::MassShare;
 use crate::model::{ElementInstance, Node, Role, Substructure};

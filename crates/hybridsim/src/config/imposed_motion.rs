@@ -2,7 +2,8 @@
 //! DOFs (LLM integrator only).
 
 use super::schema::{ImposedMotionSpec, SineSpec};
-use crate::elements::{DofRef, ElementContext};
+use super::ElementContext;
+use crate::elements::DofRef;
 use crate::error::Diagnostics;
 use crate::excitation::{self, TimeSeries};
 use crate::model::imposed_motion::{ImposedMotion, MotionHistory, MotionQuantity};

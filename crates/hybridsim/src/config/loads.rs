@@ -2,7 +2,7 @@
 
 use super::finite_positive;
 use super::schema::{LoadSpec, SineSpec};
-use crate::elements::ElementContext;
+use super::ElementContext;
 use crate::error::Diagnostics;
 use crate::excitation::{self, TimeFunction, TimeSeries};
 use crate::model::{NodalLoad, Node, SourceResolver};

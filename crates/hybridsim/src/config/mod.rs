@@ -16,22 +16,24 @@
 
 mod analysis;
 mod damping;
+mod element_reader;
 mod elements;
 mod ground_motion;
 mod imposed_motion;
 mod lab;
 mod loads;
 mod nodes;
+mod registry;
 pub mod schema;
 mod structure;
 mod substructures;
 
 pub use structure::{dynamic_matrix, validate_element_partitions, validate_structure};
 
-use crate::elements::{ElementContext, ElementRegistry};
 use crate::error::{Diagnostics, ModelError};
 use crate::model::{Model, SourceResolver};
 use crate::units::Units;
+pub use registry::{parse_params, ElementBuilder, ElementContext, ElementRegistry};
 use schema::{ModelFile, RESERVED_TABLES};
 
 impl Model {

@@ -2,7 +2,7 @@
 //! stiffness and damping of a physical one.
 
 use super::schema::{EstimateSpec, SubstructureSpec};
-use crate::elements::ElementContext;
+use super::ElementContext;
 use crate::error::Diagnostics;
 use crate::model::{Estimate, Substructure};
 use nalgebra::DMatrix;

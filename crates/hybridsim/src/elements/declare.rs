@@ -12,10 +12,7 @@
 //!   [`Element::set_parameter`](super::Element::set_parameter) and the state and DOF
 //!   accessors, through [`impl_declared!`].
 
-use super::registry::ElementContext;
-use super::{DofRef, Element, ElementRef, Quantity};
-use crate::error::Diagnostics;
-use std::sync::Arc;
+use super::{DofRef, Element, Quantity};
 
 /// Admissible range of a parameter (always finite as well).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +131,7 @@ pub fn with_values<E: Declared>(dofs: Vec<DofRef>, values: &[f64]) -> Result<E, 
     checked(filled(dofs, values))
 }
 
-fn filled<E: Declared>(dofs: Vec<DofRef>, values: &[f64]) -> E {
+pub(crate) fn filled<E: Declared>(dofs: Vec<DofRef>, values: &[f64]) -> E {
     assert_eq!(values.len(), E::PARAMETERS.len());
     let mut e = E::blank(dofs);
     for (p, x) in E::PARAMETERS.iter().zip(values) {
@@ -174,114 +171,12 @@ pub fn set<E: Declared>(e: &mut E, name: &str, value: f64) -> Result<(), String>
 }
 
 /// `k [F/L], alpha [-], …`
-fn listing<E>(params: &[Param<E>]) -> String {
+pub(crate) fn listing<E>(params: &[Param<E>]) -> String {
     let names: Vec<String> = params
         .iter()
         .map(|p| format!("{} [{}]", p.name, p.unit))
         .collect();
     names.join(", ")
-}
-
-/// Registry builder of a declared element: keys `nodes` (one node, to ground, or two) and
-/// `dof`, and the parameters of [`Declared::PARAMETERS`].
-pub fn build<E: Declared>(
-    ctx: &ElementContext,
-    table: toml::Table,
-    diag: &mut Diagnostics,
-    field: &str,
-) -> Option<ElementRef> {
-    read::<E>(ctx, table, diag, field).map(|e| Arc::new(e) as ElementRef)
-}
-
-/// Read a declared element from its model-file table (the caller removes keys it handles
-/// itself). Unknown keys are reported, then missing ones; otherwise every bad value at its
-/// own field, the nodes, and the joint conditions.
-pub fn read<E: Declared>(
-    ctx: &ElementContext,
-    table: toml::Table,
-    diag: &mut Diagnostics,
-    field: &str,
-) -> Option<E> {
-    let params = E::PARAMETERS;
-    let known = |k: &str| k == "nodes" || k == "dof" || params.iter().any(|p| p.name == k);
-    let mut unknown = table.keys().filter(|k| !known(k)).peekable();
-    if unknown.peek().is_some() {
-        for k in unknown {
-            diag.push(
-                format!("{field}.{k}"),
-                format!(
-                    "unknown field `{k}`, which is not a parameter of this element (it takes \
-                     nodes, dof, {})",
-                    listing(params)
-                ),
-            );
-        }
-        return None;
-    }
-    let required = params.iter().filter(|p| p.default.is_none());
-    let missing: Vec<&str> = ["nodes", "dof"]
-        .into_iter()
-        .chain(required.map(|p| p.name))
-        .filter(|k| !table.contains_key(*k))
-        .collect();
-    if !missing.is_empty() {
-        for k in missing {
-            diag.push(format!("{field}.{k}"), "is required");
-        }
-        return None;
-    }
-    let mut ok = true;
-    let mut values = Vec::with_capacity(params.len());
-    for p in params {
-        let x = match table.get(p.name) {
-            None => p.default.unwrap_or(0.0),
-            Some(toml::Value::Float(x)) => *x,
-            Some(toml::Value::Integer(i)) => *i as f64,
-            Some(other) => {
-                diag.push(
-                    format!("{field}.{}", p.name),
-                    format!("must be a number, found {other}"),
-                );
-                ok = false;
-                continue;
-            }
-        };
-        if let Err(r) = check_value(x, p.rule) {
-            diag.push(format!("{field}.{}", p.name), r);
-            ok = false;
-        }
-        values.push(x);
-    }
-    let nodes = typed::<Vec<i64>>(&table, "nodes", diag, field);
-    let dof = typed::<String>(&table, "dof", diag, field);
-    let dofs = ctx.node_pair(&nodes?, &dof?, diag, field);
-    if !ok {
-        return None;
-    }
-    let e: E = filled(dofs?, &values);
-    if let Err((key, r)) = e.check_joint() {
-        diag.push(format!("{field}.{key}"), r);
-        return None;
-    }
-    Some(e)
-}
-
-fn typed<T: serde::de::DeserializeOwned>(
-    table: &toml::Table,
-    key: &str,
-    diag: &mut Diagnostics,
-    field: &str,
-) -> Option<T> {
-    let value = table.get(key)?.clone();
-    value
-        .try_into()
-        .map_err(|e: toml::de::Error| {
-            diag.push(
-                format!("{field}.{key}"),
-                e.to_string().trim().replace('\n', " "),
-            )
-        })
-        .ok()
 }
 
 /// The [`Element`] methods of a [`Declared`] element: `kind`, `dofs`, `n_states`,

@@ -22,7 +22,6 @@ mod lead_rubber;
 mod linear;
 mod mass;
 mod mostaghel;
-mod registry;
 mod sliding_bearing;
 mod spring;
 pub mod switching;
@@ -35,7 +34,6 @@ pub use lead_rubber::LeadRubberBearing;
 pub use linear::LinearSuperelement;
 pub use mass::Mass;
 pub use mostaghel::Mostaghel;
-pub use registry::{ElementBuilder, ElementContext, ElementRegistry};
 pub use sliding_bearing::{FrictionTable, TripleSlidingBearing};
 pub use spring::Spring;
 

@@ -2,15 +2,12 @@
 //! (Abbiati et al. 2019, eqs 39–41, corrected per ALGORITHMS.md E2; A15), optionally with the
 //! velocity-dependent friction of Abbiati et al. (2019), Table 5.
 
-use super::declare::{impl_declared, read, with_values, Declared, Param, Rule};
-use super::registry::{parse_params, ElementContext};
+use super::declare::{impl_declared, with_values, Declared, Param, Rule};
 use super::switching::{deformation, re, scatter_force, stick};
-use super::{DofRef, Element, ElementLaw, ElementRef, Quantity, Scalar};
-use crate::error::Diagnostics;
+use super::{DofRef, Element, ElementLaw, Quantity, Scalar};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
 use serde::Deserialize;
-use std::sync::Arc;
 
 /// Velocity dependence of the slider bounds (Abbiati et al. 2019, Table 5, "identified values of
 /// friction coefficients" at peak velocities 0.5–100 mm/s).
@@ -263,37 +260,4 @@ impl Element for TripleSlidingBearing {
     fn driver_substep(&self) -> Option<f64> {
         Some(0.1 * self.delta0.min(self.delta1))
     }
-}
-
-/// Registry builder for `type = "sliding_bearing"`: the declared keys (`nodes`, `dof`, `k0`,
-/// `delta0`, `k1`, `delta1`, `k2`) and an optional
-/// `friction = { velocity, mu0, mu1, reference_velocity }`.
-pub(crate) fn build(
-    ctx: &ElementContext,
-    mut table: toml::Table,
-    diag: &mut Diagnostics,
-    field: &str,
-) -> Option<ElementRef> {
-    let at = format!("{field}.friction");
-    let friction = match table.remove("friction") {
-        None => Some(None),
-        Some(toml::Value::Table(t)) => {
-            parse_params::<FrictionTable>(t, diag, &at).and_then(|f| match f.check() {
-                Ok(()) => Some(Some(f)),
-                Err((k, e)) => {
-                    diag.push(format!("{at}.{k}"), e);
-                    None
-                }
-            })
-        }
-        Some(other) => {
-            diag.push(at, format!("must be a table, found {other}"));
-            None
-        }
-    };
-    let e = read::<TripleSlidingBearing>(ctx, table, diag, field)?;
-    Some(Arc::new(TripleSlidingBearing {
-        friction: friction?,
-        ..e
-    }))
 }

@@ -4,8 +4,8 @@
 //! element's table without the keys every element shares (`type`, `name`, `substructure`,
 //! `split`, `role`, `rayleigh`, `initial_state`).
 
-use super::declare::build;
-use super::{
+use super::element_reader::{build, sliding_bearing};
+use crate::elements::{
     BoucWen, CubicSpring, Dashpot, DofRef, ElementRef, LeadRubberBearing, LinearSuperelement, Mass,
     Mostaghel, Spring,
 };
@@ -123,7 +123,7 @@ impl Default for ElementRegistry {
         r.register("linear", build_linear);
         r.register("bouc_wen", build::<BoucWen>);
         r.register("mostaghel", build::<Mostaghel>);
-        r.register("sliding_bearing", super::sliding_bearing::build);
+        r.register("sliding_bearing", sliding_bearing);
         r.register("lead_rubber", build::<LeadRubberBearing>);
         r
     }
@@ -272,7 +272,7 @@ fn matrix(
         return None;
     }
     let m = DMatrix::from_fn(n, n, |i, j| rows[i][j]);
-    if let Err(e) = super::check_matrix(&m, n, symmetric) {
+    if let Err(e) = crate::elements::check_matrix(&m, n, symmetric) {
         diag.push(format!("{field}.{name}"), e);
         return None;
     }
