@@ -192,11 +192,20 @@ struct Job {
 }
 
 impl Job {
-    fn stop() -> Self {
+    /// The (empty) job of coarse step `step`.
+    fn step(step: u64) -> Self {
         Self {
             tasks: Default::default(),
-            step: 0,
+            step,
+            stop: false,
+        }
+    }
+
+    /// The job that ends a worker.
+    fn stop() -> Self {
+        Self {
             stop: true,
+            ..Self::step(0)
         }
     }
 }
@@ -269,12 +278,8 @@ impl StepExecutor for Threaded<'_> {
     fn step(&mut self) -> Result<(), StepError> {
         let n = self.pg.steps_taken();
         // Move every partition into its task box and the boxes to the workers.
-        let mut ns_job = Job::stop();
-        let mut ps_job = Job::stop();
-        ns_job.stop = false;
-        ps_job.stop = false;
-        ns_job.step = n;
-        ps_job.step = n;
+        let mut ns_job = Job::step(n);
+        let mut ps_job = Job::step(n);
         let (mut n_ns, mut n_ps) = (0, 0);
         for (k, slot) in self.boxes.iter_mut().enumerate() {
             let Some(mut task) = slot.take() else {
@@ -499,12 +504,13 @@ pub fn run_integrator(
     let ring_rows = opts.results_ring.unwrap_or(lab.runner.results_ring);
 
     // Rings: every size is checked (in u128) before anything is allocated.
-    let lab_widths: Vec<u128> = physical
+    let lab_cols: Vec<Vec<String>> = physical
         .iter()
         .map(|&k| {
             pg.partitions()[k]
                 .lab()
-                .map_or(1, |lab| lab.lab_columns().len().max(1)) as u128
+                .map(|lab| lab.lab_columns())
+                .unwrap_or_default()
         })
         .collect();
     let lab_ring_rows = |ring_rows: u128| {
@@ -514,9 +520,9 @@ pub fn run_integrator(
     };
     let ring_bytes = 8
         * (ring_rows as u128 * ncol as u128
-            + lab_widths
+            + lab_cols
                 .iter()
-                .map(|w| w * lab_ring_rows(ring_rows as u128))
+                .map(|c| c.len().max(1) as u128 * lab_ring_rows(ring_rows as u128))
                 .sum::<u128>());
     if ring_bytes > MAX_RING_BYTES {
         return Err(StartError::Model(format!(
@@ -531,18 +537,12 @@ pub fn run_integrator(
     let (res_tx, mut res_rx) = RingBuffer::<f64>::new(ring_rows * ncol);
     let mut lab_tx = Vec::new();
     let mut lab_rx = Vec::new();
-    let mut lab_cols = Vec::new();
-    for &k in &physical {
-        let cols = pg.partitions()[k]
-            .lab()
-            .map(|lab| lab.lab_columns())
-            .unwrap_or_default();
+    for cols in &lab_cols {
         let width = cols.len().max(1);
         let lab_rows = lab_ring_rows(ring_rows as u128) as usize;
         let (tx, rx) = RingBuffer::<f64>::new(width * lab_rows);
         lab_tx.push(tx);
         lab_rx.push((rx, width));
-        lab_cols.push(cols);
     }
     let (ns_jobs_tx, mut ns_jobs_rx) = RingBuffer::<Job>::new(2);
     let (mut ns_done_tx, ns_done_rx) = RingBuffer::<Done>::new(2);

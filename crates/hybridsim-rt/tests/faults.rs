@@ -7,7 +7,7 @@ use hybridsim::integrators::{PgAlpha, StepSettings};
 use hybridsim::model::lab::Pacing;
 use hybridsim::model::NoFiles;
 use hybridsim::output::Recorder;
-use hybridsim::physical::{EventKind, Intercepted, PortError};
+use hybridsim::physical::{EventKind, PortError};
 use hybridsim::runner::{self, EndState, RunSettings, RunSink, Sequential};
 use hybridsim::Model;
 use hybridsim_rt::{run_integrator, RunOptions, RunStatus};
@@ -36,24 +36,19 @@ fn integrator(model: &Model, injection: Option<Injection>) -> PgAlpha {
         for p in parts.iter_mut() {
             if let Some(port) = p.physical.as_mut() {
                 let mut ticks = 0u64;
-                port.map_substructure(|inner| {
-                    Box::new(Intercepted::new(
-                        inner,
-                        Box::new(move |inner, tick, u, v, f| {
-                            ticks += 1;
-                            let r = inner.command(tick, u, v, f);
-                            if ticks == 5 * 40 + 2 {
-                                match what {
-                                    Injection::PortFault => {
-                                        return Err(PortError::Fault("injected port fault".into()))
-                                    }
-                                    Injection::NanForce => f.iter_mut().for_each(|x| *x = f64::NAN),
-                                }
+                port.intercept(Box::new(move |inner, tick, u, v, f| {
+                    ticks += 1;
+                    let r = inner.command(tick, u, v, f);
+                    if ticks == 5 * 40 + 2 {
+                        match what {
+                            Injection::PortFault => {
+                                return Err(PortError::Fault("injected port fault".into()))
                             }
-                            r
-                        }),
-                    ))
-                });
+                            Injection::NanForce => f.iter_mut().for_each(|x| *x = f64::NAN),
+                        }
+                    }
+                    r
+                }));
             }
         }
     }
@@ -173,18 +168,13 @@ fn a_panic_in_the_physical_worker_ends_the_run_instead_of_hanging() {
         if let Some(port) = p.physical.as_mut() {
             // The port panics at tick 5·30 + 3, on the physical worker thread.
             let mut ticks = 0u64;
-            port.map_substructure(|inner| {
-                Box::new(Intercepted::new(
-                    inner,
-                    Box::new(move |inner, tick, u, v, f| {
-                        ticks += 1;
-                        if ticks == 5 * 30 + 3 {
-                            panic!("injected panic on the physical worker thread");
-                        }
-                        inner.command(tick, u, v, f)
-                    }),
-                ))
-            });
+            port.intercept(Box::new(move |inner, tick, u, v, f| {
+                ticks += 1;
+                if ticks == 5 * 30 + 3 {
+                    panic!("injected panic on the physical worker thread");
+                }
+                inner.command(tick, u, v, f)
+            }));
         }
     }
     let pg = PgAlpha::new(parts, &StepSettings::from_analysis(&model.analysis)).unwrap();

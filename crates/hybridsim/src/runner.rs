@@ -285,11 +285,11 @@ pub fn run(
             fault = Some(Fault::Recording);
             break;
         }
-        if let Some((monitor, limits)) = divergence.as_ref().zip(settings.divergence.as_ref()) {
+        if let Some(monitor) = &divergence {
             if let Some(value) = monitor.observe_force(exec.integrator().multipliers()) {
                 fault = Some(Fault::Divergence {
                     value,
-                    bound: limits.force,
+                    bound: monitor.settings().force,
                 });
                 break;
             }

@@ -5,7 +5,6 @@
 use hybridsim::assembly::{build_partitions, Grouping};
 use hybridsim::integrators::{MgAlpha, PgAlpha, TimeIntegrator};
 use hybridsim::model::StartMode;
-use hybridsim::physical::Intercepted;
 use hybridsim::{Model, Simulation};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -38,16 +37,11 @@ fn pg_alpha_commands_the_lab_once_per_controller_tick_with_corrections() {
             if let Some(port) = p.physical.as_mut() {
                 let (c, t) = (commands.clone(), times.clone());
                 // Count the commands and keep the tick times.
-                port.map_substructure(|inner| {
-                    Box::new(Intercepted::new(
-                        inner,
-                        Box::new(move |inner, tick, u, v, f| {
-                            c.fetch_add(1, Ordering::Relaxed);
-                            t.lock().unwrap().push(tick.time());
-                            inner.command(tick, u, v, f)
-                        }),
-                    ))
-                });
+                port.intercept(Box::new(move |inner, tick, u, v, f| {
+                    c.fetch_add(1, Ordering::Relaxed);
+                    t.lock().unwrap().push(tick.time());
+                    inner.command(tick, u, v, f)
+                }));
             }
         }
         let mut pg = PgAlpha::new(

@@ -4,7 +4,7 @@
 
 use hybridsim::integrators::TimeIntegrator;
 use hybridsim::output::Recorder;
-use hybridsim::physical::{EventKind, Intercepted, PortError};
+use hybridsim::physical::{EventKind, PortError};
 use hybridsim::runner::{self, EndState, Fault, RunSettings, RunSink, Sequential, StepExecutor};
 use hybridsim::Model;
 use hybridsim::StepError;
@@ -110,20 +110,15 @@ fn run_with_fault(phase: Phase) -> (EndState, u64, Memory, Box<dyn TimeIntegrato
             if let Some(port) = p.physical.as_mut() {
                 let fail_at = (at - 1) * a.subcycles as u64 + 3;
                 let mut ticks = 0u64;
-                port.map_substructure(|inner| {
-                    Box::new(Intercepted::new(
-                        inner,
-                        Box::new(move |inner, tick, u, v, f| {
-                            ticks += 1;
-                            if ticks == fail_at {
-                                return Err(PortError::Fault(
-                                    "injected fault in a physical substep".into(),
-                                ));
-                            }
-                            inner.command(tick, u, v, f)
-                        }),
-                    ))
-                });
+                port.intercept(Box::new(move |inner, tick, u, v, f| {
+                    ticks += 1;
+                    if ticks == fail_at {
+                        return Err(PortError::Fault(
+                            "injected fault in a physical substep".into(),
+                        ));
+                    }
+                    inner.command(tick, u, v, f)
+                }));
             }
         }
         integ = Box::new(

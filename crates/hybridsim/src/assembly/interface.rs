@@ -147,8 +147,8 @@ impl Interface {
     /// Set (or re-set, e.g. after the estimated stiffness changed) `H` and factorize it once.
     /// Returns false when `H` is singular.
     pub fn set_operator(&mut self, h: DMatrix<f64>) -> bool {
-        self.h = h.clone();
-        self.operator = SteklovPoincare::new(h);
+        self.operator = SteklovPoincare::new(&h);
+        self.h = h;
         self.operator.is_some()
     }
 

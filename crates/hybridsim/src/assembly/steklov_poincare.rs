@@ -8,33 +8,17 @@
 
 use nalgebra::{DMatrix, DVector, Dyn, LU};
 
-/// `H` and its LU factors.
+/// The LU factors of `H` (the assembled `H` stays with its owner, for summaries).
 #[derive(Debug, Clone)]
 pub struct SteklovPoincare {
-    h: DMatrix<f64>,
     lu: LU<f64, Dyn, Dyn>,
 }
 
 impl SteklovPoincare {
     /// Factorize `h`; `None` when it is singular.
-    pub fn new(h: DMatrix<f64>) -> Option<Self> {
+    pub fn new(h: &DMatrix<f64>) -> Option<Self> {
         let lu = h.clone().lu();
-        lu.is_invertible().then_some(Self { h, lu })
-    }
-
-    /// The operator `H`.
-    pub fn h(&self) -> &DMatrix<f64> {
-        &self.h
-    }
-
-    /// Number of multipliers.
-    pub fn len(&self) -> usize {
-        self.h.nrows()
-    }
-
-    /// Whether `H` is 0×0.
-    pub fn is_empty(&self) -> bool {
-        self.h.nrows() == 0
+        lu.is_invertible().then_some(Self { lu })
     }
 
     /// `x ← H⁻¹ x`. Allocation-free.

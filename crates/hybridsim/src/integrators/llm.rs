@@ -97,10 +97,8 @@ impl Llm {
         let mut runs = Vec::new();
         let mut offset = 0;
         for (part, rows) in parts.iter().zip(coupled) {
-            let physical = part.physical.is_some();
             let stepper = AlphaStepper::new(part, params, dt, 1)
                 .map_err(|e| format!("element `{}`: {e}", part.state.name))?;
-            let _ = physical;
             let size = part.state.size();
             let n = part.state.n_dofs();
             let mut link = DMatrix::zeros(size, rows.len());
@@ -143,7 +141,7 @@ impl Llm {
             h[(n_lambda + c, xg + g)] = -1.0; // Ḡ^c
             h[(xg + g, n_lambda + c)] = -1.0; // B̄^c = Ḡ^cᵀ
         }
-        let operator = SteklovPoincare::new(h.clone()).ok_or(
+        let operator = SteklovPoincare::new(&h).ok_or(
             "the Steklov-Poincaré operator H of the element partitions is singular \
              (check the connectivity: every interface DOF needs mass)",
         )?;

@@ -39,12 +39,4 @@ impl StepError {
             },
         }
     }
-
-    /// The safety event that stopped the step, if one did.
-    pub fn safety_event(&self) -> Option<crate::physical::SafetyEvent> {
-        match self {
-            StepError::Safety(event) => Some(*event),
-            _ => None,
-        }
-    }
 }

@@ -252,6 +252,12 @@ impl PhysicalPort {
         self.inner = f(inner);
     }
 
+    /// Put a command hook in front of the substructure ([`Intercepted`]): fault injection,
+    /// counting, tracing.
+    pub fn intercept(&mut self, hook: Box<CommandHook>) {
+        self.map_substructure(|inner| Box::new(Intercepted::new(inner, hook)));
+    }
+
     /// The lab-control handle, when a transfer system stands behind the port.
     pub fn lab(&self) -> Option<&dyn LabControl> {
         self.inner.lab()
