@@ -13,7 +13,7 @@ pub mod csv;
 pub mod lab;
 mod results;
 
-pub use results::{run_to_folder, RunError, RunReport, RunStatus};
+pub use results::{run_to_folder, write_json_atomic, RunError, RunReport, RunStatus};
 
 use hybridsim::model::SourceResolver;
 use hybridsim::{Model, ModelError};

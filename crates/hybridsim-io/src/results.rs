@@ -249,10 +249,16 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
 }
 
 fn write_json(path: &Path, value: &Value) -> Result<(), RunError> {
+    write_json_atomic(path, value).map_err(io_err(path))
+}
+
+/// Write `value` as pretty JSON to `path` atomically (a temporary file renamed over it), so
+/// that a reader, or a run killed mid-write, never sees a truncated run.json.
+pub fn write_json_atomic(path: &Path, value: &Value) -> std::io::Result<()> {
     let tmp = path.with_extension("json.tmp");
     let text = serde_json::to_string_pretty(value).expect("json");
-    std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io_err(path))
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
 }
 
 pub(crate) fn writer_thread(

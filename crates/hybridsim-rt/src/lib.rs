@@ -1049,8 +1049,7 @@ pub fn run_integrator(
     });
     if let Some(f) = &opts.folder {
         let p = f.join("run.json");
-        std::fs::write(&p, serde_json::to_string_pretty(&run_json).expect("json"))
-            .map_err(io(&p))?;
+        hybridsim_io::write_json_atomic(&p, &run_json).map_err(io(&p))?;
     }
     Ok(RunOutcome {
         status,
