@@ -42,6 +42,18 @@ pub enum Fault {
         /// The limit (`[safety] max_overruns`).
         limit: u64,
     },
+    /// A task of the runner did not answer within its watchdog deadline.
+    Stalled {
+        /// The task (`physical`, `numerical`, `writer`, …).
+        task: &'static str,
+        /// How long the runner waited (s).
+        waited: f64,
+    },
+    /// A task of the runner panicked.
+    TaskPanic {
+        /// The task.
+        task: &'static str,
+    },
     /// A multiplier left the divergence bound (`[safety.divergence] force`).
     Divergence {
         /// The offending |Λ| (or a non-finite value).
@@ -61,6 +73,8 @@ impl Fault {
             Fault::Recording => EventKind::WriterOverflow,
             Fault::Abort => EventKind::OperatorAbort,
             Fault::Overruns { .. } => EventKind::DeadlineOverruns,
+            Fault::Stalled { .. } => EventKind::Watchdog,
+            Fault::TaskPanic { .. } => EventKind::TaskPanic,
             Fault::Divergence { .. } => EventKind::Divergence,
         }
     }
@@ -83,6 +97,14 @@ impl std::fmt::Display for Fault {
                 f,
                 "{count} consecutive deadline overruns (limit {limit} in [safety] max_overruns)"
             ),
+            Fault::Stalled { task, waited } => write!(
+                f,
+                "the {task} task did not answer within {waited:.3} s (watchdog); the test was \
+                 stopped"
+            ),
+            Fault::TaskPanic { task } => {
+                write!(f, "the {task} task panicked; the test was stopped")
+            }
             Fault::Divergence { value, bound } => write!(
                 f,
                 "divergence: |Λ| = {value:e} beyond the bound {bound:e} of [safety.divergence] \
@@ -174,6 +196,11 @@ pub trait StepExecutor {
     }
     /// Called after every completed step (e.g. to hand a snapshot to an estimator).
     fn after_step(&mut self) {}
+    /// Wait for the next controller tick after a stop (the paced ramp-down sends one command
+    /// per tick): a wall-clock-paced executor sleeps to the tick's deadline; the default, for
+    /// executors without a wall clock, returns at once (the tick's place on the test clock is
+    /// still `tick · Δt^C` in `lab.csv`).
+    fn wait_tick(&mut self) {}
 }
 
 /// The step executor of `hybridsim run`: [`TimeIntegrator::step`] on the calling thread.

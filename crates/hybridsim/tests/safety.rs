@@ -52,6 +52,10 @@ fn limits() -> ActuatorLimits {
         velocity: 1.0,
         force: 100.0,
         increment: 0.001,
+        following_error: 0.001,
+        following_time: 0.05,
+        frozen_time: 0.25,
+        dropout_ticks: 3,
     }
 }
 
@@ -288,6 +292,7 @@ fn the_rate_of_the_sent_command_is_checked_not_only_the_integrators_velocity() {
         velocity: 1.0,
         force: 100.0,
         increment: 0.5,
+        ..limits()
     };
     let mut l = layer_with(loose_increment, TripAction::Hold, None);
     let (mut f, mut x) = ([0.0], [0.0]);
@@ -308,6 +313,7 @@ fn the_ramp_down_is_not_stopped_by_round_off() {
         velocity: 1000.0,
         force: 100.0,
         increment: 0.2,
+        ..limits()
     };
     let mut l = layer_with(coarse, TripAction::RampDown { rate: 1e6 }, Some(8));
     let (mut f, mut x) = ([0.0], [0.0]);

@@ -247,6 +247,8 @@ fn lab_table(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> LabSet
         device_multiplier,
         actuators,
         force_control,
+        // TODO(issue 10, config): parse `[[lab.fault]]` (virtual transfer only).
+        faults: Vec::new(),
     }
 }
 
@@ -442,6 +444,12 @@ fn actuator(
         loading_stiffness,
         delay_compensation,
         compliance_compensation,
+        // TODO(issue 10, config): parse `capacity` (required) and check the limits against it.
+        capacity: crate::model::lab::ActuatorCapacity {
+            stroke: f64::INFINITY,
+            velocity: f64::INFINITY,
+            force: f64::INFINITY,
+        },
     }
 }
 
@@ -853,6 +861,15 @@ fn limits(
             velocity: get(l.velocity, "velocity"),
             force: get(l.force, "force"),
             increment: get(l.increment, "increment"),
+            following_error: 0.0,
+            following_time: 0.05,
+            frozen_time: 0.25,
+            dropout_ticks: 3,
+        };
+        // TODO(issue 10, config): parse the sensor-check fields; default following error.
+        let lim = ActuatorLimits {
+            following_error: 0.1 * lim.displacement,
+            ..lim
         };
         limits.insert(a.name.clone(), lim);
     }

@@ -174,6 +174,76 @@ pub struct ActuatorSettings {
     pub delay_compensation: Option<DelayCompensation>,
     /// Compliance compensation.
     pub compliance_compensation: Option<ComplianceCompensation>,
+    /// Declared capacity of the actuator (what the hardware can do); the safety limits must
+    /// lie within it.
+    pub capacity: ActuatorCapacity,
+}
+
+/// Declared capacity of one actuator (`[[lab.actuator]] capacity`), specimen units and
+/// wall-clock rates: the stroke, velocity and force the hardware can deliver. The safety
+/// limits of `[safety.actuator.NAME]` must lie within it, and the force limit strictly below
+/// the load-cell range (`adc.force_range`): a saturated load cell would hide an overload.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ActuatorCapacity {
+    /// Half stroke: the largest |d| the actuator can reach.
+    pub stroke: f64,
+    /// Largest |ḋ| the servo-valve can deliver.
+    pub velocity: f64,
+    /// Largest |F| the actuator can exert.
+    pub force: f64,
+}
+
+/// A fault injected into the virtual laboratory (`[[lab.fault]]`), to rehearse the safety
+/// layer: from wall-clock test time `at` on, the named actuator misbehaves in the given way.
+/// Refused with any transfer system other than the virtual one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InjectedFault {
+    /// Actuator name.
+    pub actuator: String,
+    /// Wall-clock test time (s, `tick · Δt^C`) from which the fault acts.
+    pub at: f64,
+    /// What goes wrong.
+    pub kind: InjectedFaultKind,
+}
+
+/// Kinds of [`InjectedFault`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum InjectedFaultKind {
+    /// The piston stops where it is (a seized actuator, a closed valve).
+    StuckActuator,
+    /// The displacement and force readings stop changing (a frozen acquisition channel).
+    FrozenSensor,
+    /// No new sample arrives (a lost acquisition frame).
+    Dropout,
+    /// The load cell reads NaN.
+    NanForce,
+    /// The load cell reads this force on top of the specimen's (an overload).
+    Overload {
+        /// Added force (specimen units).
+        force: f64,
+    },
+    /// The transfer system panics (a bug in the controller link).
+    Panic,
+    /// The transfer system blocks for this long in one tick (a stalled link).
+    Stall {
+        /// Seconds.
+        seconds: f64,
+    },
+}
+
+impl InjectedFaultKind {
+    /// The name used in the model file.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::StuckActuator => "stuck_actuator",
+            Self::FrozenSensor => "frozen_sensor",
+            Self::Dropout => "dropout",
+            Self::NanForce => "nan_force",
+            Self::Overload { .. } => "overload",
+            Self::Panic => "panic",
+            Self::Stall { .. } => "stall",
+        }
+    }
 }
 
 /// A DOF held at a constant force (vertical load by a jack).
@@ -206,6 +276,8 @@ pub struct LabSettings {
     pub actuators: Vec<ActuatorSettings>,
     /// Force-controlled DOFs.
     pub force_control: Vec<ForceControl>,
+    /// Faults injected into the virtual laboratory (rehearsal of the safety layer).
+    pub faults: Vec<InjectedFault>,
 }
 
 /// What the safety layer does after an event.
@@ -232,6 +304,17 @@ pub struct ActuatorLimits {
     pub force: f64,
     /// |d_k − d_{k−1}| ≤ increment per tick.
     pub increment: f64,
+    /// Following error: |compensated command − measured displacement| above this for
+    /// `following_time` trips (a stuck or runaway actuator).
+    pub following_error: f64,
+    /// How long (wall-clock s) the following error may stay above its threshold.
+    pub following_time: f64,
+    /// A reading that stays bit-identical this long (wall-clock s) while the command moves
+    /// by more than `following_error / 2` is a frozen sensor (0: off).
+    pub frozen_time: f64,
+    /// Consecutive ticks without a new sample that trip (a dropout); shorter gaps hold the
+    /// last sample.
+    pub dropout_ticks: u64,
 }
 
 /// Divergence criterion (stated): non-finite values; |u| of any interface DOF above

@@ -610,6 +610,10 @@ impl LabControl for LabProvider {
         self.safety.event().or(self.event)
     }
 
+    fn ramp_tick(&mut self) -> bool {
+        false
+    }
+
     fn safety_summary(&self) -> SafetySummary {
         SafetySummary {
             armed: self.safety.state() == SafetyState::Armed,
@@ -621,6 +625,9 @@ impl LabControl for LabProvider {
             lab_records_dropped: self.records.dropped(),
             energy_generated: -self.work,
             energy_bound: self.divergence.energy_bound(),
+            ramp: super::RampState::None,
+            ramp_commands: 0,
+            second_event: None,
         }
     }
 

@@ -132,6 +132,13 @@ pub trait LabControl: Send {
     /// The latched safety event, if any (allocation-free).
     fn event(&self) -> Option<SafetyEvent>;
 
+    /// After a trip with `on_trip = "ramp_down"`: send the next command of the paced ramp to
+    /// the rest position (one per controller tick; the runner paces the calls), checked
+    /// against the limits, measured, checked again and logged as a lab record. An event
+    /// during the ramp (a breach, a transfer error) latches a second event and holds.
+    /// Returns `true` while the ramp goes on. Allocation-free.
+    fn ramp_tick(&mut self) -> bool;
+
     /// State of the safety layer.
     fn safety_summary(&self) -> SafetySummary;
 
@@ -164,6 +171,38 @@ pub struct SafetySummary {
     pub energy_generated: f64,
     /// Its bound.
     pub energy_bound: f64,
+    /// How the ramp-down went: `none` (hold, or no trip), `ramping`, `completed` (at the
+    /// rest position) or `held` (a second event stopped it).
+    pub ramp: RampState,
+    /// Commands of the ramp-down sent so far.
+    pub ramp_commands: u64,
+    /// An event during the ramp-down, which stopped it and left the actuators holding.
+    pub second_event: Option<SafetyEvent>,
+}
+
+/// Progress of a paced ramp-down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RampState {
+    /// No ramp (armed, or `on_trip = "hold"`).
+    None,
+    /// Going on: one command per controller tick.
+    Ramping,
+    /// At the rest position.
+    Completed,
+    /// Stopped by a second event: holding the last accepted command.
+    Held,
+}
+
+impl RampState {
+    /// Name in run.json.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Ramping => "ramping",
+            Self::Completed => "completed",
+            Self::Held => "held",
+        }
+    }
 }
 
 /// A physical substructure as a partition holds it: the port, the last measured force and the

@@ -46,6 +46,18 @@ pub enum EventKind {
     OperatorAbort,
     /// The transfer system failed.
     TransferFault,
+    /// The measured displacement stayed too far from the command (a stuck or runaway actuator).
+    FollowingError,
+    /// A reading stopped changing while the command moved (a frozen acquisition channel).
+    FrozenSensor,
+    /// Too many consecutive ticks without a new sample.
+    SensorDropout,
+    /// A reading at or beyond its sensor's range (a saturated sensor hides the true value).
+    SensorRange,
+    /// A task of the runner stopped answering within its deadline (watchdog).
+    Watchdog,
+    /// A task of the runner panicked.
+    TaskPanic,
 }
 
 impl EventKind {
@@ -65,6 +77,12 @@ impl EventKind {
             Self::WriterOverflow => "writer_overflow",
             Self::OperatorAbort => "operator_abort",
             Self::TransferFault => "transfer_fault",
+            Self::FollowingError => "following_error",
+            Self::FrozenSensor => "frozen_sensor",
+            Self::SensorDropout => "sensor_dropout",
+            Self::SensorRange => "sensor_range",
+            Self::Watchdog => "watchdog",
+            Self::TaskPanic => "task_panic",
         }
     }
 }
