@@ -33,11 +33,22 @@ fn run_quickstart_writes_controller_rate_lab_records_and_indicators() {
     ] {
         col(&header, name);
     }
-    // One row at rest plus one per controller tick: 4000 steps × ss = 5, Δt^C = Δt^P = 1 ms.
-    assert_eq!(rows.len(), 20_001);
+    // One row at rest, the bumpless start (a hold of 16 ticks, one approach command, 16
+    // settling ticks, all at t = 0), then one per controller tick: 4000 steps × ss = 5,
+    // Δt^C = Δt^P = 1 ms.
+    let approach = 2 * 16 + 1;
+    assert_eq!(rows.len(), 1 + approach + 20_000);
     let t = col(&header, "time");
+    let w = col(&header, "wall_time");
     for (k, r) in rows.iter().enumerate() {
         assert_eq!(r.len(), header.len());
+        // The lab clock runs from the first tick of the bumpless start.
+        assert!(
+            (r[w] - k as f64 * 1e-3).abs() < 1e-9,
+            "row {k}: wall {}",
+            r[w]
+        );
+        let k = k.saturating_sub(approach);
         assert!(
             (r[t] - k as f64 * 1e-3).abs() < 1e-9,
             "row {k}: t = {}",
@@ -76,9 +87,11 @@ fn run_quickstart_writes_controller_rate_lab_records_and_indicators() {
     assert_eq!(ts["dt_S_wall"], 0.005);
     assert_eq!(json["safety"][0]["state"], "armed");
     assert!(json["safety"][0]["event"].is_null());
-    assert_eq!(json["safety"][0]["commands_sent"], 20_000);
+    // The 17 commands of the bumpless start (one approach command, 16 settling) and one per
+    // tick; the lab rows as counted above.
+    assert_eq!(json["safety"][0]["commands_sent"], 17 + 20_000);
     assert!(json["safety_event"].is_null());
-    assert_eq!(json["lab"]["lab_rows_written"][0], 20_001);
+    assert_eq!(json["lab"]["lab_rows_written"][0], 1 + approach + 20_000);
     let ind = &json["indicators"][0];
     assert_eq!(ind["actuator"], "storey1");
     for key in [
@@ -135,10 +148,12 @@ fn run_stops_on_a_stroke_breach_with_the_event_in_run_json() {
     let steps = json["steps_completed"].as_u64().unwrap();
     // Every completed step and every tick up to the event is on disk.
     let (_, rows) = read_csv(&dir.join("out/results.csv"));
-    assert_eq!(rows.len() as u64, 1 + steps / 2);
+    // (every = 2, and the row of the last completed step whatever `every` is.)
+    assert_eq!(rows.len() as u64, 1 + steps.div_ceil(2));
     let (header, lab) = read_csv(&dir.join("out/lab.csv"));
     let sent = json["safety"][0]["commands_sent"].as_u64().unwrap();
-    // The rest row, one per accepted command and the row of the refused one.
-    assert_eq!(lab.len() as u64, sent + 2);
+    // The rest row, the 16 rows of the hold before the bumpless start (nothing sent), one
+    // per accepted command and the row of the refused one.
+    assert_eq!(lab.len() as u64, sent + 2 + 16);
     assert_eq!(lab.last().unwrap()[col(&header, "safety.storey1")], 1.0);
 }

@@ -126,7 +126,9 @@ fn threaded_fast_runner_is_bit_identical_to_the_single_threaded_run() {
             same,
             "threaded and single-threaded runs differ (noise {noise})"
         );
-        assert_eq!(out.lab_rows, 2 * 1500 + 1);
+        // The rest row, the bumpless start (16 hold, 1 approach, 16 settling ticks), then one
+        // per tick.
+        assert_eq!(out.lab_rows, 1 + 33 + 2 * 1500);
     }
 }
 

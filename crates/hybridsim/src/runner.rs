@@ -266,6 +266,26 @@ fn drain_labs(exec: &mut dyn StepExecutor, sink: &mut dyn RunSink) -> bool {
     ok & sink.end_of_step()
 }
 
+/// The paced ramp-down after a stop: one [`LabControl::ramp_tick`] per controller tick for
+/// every laboratory (the executor paces the ticks, [`StepExecutor::wait_tick`]), the records of
+/// each tick drained to the sink, until every ramp has reached the rest position or been held
+/// by a second event. Laboratories that hold (`on_trip = "hold"`) send nothing. The number of
+/// ticks is finite: each command moves every actuator a fixed step closer to rest.
+///
+/// [`LabControl::ramp_tick`]: crate::physical::LabControl::ramp_tick
+pub fn ramp_down(exec: &mut dyn StepExecutor, sink: &mut dyn RunSink) {
+    loop {
+        let mut more = false;
+        exec.integrator()
+            .for_each_lab(&mut |_, lab| more |= lab.ramp_tick());
+        drain_labs(exec, sink);
+        if !more {
+            break;
+        }
+        exec.wait_tick();
+    }
+}
+
 /// Run to the end or to the first fault (see the module documentation for the order of
 /// things). `row` is the recorder's row buffer. Allocation-free in the loop.
 pub fn run(
@@ -286,6 +306,10 @@ pub fn run(
         fault = Some(Fault::Recording);
     }
     let mut until_row = every;
+    // Whether `row` (the row of the last completed step) still has to reach the sink: with
+    // `every > 1` a stop between two recorded rows must still leave the last completed step
+    // on disk.
+    let mut unsent = false;
     while fault.is_none() && steps < settings.n_steps {
         if abort.load(Ordering::Relaxed) {
             fault = Some(Fault::Abort);
@@ -302,11 +326,14 @@ pub fn run(
         exec.after_step();
         sink.progress(steps);
         let mut kept = drain_labs(exec, sink);
+        recorder.record(exec.integrator(), row);
         until_row -= 1;
         if until_row == 0 || steps == settings.n_steps {
-            recorder.record(exec.integrator(), row);
             kept &= sink.row(row);
             until_row = every;
+            unsent = false;
+        } else {
+            unsent = true;
         }
         if !kept {
             fault = Some(Fault::Recording);
@@ -334,9 +361,16 @@ pub fn run(
         Some(fault) => trip(exec.integrator(), fault),
     };
     // The records of the stop (a refused command, the trip) and anything still pending, now
-    // that the laboratories are safe (the sink may wait as long as needed).
+    // that the laboratories are safe (the sink may wait as long as needed); the row of the
+    // last completed step if it was between two recorded rows.
     sink.stopped();
+    if unsent {
+        sink.row(row);
+    }
     drain_labs(exec, sink);
+    if state != EndState::Completed {
+        ramp_down(exec, sink);
+    }
     RunEnd {
         state,
         steps,

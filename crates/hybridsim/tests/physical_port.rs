@@ -66,7 +66,10 @@ fn pg_alpha_commands_the_lab_once_per_controller_tick_with_corrections() {
             steps * ss
         );
         assert_eq!(commands.load(Ordering::Relaxed), steps * ss);
-        assert_eq!(sent, steps * ss);
+        // Plus the bumpless start (already at the model's position: one approach command and
+        // the settling ticks).
+        let approach = hybridsim::physical::safety::APPROACH_HOLD_TICKS + 1;
+        assert_eq!(sent, steps * ss + approach);
         assert_eq!(
             pg.partitions()[k].physical.as_ref().unwrap().commands(),
             steps * ss

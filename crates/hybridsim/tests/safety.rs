@@ -3,7 +3,7 @@ mod common;
 use common::*;
 use hybridsim::model::lab::{ActuatorLimits, TripAction};
 use hybridsim::physical::safety::{EventKind, SafetyLayer, SafetyState};
-use hybridsim::physical::transfer::{ActuatorCommand, TransferSystem};
+use hybridsim::physical::transfer::{ActuatorCommand, Sample, TransferSystem};
 use hybridsim::physical::TransferError;
 use hybridsim::Simulation;
 
@@ -35,14 +35,30 @@ impl TransferSystem for Mock {
         self.sent.push(cmd[0].d);
         Ok(())
     }
-    fn receive(&mut self, tick: u64, f: &mut [f64], x: &mut [f64]) -> Result<(), TransferError> {
+    fn hold_sample(
+        &mut self,
+        _: u64,
+        _: f64,
+        f: &mut [f64],
+        x: &mut [f64],
+    ) -> Result<Sample, TransferError> {
+        f[0] = self.force;
+        x[0] = self.sent.last().copied().unwrap_or(0.0);
+        Ok(Sample::Fresh)
+    }
+    fn receive(
+        &mut self,
+        tick: u64,
+        f: &mut [f64],
+        x: &mut [f64],
+    ) -> Result<Sample, TransferError> {
         f[0] = if Some(tick) == self.nan_at {
             f64::NAN
         } else {
             self.force
         };
         x[0] = *self.sent.last().unwrap();
-        Ok(())
+        Ok(Sample::Fresh)
     }
 }
 
@@ -76,6 +92,17 @@ fn layer(action: TripAction, nan_at: Option<u64>) -> SafetyLayer<Mock> {
 
 fn cmd(d: f64) -> [ActuatorCommand; 1] {
     [ActuatorCommand { d, v: 0.0, a: 0.0 }]
+}
+
+/// Drive the paced ramp-down to its end, one tick per call (bounded).
+fn ramp_all<T: TransferSystem>(l: &mut SafetyLayer<T>, from_tick: u64) {
+    let (mut c, mut f, mut x) = (cmd(0.0), [0.0], [0.0]);
+    for tick in from_tick..from_tick + 100_000 {
+        if !l.ramp_tick(tick, 0.0, tick as f64 * 1e-3, &mut c, &mut f, &mut x) {
+            return;
+        }
+    }
+    panic!("the ramp did not end");
 }
 
 #[test]
@@ -140,6 +167,7 @@ fn nan_force_trips_and_ramp_down_stays_within_the_limits() {
     let e = event.unwrap();
     println!("{e}");
     assert_eq!(e.kind, EventKind::NonFiniteMeasurement);
+    ramp_all(&mut l, e.tick + 1);
     let sent = &l.inner().sent;
     // The ramp brought the actuator back to rest in steps within the limits.
     assert_eq!(*sent.last().unwrap(), 0.0);
@@ -261,7 +289,10 @@ fn operator_abort_takes_the_safety_path() {
     assert!(err.contains("operator_abort"));
     let s = pg.partitions()[1].lab().unwrap().safety_summary();
     assert_eq!(s.event.unwrap().kind, EventKind::OperatorAbort);
-    assert_eq!(s.commands_sent, 200);
+    // 200 test ticks after the bumpless start (a hold that sends nothing, one command of
+    // approach to the model's position, settling).
+    let approach = hybridsim::physical::safety::APPROACH_HOLD_TICKS + 1;
+    assert_eq!(s.commands_sent, 200 + approach);
 }
 
 fn layer_with(
@@ -326,7 +357,9 @@ fn the_ramp_down_is_not_stopped_by_round_off() {
             break;
         }
     }
-    assert_eq!(event.unwrap().kind, EventKind::NonFiniteMeasurement);
+    let e = event.unwrap();
+    assert_eq!(e.kind, EventKind::NonFiniteMeasurement);
+    ramp_all(&mut l, e.tick + 1);
     let sent = &l.inner().sent;
     assert_eq!(*sent.last().unwrap(), 0.0, "ramp abandoned: {sent:?}");
     for w in sent.windows(2) {
@@ -355,8 +388,22 @@ fn a_failed_check_at_rest_trips_and_latches() {
         fn send(&mut self, _: u64, _: f64, _: &[ActuatorCommand]) -> Result<(), TransferError> {
             panic!("nothing may be sent");
         }
-        fn receive(&mut self, _: u64, _: &mut [f64], _: &mut [f64]) -> Result<(), TransferError> {
-            Ok(())
+        fn hold_sample(
+            &mut self,
+            _: u64,
+            _: f64,
+            _: &mut [f64],
+            _: &mut [f64],
+        ) -> Result<Sample, TransferError> {
+            Ok(Sample::Fresh)
+        }
+        fn receive(
+            &mut self,
+            _: u64,
+            _: &mut [f64],
+            _: &mut [f64],
+        ) -> Result<Sample, TransferError> {
+            Ok(Sample::Fresh)
         }
     }
     let mut l = SafetyLayer::new(Offset, vec![limits()], TripAction::Hold, 1e-3);

@@ -14,7 +14,9 @@
 //! that the runner drains after each coarse step (`lab.csv`).
 
 use super::compensation::{compliance, DelayCompensator};
-use super::safety::{DivergenceMonitor, EventKind, SafetyEvent, SafetyLayer, SafetyState};
+use super::safety::{
+    DivergenceMonitor, EventKind, SafetyEvent, SafetyLayer, SafetyState, SensorSettings,
+};
 use super::transfer::{ActuatorCommand, DofMap, TransferSystem};
 use super::virtual_lab::VirtualLab;
 use super::{
@@ -35,6 +37,7 @@ pub struct LabRecords {
     head: usize,
     len: usize,
     dropped: u64,
+    growable: bool,
 }
 
 impl LabRecords {
@@ -47,10 +50,28 @@ impl LabRecords {
             head: 0,
             len: 0,
             dropped: 0,
+            growable: false,
         }
     }
 
+    /// While growable (before the test, e.g. during the bumpless start), a full ring doubles
+    /// instead of overwriting its oldest row; during the test it never allocates.
+    pub fn set_growable(&mut self, growable: bool) {
+        self.growable = growable;
+    }
+
     fn push(&mut self) -> &mut [f64] {
+        if self.len == self.cap && self.growable {
+            let mut data = Vec::with_capacity(2 * self.data.len());
+            for i in 0..self.len {
+                let at = (self.head + i) % self.cap;
+                data.extend_from_slice(&self.data[at * self.ncol..(at + 1) * self.ncol]);
+            }
+            data.resize(2 * self.cap * self.ncol, 0.0);
+            self.data = data;
+            self.head = 0;
+            self.cap *= 2;
+        }
         let at = (self.head + self.len) % self.cap;
         if self.len == self.cap {
             self.head = (self.head + 1) % self.cap;
@@ -275,6 +296,16 @@ impl LabProvider {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let specimen = NumericalSpecimen::new(n, recipe.specimen.clone());
+        let sensors = settings
+            .iter()
+            .map(|a| SensorSettings {
+                displacement_range: a.displacement_range,
+                force_range: a.force_range,
+                // The only transfer system today is the virtual lab: its load cell is noisy
+                // only when declared so.
+                force_is_noisy: a.force_noise > 0.0,
+            })
+            .collect();
         let lab = VirtualLab::new(
             specimen,
             map.clone(),
@@ -286,9 +317,11 @@ impl LabProvider {
             cfg.lab.force_scale * cfg.lab.device_multiplier,
             &recipe.k_specimen,
             recipe.inertia.clone(),
-        );
+        )
+        .with_faults(&cfg.lab.faults);
         let transfer: Box<dyn TransferSystem> = Box::new(lab);
-        let safety = SafetyLayer::new(transfer, limits, cfg.safety.on_trip, ts.dt_c);
+        let safety =
+            SafetyLayer::new(transfer, limits, cfg.safety.on_trip, ts.dt_c).with_sensors(sensors);
         let delay = settings
             .iter()
             .map(|a| {
@@ -380,7 +413,10 @@ impl LabProvider {
         // run and its threaded replay write the same bits; the measured lateness of each tick
         // is in the runner's task statistics.
         let wall = self.tick as f64 * self.dt_c;
-        let tripped = if self.safety.state() == SafetyState::Tripped {
+        // 0: armed; 1: tripped (holding or ramping down); 2: a second event during the ramp.
+        let tripped = if self.safety.second_event().is_some() {
+            2.0
+        } else if self.safety.state() == SafetyState::Tripped {
             1.0
         } else {
             0.0
@@ -419,6 +455,7 @@ impl PhysicalSubstructure for LabProvider {
         )
     }
 
+    #[allow(clippy::needless_range_loop)] // parallel per-actuator arrays
     fn measure_at_rest(
         &mut self,
         t: f64,
@@ -432,28 +469,57 @@ impl PhysicalSubstructure for LabProvider {
         self.divergence =
             DivergenceMonitor::new(self.recipe.config.safety.divergence).with_energy_bound(bound);
         self.map.to_actuators(u, &mut self.d);
+        // The model's initial position in specimen units: the target of the bumpless start.
         for k in 0..self.d.len() {
-            self.achieved[k] = self.d[k] / self.s_d;
-            self.desired[k] = self.achieved[k];
+            self.desired[k] = self.d[k] / self.s_d;
             self.vd_prev[k] = 0.0;
         }
-        self.safety
-            .measure_at_rest(&mut self.force, &mut self.achieved)?;
+        let target = self.desired.clone();
+        let dt_c = self.dt_c;
+        let records = &mut self.records;
+        records.set_growable(true);
+        let mut on_tick = |tick: u64, cmd: &[ActuatorCommand], f: &[f64], x: &[f64]| {
+            let row = records.push();
+            row[0] = t;
+            row[1] = tick as f64 * dt_c;
+            for k in 0..cmd.len() {
+                let o = 2 + 5 * k;
+                row[o] = cmd[k].d;
+                row[o + 1] = cmd[k].d;
+                row[o + 2] = x[k];
+                row[o + 3] = f[k];
+                row[o + 4] = 0.0;
+            }
+        };
+        let approach =
+            self.safety
+                .approach(&target, &mut self.force, &mut self.achieved, &mut on_tick);
+        self.records.set_growable(false);
+        match approach {
+            Ok(ticks) => self.tick = ticks,
+            Err(e) => {
+                self.tick = self.safety.sent();
+                if let PortError::Safety(ev) = &e {
+                    self.event = Some(*ev);
+                    self.record(t);
+                }
+                return Err(e);
+            }
+        }
         for k in 0..self.d.len() {
             self.cmd[k] = ActuatorCommand {
-                d: self.achieved[k],
+                d: target[k],
                 v: 0.0,
                 a: 0.0,
             };
             if let Some(c) = &mut self.delay[k] {
-                c.reset(self.achieved[k]);
+                c.reset(target[k]);
             }
             self.work_f[k] = self.force[k] * self.s_f;
             self.work_d[k] = self.d[k];
         }
         self.work = 0.0;
         self.dof_forces(t, force);
-        self.record(t);
         Ok(())
     }
 
@@ -611,7 +677,27 @@ impl LabControl for LabProvider {
     }
 
     fn ramp_tick(&mut self) -> bool {
-        false
+        let Some(event) = self.safety.event() else {
+            return false;
+        };
+        if self.safety.ramp_state() != super::RampState::Ramping {
+            return false;
+        }
+        self.tick += 1;
+        let tick = self.tick;
+        let more = self.safety.ramp_tick(
+            tick,
+            event.time,
+            tick as f64 * self.dt_c,
+            &mut self.cmd,
+            &mut self.force,
+            &mut self.achieved,
+        );
+        for k in 0..self.cmd.len() {
+            self.desired[k] = self.cmd[k].d;
+        }
+        self.record(event.time);
+        more
     }
 
     fn safety_summary(&self) -> SafetySummary {
@@ -625,9 +711,9 @@ impl LabControl for LabProvider {
             lab_records_dropped: self.records.dropped(),
             energy_generated: -self.work,
             energy_bound: self.divergence.energy_bound(),
-            ramp: super::RampState::None,
-            ramp_commands: 0,
-            second_event: None,
+            ramp: self.safety.ramp_state(),
+            ramp_commands: self.safety.ramp_commands(),
+            second_event: self.safety.second_event(),
         }
     }
 

@@ -12,8 +12,8 @@
 //!   further command. Deadline overruns, writer overflow, divergence and an operator abort take
 //!   the same path through [`SafetyLayer::trip`].
 
-use super::transfer::{ActuatorCommand, TransferSystem};
-use super::PortError;
+use super::transfer::{ActuatorCommand, Sample, TransferSystem};
+use super::{PortError, RampState};
 use crate::model::lab::{ActuatorLimits, DivergenceSettings, TripAction};
 
 /// What caused a safety event.
@@ -137,21 +137,75 @@ pub enum SafetyState {
     Tripped,
 }
 
+/// What the safety layer knows of one actuator's sensors besides its limits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SensorSettings {
+    /// Full scale of the displacement channel: a reading at or beyond it is saturated.
+    pub displacement_range: f64,
+    /// Full scale of the load cell.
+    pub force_range: f64,
+    /// Whether the load cell is known to be noisy (a real one always is): only then can a
+    /// force reading that stays bit-identical be called frozen (a noise-free simulated load
+    /// cell on a perfectly plastic specimen legitimately reads a constant force).
+    pub force_is_noisy: bool,
+}
+
+impl Default for SensorSettings {
+    fn default() -> Self {
+        Self {
+            displacement_range: f64::INFINITY,
+            force_range: f64::INFINITY,
+            force_is_noisy: false,
+        }
+    }
+}
+
+/// Ticks of the hold at the measured position, and of the settling at the model's initial
+/// position, in the bumpless start ([`SafetyLayer::approach`]).
+pub const APPROACH_HOLD_TICKS: u64 = 16;
+
+/// The bumpless approach moves at this fraction of the velocity limit (margin for the
+/// following error of a lagging actuator; there is no declared acceleration limit).
+pub const APPROACH_VELOCITY_FRACTION: f64 = 0.5;
+
+/// What [`SafetyLayer::approach`] reports of every tick: `(tick, command, force, position)`.
+pub type TickObserver<'a> = dyn FnMut(u64, &[ActuatorCommand], &[f64], &[f64]) + 'a;
+
+/// Per-actuator state of the sensor checks.
+#[derive(Debug, Clone, Copy, Default)]
+struct Watch {
+    following_ticks: u64,
+    frozen_x: f64,
+    frozen_x_ticks: u64,
+    command_min: f64,
+    command_max: f64,
+    frozen_f: f64,
+    frozen_f_ticks: u64,
+    position_min: f64,
+    position_max: f64,
+    good_force: f64,
+    good_position: f64,
+}
+
 /// The safety layer around a transfer system.
 pub struct SafetyLayer<T: TransferSystem> {
     inner: T,
     limits: Vec<ActuatorLimits>,
+    sensors: Vec<SensorSettings>,
     on_trip: TripAction,
     dt_c: f64,
     last: Vec<f64>,
     rest: Vec<f64>,
     state: SafetyState,
     event: Option<SafetyEvent>,
+    second_event: Option<SafetyEvent>,
+    ramp_state: RampState,
+    ramp_commands: u64,
     max_sent: Vec<f64>,
     sent: u64,
     ramp: Vec<ActuatorCommand>,
-    scratch_f: Vec<f64>,
-    scratch_x: Vec<f64>,
+    watch: Vec<Watch>,
+    missing: u64,
 }
 
 impl<T: TransferSystem> SafetyLayer<T> {
@@ -161,18 +215,33 @@ impl<T: TransferSystem> SafetyLayer<T> {
         Self {
             inner,
             limits,
+            sensors: vec![SensorSettings::default(); n],
             on_trip,
             dt_c,
             last: vec![0.0; n],
             rest: vec![0.0; n],
             state: SafetyState::Armed,
             event: None,
+            second_event: None,
+            ramp_state: RampState::None,
+            ramp_commands: 0,
             max_sent: vec![0.0; n],
             sent: 0,
             ramp: vec![ActuatorCommand::default(); n],
-            scratch_f: vec![0.0; n],
-            scratch_x: vec![0.0; n],
+            watch: vec![Watch::default(); n],
+            missing: 0,
         }
+    }
+
+    /// Declare the sensors (ranges, noise) of every actuator, in the order of the limits.
+    pub fn with_sensors(mut self, sensors: Vec<SensorSettings>) -> Self {
+        assert_eq!(
+            sensors.len(),
+            self.limits.len(),
+            "one sensor set per actuator"
+        );
+        self.sensors = sensors;
+        self
     }
 
     /// The wrapped transfer system.
@@ -195,6 +264,21 @@ impl<T: TransferSystem> SafetyLayer<T> {
         self.event
     }
 
+    /// An event during the ramp-down (which then stopped, holding).
+    pub fn second_event(&self) -> Option<SafetyEvent> {
+        self.second_event
+    }
+
+    /// Progress of the ramp-down.
+    pub fn ramp_state(&self) -> RampState {
+        self.ramp_state
+    }
+
+    /// Commands of the ramp-down sent.
+    pub fn ramp_commands(&self) -> u64 {
+        self.ramp_commands
+    }
+
     /// Largest |d| ever sent per actuator (the record that no command beyond a limit left).
     pub fn max_sent(&self) -> &[f64] {
         &self.max_sent
@@ -210,6 +294,11 @@ impl<T: TransferSystem> SafetyLayer<T> {
         &self.last
     }
 
+    /// The rest position the ramp-down returns to (the position measured at rest).
+    pub fn rest_position(&self) -> &[f64] {
+        &self.rest
+    }
+
     /// Measure at rest and arm; the rest position is the bumpless reference.
     pub fn measure_at_rest(
         &mut self,
@@ -221,6 +310,10 @@ impl<T: TransferSystem> SafetyLayer<T> {
             .map_err(|e| PortError::Fault(format!("measurement at rest: {e}")))?;
         self.state = SafetyState::Armed;
         self.event = None;
+        self.second_event = None;
+        self.ramp_state = RampState::None;
+        self.ramp_commands = 0;
+        self.missing = 0;
         self.last.copy_from_slice(position);
         self.rest.copy_from_slice(position);
         // A failed check at rest trips and latches the event like any other (never armed
@@ -229,7 +322,175 @@ impl<T: TransferSystem> SafetyLayer<T> {
             self.trip(event);
             return Err(PortError::Safety(event));
         }
+        for (k, w) in self.watch.iter_mut().enumerate() {
+            *w = Watch {
+                frozen_x: position[k],
+                command_min: position[k],
+                command_max: position[k],
+                frozen_f: force[k],
+                position_min: position[k],
+                position_max: position[k],
+                good_force: force[k],
+                good_position: position[k],
+                ..Watch::default()
+            };
+        }
         Ok(())
+    }
+
+    /// The bumpless start: measure at rest; hold (send nothing, the controller holds) for
+    /// [`APPROACH_HOLD_TICKS`] ticks, averaging the position readings into the rest position —
+    /// the ramp-down's target, and the first point of the approach, off the true position by
+    /// the noise of the mean only, not by the noise of one sample —; ramp to `target` (the
+    /// model's initial position in actuator space) at [`APPROACH_VELOCITY_FRACTION`] of the
+    /// velocity limit and within the increment limit; settle there for
+    /// [`APPROACH_HOLD_TICKS`] ticks and return the mean force and position of the settling
+    /// samples in `force` and `position` (the force at rest of the consistent start, its noise
+    /// averaged down, so that no single noisy sample biases Λ0). Every command goes through
+    /// [`SafetyLayer::exchange`] (all checks), every hold sample through the measurement
+    /// checks, and every tick is handed to `on_tick(tick, command, force, position)` (tick 0:
+    /// the measurement at rest; during the hold the command column is the rest estimate so
+    /// far, nothing is sent); ticks are numbered from 1, at wall
+    /// time `tick · Δt^C` of the lab clock, which the test's ticks continue. After it the last
+    /// accepted command is `target` exactly, so the test's first command is a continuation,
+    /// not a step. Returns the number of ticks used.
+    #[allow(clippy::needless_range_loop)] // parallel per-actuator arrays
+    pub fn approach(
+        &mut self,
+        target: &[f64],
+        force: &mut [f64],
+        position: &mut [f64],
+        on_tick: &mut TickObserver<'_>,
+    ) -> Result<u64, PortError> {
+        let n = self.limits.len();
+        self.measure_at_rest(force, position)?;
+        let mut cmd = std::mem::take(&mut self.ramp);
+        for k in 0..n {
+            cmd[k] = ActuatorCommand {
+                d: position[k],
+                v: 0.0,
+                a: 0.0,
+            };
+        }
+        on_tick(0, &cmd, force, position);
+        let mut sum_x = position.to_vec();
+        let mut samples = 1.0;
+        let mut tick = 0u64;
+        let result = (|| {
+            // Hold: read without commanding; average the positions.
+            for _ in 0..APPROACH_HOLD_TICKS {
+                tick += 1;
+                let t_wall = tick as f64 * self.dt_c;
+                let fresh = match self.inner.hold_sample(tick, t_wall, force, position) {
+                    Err(_) => {
+                        let ev = self.transfer_fault(tick, 0.0);
+                        self.trip(ev);
+                        return Err(PortError::Safety(ev));
+                    }
+                    Ok(Sample::Fresh) => {
+                        if let Err(ev) = self.check_measurement(tick, 0.0, force, position) {
+                            self.trip(ev);
+                            return Err(PortError::Safety(ev));
+                        }
+                        true
+                    }
+                    Ok(Sample::Missing) => false,
+                };
+                if fresh {
+                    samples += 1.0;
+                    for k in 0..n {
+                        sum_x[k] += position[k];
+                    }
+                }
+                for k in 0..n {
+                    cmd[k] = ActuatorCommand {
+                        d: sum_x[k] / samples,
+                        v: 0.0,
+                        a: 0.0,
+                    };
+                }
+                on_tick(tick, &cmd, force, position);
+            }
+            for k in 0..n {
+                self.rest[k] = sum_x[k] / samples;
+                self.last[k] = self.rest[k];
+            }
+            // Ramp to the target.
+            loop {
+                let mut done = true;
+                for (k, l) in self.limits.iter().enumerate() {
+                    let step = (APPROACH_VELOCITY_FRACTION * l.velocity * self.dt_c)
+                        .min(l.increment)
+                        * (1.0 - 1e-9);
+                    let gap = target[k] - self.last[k];
+                    let d = if gap.abs() <= step {
+                        target[k]
+                    } else {
+                        done = false;
+                        self.last[k] + step.copysign(gap)
+                    };
+                    cmd[k] = ActuatorCommand {
+                        d,
+                        v: (d - self.last[k]) / self.dt_c,
+                        a: 0.0,
+                    };
+                }
+                tick += 1;
+                let t_wall = tick as f64 * self.dt_c;
+                self.exchange(tick, 0.0, t_wall, &cmd, force, position)
+                    .map_err(PortError::Safety)?;
+                on_tick(tick, &cmd, force, position);
+                if done {
+                    break;
+                }
+            }
+            // Settle at the target and average the measurement.
+            let mut sum_f = vec![0.0; n];
+            let mut sum_p = vec![0.0; n];
+            let mut m = 0.0;
+            for k in 0..n {
+                cmd[k] = ActuatorCommand {
+                    d: target[k],
+                    v: 0.0,
+                    a: 0.0,
+                };
+            }
+            for _ in 0..APPROACH_HOLD_TICKS {
+                tick += 1;
+                let t_wall = tick as f64 * self.dt_c;
+                if self
+                    .exchange(tick, 0.0, t_wall, &cmd, force, position)
+                    .map_err(PortError::Safety)?
+                {
+                    m += 1.0;
+                    for k in 0..n {
+                        sum_f[k] += force[k];
+                        sum_p[k] += position[k];
+                    }
+                }
+                on_tick(tick, &cmd, force, position);
+            }
+            if m > 0.0 {
+                for k in 0..n {
+                    force[k] = sum_f[k] / m;
+                    position[k] = sum_p[k] / m;
+                }
+            }
+            Ok(tick)
+        })();
+        self.ramp = cmd;
+        result
+    }
+
+    fn transfer_fault(&self, tick: u64, time: f64) -> SafetyEvent {
+        SafetyEvent {
+            kind: EventKind::TransferFault,
+            tick,
+            time,
+            actuator: None,
+            value: f64::NAN,
+            limit: f64::NAN,
+        }
     }
 
     fn check_command(&self, tick: u64, time: f64, cmd: &[ActuatorCommand]) -> Option<SafetyEvent> {
@@ -268,6 +529,8 @@ impl<T: TransferSystem> SafetyLayer<T> {
         None
     }
 
+    /// Checks of one measurement: finite, within the sensor ranges (a saturated sensor hides
+    /// the true value), within the force limit and the stroke.
     fn check_measurement(
         &self,
         tick: u64,
@@ -275,7 +538,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
         force: &[f64],
         achieved: &[f64],
     ) -> Result<(), SafetyEvent> {
-        for (k, l) in self.limits.iter().enumerate() {
+        for (k, (l, s)) in self.limits.iter().zip(&self.sensors).enumerate() {
             let ev = |kind, value, limit| SafetyEvent {
                 kind,
                 tick,
@@ -289,6 +552,16 @@ impl<T: TransferSystem> SafetyLayer<T> {
             }
             if !achieved[k].is_finite() {
                 return Err(ev(EventKind::NonFiniteMeasurement, achieved[k], f64::NAN));
+            }
+            if force[k].abs() >= s.force_range {
+                return Err(ev(EventKind::SensorRange, force[k], s.force_range));
+            }
+            if achieved[k].abs() >= s.displacement_range {
+                return Err(ev(
+                    EventKind::SensorRange,
+                    achieved[k],
+                    s.displacement_range,
+                ));
             }
             if force[k].abs() > l.force {
                 return Err(ev(EventKind::ForceLimit, force[k], l.force));
@@ -304,8 +577,129 @@ impl<T: TransferSystem> SafetyLayer<T> {
         Ok(())
     }
 
-    /// Check and send one tick, then receive its measurement. On an event nothing offending is
-    /// sent; the layer trips and the error says why.
+    /// Tracking checks of a fresh measurement against the command just sent: following
+    /// error held for `following_time`; a displacement reading bit-identical for
+    /// `frozen_time` while the command moved by more than `following_error / 2`; a (noisy)
+    /// force reading bit-identical for `frozen_time` while the measured position moved by
+    /// as much.
+    fn check_tracking(
+        &mut self,
+        tick: u64,
+        time: f64,
+        cmd: &[ActuatorCommand],
+        force: &[f64],
+        achieved: &[f64],
+    ) -> Result<(), SafetyEvent> {
+        for (k, ((l, s), w)) in self
+            .limits
+            .iter()
+            .zip(&self.sensors)
+            .zip(self.watch.iter_mut())
+            .enumerate()
+        {
+            let ev = |kind, value, limit| SafetyEvent {
+                kind,
+                tick,
+                time,
+                actuator: Some(k),
+                value,
+                limit,
+            };
+            let error = cmd[k].d - achieved[k];
+            if error.abs() > l.following_error {
+                w.following_ticks += 1;
+                if w.following_ticks as f64 * self.dt_c >= l.following_time * (1.0 - 1e-9) {
+                    return Err(ev(EventKind::FollowingError, error, l.following_error));
+                }
+            } else {
+                w.following_ticks = 0;
+            }
+            let frozen_for = |ticks: u64| {
+                l.frozen_time > 0.0 && ticks as f64 * self.dt_c >= l.frozen_time * (1.0 - 1e-9)
+            };
+            if achieved[k].to_bits() == w.frozen_x.to_bits() {
+                w.frozen_x_ticks += 1;
+                w.command_min = w.command_min.min(cmd[k].d);
+                w.command_max = w.command_max.max(cmd[k].d);
+                let moved = w.command_max - w.command_min;
+                if frozen_for(w.frozen_x_ticks) && moved > 0.5 * l.following_error {
+                    return Err(ev(EventKind::FrozenSensor, achieved[k], f64::NAN));
+                }
+            } else {
+                w.frozen_x = achieved[k];
+                w.frozen_x_ticks = 0;
+                w.command_min = cmd[k].d;
+                w.command_max = cmd[k].d;
+            }
+            if s.force_is_noisy {
+                if force[k].to_bits() == w.frozen_f.to_bits() {
+                    w.frozen_f_ticks += 1;
+                    w.position_min = w.position_min.min(achieved[k]);
+                    w.position_max = w.position_max.max(achieved[k]);
+                    let moved = w.position_max - w.position_min;
+                    if frozen_for(w.frozen_f_ticks) && moved > 0.5 * l.following_error {
+                        return Err(ev(EventKind::FrozenSensor, force[k], f64::NAN));
+                    }
+                } else {
+                    w.frozen_f = force[k];
+                    w.frozen_f_ticks = 0;
+                    w.position_min = achieved[k];
+                    w.position_max = achieved[k];
+                }
+            }
+            w.good_force = force[k];
+            w.good_position = achieved[k];
+        }
+        Ok(())
+    }
+
+    /// Receive the measurement of `tick`: a missing sample holds the last good one, and
+    /// more than `dropout_ticks` missing in a row are an event. `Ok(true)`: a fresh sample.
+    fn receive_checked(
+        &mut self,
+        tick: u64,
+        time: f64,
+        force: &mut [f64],
+        achieved: &mut [f64],
+    ) -> Result<bool, SafetyEvent> {
+        match self.inner.receive(tick, force, achieved) {
+            Err(_) => Err(self.transfer_fault(tick, time)),
+            Ok(Sample::Missing) => {
+                self.missing += 1;
+                for (k, w) in self.watch.iter().enumerate() {
+                    force[k] = w.good_force;
+                    achieved[k] = w.good_position;
+                }
+                let allowed = self
+                    .limits
+                    .iter()
+                    .map(|l| l.dropout_ticks)
+                    .min()
+                    .unwrap_or(0);
+                if self.missing > allowed {
+                    return Err(SafetyEvent {
+                        kind: EventKind::SensorDropout,
+                        tick,
+                        time,
+                        actuator: None,
+                        value: self.missing as f64,
+                        limit: allowed as f64,
+                    });
+                }
+                Ok(false)
+            }
+            Ok(Sample::Fresh) => {
+                self.missing = 0;
+                self.check_measurement(tick, time, force, achieved)?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// Check and send one tick, then receive its measurement and check it. On an event
+    /// nothing offending is sent; the layer trips and the error says why. `Ok(true)` when
+    /// the measurement is fresh, `Ok(false)` when the sample was missing and the last good
+    /// one is held (within `dropout_ticks`).
     pub fn exchange(
         &mut self,
         tick: u64,
@@ -314,7 +708,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
         cmd: &[ActuatorCommand],
         force: &mut [f64],
         achieved: &mut [f64],
-    ) -> Result<(), SafetyEvent> {
+    ) -> Result<bool, SafetyEvent> {
         if self.state == SafetyState::Tripped {
             return Err(self.event.expect("tripped with an event"));
         }
@@ -322,16 +716,8 @@ impl<T: TransferSystem> SafetyLayer<T> {
             self.trip(ev);
             return Err(ev);
         }
-        if let Err(e) = self.inner.send(tick, t_wall, cmd) {
-            let _ = e;
-            let ev = SafetyEvent {
-                kind: EventKind::TransferFault,
-                tick,
-                time,
-                actuator: None,
-                value: f64::NAN,
-                limit: f64::NAN,
-            };
+        if self.inner.send(tick, t_wall, cmd).is_err() {
+            let ev = self.transfer_fault(tick, time);
             self.trip(ev);
             return Err(ev);
         }
@@ -340,83 +726,105 @@ impl<T: TransferSystem> SafetyLayer<T> {
             self.last[k] = c.d;
             self.max_sent[k] = self.max_sent[k].max(c.d.abs());
         }
-        let recv = self.inner.receive(tick, force, achieved);
-        let checked = match recv {
-            Ok(()) => self.check_measurement(tick, time, force, achieved),
-            Err(_) => Err(SafetyEvent {
-                kind: EventKind::TransferFault,
-                tick,
-                time,
-                actuator: None,
-                value: f64::NAN,
-                limit: f64::NAN,
-            }),
-        };
+        let checked = self
+            .receive_checked(tick, time, force, achieved)
+            .and_then(|fresh| {
+                if fresh {
+                    self.check_tracking(tick, time, cmd, force, achieved)?;
+                }
+                Ok(fresh)
+            });
         if let Err(ev) = checked {
             self.trip(ev);
-            return Err(ev);
         }
-        Ok(())
+        checked
     }
 
-    /// Latch `event` (the first one wins) and bring the actuators to the configured safe state:
-    /// hold the last accepted command, or ramp to the rest position in steps within the
-    /// increment and velocity limits. Idempotent.
+    /// Latch `event` (the first one wins) and bring the actuators to the configured safe
+    /// state: hold the last accepted command, or start the paced ramp-down to the rest
+    /// position (one command per controller tick, [`SafetyLayer::ramp_tick`]). Nothing is
+    /// sent here. Idempotent.
     pub fn trip(&mut self, event: SafetyEvent) {
         if self.state == SafetyState::Tripped {
             return;
         }
         self.state = SafetyState::Tripped;
         self.event = Some(event);
-        if let TripAction::RampDown { rate } = self.on_trip {
-            let mut tick = event.tick + 1;
-            loop {
-                let mut done = true;
-                for (k, l) in self.limits.iter().enumerate() {
-                    // A hair inside the limits, so that round-off in `last + step − last`
-                    // can never make a ramp command fail its own check.
-                    let step = (rate * self.dt_c)
-                        .min(l.increment)
-                        .min(l.velocity * self.dt_c)
-                        * (1.0 - 1e-9);
-                    let gap = self.rest[k] - self.last[k];
-                    let d = if gap.abs() <= step {
-                        self.rest[k]
-                    } else {
-                        done = false;
-                        self.last[k] + step.copysign(gap)
-                    };
-                    self.ramp[k] = ActuatorCommand {
-                        d,
-                        v: (d - self.last[k]) / self.dt_c,
-                        a: 0.0,
-                    };
-                }
-                // Every ramp command is within the limits by construction; check anyway.
-                if self.check_command(tick, event.time, &self.ramp).is_some() {
-                    break;
-                }
-                if self
-                    .inner
-                    .send(tick, tick as f64 * self.dt_c, &self.ramp)
-                    .is_err()
-                {
-                    break;
-                }
-                let _ = self
-                    .inner
-                    .receive(tick, &mut self.scratch_f, &mut self.scratch_x);
-                self.sent += 1;
-                for k in 0..self.last.len() {
-                    self.last[k] = self.ramp[k].d;
-                    self.max_sent[k] = self.max_sent[k].max(self.ramp[k].d.abs());
-                }
-                tick += 1;
-                if done {
-                    break;
-                }
-            }
+        self.ramp_state = match self.on_trip {
+            TripAction::RampDown { .. } => RampState::Ramping,
+            TripAction::Hold => RampState::None,
+        };
+    }
+
+    /// One command of the paced ramp-down (call once per controller tick after a trip with
+    /// `on_trip = "ramp_down"`): the next point on the way from the last accepted command to
+    /// the rest position, at the ramp rate and within the increment and velocity limits,
+    /// checked, sent, then measured and checked (finite, sensor ranges, force limit,
+    /// stroke; a missing sample is tolerated as in [`SafetyLayer::exchange`]). A breach, a
+    /// send or receive error latches a second event and the ramp stops (the actuators hold
+    /// the last accepted command). The sent command and the measurement are left in `cmd`,
+    /// `force` and `achieved`. Returns `true` while the ramp goes on. Allocation-free.
+    pub fn ramp_tick(
+        &mut self,
+        tick: u64,
+        time: f64,
+        t_wall: f64,
+        cmd: &mut [ActuatorCommand],
+        force: &mut [f64],
+        achieved: &mut [f64],
+    ) -> bool {
+        let TripAction::RampDown { rate } = self.on_trip else {
+            return false;
+        };
+        if self.ramp_state != RampState::Ramping {
+            return false;
         }
+        let mut done = true;
+        for (k, l) in self.limits.iter().enumerate() {
+            // A hair inside the limits, so that round-off in `last + step − last` can never
+            // make a ramp command fail its own check.
+            let step = (rate * self.dt_c)
+                .min(l.increment)
+                .min(l.velocity * self.dt_c)
+                * (1.0 - 1e-9);
+            let gap = self.rest[k] - self.last[k];
+            let d = if gap.abs() <= step {
+                self.rest[k]
+            } else {
+                done = false;
+                self.last[k] + step.copysign(gap)
+            };
+            cmd[k] = ActuatorCommand {
+                d,
+                v: (d - self.last[k]) / self.dt_c,
+                a: 0.0,
+            };
+        }
+        let hold = |layer: &mut Self, ev: SafetyEvent| {
+            layer.second_event = Some(ev);
+            layer.ramp_state = RampState::Held;
+            false
+        };
+        if let Some(ev) = self.check_command(tick, time, cmd) {
+            return hold(self, ev);
+        }
+        if self.inner.send(tick, t_wall, cmd).is_err() {
+            let ev = self.transfer_fault(tick, time);
+            return hold(self, ev);
+        }
+        self.sent += 1;
+        self.ramp_commands += 1;
+        for (k, c) in cmd.iter().enumerate() {
+            self.last[k] = c.d;
+            self.max_sent[k] = self.max_sent[k].max(c.d.abs());
+        }
+        if let Err(ev) = self.receive_checked(tick, time, force, achieved) {
+            return hold(self, ev);
+        }
+        if done {
+            self.ramp_state = RampState::Completed;
+        }
+        !done
     }
 }
 

@@ -20,6 +20,17 @@ pub struct ActuatorCommand {
     pub a: f64,
 }
 
+/// What a transfer system had for a tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sample {
+    /// A new measurement of the tick.
+    Fresh,
+    /// No new sample arrived for this tick (a lost frame, a late acquisition); the output
+    /// slices are left as they were. The safety layer holds the last good sample and counts
+    /// the dropout.
+    Missing,
+}
+
 /// A transfer system: actuators and load cells (virtual or real).
 pub trait TransferSystem: Send {
     /// Description for summaries.
@@ -41,13 +52,24 @@ pub trait TransferSystem: Send {
         t_wall: f64,
         cmd: &[ActuatorCommand],
     ) -> Result<(), TransferError>;
-    /// Receive the measured force and achieved displacement of `tick`.
+    /// Read one measurement at tick `tick` (wall time `t_wall`) without sending a command:
+    /// the controller holds its present command (the hold before the bumpless start, whose
+    /// samples are averaged). [`Sample::Missing`] when no new sample arrived.
+    fn hold_sample(
+        &mut self,
+        tick: u64,
+        t_wall: f64,
+        force: &mut [f64],
+        position: &mut [f64],
+    ) -> Result<Sample, TransferError>;
+    /// Receive the measured force and achieved displacement of `tick`
+    /// ([`Sample::Missing`] when no new sample arrived).
     fn receive(
         &mut self,
         tick: u64,
         force: &mut [f64],
         achieved: &mut [f64],
-    ) -> Result<(), TransferError>;
+    ) -> Result<Sample, TransferError>;
     /// Stored energy of the specimen, when known (virtual specimens of conservative elements).
     fn potential_energy(&self) -> Option<f64> {
         None
@@ -185,12 +207,21 @@ impl<T: TransferSystem + ?Sized> TransferSystem for Box<T> {
     ) -> Result<(), TransferError> {
         (**self).send(tick, t_wall, cmd)
     }
+    fn hold_sample(
+        &mut self,
+        tick: u64,
+        t_wall: f64,
+        force: &mut [f64],
+        position: &mut [f64],
+    ) -> Result<Sample, TransferError> {
+        (**self).hold_sample(tick, t_wall, force, position)
+    }
     fn receive(
         &mut self,
         tick: u64,
         force: &mut [f64],
         achieved: &mut [f64],
-    ) -> Result<(), TransferError> {
+    ) -> Result<Sample, TransferError> {
         (**self).receive(tick, force, achieved)
     }
     fn potential_energy(&self) -> Option<f64> {

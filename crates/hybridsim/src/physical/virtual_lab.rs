@@ -16,9 +16,9 @@
 //! run and a re-run give the same noise, independent of thread timing.
 
 use super::actuator::Actuator;
-use super::transfer::{ActuatorCommand, DofMap, TransferSystem};
+use super::transfer::{ActuatorCommand, DofMap, Sample, TransferSystem};
 use super::{NumericalSpecimen, PhysicalSubstructure, TransferError};
-use crate::model::lab::{ActuatorDynamics, ActuatorSettings};
+use crate::model::lab::{ActuatorDynamics, ActuatorSettings, InjectedFault, InjectedFaultKind};
 
 /// SplitMix64 finalizer.
 fn mix(mut z: u64) -> u64 {
@@ -79,6 +79,11 @@ pub struct VirtualLab {
     xa: Vec<f64>,
     fa: Vec<f64>,
     last_tick: Option<u64>,
+    /// Injected faults: (channel, wall-clock time from which it acts, kind).
+    faults: Vec<(usize, f64, InjectedFaultKind)>,
+    /// Wall time of the last tick sent.
+    t_wall: f64,
+    stalled: bool,
 }
 
 impl VirtualLab {
@@ -131,7 +136,34 @@ impl VirtualLab {
             xa: vec![0.0; na],
             fa: vec![0.0; na],
             last_tick: None,
+            faults: Vec::new(),
+            t_wall: f64::NEG_INFINITY,
+            stalled: false,
         }
+    }
+
+    /// Inject the faults of `[[lab.fault]]` that name one of this lab's actuators (the
+    /// rehearsal of the safety layer; see [`InjectedFault`]).
+    pub fn with_faults(mut self, faults: &[InjectedFault]) -> Self {
+        self.faults = faults
+            .iter()
+            .filter_map(|f| {
+                let k = self
+                    .channels
+                    .iter()
+                    .position(|c| c.settings.name == f.actuator)?;
+                Some((k, f.at, f.kind))
+            })
+            .collect();
+        self
+    }
+
+    /// The fault of kind `what` acting on channel `k` at the current tick, if any.
+    fn fault(&self, k: usize, what: fn(&InjectedFaultKind) -> bool) -> Option<InjectedFaultKind> {
+        self.faults
+            .iter()
+            .find(|(c, at, kind)| *c == k && self.t_wall >= *at && what(kind))
+            .map(|(_, _, kind)| *kind)
     }
 
     /// Evaluate the specimen at actuator-space specimen positions `x` (specimen units),
@@ -177,9 +209,24 @@ impl VirtualLab {
     }
 
     fn sense(&mut self, tick: u64) {
-        for (k, ch) in self.channels.iter_mut().enumerate() {
+        for k in 0..self.channels.len() {
+            let fault = self.fault(k, |f| {
+                matches!(
+                    f,
+                    InjectedFaultKind::FrozenSensor
+                        | InjectedFaultKind::NanForce
+                        | InjectedFaultKind::Overload { .. }
+                )
+            });
+            if fault == Some(InjectedFaultKind::FrozenSensor) {
+                continue;
+            }
+            let ch = &mut self.channels[k];
             let s = &ch.settings;
             let mut f = self.fa[k];
+            if let Some(InjectedFaultKind::Overload { force }) = fault {
+                f += force;
+            }
             let mut x = ch.x_prev;
             if s.force_noise > 0.0 {
                 f += s.force_noise * gaussian(self.seed, tick, 2 * k as u64);
@@ -187,7 +234,11 @@ impl VirtualLab {
             if s.displacement_noise > 0.0 {
                 x += s.displacement_noise * gaussian(self.seed, tick, 2 * k as u64 + 1);
             }
-            ch.force = adc(f, s.force_resolution, s.force_range);
+            ch.force = if fault == Some(InjectedFaultKind::NanForce) {
+                f64::NAN
+            } else {
+                adc(f, s.force_resolution, s.force_range)
+            };
             ch.achieved = adc(x, s.displacement_resolution, s.displacement_range);
         }
     }
@@ -259,6 +310,7 @@ impl TransferSystem for VirtualLab {
         Ok(())
     }
 
+    #[allow(clippy::needless_range_loop)] // channels and commands side by side
     fn send(
         &mut self,
         tick: u64,
@@ -266,10 +318,37 @@ impl TransferSystem for VirtualLab {
         cmd: &[ActuatorCommand],
     ) -> Result<(), TransferError> {
         let dt = self.dt_c;
-        for (k, ch) in self.channels.iter_mut().enumerate() {
+        self.t_wall = t_wall;
+        for k in 0..self.channels.len() {
+            match self.fault(k, |f| {
+                matches!(
+                    f,
+                    InjectedFaultKind::Panic | InjectedFaultKind::Stall { .. }
+                )
+            }) {
+                Some(InjectedFaultKind::Panic) => {
+                    panic!("virtual lab: injected `panic` fault at wall time {t_wall} s")
+                }
+                Some(InjectedFaultKind::Stall { seconds }) if !self.stalled => {
+                    self.stalled = true;
+                    std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+                }
+                _ => {}
+            }
+        }
+        for k in 0..self.channels.len() {
+            let stuck = self
+                .fault(k, |f| matches!(f, InjectedFaultKind::StuckActuator))
+                .is_some();
+            let ch = &mut self.channels[k];
             let f_prev = self.fa[k];
-            let xa = ch.actuator.tick(cmd[k].d, dt, f_prev);
+            let xa = if stuck {
+                ch.x_prev
+            } else {
+                ch.actuator.tick(cmd[k].d, dt, f_prev)
+            };
             let (v, a) = match ch.actuator {
+                _ if stuck => (0.0, 0.0),
                 // Ideal actuators follow the commanded rates exactly.
                 Actuator::Ideal => (cmd[k].v, cmd[k].a),
                 _ => {
@@ -290,23 +369,43 @@ impl TransferSystem for VirtualLab {
         Ok(())
     }
 
+    fn hold_sample(
+        &mut self,
+        tick: u64,
+        t_wall: f64,
+        force: &mut [f64],
+        position: &mut [f64],
+    ) -> Result<Sample, TransferError> {
+        // The pistons stay where they are; the sensors read again (new noise).
+        self.t_wall = t_wall;
+        self.sense(tick);
+        self.last_tick = Some(tick);
+        self.receive(tick, force, position)
+    }
+
     fn receive(
         &mut self,
         tick: u64,
         force: &mut [f64],
         achieved: &mut [f64],
-    ) -> Result<(), TransferError> {
+    ) -> Result<Sample, TransferError> {
         if self.last_tick != Some(tick) {
             return Err(TransferError(format!(
                 "virtual lab: no measurement for tick {tick} (last sent {:?})",
                 self.last_tick
             )));
         }
+        if (0..self.channels.len()).any(|k| {
+            self.fault(k, |f| matches!(f, InjectedFaultKind::Dropout))
+                .is_some()
+        }) {
+            return Ok(Sample::Missing);
+        }
         for (k, ch) in self.channels.iter().enumerate() {
             force[k] = ch.force;
             achieved[k] = ch.achieved;
         }
-        Ok(())
+        Ok(Sample::Fresh)
     }
 
     fn potential_energy(&self) -> Option<f64> {
