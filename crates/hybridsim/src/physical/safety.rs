@@ -1,16 +1,23 @@
 //! The safety layer: mandatory, on the production path, wrapping every transfer system.
 //!
 //! - Every actuator has required limits on displacement, velocity, force and command increment
-//!   (no silent infinite default, see [`crate::model::lab::SafetySettings`]).
+//!   (no silent infinite default, see [`crate::model::lab::SafetySettings`]), within its
+//!   declared capacity.
 //! - The *final* command of every tick — after compensation, scaling and the DOF→actuator
 //!   transform, in specimen units — is checked before it is sent; every measurement is checked
-//!   when it is received (finite, force and displacement within limits).
-//! - It starts armed and bumpless: the reference for the first increment is the position
-//!   measured at rest.
-//! - On an event it never sends the offending command: it latches the event, then holds the last
-//!   accepted command or ramps down to the rest position within the limits, and refuses every
-//!   further command. Deadline overruns, writer overflow, divergence and an operator abort take
-//!   the same path through [`SafetyLayer::trip`].
+//!   when it is received: finite, within its sensor's range (a saturated sensor hides the
+//!   true value), force and displacement within limits; then the tracking: a following error
+//!   held for `following_time`, a reading frozen (bit-identical) while the command moves, and
+//!   more than `dropout_ticks` missing samples in a row.
+//! - It starts bumpless ([`SafetyLayer::approach`]): hold at the measured position and average
+//!   it, ramp to the model's initial position within the limits, settle, and hand the averaged
+//!   force at rest to the consistent start.
+//! - On an event it never sends the offending command: it latches the event, then holds the
+//!   last accepted command or ramps down to the rest position, paced at one command per
+//!   controller tick ([`SafetyLayer::ramp_tick`]), each one checked and measured; an event
+//!   during the ramp latches a second event and holds. Every further test command is refused.
+//!   Deadline overruns, recording failures, stalled or panicked tasks, divergence and an
+//!   operator abort take the same path through [`SafetyLayer::trip`].
 
 use super::transfer::{ActuatorCommand, Sample, TransferSystem};
 use super::{PortError, RampState};
