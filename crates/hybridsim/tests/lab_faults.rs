@@ -127,11 +127,26 @@ fn check(o: &Outcome, completes: bool) -> EndState {
             w[0][1],
             w[1][1]
         );
-        assert!((w[1][3] - w[0][3]).abs() <= o.ramp_rate * o.dt_c * (1.0 + 1e-9) + 1e-15);
-        assert!(w[1][3].abs() <= limit);
         // The simulation time stands still during the ramp.
         assert_eq!(w[1][0], w[0][0]);
     }
+    // The trip row shows the refused command (or the one whose measurement failed); the
+    // ramp starts from the last accepted command, the one of the row before it when it was
+    // refused, and every step is within the ramp rate.
+    let mut sent: Vec<f64> = ramp[1..].iter().map(|r| r[3]).collect();
+    sent.insert(0, lab[first_tripped - 1][3]);
+    let step = o.ramp_rate * o.dt_c * (1.0 + 1e-9) + 1e-15;
+    for w in sent[1..].windows(2) {
+        assert!((w[1] - w[0]).abs() <= step, "{w:?}");
+    }
+    let first = sent.get(1).copied().unwrap_or(sent[0]);
+    assert!(
+        (first - sent[0]).abs() <= step || (first - ramp[0][3]).abs() <= step,
+        "first ramp command {first} from {} / {}",
+        sent[0],
+        ramp[0][3]
+    );
+    assert!(sent.iter().all(|d| d.abs() <= limit));
     if completes {
         assert_eq!(o.summary.ramp, RampState::Completed, "{:?}", o.summary);
         let rest = ramp.last().unwrap()[3];
@@ -228,4 +243,29 @@ fn an_overload_during_the_ramp_latches_a_second_event_and_holds() {
     // Holding: the ramp stopped short of the rest position.
     let last = o.sink.lab.last().unwrap();
     assert_eq!(last[6], 2.0, "the second event is in lab.csv");
+}
+
+#[test]
+fn a_panicking_transfer_system_is_a_transfer_fault_not_an_unwind() {
+    // The injected panic keeps panicking: the trip is a transfer fault, and the first ramp
+    // command panics too, which is a second event that holds — nothing unwinds.
+    let o = run(&quickstart(&[(AT, InjectedFaultKind::Panic)]));
+    let s = check(&o, false);
+    assert_eq!(kind_of(&s), EventKind::TransferFault);
+    assert_eq!(o.summary.ramp, RampState::Held);
+    assert_eq!(
+        o.summary.second_event.unwrap().kind,
+        EventKind::TransferFault
+    );
+}
+
+#[test]
+fn a_stalled_transfer_system_delays_but_does_not_fault_the_sequential_run() {
+    // Without a wall clock (`run`), a stall of the link is only lost time; the real-time
+    // runner's watchdog is what turns it into a stop (hybridsim-rt tests).
+    let o = run(&quickstart(&[(
+        AT,
+        InjectedFaultKind::Stall { seconds: 0.05 },
+    )]));
+    assert_eq!(o.state, EndState::Completed);
 }

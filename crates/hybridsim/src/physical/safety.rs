@@ -20,7 +20,7 @@
 //!   operator abort take the same path through [`SafetyLayer::trip`].
 
 use super::transfer::{ActuatorCommand, Sample, TransferSystem};
-use super::{PortError, RampState};
+use super::{PortError, RampState, TransferError};
 use crate::model::lab::{ActuatorLimits, DivergenceSettings, TripAction};
 
 /// What caused a safety event.
@@ -133,6 +133,23 @@ impl std::fmt::Display for SafetyEvent {
         }
         write!(f, "; no offending command was sent")
     }
+}
+
+/// Call into the transfer system with a panic in it turned into a transfer error: a bug in a
+/// controller link (or an injected `panic` fault) becomes a [`EventKind::TransferFault`] that
+/// trips the layer like any other, instead of unwinding through the runner with the
+/// actuators in an unknown state. Free on the normal path.
+fn guarded<R>(call: impl FnOnce() -> Result<R, TransferError>) -> Result<R, TransferError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).unwrap_or_else(|payload| {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        Err(TransferError(format!(
+            "the transfer system panicked: {what}"
+        )))
+    })
 }
 
 /// Safety state.
@@ -312,8 +329,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
         force: &mut [f64],
         position: &mut [f64],
     ) -> Result<(), PortError> {
-        self.inner
-            .measure_at_rest(force, position)
+        guarded(|| self.inner.measure_at_rest(force, position))
             .map_err(|e| PortError::Fault(format!("measurement at rest: {e}")))?;
         self.state = SafetyState::Armed;
         self.event = None;
@@ -388,7 +404,8 @@ impl<T: TransferSystem> SafetyLayer<T> {
             for _ in 0..APPROACH_HOLD_TICKS {
                 tick += 1;
                 let t_wall = tick as f64 * self.dt_c;
-                let fresh = match self.inner.hold_sample(tick, t_wall, force, position) {
+                let fresh = match guarded(|| self.inner.hold_sample(tick, t_wall, force, position))
+                {
                     Err(_) => {
                         let ev = self.transfer_fault(tick, 0.0);
                         self.trip(ev);
@@ -669,7 +686,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
         force: &mut [f64],
         achieved: &mut [f64],
     ) -> Result<bool, SafetyEvent> {
-        match self.inner.receive(tick, force, achieved) {
+        match guarded(|| self.inner.receive(tick, force, achieved)) {
             Err(_) => Err(self.transfer_fault(tick, time)),
             Ok(Sample::Missing) => {
                 self.missing += 1;
@@ -723,7 +740,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
             self.trip(ev);
             return Err(ev);
         }
-        if self.inner.send(tick, t_wall, cmd).is_err() {
+        if guarded(|| self.inner.send(tick, t_wall, cmd)).is_err() {
             let ev = self.transfer_fault(tick, time);
             self.trip(ev);
             return Err(ev);
@@ -815,7 +832,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
         if let Some(ev) = self.check_command(tick, time, cmd) {
             return hold(self, ev);
         }
-        if self.inner.send(tick, t_wall, cmd).is_err() {
+        if guarded(|| self.inner.send(tick, t_wall, cmd)).is_err() {
             let ev = self.transfer_fault(tick, time);
             return hold(self, ev);
         }
