@@ -323,6 +323,8 @@ struct WriterEnd {
     kept: Vec<Vec<f64>>,
     logs: Vec<LabLog>,
     error: Option<String>,
+    /// The message of a panic the writer caught (its files are cut back as after an error).
+    panic: Option<String>,
 }
 
 /// What the writer shares with the other threads: progress, counts on disk and the
@@ -1375,7 +1377,12 @@ pub fn run_integrator(
     estimation["snapshots_dropped"] = json!(est_dropped);
     drop(sink);
     let written = match join_within(writer, end_bound, Some(&journal.progress)) {
-        Joined::Done(w) => w,
+        Joined::Done(mut w) => {
+            if let Some(msg) = w.panic.take() {
+                panics.push(("writer", msg));
+            }
+            w
+        }
         Joined::Panicked(msg) => {
             panics.push(("writer", msg.clone()));
             WriterEnd::lost(&journal, format!("the writer thread panicked: {msg}"))
@@ -1400,9 +1407,11 @@ pub fn run_integrator(
         kept: rows,
         logs,
         error: writer_error,
+        ..
     } = written;
     if let RunStatus::Completed = status {
-        if let Some((task, msg)) = panics.first() {
+        // The estimation slot is not critical: its panic is reported, the test went on.
+        if let Some((task, msg)) = panics.iter().find(|(t, _)| *t != "estimation") {
             status = RunStatus::Failed(format!("the {task} thread panicked: {msg}"));
         } else if let Some(e) = &writer_error {
             status = RunStatus::Failed(e.clone());
@@ -1651,6 +1660,7 @@ impl WriterEnd {
             kept: Vec::new(),
             logs: Vec::new(),
             error: Some(error),
+            panic: None,
         }
     }
 }
@@ -1784,7 +1794,17 @@ fn spawn_writer(w: WriterSetup) -> std::thread::JoinHandle<WriterEnd> {
                 }
                 Ok(())
             };
-            let error = body().err();
+            let (error, panic) = match std::panic::catch_unwind(AssertUnwindSafe(&mut body)) {
+                Ok(r) => (r.err(), None),
+                Err(payload) => {
+                    let msg = panic_text(payload.as_ref());
+                    (Some(format!("the writer thread panicked: {msg}")), Some(msg))
+                }
+            };
+            // Give up the rings first: the loop sees at its next record that recording
+            // has failed and stops the test.
+            drop(res_rx);
+            drop(lab_rx);
             if error.is_some() {
                 results_file.cut_back();
                 for f in lab_files.iter_mut() {
@@ -1798,6 +1818,7 @@ fn spawn_writer(w: WriterSetup) -> std::thread::JoinHandle<WriterEnd> {
                 kept,
                 logs,
                 error,
+                panic,
             }
         })
         .expect("spawn")
