@@ -300,7 +300,9 @@ fn a_writer_failure_stops_the_test_at_once_with_true_counts() {
         let opts = RunOptions {
             pacing: Some(pacing),
             writer_fails_after: Some(25),
-            results_ring: Some(16),
+            // Real time with the default rings (8192 rows): the loop must notice the dead
+            // writer at once, not when the rings are full (it used to drive on unrecorded).
+            results_ring: (pacing == Pacing::Fast).then_some(16),
             ..fast(&dir, if pacing == Pacing::Fast { 4000 } else { 400 })
         };
         let (out, took) = bounded(&model, opts, Duration::from_secs(60));
@@ -313,7 +315,8 @@ fn a_writer_failure_stops_the_test_at_once_with_true_counts() {
         };
         assert_eq!(ev.kind, EventKind::WriterOverflow);
         assert_eq!(out.rows_written, 25);
-        // Rows reach the writer every 2 steps; at once: within the ring and a step or two.
+        // Rows reach the writer every 2 steps; at once: within a few steps (fast: within
+        // the small ring).
         assert!(out.steps <= 2 * (25 + 16 + 2), "{}", out.steps);
         let json = run_json(&dir);
         assert_eq!(json["status"], "stopped");
@@ -446,4 +449,52 @@ fn task_fault_hook_parses_the_cli_form() {
     let f: TaskFault = "numerical:stall:7".parse().unwrap();
     assert_eq!(f.at, 7);
     assert!("numerical:stall:".parse::<TaskFault>().is_err());
+}
+
+/// A physical worker that comes back after the run gave up on it (its stall outlasted the
+/// watchdog and the second grace) finds the trip request: it holds its laboratory and sends
+/// no further command (it used to run the rest of its step, commanding an actuator that
+/// nobody supervised any more).
+#[test]
+fn a_physical_worker_that_comes_back_late_sends_no_further_command() {
+    use hybridsim::assembly::{build_partitions, Grouping};
+    use hybridsim::integrators::{PgAlpha, StepSettings};
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Arc;
+    let model = quickstart(|t| t);
+    let commands = Arc::new(AtomicU64::new(0));
+    let mut parts = build_partitions(&model, Grouping::Partitioned).unwrap();
+    for p in parts.iter_mut() {
+        if let Some(port) = p.physical.as_mut() {
+            let n = commands.clone();
+            port.intercept(Box::new(move |inner, tick, u, v, f| {
+                n.fetch_add(1, Ordering::SeqCst);
+                inner.command(tick, u, v, f)
+            }));
+        }
+    }
+    let pg = PgAlpha::new(parts, &StepSettings::from_analysis(&model.analysis)).unwrap();
+    let opts = RunOptions {
+        pacing: Some(Pacing::Fast),
+        max_steps: Some(200),
+        watchdog: Some(Duration::from_millis(100)),
+        inject: Some("physical:stall=0.6:20".parse().unwrap()),
+        ..Default::default()
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(hybridsim_rt::run_integrator(&model, pg, &opts).map(|o| o.status));
+    });
+    let status = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the run did not end")
+        .unwrap();
+    let at_end = commands.load(Ordering::SeqCst);
+    assert!(matches!(status, RunStatus::Failed(_)), "{status:?}");
+    // 20 steps of 5 ticks; the worker wakes up 0.6 s after the stall began.
+    assert_eq!(at_end, 100);
+    std::thread::sleep(Duration::from_millis(1200));
+    let later = commands.load(Ordering::SeqCst);
+    println!("{at_end} commands when the run ended, {later} after the worker came back");
+    assert_eq!(later, at_end, "commands after the watchdog gave up on the worker");
 }
