@@ -36,8 +36,7 @@ fn inject_fault_drives_a_panic_and_a_stall_through_the_cli() {
         // The numerical stall ends by the fast watchdog (10 s), not by the 30 s stall.
         assert!(t0.elapsed() < Duration::from_secs(25), "{:?}", t0.elapsed());
         let json: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap())
-                .unwrap();
+            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
         assert_eq!(json["status"], status, "{fault}");
         assert_eq!(json["safety_event"]["kind"], kind, "{fault}");
         assert_eq!(json["steps_completed"], 20, "{fault}");
@@ -49,7 +48,10 @@ fn inject_fault_drives_a_panic_and_a_stall_through_the_cli() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert!(!bad.status.success());
-    assert!(stderr.contains("--inject-fault") && stderr.contains("link"), "{stderr}");
+    assert!(
+        stderr.contains("--inject-fault") && stderr.contains("link"),
+        "{stderr}"
+    );
     let help = hybridsim().args(["realtime", "--help"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&help.stdout).contains("inject-fault"));
     let _ = std::fs::remove_dir_all(&base);

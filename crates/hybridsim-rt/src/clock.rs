@@ -202,7 +202,10 @@ mod tests {
         std::thread::sleep(Duration::from_nanos(20 * dtc));
         let t1 = now_ns();
         let behind = p.next_tick(t1);
-        assert!(behind > p.next, "the late tick is skipped, not sent at once");
+        assert!(
+            behind > p.next,
+            "the late tick is skipped, not sent at once"
+        );
         for _ in 0..n {
             p.wait();
         }

@@ -1226,7 +1226,10 @@ pub fn run_integrator(
         fails_after: opts.writer_fails_after,
         inject,
         journal: journal.clone(),
-        run_json: opts.folder.as_ref().map(|f| (f.join("run.json"), base.clone())),
+        run_json: opts
+            .folder
+            .as_ref()
+            .map(|f| (f.join("run.json"), base.clone())),
         interval: opts.journal_interval.unwrap_or(JOURNAL_INTERVAL),
         dt: model.analysis.time_step,
     });
@@ -1587,7 +1590,10 @@ impl DiskFile {
 
     fn flush(&mut self) -> Result<(), String> {
         if let (Some(s), Some(p)) = (&mut self.sink, &self.path) {
-            let len = s.flush().and_then(|_| std::fs::metadata(p)).map(|m| m.len());
+            let len = s
+                .flush()
+                .and_then(|_| std::fs::metadata(p))
+                .map(|m| m.len());
             match len {
                 Ok(len) => self.flushed_len = len,
                 Err(e) => return Err(self.fail(e)),
@@ -1670,10 +1676,9 @@ fn publish(journal: &Journal, results: &DiskFile, labs: &[DiskFile]) {
     journal
         .rows_on_disk
         .store(results.flushed_rows, Ordering::SeqCst);
-    journal.lab_rows_on_disk.store(
-        labs.iter().map(|f| f.flushed_rows).sum(),
-        Ordering::SeqCst,
-    );
+    journal
+        .lab_rows_on_disk
+        .store(labs.iter().map(|f| f.flushed_rows).sum(), Ordering::SeqCst);
     journal
         .last_time_on_disk
         .store(results.flushed_first.to_bits(), Ordering::SeqCst);
@@ -1798,7 +1803,10 @@ fn spawn_writer(w: WriterSetup) -> std::thread::JoinHandle<WriterEnd> {
                 Ok(r) => (r.err(), None),
                 Err(payload) => {
                     let msg = panic_text(payload.as_ref());
-                    (Some(format!("the writer thread panicked: {msg}")), Some(msg))
+                    (
+                        Some(format!("the writer thread panicked: {msg}")),
+                        Some(msg),
+                    )
                 }
             };
             // Give up the rings first: the loop sees at its next record that recording
@@ -2004,7 +2012,10 @@ mod tests {
         assert_eq!(f.kind, TaskFaultKind::Stall(Duration::from_millis(2500)));
         assert_eq!(f.at, 30);
         let f: TaskFault = "writer:panic:0".parse().unwrap();
-        assert_eq!((f.task, f.kind, f.at), (Task::Writer, TaskFaultKind::Panic, 0));
+        assert_eq!(
+            (f.task, f.kind, f.at),
+            (Task::Writer, TaskFaultKind::Panic, 0)
+        );
         for bad in [
             "physical:panic",
             "link:panic:3",

@@ -102,7 +102,10 @@ fn a_panic_in_a_worker_stops_the_run_as_a_task_panic_with_its_message_in_run_jso
             ..fast(&dir, 200)
         };
         let (out, took) = bounded(&model, opts, Duration::from_secs(60));
-        println!("{task}: {:?} after {} steps in {took:?}", out.status, out.steps);
+        println!(
+            "{task}: {:?} after {} steps in {took:?}",
+            out.status, out.steps
+        );
         let RunStatus::Stopped(ev) = &out.status else {
             panic!("{task}: {:?}", out.status)
         };
@@ -114,8 +117,14 @@ fn a_panic_in_a_worker_stops_the_run_as_a_task_panic_with_its_message_in_run_jso
         assert_eq!(json["safety_event"]["kind"], "task_panic", "{task}");
         assert_eq!(json["task_panics"][0]["task"], task);
         let msg = json["task_panics"][0]["message"].as_str().unwrap();
-        assert!(msg.contains(&format!("injected panic in the {task} task")), "{msg}");
-        assert!(json["fault"].as_str().unwrap().contains("panicked"), "{json}");
+        assert!(
+            msg.contains(&format!("injected panic in the {task} task")),
+            "{msg}"
+        );
+        assert!(
+            json["fault"].as_str().unwrap().contains("panicked"),
+            "{json}"
+        );
         counts_match_files(&dir, &json);
         assert_eq!(json["rows_written"], 1 + 20 / 2);
         let _ = std::fs::remove_dir_all(&dir);
@@ -174,7 +183,10 @@ fn a_stalled_physical_worker_is_stopped_by_the_watchdog_in_bounded_time() {
         ..fast(&dir, 200)
     };
     let (out, took) = bounded(&model, opts, Duration::from_secs(30));
-    println!("back: {:?} after {} steps in {took:?}", out.status, out.steps);
+    println!(
+        "back: {:?} after {} steps in {took:?}",
+        out.status, out.steps
+    );
     let RunStatus::Stopped(ev) = &out.status else {
         panic!("{:?}", out.status)
     };
@@ -186,7 +198,10 @@ fn a_stalled_physical_worker_is_stopped_by_the_watchdog_in_bounded_time() {
     assert_eq!(json["status"], "stopped");
     assert_eq!(json["stalled_task"], "physical");
     assert_eq!(json["lab_not_ramped"], Value::Null);
-    assert!(json["fault"].as_str().unwrap().contains("watchdog"), "{json}");
+    assert!(
+        json["fault"].as_str().unwrap().contains("watchdog"),
+        "{json}"
+    );
     counts_match_files(&dir, &json);
     let _ = std::fs::remove_dir_all(&dir);
 
@@ -200,7 +215,10 @@ fn a_stalled_physical_worker_is_stopped_by_the_watchdog_in_bounded_time() {
             ..fast(&dir, 200)
         };
         let (out, took) = bounded(&model, opts, Duration::from_secs(30));
-        println!("{pacing:?}, lost: {:?} after {} steps in {took:?}", out.status, out.steps);
+        println!(
+            "{pacing:?}, lost: {:?} after {} steps in {took:?}",
+            out.status, out.steps
+        );
         assert!(took < Duration::from_secs(20), "{took:?}");
         let RunStatus::Failed(msg) = &out.status else {
             panic!("{:?}", out.status)
@@ -260,7 +278,10 @@ fn a_stalled_writer_stops_the_test_and_a_stalled_estimation_slot_does_not() {
         ..fast(&dir, 4000)
     };
     let (out, took) = bounded(&model, opts, Duration::from_secs(30));
-    println!("writer: {:?} after {} steps in {took:?}", out.status, out.steps);
+    println!(
+        "writer: {:?} after {} steps in {took:?}",
+        out.status, out.steps
+    );
     let RunStatus::Stopped(ev) = &out.status else {
         panic!("{:?}", out.status)
     };
@@ -278,7 +299,10 @@ fn a_stalled_writer_stops_the_test_and_a_stalled_estimation_slot_does_not() {
         ..fast(&dir, 300)
     };
     let (out, took) = bounded(&model, opts, Duration::from_secs(30));
-    println!("estimation: {:?} in {took:?}: {}", out.status, out.estimation);
+    println!(
+        "estimation: {:?} in {took:?}: {}",
+        out.status, out.estimation
+    );
     assert_eq!(out.status, RunStatus::Completed);
     assert_eq!(out.steps, 300);
     assert_eq!(out.estimation["stalled"], true);
@@ -321,7 +345,10 @@ fn a_writer_failure_stops_the_test_at_once_with_true_counts() {
         let json = run_json(&dir);
         assert_eq!(json["status"], "stopped");
         let error = json["error"].as_str().expect("error");
-        assert!(error.contains("results.csv") && error.contains("injected"), "{error}");
+        assert!(
+            error.contains("results.csv") && error.contains("injected"),
+            "{error}"
+        );
         counts_match_files(&dir, &json);
         assert!(json["lab_rows_written"].as_u64().unwrap() > 0);
         let _ = std::fs::remove_dir_all(&dir);
@@ -399,7 +426,12 @@ fn run_json_carries_a_heartbeat_while_running() {
 /// lower bound is asserted: a slow machine makes it longer, never shorter).
 #[test]
 fn the_ramp_down_after_a_realtime_abort_is_paced_by_the_controller_clock() {
-    let model = quickstart(|t| t.replace("on_trip = \"hold\"", "on_trip = \"ramp_down\"\nramp_rate = 0.05"));
+    let model = quickstart(|t| {
+        t.replace(
+            "on_trip = \"hold\"",
+            "on_trip = \"ramp_down\"\nramp_rate = 0.05",
+        )
+    });
     let dir = folder("ramp");
     let opts = RunOptions {
         pacing: Some(Pacing::Realtime),
@@ -496,5 +528,8 @@ fn a_physical_worker_that_comes_back_late_sends_no_further_command() {
     std::thread::sleep(Duration::from_millis(1200));
     let later = commands.load(Ordering::SeqCst);
     println!("{at_end} commands when the run ended, {later} after the worker came back");
-    assert_eq!(later, at_end, "commands after the watchdog gave up on the worker");
+    assert_eq!(
+        later, at_end,
+        "commands after the watchdog gave up on the worker"
+    );
 }
