@@ -21,6 +21,23 @@
 //!   stiffness is reported, not applied; updates at a fixed step latency are the next wave);
 //! - a **writer** thread turns the rings into `results.csv` and `lab.csv`.
 //!
+//! The link task is also the **supervisor** of the workers. Every wait for a worker's report
+//! has a watchdog deadline (pacing `realtime`: the end of the step's wall-clock window plus a
+//! grace, default max(2·Δt^S, 10 ms); `fast`: a bound, default 10 s; [`RunOptions::watchdog`]).
+//! When it passes, the step fails with [`Fault::Stalled`]: the physical worker is asked (an
+//! atomic trip request, checked before every substep) to trip its laboratories itself and
+//! send them back; if they come back within a second grace, the normal trip path (hold or
+//! paced ramp-down) runs on the link thread, otherwise the run ends anyway, the stalled
+//! thread is left behind (never joined) and run.json says that hybridsim could not hold the
+//! laboratory. A panic in a step is caught on the worker, which trips its laboratories and
+//! sends them back ([`Fault::TaskPanic`], message in run.json). The writer's first error (a
+//! full disk) or panic abandons its rings, so the next record fails and the test stops at
+//! once; its files are cut back to the last flushed whole row and run.json counts exactly
+//! what is on disk. run.json says `running` from the start and the writer rewrites it with a
+//! heartbeat about once a second. Every wait at the end of a run is bounded. After a stop,
+//! [`StepExecutor::wait_tick`] paces the ramp-down on the test's controller-tick schedule
+//! ([`clock::TickPacer`]).
+//!
 //! Everything is sized before the loop; inside it nothing allocates, locks, prints or touches a
 //! file. A full ring is a safety event (hybrid-test data loss is unacceptable). Pacing
 //! `realtime` sleeps to absolute deadlines (`clock_nanosleep`, `TIMER_ABSTIME`), pins threads
