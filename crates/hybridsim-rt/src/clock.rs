@@ -127,3 +127,92 @@ impl Backoff {
         self.n = self.n.saturating_add(1);
     }
 }
+
+/// The controller-tick schedule of a paced test: tick `i` is due at `start_ns + i·dtc_ns`
+/// on the monotonic clock. After a stop, the paced ramp-down sends one command per tick by
+/// waiting here between commands: it continues the test's absolute schedule from the tick
+/// after the last one commanded, and never sleeps to a tick already past (after a late stop
+/// it resumes at the next tick to come, so no commands go out in a burst). Allocation-free.
+#[derive(Debug, Clone, Copy)]
+pub struct TickPacer {
+    start_ns: u64,
+    dtc_ns: u64,
+    next: u64,
+}
+
+impl TickPacer {
+    /// A schedule starting at `start_ns` with ticks of `dtc_ns` (at least 1 ns); the next
+    /// tick is tick 0.
+    pub fn new(start_ns: u64, dtc_ns: u64) -> Self {
+        Self {
+            start_ns,
+            dtc_ns: dtc_ns.max(1),
+            next: 0,
+        }
+    }
+
+    /// The next tick to command is `tick` (the one after the last tick commanded).
+    pub fn resume_at(&mut self, tick: u64) {
+        self.next = tick;
+    }
+
+    /// The index of the tick the next [`TickPacer::wait`] sleeps to, as of `now`.
+    pub fn next_tick(&self, now: u64) -> u64 {
+        let due = if now >= self.start_ns {
+            (now - self.start_ns) / self.dtc_ns + 1
+        } else {
+            0
+        };
+        self.next.max(due)
+    }
+
+    /// Sleep to the next tick's deadline; returns its index.
+    pub fn wait(&mut self) -> u64 {
+        let i = self.next_tick(now_ns());
+        sleep_until(self.start_ns + i * self.dtc_ns);
+        self.next = i + 1;
+        i
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// N waits take at least about N ticks of wall time, also after the schedule fell behind
+    /// (no burst). Only loose lower bounds are asserted: a slow machine can make the waits
+    /// longer, never shorter.
+    #[test]
+    fn tick_pacer_paces_one_tick_per_wait_and_never_bursts_after_a_late_stop() {
+        let dtc = 2_000_000; // 2 ms
+        let n = 25;
+        let mut p = TickPacer::new(now_ns(), dtc);
+        p.resume_at(3);
+        let t0 = now_ns();
+        let first = p.wait();
+        assert!(first >= 3, "{first}");
+        for _ in 1..n {
+            p.wait();
+        }
+        let took = now_ns() - t0;
+        // n waits from tick 3 end at tick ≥ 3 + n − 1, i.e. ≥ (n + 2) ticks after start.
+        assert!(took >= n * dtc / 2, "{n} ticks took {took} ns");
+        // Fall 20 ticks behind the schedule: the next waits still go one tick apart.
+        std::thread::sleep(Duration::from_nanos(20 * dtc));
+        let t1 = now_ns();
+        let behind = p.next_tick(t1);
+        assert!(
+            behind > p.next,
+            "the late tick is skipped, not sent at once"
+        );
+        for _ in 0..n {
+            p.wait();
+        }
+        let took = now_ns() - t1;
+        assert!(
+            took >= n * dtc / 2,
+            "{n} ticks after a late stop took {took} ns: a burst"
+        );
+    }
+}

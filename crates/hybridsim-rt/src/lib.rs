@@ -21,6 +21,23 @@
 //!   stiffness is reported, not applied; updates at a fixed step latency are the next wave);
 //! - a **writer** thread turns the rings into `results.csv` and `lab.csv`.
 //!
+//! The link task is also the **supervisor** of the workers. Every wait for a worker's report
+//! has a watchdog deadline (pacing `realtime`: the end of the step's wall-clock window plus a
+//! grace, default max(2·Δt^S, 10 ms); `fast`: a bound, default 10 s; [`RunOptions::watchdog`]).
+//! When it passes, the step fails with [`Fault::Stalled`]: the physical worker is asked (an
+//! atomic trip request, checked before every substep) to trip its laboratories itself and
+//! send them back; if they come back within a second grace, the normal trip path (hold or
+//! paced ramp-down) runs on the link thread, otherwise the run ends anyway, the stalled
+//! thread is left behind (never joined) and run.json says that hybridsim could not hold the
+//! laboratory. A panic in a step is caught on the worker, which trips its laboratories and
+//! sends them back ([`Fault::TaskPanic`], message in run.json). The writer's first error (a
+//! full disk) or panic abandons its rings, so the next record fails and the test stops at
+//! once; its files are cut back to the last flushed whole row and run.json counts exactly
+//! what is on disk. run.json says `running` from the start and the writer rewrites it with a
+//! heartbeat about once a second. Every wait at the end of a run is bounded. After a stop,
+//! [`StepExecutor::wait_tick`] paces the ramp-down on the test's controller-tick schedule
+//! ([`clock::TickPacer`]).
+//!
 //! Everything is sized before the loop; inside it nothing allocates, locks, prints or touches a
 //! file. A full ring is a safety event (hybrid-test data loss is unacceptable). Pacing
 //! `realtime` sleeps to absolute deadlines (`clock_nanosleep`, `TIMER_ABSTIME`), pins threads
@@ -33,23 +50,25 @@
 pub mod clock;
 pub mod stats;
 
-use clock::{now_ns, sleep_until, Backoff, ThreadSetup};
+use clock::{now_ns, sleep_until, Backoff, ThreadSetup, TickPacer};
 use hybridsim::assembly::{build_partitions, Grouping};
 use hybridsim::integrators::{FreeTask, PgAlpha, TimeIntegrator};
 use hybridsim::model::lab::Pacing;
 use hybridsim::model::IntegratorKind;
 use hybridsim::output::Recorder;
-use hybridsim::physical::{SafetyEvent, SafetySummary};
-use hybridsim::runner::{EndState, RunSink, StepExecutor};
+use hybridsim::physical::{EventKind, SafetyEvent, SafetySummary};
+use hybridsim::runner::{EndState, Fault, RunSink, StepExecutor};
 use hybridsim::updating::{Estimator, Observation, SecantStiffness};
 use hybridsim::{Model, StepError};
 use hybridsim_io::lab::{CsvSink, LabLog, TrackingIndicators};
 use rtrb::RingBuffer;
 use serde_json::{json, Value};
 use stats::TaskStats;
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Most physical partitions the runner drives.
@@ -58,6 +77,119 @@ pub const MAX_PHYSICAL: usize = 7;
 pub const MAX_RING_BYTES: u128 = 2 << 30;
 /// Interface multipliers carried to the estimation slot.
 pub const MAX_SNAPSHOT: usize = 8;
+/// Watchdog bound of a coarse step with pacing `fast` (no wall-clock window).
+pub const FAST_WATCHDOG: Duration = Duration::from_secs(10);
+/// Least watchdog grace after a coarse step's wall-clock window with pacing `realtime`.
+pub const MIN_REALTIME_GRACE: Duration = Duration::from_millis(10);
+/// Default interval of the run.json heartbeat during a run.
+pub const JOURNAL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A task (thread) of the runner, as named in run.json and by the fault-injection hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Task {
+    /// The numerical free step.
+    Numerical,
+    /// The physical substeps (the worker that commands the transfer systems).
+    Physical,
+    /// The estimation slot.
+    Estimation,
+    /// The writer of `results.csv`, `lab.csv` and the run.json heartbeat.
+    Writer,
+}
+
+impl Task {
+    /// The task's name (`numerical`, `physical`, `estimation`, `writer`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::Numerical => "numerical",
+            Task::Physical => "physical",
+            Task::Estimation => "estimation",
+            Task::Writer => "writer",
+        }
+    }
+}
+
+/// What an injected task fault does (see [`TaskFault`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TaskFaultKind {
+    /// The task panics.
+    Panic,
+    /// The task blocks for this long (a transfer system that does not answer, a numerical
+    /// step that does not return, a writer stuck on a hung disk).
+    Stall(Duration),
+}
+
+/// **Test hook**: make one task of the runner panic or stall, once, so that the supervisor's
+/// handling of it can be tested on the virtual lab. Never set it for a real test.
+///
+/// `at` counts what the task handles: the coarse step of its job for `numerical` and
+/// `physical` (before the step's first substep), the step of the snapshot for `estimation`,
+/// and results rows already written for `writer`. Parsed from `TASK:KIND:AT`, KIND being
+/// `panic`, `stall` (an hour) or `stall=SECONDS`, e.g. `physical:stall=2.5:30`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TaskFault {
+    /// The task.
+    pub task: Task,
+    /// What happens.
+    pub kind: TaskFaultKind,
+    /// When (see above).
+    pub at: u64,
+}
+
+impl TaskFault {
+    /// Whether this fault hits `task` at `at`.
+    fn hits(f: &Option<TaskFault>, task: Task, at: u64) -> Option<TaskFaultKind> {
+        f.filter(|f| f.task == task && f.at == at).map(|f| f.kind)
+    }
+
+    /// Do it (on the task's thread).
+    fn fire(kind: TaskFaultKind, task: Task) {
+        match kind {
+            TaskFaultKind::Panic => panic!("injected panic in the {} task", task.name()),
+            TaskFaultKind::Stall(d) => std::thread::sleep(d),
+        }
+    }
+}
+
+impl std::str::FromStr for TaskFault {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let form = "expected TASK:KIND:AT with TASK numerical, physical, estimation or writer, \
+                    KIND panic, stall or stall=SECONDS, AT a step (a row count for writer)";
+        let parts: Vec<&str> = s.split(':').collect();
+        let [task, kind, at] = parts[..] else {
+            return Err(format!("`{s}`: {form}"));
+        };
+        let task = match task.trim() {
+            "numerical" => Task::Numerical,
+            "physical" => Task::Physical,
+            "estimation" => Task::Estimation,
+            "writer" => Task::Writer,
+            other => return Err(format!("`{s}`: unknown task `{other}`; {form}")),
+        };
+        let kind = match kind.trim() {
+            "panic" => TaskFaultKind::Panic,
+            "stall" => TaskFaultKind::Stall(Duration::from_secs(3600)),
+            k => match k.strip_prefix("stall=").map(|x| x.trim().parse::<f64>()) {
+                Some(Ok(sec)) if sec.is_finite() && (0.0..=86_400.0).contains(&sec) => {
+                    TaskFaultKind::Stall(Duration::from_secs_f64(sec))
+                }
+                Some(_) => {
+                    return Err(format!(
+                        "`{s}`: stall=SECONDS needs a number of seconds in [0, 86400]"
+                    ))
+                }
+                None => return Err(format!("`{s}`: unknown kind `{k}`; {form}")),
+            },
+        };
+        let at = at
+            .trim()
+            .parse::<u64>()
+            .map_err(|e| format!("`{s}`: AT `{at}`: {e}; {form}"))?;
+        Ok(TaskFault { task, kind, at })
+    }
+}
 
 /// Options of a run.
 #[derive(Clone)]
@@ -88,6 +220,20 @@ pub struct RunOptions {
     pub overflow_wait: Option<Duration>,
     /// Wait for real-time scheduling even with a virtual lab (refuse to start without it).
     pub require_realtime: bool,
+    /// The watchdog of the workers: with pacing `realtime`, the grace after a coarse step's
+    /// wall-clock window (default: max(2·Δt^S, 10 ms)); with pacing `fast`, the bound of a
+    /// coarse step (default: [`FAST_WATCHDOG`]). A worker that has not answered by then stops
+    /// the test ([`Fault::Stalled`]). It also bounds how long the end of a run waits for the
+    /// writer (at least 1 s without progress) and the estimation slot.
+    pub watchdog: Option<Duration>,
+    /// Interval of the run.json heartbeat written by the writer thread (default:
+    /// [`JOURNAL_INTERVAL`]).
+    pub journal_interval: Option<Duration>,
+    /// **Test hook**: make a task panic or stall (see [`TaskFault`]).
+    pub inject: Option<TaskFault>,
+    /// **Test hook**: the writer fails (as on a full disk) when it is about to write results
+    /// row `n + 1`, after `n` rows.
+    pub writer_fails_after: Option<u64>,
 }
 
 impl Default for RunOptions {
@@ -105,6 +251,10 @@ impl Default for RunOptions {
             max_steps: None,
             overflow_wait: None,
             require_realtime: false,
+            watchdog: None,
+            journal_interval: None,
+            inject: None,
+            writer_fails_after: None,
         }
     }
 }
@@ -146,6 +296,11 @@ pub struct RunOutcome {
     pub indicators: Vec<TrackingIndicators>,
     /// Estimation-slot report.
     pub estimation: Value,
+    /// The task whose watchdog fired, if any (`physical`, `numerical`, `writer`,
+    /// `estimation`).
+    pub stalled_task: Option<&'static str>,
+    /// Tasks that panicked, with the panic message.
+    pub panics: Vec<(&'static str, String)>,
     /// Wall time of the loop (s).
     pub wall: f64,
     /// The run.json written (also when no folder).
@@ -176,8 +331,37 @@ impl RunOutcome {
     }
 }
 
-/// What the writer thread returns: rows, lab rows, kept rows and the lab logs.
-type WriterResult = Result<(u64, u64, Vec<Vec<f64>>, Vec<LabLog>), String>;
+/// What the writer thread returns: the rows and lab rows on disk (also after an error: the
+/// files are cut back to the last flushed whole row), the kept rows, the lab logs and the
+/// error that stopped it.
+struct WriterEnd {
+    rows: u64,
+    lab_rows: u64,
+    kept: Vec<Vec<f64>>,
+    logs: Vec<LabLog>,
+    error: Option<String>,
+    /// The message of a panic the writer caught (its files are cut back as after an error).
+    panic: Option<String>,
+}
+
+/// What the writer shares with the other threads: progress, counts on disk and the
+/// serialization of run.json writes (the heartbeat of the writer, the final document of the
+/// link thread).
+#[derive(Default)]
+struct Journal {
+    /// Rows handled (liveness of the writer).
+    progress: AtomicU64,
+    /// Results rows on disk (flushed).
+    rows_on_disk: AtomicU64,
+    /// Lab rows on disk (flushed).
+    lab_rows_on_disk: AtomicU64,
+    /// Time of the last results row on disk (f64 bits).
+    last_time_on_disk: AtomicU64,
+    /// The run ended without the writer (it stalled): it must write nothing more.
+    stop_writing: AtomicBool,
+    /// `true` once the final run.json is written (no heartbeat after it).
+    closed: Mutex<bool>,
+}
 
 /// Up to this many free tasks travel in one job (the physical partitions, or the numerical
 /// one).
@@ -211,11 +395,38 @@ impl Job {
 }
 
 /// A worker's report of one coarse step: the tasks it owned, its first error (moved, not
-/// formatted: nothing allocates on a trip) and its run of consecutive deadline misses.
+/// formatted: nothing allocates on a trip), its run of consecutive deadline misses, the
+/// controller ticks it commanded and a panic it caught (its labs are then tripped, as after
+/// a trip request of the watchdog).
 struct Done {
     tasks: Tasks,
     error: Option<StepError>,
     miss_run: u64,
+    ticks: u64,
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+impl Done {
+    fn new(tasks: Tasks) -> Self {
+        Self {
+            tasks,
+            error: None,
+            miss_run: 0,
+            ticks: 0,
+            panic: None,
+        }
+    }
+}
+
+/// Trip the laboratories of the tasks a worker holds (a trip request of the watchdog, a
+/// panic caught in a step). Allocation-free.
+fn trip_tasks(tasks: &mut Tasks, kind: EventKind) {
+    for task in tasks.iter_mut().flatten() {
+        let t = task.step_time();
+        if let Some(lab) = task.lab_mut() {
+            lab.trip(kind, t);
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -230,7 +441,9 @@ struct Snapshot {
 }
 
 /// Pop the next message; `None` once the other side is gone (its thread ended or panicked)
-/// and nothing is left, so that no thread ever waits for a dead one.
+/// and nothing is left, so that no thread ever waits for a dead one. Workers wait for their
+/// next job with it (an idle worker is not stalled); the link thread waits for reports with
+/// a deadline ([`Threaded::collect`]).
 fn wait_pop<T>(c: &mut rtrb::Consumer<T>) -> Option<T> {
     let mut b = Backoff::default();
     loop {
@@ -244,17 +457,58 @@ fn wait_pop<T>(c: &mut rtrb::Consumer<T>) -> Option<T> {
     }
 }
 
-/// The step error of a worker thread that died (panicked) during a step.
-fn dead_worker(task: &'static str) -> StepError {
+/// A worker's report as the link thread sees it.
+enum Report {
+    /// Not yet.
+    Waiting,
+    /// Arrived.
+    Done(Done),
+    /// The worker's thread ended without a report (it panicked outside a step).
+    Dead,
+}
+
+impl Report {
+    /// Poll once; true when settled.
+    fn poll(&mut self, c: &mut rtrb::Consumer<Done>) -> bool {
+        if let Report::Waiting = self {
+            if let Ok(d) = c.pop() {
+                *self = Report::Done(d);
+            } else if c.is_abandoned() {
+                *self = match c.pop() {
+                    Ok(d) => Report::Done(d),
+                    Err(_) => Report::Dead,
+                };
+            }
+        }
+        !matches!(self, Report::Waiting)
+    }
+}
+
+/// The step error handed to the core loop when the executor's own fault
+/// ([`StepExecutor::take_fault`]) says what happened (no allocation: empty strings).
+fn supervisor_error() -> StepError {
     StepError::Physical {
-        substructure: task.into(),
-        reason: "its worker thread panicked; the test was stopped".into(),
+        substructure: String::new(),
+        reason: String::new(),
+    }
+}
+
+/// The text of a panic payload.
+fn panic_text(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic without a message)".to_string()
     }
 }
 
 /// The step executor of the threaded runner: the PG-α phases of a coarse step on the
 /// numerical and physical workers, then the interface solve and link update on the calling
-/// (link) thread.
+/// (link) thread. It is the supervisor of the workers: every wait for a report has a
+/// watchdog deadline, a worker's panic is a [`Fault::TaskPanic`], a stalled worker a
+/// [`Fault::Stalled`].
 struct Threaded<'a> {
     pg: &'a mut PgAlpha,
     /// One task box per partition, allocated before the loop.
@@ -268,6 +522,48 @@ struct Threaded<'a> {
     link_stats: TaskStats,
     realtime: bool,
     miss_run: u64,
+    /// Set by the watchdog: the physical worker trips its labs before its next substep and
+    /// returns its tasks.
+    trip_request: Arc<AtomicBool>,
+    /// Test start on the monotonic clock and the controller tick (ns).
+    start_ns: u64,
+    dtc_ns: u64,
+    ss: u64,
+    /// Watchdog grace (realtime: after the step's window; fast: the step's bound) and the
+    /// second grace for the tasks to come back after a trip request (ns).
+    grace_ns: u64,
+    return_ns: u64,
+    /// The fault behind the last failed step (taken by the core loop).
+    fault: Option<Fault>,
+    /// Workers that never answered (their threads are not joined).
+    stalled: [bool; 2],
+    /// The first panic caught in a worker, with its payload.
+    panic: Option<(&'static str, Box<dyn Any + Send>)>,
+    /// Pacing of the controller ticks after a stop (the paced ramp-down).
+    pacer: TickPacer,
+}
+
+/// Index of the numerical and physical workers in [`Threaded::stalled`].
+const NS: usize = 0;
+const PS: usize = 1;
+const WORKERS: [&str; 2] = ["numerical", "physical"];
+
+impl Threaded<'_> {
+    /// Poll both reports until settled or `deadline_ns`; true when both are settled.
+    fn collect(&mut self, reports: &mut [Report; 2], deadline_ns: u64) -> bool {
+        let mut b = Backoff::default();
+        loop {
+            let ns = reports[NS].poll(&mut self.ns_done);
+            let ps = reports[PS].poll(&mut self.ps_done);
+            if ns && ps {
+                return true;
+            }
+            if now_ns() > deadline_ns {
+                return false;
+            }
+            b.snooze();
+        }
+    }
 }
 
 impl StepExecutor for Threaded<'_> {
@@ -294,30 +590,83 @@ impl StepExecutor for Threaded<'_> {
                 n_ps += 1;
             }
         }
+        let sent = now_ns();
         let _ = self.ns_jobs.push(ns_job);
         let _ = self.ps_jobs.push(ps_job);
+        // The watchdog deadline: the end of the step's wall-clock window (or a full window
+        // from now, when the link thread itself is late) plus the grace; with pacing `fast`
+        // the grace alone.
+        let deadline = if self.realtime {
+            let window = self.ss * self.dtc_ns;
+            (self.start_ns + (n + 1) * window).max(sent + window) + self.grace_ns
+        } else {
+            sent + self.grace_ns
+        };
         // Both reports, even when one worker died: the other one's partitions (the lab among
         // them, when the numerical worker died) come back and can still be tripped.
-        let mut ns_done = wait_pop(&mut self.ns_done);
-        let mut ps_done = wait_pop(&mut self.ps_done);
-        // Take the partitions back before anything else looks at the integrator.
-        for done in [ns_done.as_mut(), ps_done.as_mut()].into_iter().flatten() {
-            for task in done.tasks.iter_mut() {
-                if let Some(mut task) = task.take() {
-                    self.pg.attach(&mut task);
-                    let k = task.index();
-                    self.boxes[k] = Some(task);
+        let mut reports = [Report::Waiting, Report::Waiting];
+        let mut stalled: Option<(&'static str, f64)> = None;
+        if !self.collect(&mut reports, deadline) {
+            let waited = (now_ns() - sent) as f64 * 1e-9;
+            let task = if matches!(reports[PS], Report::Waiting) {
+                "physical"
+            } else {
+                "numerical"
+            };
+            stalled = Some((task, waited));
+            // The labs sit in the boxes the stalled worker holds: ask it to trip them and
+            // send them back, and wait a bounded second grace for them.
+            self.trip_request.store(true, Ordering::SeqCst);
+            let until = now_ns() + self.return_ns;
+            self.collect(&mut reports, until);
+            for (w, r) in reports.iter().enumerate() {
+                if matches!(r, Report::Waiting) {
+                    self.stalled[w] = true;
                 }
             }
         }
-        let (Some(ns_done), Some(ps_done)) = (ns_done, ps_done) else {
-            return Err(dead_worker(if self.ps_done.is_abandoned() {
-                "physical task"
-            } else {
-                "numerical task"
-            }));
+        // Take the partitions back before anything else looks at the integrator.
+        for r in reports.iter_mut() {
+            if let Report::Done(done) = r {
+                for task in done.tasks.iter_mut() {
+                    if let Some(mut task) = task.take() {
+                        self.pg.attach(&mut task);
+                        let k = task.index();
+                        self.boxes[k] = Some(task);
+                    }
+                }
+            }
+        }
+        let [ns_report, ps_report] = reports;
+        if let Report::Done(d) = &ps_report {
+            self.pacer.resume_at(n * self.ss + d.ticks);
+        }
+        if let Some((task, waited)) = stalled {
+            self.fault = Some(Fault::Stalled { task, waited });
+            return Err(supervisor_error());
+        }
+        let (ns_done, ps_done) = match (ns_report, ps_report) {
+            (Report::Done(a), Report::Done(b)) => (a, b),
+            (ns, _) => {
+                let task = if matches!(ns, Report::Dead) {
+                    "numerical"
+                } else {
+                    "physical"
+                };
+                self.fault = Some(Fault::TaskPanic { task });
+                return Err(supervisor_error());
+            }
         };
         self.miss_run = ps_done.miss_run.max(ns_done.miss_run);
+        for (w, payload) in [(PS, ps_done.panic), (NS, ns_done.panic)] {
+            if let Some(payload) = payload {
+                if self.panic.is_none() {
+                    self.panic = Some((WORKERS[w], payload));
+                }
+                self.fault = Some(Fault::TaskPanic { task: WORKERS[w] });
+                return Err(supervisor_error());
+            }
+        }
         if let Some(error) = ps_done.error.or(ns_done.error) {
             return Err(error);
         }
@@ -361,10 +710,27 @@ impl StepExecutor for Threaded<'_> {
             self.snapshots_dropped += 1;
         }
     }
+
+    /// With pacing `realtime`, sleep to the next controller tick of the test's absolute
+    /// schedule (never to a tick already past: no burst after a late stop); with `fast`,
+    /// return at once.
+    fn wait_tick(&mut self) {
+        if self.realtime {
+            self.pacer.wait();
+        }
+    }
+
+    fn take_fault(&mut self) -> Option<Fault> {
+        self.fault.take()
+    }
 }
 
-/// Pushes a row; when the ring is full, waits up to `wait_ns`.
+/// Pushes a row; when the ring is full, waits up to `wait_ns`. A ring whose writer is gone
+/// (it failed or panicked) takes nothing: recording has failed.
 fn push_row(tx: &mut rtrb::Producer<f64>, row: &[f64], wait_ns: u64) -> bool {
+    if tx.is_abandoned() {
+        return false;
+    }
     if tx.push_entire_slice(row).is_ok() {
         return true;
     }
@@ -374,7 +740,7 @@ fn push_row(tx: &mut rtrb::Producer<f64>, row: &[f64], wait_ns: u64) -> bool {
     let until = now_ns().saturating_add(wait_ns);
     let mut b = Backoff::default();
     while tx.push_entire_slice(row).is_err() {
-        if now_ns() > until {
+        if now_ns() > until || tx.is_abandoned() {
             return false;
         }
         b.snooze();
@@ -382,9 +748,45 @@ fn push_row(tx: &mut rtrb::Producer<f64>, row: &[f64], wait_ns: u64) -> bool {
     true
 }
 
+/// After the stop: pushes a row, waiting as long as the writer makes progress, but no longer
+/// than `bound_ns` without any; a writer found stuck is not waited for again.
+fn push_row_stopped(
+    tx: &mut rtrb::Producer<f64>,
+    row: &[f64],
+    journal: &Journal,
+    bound_ns: u64,
+    stuck: &mut bool,
+) -> bool {
+    if *stuck || tx.is_abandoned() {
+        return !tx.is_abandoned() && tx.push_entire_slice(row).is_ok();
+    }
+    let mut seen = journal.progress.load(Ordering::Relaxed);
+    let mut since = now_ns();
+    let mut b = Backoff::default();
+    loop {
+        if tx.push_entire_slice(row).is_ok() {
+            return true;
+        }
+        if tx.is_abandoned() {
+            return false;
+        }
+        let p = journal.progress.load(Ordering::Relaxed);
+        let now = now_ns();
+        if p != seen {
+            seen = p;
+            since = now;
+        } else if now - since > bound_ns {
+            *stuck = true;
+            return false;
+        }
+        b.snooze();
+    }
+}
+
 /// The sink of the threaded runner: lock-free rings to the writer thread. A row that finds
 /// the ring full is kept and written after the stop, so the last completed step still
-/// reaches the disk.
+/// reaches the disk. A writer that failed or died is noticed at the next record (its rings
+/// are abandoned): the sink refuses, which stops the test.
 struct RingSink {
     results: rtrb::Producer<f64>,
     labs: Vec<rtrb::Producer<f64>>,
@@ -392,29 +794,59 @@ struct RingSink {
     wait_ns: u64,
     pending: Vec<f64>,
     has_pending: bool,
+    /// After the stop: how long to wait for a writer that makes no progress.
+    drain_ns: u64,
+    stopped: bool,
+    /// The writer made no progress for `drain_ns` after the stop.
+    writer_stuck: bool,
+    journal: Arc<Journal>,
+}
+
+impl RingSink {
+    fn push(&mut self, ring: Option<usize>, row: &[f64]) -> bool {
+        let tx = match ring {
+            Some(i) => &mut self.labs[i],
+            None => &mut self.results,
+        };
+        if self.stopped {
+            push_row_stopped(
+                tx,
+                row,
+                &self.journal,
+                self.drain_ns,
+                &mut self.writer_stuck,
+            )
+        } else {
+            push_row(tx, row, self.wait_ns)
+        }
+    }
 }
 
 impl RunSink for RingSink {
     fn row(&mut self, row: &[f64]) -> bool {
-        if push_row(&mut self.results, row, self.wait_ns) {
+        if self.push(None, row) {
             return true;
         }
-        self.pending.copy_from_slice(row);
-        self.has_pending = true;
+        if !self.stopped {
+            self.pending.copy_from_slice(row);
+            self.has_pending = true;
+        }
         false
     }
 
     fn lab_record(&mut self, partition: usize, record: &[f64]) -> bool {
         match self.physical.iter().position(|p| *p == partition) {
-            Some(i) => push_row(&mut self.labs[i], record, self.wait_ns),
+            Some(i) => self.push(Some(i), record),
             None => true,
         }
     }
 
     fn stopped(&mut self) {
-        self.wait_ns = u64::MAX;
+        self.stopped = true;
         if self.has_pending {
-            push_row(&mut self.results, &self.pending, u64::MAX);
+            let mut row = std::mem::take(&mut self.pending);
+            self.push(None, &row);
+            std::mem::swap(&mut row, &mut self.pending);
             self.has_pending = false;
         }
     }
@@ -534,7 +966,7 @@ pub fn run_integrator(
             MAX_RING_BYTES >> 20
         )));
     }
-    let (res_tx, mut res_rx) = RingBuffer::<f64>::new(ring_rows * ncol);
+    let (res_tx, res_rx) = RingBuffer::<f64>::new(ring_rows * ncol);
     let mut lab_tx = Vec::new();
     let mut lab_rx = Vec::new();
     for cols in &lab_cols {
@@ -558,28 +990,20 @@ pub fn run_integrator(
             std::fs::write(&p, text).map_err(io(&p))?;
         }
     }
-    let results_sink = match &opts.folder {
-        Some(f) => {
-            let p = f.join("results.csv");
-            Some(CsvSink::create(&p, &columns.join(",")).map_err(io(&p))?)
-        }
-        None => None,
-    };
-    let mut lab_sinks = Vec::new();
+    let results_file = DiskFile::create(
+        opts.folder.as_ref().map(|f| f.join("results.csv")),
+        &columns.join(","),
+    )?;
+    let mut lab_files = Vec::new();
     for (i, &k) in physical.iter().enumerate() {
-        let sink = match &opts.folder {
-            Some(f) => {
-                let name = if i == 0 {
-                    "lab.csv".to_string()
-                } else {
-                    format!("lab.{}.csv", pg.partitions()[k].state.name)
-                };
-                let p = f.join(name);
-                Some(CsvSink::create(&p, &lab_cols[i].join(",")).map_err(io(&p))?)
-            }
-            None => None,
-        };
-        lab_sinks.push(sink);
+        let path = opts.folder.as_ref().map(|f| {
+            f.join(if i == 0 {
+                "lab.csv".to_string()
+            } else {
+                format!("lab.{}.csv", pg.partitions()[k].state.name)
+            })
+        });
+        lab_files.push(DiskFile::create(path, &lab_cols[i].join(","))?);
     }
 
     // Scheduling.
@@ -612,10 +1036,38 @@ pub fn run_integrator(
             coord_setup.note
         )));
     }
-    let start_ns = now_ns() + 2_000_000;
     let dtc_ns = (ts.dt_c * 1e9).round() as u64;
     let marker = opts.loop_marker;
     let priority = lab.runner.priority;
+    let inject = opts.inject;
+
+    // The supervisor's bounds.
+    let grace = opts.watchdog.unwrap_or(if realtime {
+        Duration::from_nanos(2 * ss * dtc_ns).max(MIN_REALTIME_GRACE)
+    } else {
+        FAST_WATCHDOG
+    });
+    let return_grace = grace.clamp(Duration::from_millis(50), Duration::from_secs(2));
+    let end_bound = grace.max(Duration::from_secs(1));
+    let trip_request = Arc::new(AtomicBool::new(false));
+    let journal = Arc::new(Journal::default());
+
+    // The journal: run.json says `running` from the start (rewritten by the writer with a
+    // heartbeat, and at the end with the final document).
+    let base = base_json(model, lab, &pg, opts, realtime, grace);
+    if let Some(f) = &opts.folder {
+        let p = f.join("run.json");
+        let mut doc = base.clone();
+        doc["status"] = json!("running");
+        heartbeat_fields(&mut doc, &journal, model.analysis.time_step);
+        if let Err(e) = hybridsim_io::write_json_atomic(&p, &doc) {
+            if memory_locked {
+                clock::unlock_memory();
+            }
+            return Err(io(&p)(e));
+        }
+    }
+    let start_ns = now_ns() + 2_000_000;
 
     // Workers.
     let ns_cpu = cpu_for(1);
@@ -636,18 +1088,24 @@ pub fn run_integrator(
                 }
                 let t0 = now_ns();
                 let mut error = None;
-                for task in job.tasks.iter_mut().flatten() {
-                    if let Err(e) = task.numerical_step() {
-                        error.get_or_insert(e);
+                let caught = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    if let Some(kind) = TaskFault::hits(&inject, Task::Numerical, job.step) {
+                        TaskFault::fire(kind, Task::Numerical);
                     }
-                }
+                    for task in job.tasks.iter_mut().flatten() {
+                        if let Err(e) = task.numerical_step() {
+                            error.get_or_insert(e);
+                        }
+                    }
+                }));
                 let t1 = now_ns();
                 let missed = realtime && t1 > start_ns + (job.step + 1) * ss * dtc_ns;
                 let run = st.record(t1 - t0, None, missed);
                 let _ = ns_done_tx.push(Done {
-                    tasks: job.tasks,
                     error,
                     miss_run: run,
+                    panic: caught.err(),
+                    ..Done::new(job.tasks)
                 });
             }
             if let Some(m) = marker {
@@ -657,6 +1115,7 @@ pub fn run_integrator(
         })
         .expect("spawn");
     let ps_cpu = cpu_for(0).map(|c| if cpus.len() > 1 { cpus[0] } else { c });
+    let ps_trip = trip_request.clone();
     let ps = std::thread::Builder::new()
         .name("hs-ps".into())
         .spawn(move || {
@@ -674,32 +1133,58 @@ pub fn run_integrator(
                 }
                 let mut error = None;
                 let mut run = 0;
-                for j in 1..=ss {
-                    let i = job.step * ss + (j - 1);
-                    let deadline = start_ns + i * dtc_ns;
-                    let late = if realtime {
-                        sleep_until(deadline);
-                        Some(now_ns().saturating_sub(deadline))
-                    } else {
-                        None
-                    };
-                    let t0 = now_ns();
-                    for task in job.tasks.iter_mut().flatten() {
-                        if let Err(e) = task.physical_substep(j as usize) {
-                            error.get_or_insert(e);
+                let mut ticks = 0;
+                let mut tripped = false;
+                let caught = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    if let Some(kind) = TaskFault::hits(&inject, Task::Physical, job.step) {
+                        TaskFault::fire(kind, Task::Physical);
+                    }
+                    for j in 1..=ss {
+                        // The watchdog gave up waiting for this step: hold the labs here,
+                        // since they cannot be reached from the link thread.
+                        if ps_trip.load(Ordering::SeqCst) {
+                            trip_tasks(&mut job.tasks, EventKind::Watchdog);
+                            tripped = true;
+                            break;
+                        }
+                        let i = job.step * ss + (j - 1);
+                        let deadline = start_ns + i * dtc_ns;
+                        let late = if realtime {
+                            sleep_until(deadline);
+                            Some(now_ns().saturating_sub(deadline))
+                        } else {
+                            None
+                        };
+                        let t0 = now_ns();
+                        for task in job.tasks.iter_mut().flatten() {
+                            if let Err(e) = task.physical_substep(j as usize) {
+                                error.get_or_insert(e);
+                            }
+                        }
+                        ticks += 1;
+                        let t1 = now_ns();
+                        let missed = realtime && t1 > deadline + dtc_ns;
+                        run = run.max(st.record(t1 - t0, late, missed));
+                        if error.is_some() {
+                            break;
                         }
                     }
-                    let t1 = now_ns();
-                    let missed = realtime && t1 > deadline + dtc_ns;
-                    run = run.max(st.record(t1 - t0, late, missed));
-                    if error.is_some() {
-                        break;
-                    }
+                }));
+                let panic = caught.err();
+                if panic.is_some() {
+                    // A panic in a step (a transfer system's code, the integrator): hold the
+                    // labs and send them back, so the link thread can still ramp them down.
+                    trip_tasks(&mut job.tasks, EventKind::TaskPanic);
+                } else if !tripped && ps_trip.load(Ordering::SeqCst) {
+                    // The request came during the last substep.
+                    trip_tasks(&mut job.tasks, EventKind::Watchdog);
                 }
                 let _ = ps_done_tx.push(Done {
-                    tasks: job.tasks,
                     error,
                     miss_run: run,
+                    ticks,
+                    panic,
+                    ..Done::new(job.tasks)
                 });
             }
             if let Some(m) = marker {
@@ -717,6 +1202,9 @@ pub fn run_integrator(
                 m(true);
             }
             while let Some(Some(s)) = wait_pop(&mut est_rx) {
+                if let Some(kind) = TaskFault::hits(&inject, Task::Estimation, s.step) {
+                    TaskFault::fire(kind, Task::Estimation);
+                }
                 let t0 = now_ns();
                 if s.n > 0 {
                     estimator.observe(&Observation {
@@ -738,86 +1226,30 @@ pub fn run_integrator(
                     "estimator": estimator.describe(),
                     "snapshots": estimator.observations(),
                     "secant_stiffness": k.filter(|k| k.is_finite()),
+                    "stalled": false,
                 }),
             )
         })
         .expect("spawn");
-    let keep = opts.keep_rows;
-    let delay = opts.writer_delay;
-    let lab_width: Vec<usize> = lab_rx.iter().map(|(_, w)| *w).collect();
-    let lab_cols_w = lab_cols.clone();
-    let writer = std::thread::Builder::new()
-        .name("hs-writer".into())
-        .spawn(move || -> WriterResult {
-            let mut results_sink = results_sink;
-            let mut lab_sinks = lab_sinks;
-            let mut row = vec![0.0; ncol];
-            let mut lab_row: Vec<Vec<f64>> = lab_width.iter().map(|w| vec![0.0; *w]).collect();
-            let mut logs: Vec<LabLog> = lab_cols_w.into_iter().map(LabLog::new).collect();
-            let mut kept = Vec::new();
-            let (mut nrows, mut nlab) = (0u64, 0u64);
-            let mut last_flush = std::time::Instant::now();
-            loop {
-                let mut progressed = false;
-                while res_rx.slots() >= ncol {
-                    res_rx
-                        .pop_entire_slice(&mut row)
-                        .map_err(|e| e.to_string())?;
-                    if let Some(d) = delay {
-                        std::thread::sleep(d);
-                    }
-                    if let Some(s) = &mut results_sink {
-                        s.write_row(&row).map_err(|e| format!("results.csv: {e}"))?;
-                    }
-                    if keep {
-                        kept.push(row.clone());
-                    }
-                    nrows += 1;
-                    progressed = true;
-                }
-                for (i, (rx, w)) in lab_rx.iter_mut().enumerate() {
-                    while rx.slots() >= *w {
-                        rx.pop_entire_slice(&mut lab_row[i])
-                            .map_err(|e| e.to_string())?;
-                        if let Some(s) = &mut lab_sinks[i] {
-                            s.write_row(&lab_row[i])
-                                .map_err(|e| format!("lab.csv: {e}"))?;
-                        }
-                        logs[i].push(&lab_row[i]);
-                        nlab += 1;
-                        progressed = true;
-                    }
-                }
-                if last_flush.elapsed() > Duration::from_millis(200) {
-                    if let Some(s) = &mut results_sink {
-                        s.flush().map_err(|e| format!("results.csv: {e}"))?;
-                    }
-                    for s in lab_sinks.iter_mut().flatten() {
-                        s.flush().map_err(|e| format!("lab.csv: {e}"))?;
-                    }
-                    last_flush = std::time::Instant::now();
-                }
-                if !progressed {
-                    let done = res_rx.is_abandoned()
-                        && res_rx.slots() < ncol
-                        && lab_rx
-                            .iter()
-                            .all(|(rx, w)| rx.is_abandoned() && rx.slots() < *w);
-                    if done {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_micros(200));
-                }
-            }
-            if let Some(s) = results_sink {
-                s.finish().map_err(|e| format!("results.csv: {e}"))?;
-            }
-            for s in lab_sinks.into_iter().flatten() {
-                s.finish().map_err(|e| format!("lab.csv: {e}"))?;
-            }
-            Ok((nrows, nlab, kept, logs))
-        })
-        .expect("spawn");
+    let writer = spawn_writer(WriterSetup {
+        results_file,
+        lab_files,
+        res_rx,
+        lab_rx,
+        ncol,
+        lab_cols: lab_cols.clone(),
+        keep: opts.keep_rows,
+        delay: opts.writer_delay,
+        fails_after: opts.writer_fails_after,
+        inject,
+        journal: journal.clone(),
+        run_json: opts
+            .folder
+            .as_ref()
+            .map(|f| (f.join("run.json"), base.clone())),
+        interval: opts.journal_interval.unwrap_or(JOURNAL_INTERVAL),
+        dt: model.analysis.time_step,
+    });
 
     // The loop: the core's one run loop and trip policy, with the phases on the workers.
     let wait_ns = opts
@@ -843,6 +1275,16 @@ pub fn run_integrator(
         link_stats: TaskStats::new("link"),
         realtime,
         miss_run: 0,
+        trip_request,
+        start_ns,
+        dtc_ns,
+        ss,
+        grace_ns: grace.as_nanos() as u64,
+        return_ns: return_grace.as_nanos() as u64,
+        fault: None,
+        stalled: [false; 2],
+        panic: None,
+        pacer: TickPacer::new(start_ns, dtc_ns),
     };
     let mut sink = RingSink {
         results: res_tx,
@@ -851,6 +1293,10 @@ pub fn run_integrator(
         wait_ns,
         pending: vec![0.0; ncol],
         has_pending: false,
+        drain_ns: end_bound.as_nanos() as u64,
+        stopped: false,
+        writer_stuck: false,
+        journal: journal.clone(),
     };
     let settings = hybridsim::runner::RunSettings {
         n_steps,
@@ -887,61 +1333,120 @@ pub fn run_integrator(
         estimation: mut est_tx,
         snapshots_dropped: est_dropped,
         link_stats,
+        stalled: workers_stalled,
+        panic: caught_panic,
         ..
     } = exec;
 
-    // Stop the workers.
+    // Stop the workers; every wait below is bounded, and a thread that does not end in time
+    // is left behind (detached), never waited for.
     let _ = ns_jobs_tx.push(Job::stop());
     let _ = ps_jobs_tx.push(Job::stop());
+    let until = now_ns() + end_bound.as_nanos() as u64;
     let mut b = Backoff::default();
-    while est_tx.push(None).is_err() && !est_tx.is_abandoned() {
+    while est_tx.push(None).is_err() && !est_tx.is_abandoned() && now_ns() < until {
         b.snooze();
     }
-    // A thread that panicked is reported, never unwrapped: the run still ends with its files
-    // and run.json.
-    let mut panicked: Vec<&'static str> = Vec::new();
-    let died = |task: &'static str| ThreadSetup {
+    let mut panics: Vec<(&'static str, String)> = Vec::new();
+    if let Some((task, payload)) = &caught_panic {
+        panics.push((task, panic_text(payload.as_ref())));
+    }
+    let mut stalled_tasks: Vec<&'static str> = Vec::new();
+    let left = |task: &'static str, why: &str| ThreadSetup {
         task: task.into(),
         cpu: None,
         pinned: false,
         fifo: false,
-        note: "the thread panicked".into(),
+        note: why.into(),
     };
-    let (ns_stats, ns_setup) = ns.join().unwrap_or_else(|_| {
-        panicked.push("numerical");
-        (TaskStats::new("numerical"), died("numerical"))
-    });
-    let (ps_stats, ps_setup) = ps.join().unwrap_or_else(|_| {
-        panicked.push("physical");
-        (TaskStats::new("physical"), died("physical"))
-    });
-    let (est_stats, mut estimation) = est.join().unwrap_or_else(|_| {
-        panicked.push("estimation");
-        (
-            TaskStats::new("estimation"),
-            json!({"error": "the estimation thread panicked"}),
-        )
-    });
+    let mut worker = |h: std::thread::JoinHandle<(TaskStats, ThreadSetup)>,
+                      task: &'static str,
+                      stalled: bool| {
+        let bound = if stalled { Duration::ZERO } else { end_bound };
+        match join_within(h, bound, None) {
+            Joined::Done(r) => r,
+            Joined::Panicked(msg) => {
+                if !panics.iter().any(|(t, _)| *t == task) {
+                    panics.push((task, msg));
+                }
+                (TaskStats::new(task), left(task, "the thread panicked"))
+            }
+            Joined::Stalled => {
+                stalled_tasks.push(task);
+                (
+                    TaskStats::new(task),
+                    left(task, "the thread stalled and was left behind (not joined)"),
+                )
+            }
+        }
+    };
+    let (ns_stats, ns_setup) = worker(ns, "numerical", workers_stalled[NS]);
+    let (ps_stats, ps_setup) = worker(ps, "physical", workers_stalled[PS]);
+    let (est_stats, mut estimation) = match join_within(est, end_bound, None) {
+        Joined::Done(r) => r,
+        Joined::Panicked(msg) => {
+            let e = json!({"error": format!("the estimation thread panicked: {msg}"), "stalled": false});
+            panics.push(("estimation", msg));
+            (TaskStats::new("estimation"), e)
+        }
+        Joined::Stalled => {
+            stalled_tasks.push("estimation");
+            (TaskStats::new("estimation"), json!({"stalled": true}))
+        }
+    };
     estimation["snapshots_dropped"] = json!(est_dropped);
     drop(sink);
-    let written = writer
-        .join()
-        .unwrap_or_else(|_| Err("the writer thread panicked".to_string()));
-    if !panicked.is_empty() {
-        if let RunStatus::Completed = status {
-            status = RunStatus::Failed(format!("the {} thread panicked", panicked.join(", ")));
+    let written = match join_within(writer, end_bound, Some(&journal.progress)) {
+        Joined::Done(mut w) => {
+            if let Some(msg) = w.panic.take() {
+                panics.push(("writer", msg));
+            }
+            w
         }
-    }
+        Joined::Panicked(msg) => {
+            panics.push(("writer", msg.clone()));
+            WriterEnd::lost(&journal, format!("the writer thread panicked: {msg}"))
+        }
+        Joined::Stalled => {
+            journal.stop_writing.store(true, Ordering::SeqCst);
+            stalled_tasks.push("writer");
+            WriterEnd::lost(
+                &journal,
+                "the writer thread stalled and was left behind; the counts are those flushed \
+                 to disk"
+                    .to_string(),
+            )
+        }
+    };
     if memory_locked {
         clock::unlock_memory();
     }
-    let (rows_written, lab_rows, rows, logs, writer_error) = match written {
-        Ok((a, b, c, d)) => (a, b, c, d, None),
-        Err(e) => (0, 0, Vec::new(), Vec::new(), Some(e)),
-    };
-    if let (Some(e), RunStatus::Completed) = (&writer_error, &status) {
-        status = RunStatus::Failed(e.clone());
+    let WriterEnd {
+        rows: rows_written,
+        lab_rows,
+        kept: rows,
+        logs,
+        error: writer_error,
+        ..
+    } = written;
+    if let RunStatus::Completed = status {
+        // The estimation slot is not critical: its panic is reported, the test went on.
+        if let Some((task, msg)) = panics.iter().find(|(t, _)| *t != "estimation") {
+            status = RunStatus::Failed(format!("the {task} thread panicked: {msg}"));
+        } else if let Some(e) = &writer_error {
+            status = RunStatus::Failed(e.clone());
+        } else if stalled_tasks.contains(&"writer") {
+            status = RunStatus::Failed("the writer thread stalled".into());
+        }
     }
+    let stalled_task: Option<&'static str> = match end.state.fault() {
+        Some(Fault::Stalled { task, .. }) => Some(*task),
+        _ => stalled_tasks
+            .iter()
+            .copied()
+            .find(|t| *t != "estimation")
+            .or(stalled_tasks.first().copied()),
+    };
     let safety: Vec<SafetySummary> = pg
         .partitions()
         .iter()
@@ -961,17 +1466,6 @@ pub fn run_integrator(
     }
     let tasks = vec![ps_stats, ns_stats, link_stats, est_stats];
     let setup = vec![coord_setup, ps_setup, ns_setup];
-    let seeds: Vec<Value> = pg
-        .partitions()
-        .iter()
-        .filter_map(|p| p.lab())
-        .flat_map(|lab| lab.seeds())
-        .map(|(k, s)| json!({"source": k, "seed": s}))
-        .chain(model.ground_motions.iter().filter_map(|g| {
-            g.seed
-                .map(|s| json!({"source": format!("ground_motion.{}", g.direction), "seed": s}))
-        }))
-        .collect();
     let (status_name, event_json, error) = match &status {
         RunStatus::Completed => ("completed", Value::Null, writer_error.clone()),
         RunStatus::Stopped(ev) => (
@@ -985,38 +1479,21 @@ pub fn run_integrator(
                 "limit": if ev.limit.is_finite() { json!(ev.limit) } else { Value::Null },
                 "message": ev.to_string(),
             }),
-            None,
+            writer_error.clone(),
         ),
         RunStatus::Failed(e) => ("failed", Value::Null, Some(e.clone())),
     };
-    let mut lab_fields = hybridsim_io::lab::lab_settings_json(&lab.lab);
-    lab_fields.insert(
-        "providers".into(),
-        json!(pg
-            .partitions()
-            .iter()
-            .filter_map(|p| p
-                .physical
-                .as_ref()
-                .map(|port| port.substructure().describe()))
-            .collect::<Vec<_>>()),
-    );
-    let run_json = json!({
-        "hybridsim_version": env!("CARGO_PKG_VERSION"),
-        "runner": "hybridsim-rt",
-        "model": {
-            "path": model.source,
-            "sha256": opts.model_sha256,
-            "title": model.title,
-            "units": { "length": model.units.length, "force": model.units.force, "time": model.units.time },
-        },
-        "pacing": if realtime { "realtime" } else { "fast" },
-        "time_scale": hybridsim_io::lab::time_scale_json(&lab.lab),
-        "lab": lab_fields,
-        "random_seeds": seeds,
+    let mut run_json = base;
+    let fields = json!({
         "status": status_name,
         "safety_event": event_json,
+        "fault": end.state.fault().map(|f| f.to_string()),
         "error": error,
+        "stalled_task": stalled_task,
+        "task_panics": panics.iter().map(|(t, m)| json!({"task": t, "message": m})).collect::<Vec<_>>(),
+        "lab_not_ramped": workers_stalled[PS].then_some(
+            "the physical task never returned the laboratories: hybridsim could neither hold \
+             nor ramp them down; the controller's own watchdog must hold the actuators"),
         "steps_completed": steps,
         "time_reached": pg.time(),
         "rows_written": rows_written,
@@ -1029,14 +1506,6 @@ pub fn run_integrator(
             "commands_sent": s.commands_sent,
             "lab_records_dropped": s.lab_records_dropped,
         })).collect::<Vec<_>>(),
-        "divergence_criterion": {
-            "displacement": lab.safety.divergence.displacement,
-            "force": lab.safety.divergence.force,
-            "growth": lab.safety.divergence.growth,
-            "window": lab.safety.divergence.window,
-            "windows": lab.safety.divergence.windows,
-            "floor": lab.safety.divergence.floor,
-        },
         "tasks": tasks.iter().map(|t| t.to_json()).collect::<Vec<_>>(),
         "scheduling": {
             "memory_locked": memory_locked,
@@ -1045,11 +1514,22 @@ pub fn run_integrator(
         "indicators": indicators.iter().map(|i| i.to_json()).collect::<Vec<_>>(),
         "estimation": estimation,
         "wall_seconds": wall,
-        "files": { "results": "results.csv", "lab": "lab.csv", "model": "model.toml", "synchronization_plot": "synchronization.png" },
     });
+    if let (Value::Object(doc), Value::Object(fields)) = (&mut run_json, fields) {
+        doc.extend(fields);
+    }
+    heartbeat_fields(&mut run_json, &journal, model.analysis.time_step);
     if let Some(f) = &opts.folder {
         let p = f.join("run.json");
-        hybridsim_io::write_json_atomic(&p, &run_json).map_err(io(&p))?;
+        // The last word: no heartbeat after it (a writer left behind is told to stop).
+        journal.stop_writing.store(true, Ordering::SeqCst);
+        let guard = lock_within(&journal.closed, Duration::from_secs(2));
+        if let Some(mut closed) = guard {
+            *closed = true;
+            hybridsim_io::write_json_atomic(&p, &run_json).map_err(io(&p))?;
+        } else {
+            hybridsim_io::write_json_atomic(&p, &run_json).map_err(io(&p))?;
+        }
     }
     Ok(RunOutcome {
         status,
@@ -1064,7 +1544,505 @@ pub fn run_integrator(
         safety,
         indicators,
         estimation,
+        stalled_task,
+        panics,
         wall,
         run_json,
     })
+}
+
+/// A CSV file of the writer (or, without a folder, a row counter) that knows what is on disk:
+/// the rows and bytes of its last successful flush. After an error it is cut back to them,
+/// so the file holds whole rows only and its count is true.
+struct DiskFile {
+    sink: Option<CsvSink>,
+    path: Option<PathBuf>,
+    rows: u64,
+    flushed_rows: u64,
+    flushed_len: u64,
+    /// First value (the time, in results rows) of the last row written and flushed.
+    last_first: f64,
+    flushed_first: f64,
+}
+
+impl DiskFile {
+    /// Create `path` with its header (flushed), or a counter without a path.
+    fn create(path: Option<PathBuf>, header: &str) -> Result<Self, StartError> {
+        let mut sink = None;
+        let mut len = 0;
+        if let Some(p) = &path {
+            let mut s = CsvSink::create(p, header).map_err(io(p))?;
+            s.flush().map_err(io(p))?;
+            len = std::fs::metadata(p).map_err(io(p))?.len();
+            sink = Some(s);
+        }
+        Ok(Self {
+            sink,
+            path,
+            rows: 0,
+            flushed_rows: 0,
+            flushed_len: len,
+            last_first: f64::NAN,
+            flushed_first: f64::NAN,
+        })
+    }
+
+    fn fail(&self, e: impl std::fmt::Display) -> String {
+        match &self.path {
+            Some(p) => format!("{}: {e}", p.display()),
+            None => e.to_string(),
+        }
+    }
+
+    fn write(&mut self, row: &[f64]) -> Result<(), String> {
+        if let Some(s) = &mut self.sink {
+            if let Err(e) = s.write_row(row) {
+                return Err(self.fail(e));
+            }
+        }
+        self.rows += 1;
+        self.last_first = row.first().copied().unwrap_or(f64::NAN);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), String> {
+        if let (Some(s), Some(p)) = (&mut self.sink, &self.path) {
+            let len = s
+                .flush()
+                .and_then(|_| std::fs::metadata(p))
+                .map(|m| m.len());
+            match len {
+                Ok(len) => self.flushed_len = len,
+                Err(e) => return Err(self.fail(e)),
+            }
+        } else if self.path.is_some() {
+            return Err(self.fail("already closed"));
+        }
+        self.flushed_rows = self.rows;
+        self.flushed_first = self.last_first;
+        Ok(())
+    }
+
+    /// Flush and sync (the end of a run).
+    fn finish(&mut self) -> Result<(), String> {
+        if let Some(s) = self.sink.take() {
+            if let Err(e) = s.finish() {
+                return Err(self.fail(e));
+            }
+            if let Some(p) = &self.path {
+                self.flushed_len = std::fs::metadata(p).map_err(|e| self.fail(e))?.len();
+            }
+        }
+        self.flushed_rows = self.rows;
+        self.flushed_first = self.last_first;
+        Ok(())
+    }
+
+    /// After an error: keep what the last successful flush put on disk, cut off anything
+    /// after it (a partial row), and count only that.
+    fn cut_back(&mut self) {
+        if self.sink.is_some() {
+            let _ = self.flush();
+        }
+        drop(self.sink.take());
+        if let Some(p) = &self.path {
+            if let Ok(f) = std::fs::OpenOptions::new().write(true).open(p) {
+                let _ = f.set_len(self.flushed_len);
+                let _ = f.sync_all();
+            }
+        }
+        self.rows = self.flushed_rows;
+    }
+}
+
+/// Everything the writer thread owns.
+struct WriterSetup {
+    results_file: DiskFile,
+    lab_files: Vec<DiskFile>,
+    res_rx: rtrb::Consumer<f64>,
+    lab_rx: Vec<(rtrb::Consumer<f64>, usize)>,
+    ncol: usize,
+    lab_cols: Vec<Vec<String>>,
+    keep: bool,
+    delay: Option<Duration>,
+    fails_after: Option<u64>,
+    inject: Option<TaskFault>,
+    journal: Arc<Journal>,
+    /// run.json and the document the heartbeat starts from.
+    run_json: Option<(PathBuf, Value)>,
+    interval: Duration,
+    dt: f64,
+}
+
+impl WriterEnd {
+    /// The outcome of a writer that never returned: the counts it last flushed.
+    fn lost(journal: &Journal, error: String) -> Self {
+        Self {
+            rows: journal.rows_on_disk.load(Ordering::SeqCst),
+            lab_rows: journal.lab_rows_on_disk.load(Ordering::SeqCst),
+            kept: Vec::new(),
+            logs: Vec::new(),
+            error: Some(error),
+            panic: None,
+        }
+    }
+}
+
+/// Publish what is on disk.
+fn publish(journal: &Journal, results: &DiskFile, labs: &[DiskFile]) {
+    journal
+        .rows_on_disk
+        .store(results.flushed_rows, Ordering::SeqCst);
+    journal
+        .lab_rows_on_disk
+        .store(labs.iter().map(|f| f.flushed_rows).sum(), Ordering::SeqCst);
+    journal
+        .last_time_on_disk
+        .store(results.flushed_first.to_bits(), Ordering::SeqCst);
+}
+
+/// The writer thread: the rings to `results.csv` and `lab.csv`, a flush every 200 ms, the
+/// run.json heartbeat every `interval`. Its first error ends it (its rings are abandoned,
+/// which stops the test at the next record) with the files cut back to whole, flushed rows
+/// and their true counts.
+fn spawn_writer(w: WriterSetup) -> std::thread::JoinHandle<WriterEnd> {
+    std::thread::Builder::new()
+        .name("hs-writer".into())
+        .spawn(move || {
+            let WriterSetup {
+                mut results_file,
+                mut lab_files,
+                mut res_rx,
+                mut lab_rx,
+                ncol,
+                lab_cols,
+                keep,
+                delay,
+                fails_after,
+                inject,
+                journal,
+                run_json,
+                interval,
+                dt,
+            } = w;
+            let mut row = vec![0.0; ncol];
+            let mut lab_row: Vec<Vec<f64>> = lab_rx.iter().map(|(_, w)| vec![0.0; *w]).collect();
+            let mut logs: Vec<LabLog> = lab_cols.into_iter().map(LabLog::new).collect();
+            let mut kept = Vec::new();
+            let left_behind = || "the run ended without the writer (it stalled)".to_string();
+            let mut body = || -> Result<(), String> {
+                let mut last_flush = std::time::Instant::now();
+                let mut last_beat = std::time::Instant::now();
+                loop {
+                    let mut progressed = false;
+                    while res_rx.slots() >= ncol {
+                        res_rx
+                            .pop_entire_slice(&mut row)
+                            .map_err(|e| e.to_string())?;
+                        if let Some(kind) =
+                            TaskFault::hits(&inject, Task::Writer, results_file.rows)
+                        {
+                            TaskFault::fire(kind, Task::Writer);
+                        }
+                        if journal.stop_writing.load(Ordering::SeqCst) {
+                            return Err(left_behind());
+                        }
+                        if fails_after == Some(results_file.rows) {
+                            return Err(results_file.fail(format_args!(
+                                "injected write failure after {} rows (test hook \
+                                 writer_fails_after)",
+                                results_file.rows
+                            )));
+                        }
+                        if let Some(d) = delay {
+                            std::thread::sleep(d);
+                        }
+                        results_file.write(&row)?;
+                        if keep {
+                            kept.push(row.clone());
+                        }
+                        journal.progress.fetch_add(1, Ordering::Relaxed);
+                        progressed = true;
+                    }
+                    for (i, (rx, w)) in lab_rx.iter_mut().enumerate() {
+                        while rx.slots() >= *w {
+                            if journal.stop_writing.load(Ordering::SeqCst) {
+                                return Err(left_behind());
+                            }
+                            rx.pop_entire_slice(&mut lab_row[i])
+                                .map_err(|e| e.to_string())?;
+                            lab_files[i].write(&lab_row[i])?;
+                            logs[i].push(&lab_row[i]);
+                            journal.progress.fetch_add(1, Ordering::Relaxed);
+                            progressed = true;
+                        }
+                    }
+                    let beat = run_json.is_some() && last_beat.elapsed() >= interval;
+                    if beat || last_flush.elapsed() > Duration::from_millis(200) {
+                        results_file.flush()?;
+                        for f in lab_files.iter_mut() {
+                            f.flush()?;
+                        }
+                        publish(&journal, &results_file, &lab_files);
+                        last_flush = std::time::Instant::now();
+                    }
+                    if let (true, Some((path, base))) = (beat, &run_json) {
+                        if let Ok(closed) = journal.closed.try_lock() {
+                            if !*closed && !journal.stop_writing.load(Ordering::SeqCst) {
+                                let mut doc = base.clone();
+                                doc["status"] = json!("running");
+                                heartbeat_fields(&mut doc, &journal, dt);
+                                hybridsim_io::write_json_atomic(path, &doc)
+                                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                            }
+                        }
+                        last_beat = std::time::Instant::now();
+                    }
+                    if !progressed {
+                        let done = res_rx.is_abandoned()
+                            && res_rx.slots() < ncol
+                            && lab_rx
+                                .iter()
+                                .all(|(rx, w)| rx.is_abandoned() && rx.slots() < *w);
+                        if done {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                }
+                results_file.finish()?;
+                for f in lab_files.iter_mut() {
+                    f.finish()?;
+                }
+                Ok(())
+            };
+            let (error, panic) = match std::panic::catch_unwind(AssertUnwindSafe(&mut body)) {
+                Ok(r) => (r.err(), None),
+                Err(payload) => {
+                    let msg = panic_text(payload.as_ref());
+                    (
+                        Some(format!("the writer thread panicked: {msg}")),
+                        Some(msg),
+                    )
+                }
+            };
+            // Give up the rings first: the loop sees at its next record that recording
+            // has failed and stops the test.
+            drop(res_rx);
+            drop(lab_rx);
+            if error.is_some() {
+                results_file.cut_back();
+                for f in lab_files.iter_mut() {
+                    f.cut_back();
+                }
+            }
+            publish(&journal, &results_file, &lab_files);
+            WriterEnd {
+                rows: results_file.flushed_rows,
+                lab_rows: lab_files.iter().map(|f| f.flushed_rows).sum(),
+                kept,
+                logs,
+                error,
+                panic,
+            }
+        })
+        .expect("spawn")
+}
+
+/// How a bounded join ended.
+enum Joined<T> {
+    Done(T),
+    Panicked(String),
+    /// Not finished within the bound (the thread is left behind, detached).
+    Stalled,
+}
+
+/// Join `h` if it finishes within `bound` (counted from the last change of `progress`, when
+/// given); otherwise leave it behind.
+fn join_within<T>(
+    h: std::thread::JoinHandle<T>,
+    bound: Duration,
+    progress: Option<&AtomicU64>,
+) -> Joined<T> {
+    let bound_ns = bound.as_nanos() as u64;
+    let mut since = now_ns();
+    let mut seen = progress.map(|p| p.load(Ordering::Relaxed));
+    while !h.is_finished() {
+        let now = now_ns();
+        if let Some(p) = progress {
+            let v = p.load(Ordering::Relaxed);
+            if Some(v) != seen {
+                seen = Some(v);
+                since = now;
+            }
+        }
+        if now.saturating_sub(since) >= bound_ns {
+            return Joined::Stalled;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    match h.join() {
+        Ok(r) => Joined::Done(r),
+        Err(payload) => Joined::Panicked(panic_text(payload.as_ref())),
+    }
+}
+
+/// Lock `m` within `bound` (a poisoned lock is taken as it is).
+fn lock_within(m: &Mutex<bool>, bound: Duration) -> Option<std::sync::MutexGuard<'_, bool>> {
+    let until = std::time::Instant::now() + bound;
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => {}
+        }
+        if std::time::Instant::now() > until {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The parts of run.json known before the run starts.
+fn base_json(
+    model: &Model,
+    lab: &hybridsim::model::lab::LabConfig,
+    pg: &PgAlpha,
+    opts: &RunOptions,
+    realtime: bool,
+    grace: Duration,
+) -> Value {
+    let seeds: Vec<Value> = pg
+        .partitions()
+        .iter()
+        .filter_map(|p| p.lab())
+        .flat_map(|lab| lab.seeds())
+        .map(|(k, s)| json!({"source": k, "seed": s}))
+        .chain(model.ground_motions.iter().filter_map(|g| {
+            g.seed
+                .map(|s| json!({"source": format!("ground_motion.{}", g.direction), "seed": s}))
+        }))
+        .collect();
+    let mut lab_fields = hybridsim_io::lab::lab_settings_json(&lab.lab);
+    lab_fields.insert(
+        "providers".into(),
+        json!(pg
+            .partitions()
+            .iter()
+            .filter_map(|p| p
+                .physical
+                .as_ref()
+                .map(|port| port.substructure().describe()))
+            .collect::<Vec<_>>()),
+    );
+    json!({
+        "hybridsim_version": env!("CARGO_PKG_VERSION"),
+        "runner": "hybridsim-rt",
+        "model": {
+            "path": model.source,
+            "sha256": opts.model_sha256,
+            "title": model.title,
+            "units": { "length": model.units.length, "force": model.units.force, "time": model.units.time },
+        },
+        "pacing": if realtime { "realtime" } else { "fast" },
+        "time_scale": hybridsim_io::lab::time_scale_json(&lab.lab),
+        "lab": lab_fields,
+        "random_seeds": seeds,
+        "status": "running",
+        "watchdog": {
+            "seconds": grace.as_secs_f64(),
+            "meaning": if realtime {
+                "grace after the wall-clock window of each coarse step"
+            } else {
+                "bound of each coarse step"
+            },
+        },
+        "divergence_criterion": {
+            "displacement": lab.safety.divergence.displacement,
+            "force": lab.safety.divergence.force,
+            "growth": lab.safety.divergence.growth,
+            "window": lab.safety.divergence.window,
+            "windows": lab.safety.divergence.windows,
+            "floor": lab.safety.divergence.floor,
+        },
+        "files": { "results": "results.csv", "lab": "lab.csv", "model": "model.toml", "synchronization_plot": "synchronization.png" },
+    })
+}
+
+/// The heartbeat of run.json: the wall-clock time (unix seconds and UTC ISO-8601) and what is
+/// on disk (flushed).
+fn heartbeat_fields(doc: &mut Value, journal: &Journal, dt: f64) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let rows = journal.rows_on_disk.load(Ordering::SeqCst);
+    let t = f64::from_bits(journal.last_time_on_disk.load(Ordering::SeqCst));
+    doc["heartbeat"] = json!(now.as_secs_f64());
+    doc["heartbeat_utc"] = json!(utc_iso(now.as_secs()));
+    doc["rows_on_disk"] = json!(rows);
+    doc["lab_rows_on_disk"] = json!(journal.lab_rows_on_disk.load(Ordering::SeqCst));
+    doc["last_step_on_disk"] = if rows > 0 && t.is_finite() && dt > 0.0 {
+        json!((t / dt).round() as u64)
+    } else {
+        Value::Null
+    };
+}
+
+/// `YYYY-MM-DDThh:mm:ssZ` of unix seconds (proleptic Gregorian calendar, UTC).
+pub fn utc_iso(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Days since 1970-01-01 to a civil date (era of 400 years = 146 097 days).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_iso_spells_known_dates() {
+        assert_eq!(utc_iso(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_iso(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_iso(1_709_251_199), "2024-02-29T23:59:59Z");
+        assert_eq!(utc_iso(4_102_444_800), "2100-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn task_faults_parse_with_the_field_named_on_error() {
+        let f: TaskFault = "physical:stall=2.5:30".parse().unwrap();
+        assert_eq!(f.task, Task::Physical);
+        assert_eq!(f.kind, TaskFaultKind::Stall(Duration::from_millis(2500)));
+        assert_eq!(f.at, 30);
+        let f: TaskFault = "writer:panic:0".parse().unwrap();
+        assert_eq!(
+            (f.task, f.kind, f.at),
+            (Task::Writer, TaskFaultKind::Panic, 0)
+        );
+        for bad in [
+            "physical:panic",
+            "link:panic:3",
+            "physical:explode:3",
+            "physical:stall=-1:3",
+            "physical:stall=nan:3",
+            "numerical:panic:x",
+        ] {
+            let e = bad.parse::<TaskFault>().unwrap_err();
+            assert!(e.contains(bad), "{e}");
+        }
+    }
 }

@@ -158,8 +158,9 @@ fn a_fault_in_each_phase_ends_both_runners_the_same_way() {
     }
 }
 
-/// A panic in the physical worker ends the threaded run (it used to hang): the run returns,
-/// says the task's thread panicked, and keeps every completed step.
+/// A panic in the physical worker ends the threaded run (it used to hang): the worker
+/// catches it, holds the laboratory (`task_panic`) and sends it back, the run stops through
+/// the safety layer, says which task panicked and why, and keeps every completed step.
 #[test]
 fn a_panic_in_the_physical_worker_ends_the_run_instead_of_hanging() {
     let model = quickstart("");
@@ -203,14 +204,21 @@ fn a_panic_in_the_physical_worker_ends_the_run_instead_of_hanging() {
         .expect("the threaded run hung after a worker panic")
         .unwrap();
     println!("{status:?} after {steps} steps, {rows} rows");
-    let RunStatus::Failed(msg) = &status else {
+    let RunStatus::Stopped(ev) = &status else {
         panic!("{status:?}");
     };
-    assert!(msg.contains("panicked"), "{msg}");
+    assert_eq!(ev.kind, hybridsim::physical::EventKind::TaskPanic);
     assert_eq!(steps, 30);
     assert_eq!(rows as u64, 1 + steps / 2);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
-    assert_eq!(json["status"], "failed");
-    assert!(json["error"].as_str().unwrap().contains("panicked"));
+    assert_eq!(json["status"], "stopped");
+    assert_eq!(json["safety_event"]["kind"], "task_panic");
+    assert_eq!(json["task_panics"][0]["task"], "physical");
+    assert!(json["task_panics"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("injected panic on the physical worker thread"));
+    assert_eq!(json["safety"][0]["armed"], false);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -215,6 +215,32 @@ fn threaded_loop_does_not_allocate_over_ten_thousand_steps() {
     assert_eq!(out.status, RunStatus::Completed);
     assert!(out.steps >= 10_000);
     assert_eq!(n, 0);
+
+    // The supervisor's paths: a watchdog stop (a stalled numerical worker, the trip request,
+    // the safety layer on the link thread) allocates nothing in the loop threads either.
+    LOOP_ALLOCATIONS.store(0, Ordering::SeqCst);
+    let out = run(
+        &model,
+        &RunOptions {
+            pacing: Some(Pacing::Fast),
+            loop_marker: Some(mark),
+            max_steps: Some(400),
+            watchdog: Some(std::time::Duration::from_millis(100)),
+            inject: Some("numerical:stall=0.3:200".parse().unwrap()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // The stalled worker wakes up, finds its job list ended and leaves its loop.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let n = LOOP_ALLOCATIONS.load(Ordering::SeqCst);
+    println!("watchdog stop after {} steps: {n} allocations", out.steps);
+    let RunStatus::Stopped(ev) = &out.status else {
+        panic!("{:?}", out.status)
+    };
+    assert_eq!(ev.kind.name(), "watchdog");
+    assert_eq!(out.steps, 200);
+    assert_eq!(n, 0);
 }
 
 /// The estimation slot's secant stiffness has the specimen's sign and size: the quick start's

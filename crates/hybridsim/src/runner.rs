@@ -201,6 +201,12 @@ pub trait StepExecutor {
     /// executors without a wall clock, returns at once (the tick's place on the test clock is
     /// still `tick · Δt^C` in `lab.csv`).
     fn wait_tick(&mut self) {}
+    /// The runner's own fault behind the last failed [`StepExecutor::step`] (a stalled or
+    /// panicked task of a threaded executor), taken once; `None`: the step's error is the
+    /// fault ([`Fault::Step`]). Allocation-free.
+    fn take_fault(&mut self) -> Option<Fault> {
+        None
+    }
 }
 
 /// The step executor of `hybridsim run`: [`TimeIntegrator::step`] on the calling thread.
@@ -319,7 +325,7 @@ pub fn run(
         let result = exec.step();
         step_time += started.elapsed();
         if let Err(error) = result {
-            fault = Some(Fault::Step(error));
+            fault = Some(exec.take_fault().unwrap_or(Fault::Step(error)));
             break;
         }
         steps += 1;

@@ -30,6 +30,11 @@ pub struct Args {
     /// Stop after this much simulated time (default: the analysis duration).
     #[arg(long)]
     pub duration: Option<f64>,
+    /// Test hook (hidden): make a task of the runner panic or stall once, `TASK:KIND:AT`
+    /// with TASK numerical, physical, estimation or writer, KIND panic, stall or
+    /// stall=SECONDS, AT a step (results rows for writer); see `hybridsim_rt::TaskFault`.
+    #[arg(long, hide = true, value_name = "TASK:KIND:AT")]
+    pub inject_fault: Option<String>,
 }
 
 /// Run on the threaded runner.
@@ -41,6 +46,12 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         Some("realtime") | Some("real-time") => Some(Pacing::Realtime),
         Some(other) => anyhow::bail!("--pacing: unknown pacing `{other}` (fast, realtime)"),
     };
+    let inject = args
+        .inject_fault
+        .as_deref()
+        .map(str::parse::<hybridsim_rt::TaskFault>)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--inject-fault: {e}"))?;
     let folder = args
         .output
         .clone()
@@ -51,6 +62,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         pacing,
         args.require_realtime,
         args.duration,
+        inject,
     )
 }
 
@@ -61,6 +73,7 @@ pub fn run_lab(
     pacing: Option<Pacing>,
     require_realtime: bool,
     duration: Option<f64>,
+    inject: Option<hybridsim_rt::TaskFault>,
 ) -> Result<ExitCode> {
     let model = &loaded.model;
     // SIGINT, SIGTERM and SIGHUP take the safety path: the loop sees the flag, trips every
@@ -84,6 +97,7 @@ pub fn run_lab(
         abort,
         max_steps,
         require_realtime,
+        inject,
         ..Default::default()
     };
     if let Some(lab) = &model.lab {
@@ -104,19 +118,34 @@ pub fn run_lab(
             Ok(ExitCode::SUCCESS)
         }
         RunStatus::Stopped(ev) => {
+            // The counts are those on disk (a failed writer keeps fewer rows than steps).
             eprintln!(
-                "stopped after {} steps: {ev}; every completed step is in {}",
+                "stopped after {} steps: {ev}; {} results rows and {} lab rows are in {}",
                 out.steps,
+                out.rows_written,
+                out.lab_rows,
                 folder.display()
             );
+            if let Some(e) = out.run_json["error"].as_str() {
+                eprintln!("error: {e}");
+            }
+            if let Some(note) = out.run_json["lab_not_ramped"].as_str() {
+                eprintln!("warning: {note}");
+            }
             Ok(ExitCode::from(1))
         }
         RunStatus::Failed(e) => {
             eprintln!(
-                "error: the run failed after {} steps: {e}; completed rows are in {}",
+                "error: the run failed after {} steps: {e}; {} results rows and {} lab rows are \
+                 in {}",
                 out.steps,
+                out.rows_written,
+                out.lab_rows,
                 folder.display()
             );
+            if let Some(note) = out.run_json["lab_not_ramped"].as_str() {
+                eprintln!("warning: {note}");
+            }
             Ok(ExitCode::from(1))
         }
     }

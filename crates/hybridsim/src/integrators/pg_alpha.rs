@@ -366,6 +366,17 @@ impl FreeTask {
         self.index
     }
 
+    /// The laboratory of this task's partition, if a transfer system stands behind it: a
+    /// worker that holds the task trips it itself when its runner's watchdog asks it to.
+    pub fn lab_mut(&mut self) -> Option<&mut dyn crate::physical::LabControl> {
+        self.part.lab_mut()
+    }
+
+    /// Start time `t_n` of the coarse step the task was detached for.
+    pub fn step_time(&self) -> f64 {
+        self.t_n
+    }
+
     /// Substeps of this partition (ss for physical ones, 1 for the numerical one).
     pub fn substeps(&self) -> usize {
         self.run.substeps
