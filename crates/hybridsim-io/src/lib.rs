@@ -10,10 +10,17 @@
 #![warn(missing_docs)]
 
 pub mod csv;
+mod folder;
 pub mod lab;
 mod results;
+mod rowfile;
 
-pub use results::{run_to_folder, write_json_atomic, RunError, RunReport, RunStatus};
+pub use folder::{prepare_folder, FolderError};
+pub use results::{
+    run_to_folder, run_to_folder_with, write_json_atomic, RunError, RunOptions, RunReport,
+    RunStatus,
+};
+pub use rowfile::{file_factory, RowFile, Storage, WriterFactory};
 
 use hybridsim::model::SourceResolver;
 use hybridsim::{Model, ModelError};

@@ -88,6 +88,9 @@ pub struct RunOptions {
     pub overflow_wait: Option<Duration>,
     /// Wait for real-time scheduling even with a virtual lab (refuse to start without it).
     pub require_realtime: bool,
+    /// With realtime pacing on a virtual lab, run without real-time scheduling (deadlines
+    /// may be missed; run.json says `soft_realtime`); refused otherwise.
+    pub allow_soft_realtime: bool,
 }
 
 impl Default for RunOptions {
@@ -105,6 +108,7 @@ impl Default for RunOptions {
             max_steps: None,
             overflow_wait: None,
             require_realtime: false,
+            allow_soft_realtime: false,
         }
     }
 }
@@ -598,7 +602,8 @@ pub fn run_integrator(
     };
     let coord_setup =
         clock::setup_current_thread("link", cpu_for(0), lab.runner.priority, realtime);
-    if realtime && (any_hardware || opts.require_realtime) && !coord_setup.fifo {
+    let soft_realtime = realtime && !coord_setup.fifo;
+    if soft_realtime && (any_hardware || opts.require_realtime || !opts.allow_soft_realtime) {
         if memory_locked {
             clock::unlock_memory();
         }
@@ -606,8 +611,10 @@ pub fn run_integrator(
             "realtime pacing with {} refuses to start without real-time scheduling: {}",
             if any_hardware {
                 "a non-virtual transfer system"
-            } else {
+            } else if opts.require_realtime {
                 "--require-realtime"
+            } else {
+                "a virtual lab (--allow-soft-realtime runs it on ordinary scheduling)"
             },
             coord_setup.note
         )));
@@ -1011,6 +1018,7 @@ pub fn run_integrator(
             "units": { "length": model.units.length, "force": model.units.force, "time": model.units.time },
         },
         "pacing": if realtime { "realtime" } else { "fast" },
+        "soft_realtime": soft_realtime,
         "time_scale": hybridsim_io::lab::time_scale_json(&lab.lab),
         "lab": lab_fields,
         "random_seeds": seeds,

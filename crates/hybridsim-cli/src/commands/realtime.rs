@@ -30,6 +30,15 @@ pub struct Args {
     /// Stop after this much simulated time (default: the analysis duration).
     #[arg(long)]
     pub duration: Option<f64>,
+    /// With realtime pacing on a virtual lab, run without real-time scheduling (no
+    /// SCHED_FIFO): deadlines may be missed; run.json then says `"soft_realtime": true`.
+    /// Without it such a run is refused. Never allowed with a non-virtual transfer system.
+    #[arg(long)]
+    pub allow_soft_realtime: bool,
+    /// Clear the results folder first when it holds a previous run's results (a run.json and
+    /// no sub-folders); without it a non-empty folder is refused.
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 /// Run on the threaded runner.
@@ -45,13 +54,26 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| default_folder(&args.model));
+    hybridsim_io::prepare_folder(&folder, args.overwrite)?;
     run_lab(
         &loaded,
         &folder,
         pacing,
-        args.require_realtime,
+        Scheduling {
+            require_realtime: args.require_realtime,
+            allow_soft_realtime: args.allow_soft_realtime,
+        },
         args.duration,
     )
+}
+
+/// What `realtime` asks of the scheduler.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scheduling {
+    /// Refuse to start without SCHED_FIFO even on the virtual lab.
+    pub require_realtime: bool,
+    /// Run realtime pacing on a virtual lab without SCHED_FIFO.
+    pub allow_soft_realtime: bool,
 }
 
 /// Run a model with a `[lab]` on the threaded runner and print the outcome.
@@ -59,7 +81,7 @@ pub fn run_lab(
     loaded: &hybridsim_io::LoadedModel,
     folder: &Path,
     pacing: Option<Pacing>,
-    require_realtime: bool,
+    scheduling: Scheduling,
     duration: Option<f64>,
 ) -> Result<ExitCode> {
     let model = &loaded.model;
@@ -83,7 +105,8 @@ pub fn run_lab(
         model_sha256: Some(loaded.sha256.clone()),
         abort,
         max_steps,
-        require_realtime,
+        require_realtime: scheduling.require_realtime,
+        allow_soft_realtime: scheduling.allow_soft_realtime,
         ..Default::default()
     };
     if let Some(lab) = &model.lab {
@@ -91,6 +114,12 @@ pub fn run_lab(
     }
     let out = hybridsim_rt::run(model, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
     print!("{}", out.summary());
+    if out.run_json["soft_realtime"] == serde_json::Value::Bool(true) {
+        eprintln!(
+            "warning: realtime pacing ran without real-time scheduling (--allow-soft-realtime): \
+             deadlines may have been missed; see the task statistics above and run.json"
+        );
+    }
     match &out.status {
         RunStatus::Completed => {
             println!(
