@@ -119,10 +119,8 @@ mod tests {
     use super::*;
 
     fn dir(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "hybridsim-io-folder-{}-{name}",
-            std::process::id()
-        ));
+        let d =
+            std::env::temp_dir().join(format!("hybridsim-io-folder-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         d
     }

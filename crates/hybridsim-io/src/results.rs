@@ -755,10 +755,7 @@ fn journal_thread(
                 }
                 if let Err(e) = write_json_atomic(&path, &base) {
                     if !reported {
-                        eprintln!(
-                            "warning: cannot update {} (heartbeat): {e}",
-                            path.display()
-                        );
+                        eprintln!("warning: cannot update {} (heartbeat): {e}", path.display());
                         reported = true;
                     }
                 }

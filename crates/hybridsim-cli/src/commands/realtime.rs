@@ -76,7 +76,8 @@ pub struct Scheduling {
     pub allow_soft_realtime: bool,
 }
 
-/// Run a model with a `[lab]` on the threaded runner and print the outcome.
+/// Run a model with a `[lab]` on the threaded runner and print the outcome. `folder` must be
+/// empty or missing ([`hybridsim_io::prepare_folder`]): a refused start removes its files.
 pub fn run_lab(
     loaded: &hybridsim_io::LoadedModel,
     folder: &Path,
@@ -112,7 +113,16 @@ pub fn run_lab(
     if let Some(lab) = &model.lab {
         println!("{}", lab.lab.time_scale.describe(&model.units.time));
     }
-    let out = hybridsim_rt::run(model, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let out = match hybridsim_rt::run(model, &opts) {
+        Ok(out) => out,
+        Err(e) => {
+            // A refused start (no real-time scheduling, a model the runner cannot drive) may
+            // have created files in the folder, which was empty before: remove them, so that
+            // the folder holds either a whole run or nothing.
+            remove_files(folder);
+            anyhow::bail!("{e}");
+        }
+    };
     print!("{}", out.summary());
     if out.run_json["soft_realtime"] == serde_json::Value::Bool(true) {
         eprintln!(
@@ -147,6 +157,17 @@ pub fn run_lab(
                 folder.display()
             );
             Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// Remove the files of `folder` (a folder that was empty before this run started).
+fn remove_files(folder: &Path) {
+    if let Ok(entries) = std::fs::read_dir(folder) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| !t.is_dir()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
         }
     }
 }
