@@ -1055,3 +1055,42 @@ pub fn run_to_folder_with(
         error: extra,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_json_is_rewritten_in_place_when_the_temporary_file_cannot_be_written() {
+        let dir = std::env::temp_dir().join(format!("hybridsim-io-json-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("run.json");
+        write_json_atomic(&path, &json!({"status": "running", "steps_completed": 0})).unwrap();
+        let reserved = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(reserved % 4096, 0);
+        // The temporary file cannot be created (as on a full disk): a folder is in its way.
+        std::fs::create_dir_all(path.with_extension("json.tmp")).unwrap();
+        let end = json!({"status": "stopped", "steps_completed": 123, "error": "disk full"});
+        write_json_atomic(&path, &end).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), end);
+        assert!(std::fs::metadata(&path).unwrap().len() <= reserved);
+        // Longer than the space reserved: both failures are reported.
+        let long = json!({"status": "stopped", "error": "x".repeat(20_000)});
+        let e = write_json_atomic(&path, &long).unwrap_err().to_string();
+        assert!(e.contains("in place failed too"), "{e}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&std::fs::read_to_string(&path).unwrap()).unwrap(),
+            end
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn heartbeat_timestamps_are_utc() {
+        assert_eq!(utc_timestamp(0.0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(utc_timestamp(951_782_400.5), "2000-02-29T00:00:00.500Z");
+        assert_eq!(utc_timestamp(1_795_651_200.0), "2026-11-26T00:00:00.000Z");
+    }
+}

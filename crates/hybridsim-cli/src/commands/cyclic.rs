@@ -510,7 +510,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         "dissipated_energy": driver.dissipated_energy(),
         "wall_time_s": wall,
     });
-    std::fs::write(folder.join("run.json"), serde_json::to_string_pretty(&run)?)
+    hybridsim_io::write_json_atomic(&folder.join("run.json"), &run)
         .with_context(|| format!("cannot write {}", folder.join("run.json").display()))?;
     match failure {
         None => {
