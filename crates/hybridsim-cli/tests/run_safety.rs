@@ -304,6 +304,19 @@ fn a_safety_event_at_rest_stops_the_run_with_a_results_folder() {
     let (_, rows) = read_csv(&out_dir.join("results.csv"));
     assert_eq!(rows.len(), 1, "the initial state");
     assert!(out_dir.join("lab.csv").exists());
+    // `realtime` stops the same way.
+    let rt_dir = dir.join("rt");
+    let out = hybridsim()
+        .args(["realtime", "--pacing", "fast", "-o"])
+        .arg(&rt_dir)
+        .arg(&model)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j = json(&rt_dir.join("run.json"));
+    assert_eq!(j["status"], "stopped");
+    assert_eq!(j["steps_completed"], 0);
+    assert_eq!(j["safety_event"]["kind"], "force_limit");
     // `check` reports the same event instead of accepting the file.
     let out = hybridsim().arg("check").arg(&model).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

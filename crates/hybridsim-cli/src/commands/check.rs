@@ -14,11 +14,11 @@ pub struct Args {
 /// Validate and print the summary.
 pub fn execute(args: Args) -> Result<ExitCode> {
     let loaded = super::load(&args.model)?;
+    let sim = hybridsim::Simulation::new(loaded.model).map_err(|e| anyhow::anyhow!("{e}"))?;
     // A laboratory whose measurement at rest trips the safety layer cannot start a test: the
-    // integrator builds (the event is reported by the first step of a run, with a results
-    // folder), but `check` says so here.
-    let integ = hybridsim::integrators::build(&loaded.model).map_err(|e| anyhow::anyhow!("{e}"))?;
-    for p in integ.partitions() {
+    // integrator builds (a run reports the event from its first step, with a results folder),
+    // but `check` refuses the file here.
+    for p in sim.integrator.partitions() {
         if let Some(event) = p.lab().and_then(|lab| lab.safety_summary().event) {
             anyhow::bail!(
                 "{}: physical substructure `{}`: the safety layer tripped at rest: {event}; a \
@@ -28,8 +28,6 @@ pub fn execute(args: Args) -> Result<ExitCode> {
             );
         }
     }
-    drop(integ);
-    let sim = hybridsim::Simulation::new(loaded.model).map_err(|e| anyhow::anyhow!("{e}"))?;
     print!("{}", sim.summary());
     println!("ok: {} is valid", args.model.display());
     Ok(ExitCode::SUCCESS)
