@@ -4,8 +4,9 @@
 //! validate has been validated (model file, integrator, laboratory at rest), and before it
 //! writes anything: a missing folder is created, an empty one is used, a non-empty one is
 //! refused unless the caller passes `overwrite`. Even then only a folder that looks like a
-//! hybridsim results folder (a `run.json` and no sub-folders, which hybridsim never writes) is
-//! cleared, so that `-o .` or a mistyped path cannot delete a project's files.
+//! hybridsim results folder (a `run.json`, and no sub-folder but the `plots/` of images that
+//! `hybridsim plot` writes there by default) is cleared, so that `-o .` or a mistyped path
+//! cannot delete a project's files.
 
 use std::path::Path;
 
@@ -63,7 +64,7 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> FolderError + '_ {
 
 /// Make `folder` ready for a new run: create it if missing; use it if empty; otherwise refuse,
 /// or with `overwrite` clear it when it is a previous hybridsim results folder (a `run.json`,
-/// no sub-folders), and refuse to clear anything else.
+/// no sub-folder but a `plots/` of images), and refuse to clear anything else.
 pub fn prepare_folder(folder: &Path, overwrite: bool) -> Result<(), FolderError> {
     let shown = || folder.display().to_string();
     match std::fs::symlink_metadata(folder) {
@@ -99,19 +100,60 @@ pub fn prepare_folder(folder: &Path, overwrite: bool) -> Result<(), FolderError>
             why: "it has no run.json".into(),
         });
     }
-    if let Some((name, _)) = entries.iter().find(|(_, dir)| *dir) {
-        return Err(FolderError::NotResults {
-            path: shown(),
-            why: format!("it holds the sub-folder `{}`", name.to_string_lossy()),
-        });
+    // The one sub-folder hybridsim writes: `plots/` of `hybridsim plot` (images only).
+    let mut plots = Vec::new();
+    for (name, dir) in &entries {
+        if !dir {
+            continue;
+        }
+        let sub = folder.join(name);
+        let images = (name == PLOTS).then(|| plot_images(&sub)).flatten();
+        match images {
+            Some(files) => plots = files,
+            None => {
+                return Err(FolderError::NotResults {
+                    path: shown(),
+                    why: format!(
+                        "it holds the sub-folder `{}` (only `{PLOTS}/` with the images of \
+                         `hybridsim plot` is cleared)",
+                        name.to_string_lossy()
+                    ),
+                })
+            }
+        }
+    }
+    for p in &plots {
+        std::fs::remove_file(p).map_err(io_error(p))?;
     }
     // run.json last: a clear interrupted half-way still looks like a results folder.
     entries.sort_by_key(|(name, _)| name == "run.json");
-    for (name, _) in &entries {
+    for (name, dir) in &entries {
         let p = folder.join(name);
-        std::fs::remove_file(&p).map_err(io_error(&p))?;
+        if *dir {
+            std::fs::remove_dir(&p).map_err(io_error(&p))?;
+        } else {
+            std::fs::remove_file(&p).map_err(io_error(&p))?;
+        }
     }
     Ok(())
+}
+
+/// The default output folder of `hybridsim plot` inside a results folder.
+const PLOTS: &str = "plots";
+
+/// The files of `dir` when it holds only images (`.png`, `.svg`) and no sub-folder.
+fn plot_images(dir: &Path) -> Option<Vec<std::path::PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()? {
+        let entry = entry.ok()?;
+        let p = entry.path();
+        let image = p.extension().is_some_and(|e| e == "png" || e == "svg");
+        if !entry.file_type().ok()?.is_file() || !image {
+            return None;
+        }
+        files.push(p);
+    }
+    Some(files)
 }
 
 #[cfg(test)]
@@ -152,8 +194,17 @@ mod tests {
         let e = prepare_folder(&d, true).unwrap_err().to_string();
         assert!(e.contains("figures"), "{e}");
         assert!(d.join("notes.txt").exists() && d.join("run.json").exists());
-        // A previous run's folder: cleared.
+        // `plots/` with anything but images: refused.
         std::fs::remove_dir_all(d.join("figures")).unwrap();
+        std::fs::create_dir_all(d.join("plots")).unwrap();
+        std::fs::write(d.join("plots/energy.png"), "png").unwrap();
+        std::fs::write(d.join("plots/notes.txt"), "mine").unwrap();
+        let e = prepare_folder(&d, true).unwrap_err().to_string();
+        assert!(e.contains("plots"), "{e}");
+        assert!(d.join("plots/notes.txt").exists() && d.join("plots/energy.png").exists());
+        // A previous run's folder with the images of `hybridsim plot`: cleared.
+        std::fs::remove_file(d.join("plots/notes.txt")).unwrap();
+        std::fs::write(d.join("plots/energy.svg"), "svg").unwrap();
         prepare_folder(&d, true).unwrap();
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
         // A file where the folder should be.

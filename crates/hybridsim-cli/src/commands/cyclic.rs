@@ -68,8 +68,8 @@ pub struct Args {
     /// Results folder (default: results/<model>_cyclic_<element>).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Clear the results folder first when it holds a previous run's results (a run.json and
-    /// no sub-folders); without it a non-empty folder is refused.
+    /// Clear the results folder first when it holds a previous run's results (a run.json, and
+    /// only the images of `hybridsim plot` in plots/); without it a non-empty folder is refused.
     #[arg(long)]
     pub overwrite: bool,
 }

@@ -35,8 +35,8 @@ pub struct Args {
     /// Without it such a run is refused. Never allowed with a non-virtual transfer system.
     #[arg(long)]
     pub allow_soft_realtime: bool,
-    /// Clear the results folder first when it holds a previous run's results (a run.json and
-    /// no sub-folders); without it a non-empty folder is refused.
+    /// Clear the results folder first when it holds a previous run's results (a run.json, and
+    /// only the images of `hybridsim plot` in plots/); without it a non-empty folder is refused.
     #[arg(long)]
     pub overwrite: bool,
 }

@@ -23,8 +23,8 @@ pub struct Args {
     /// No progress bar.
     #[arg(short, long)]
     pub quiet: bool,
-    /// Clear the results folder first when it holds a previous run's results (a run.json and
-    /// no sub-folders); without it a non-empty folder is refused.
+    /// Clear the results folder first when it holds a previous run's results (a run.json, and
+    /// only the images of `hybridsim plot` in plots/); without it a non-empty folder is refused.
     #[arg(long)]
     pub overwrite: bool,
 }
