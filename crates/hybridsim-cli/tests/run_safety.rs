@@ -474,3 +474,58 @@ fn realtime_pacing_without_real_time_scheduling_needs_allow_soft_realtime() {
         other => panic!("status {other:?}: {err}"),
     }
 }
+
+#[test]
+fn a_write_error_stops_run_with_whole_rows_on_disk_and_a_truthful_run_json() {
+    // A real write error without root: the child may not grow a file beyond 300 kB
+    // (RLIMIT_FSIZE; writes past it fail with EFBIG after a partial write, as on a full disk).
+    // lab.csv (the larger file) hits it first, mid-run.
+    let dir = scratch("fsize");
+    let out_dir = dir.join("out");
+    let mut c = hybridsim();
+    c.args(["run", "--quiet", "-o"])
+        .arg(&out_dir)
+        .arg("examples/quickstart.toml");
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        c.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: 300_000,
+                rlim_max: 300_000,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            Ok(())
+        });
+    }
+    let out = c.output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let j = json(&out_dir.join("run.json"));
+    println!(
+        "status {}, steps {}, rows on disk {} (last step {}), lab rows {}, error {}",
+        j["status"],
+        j["steps_completed"],
+        j["rows_on_disk"],
+        j["last_step_on_disk"],
+        j["lab_rows_on_disk"],
+        j["error"]
+    );
+    assert_eq!(j["status"], "stopped");
+    assert_eq!(j["safety_event"]["kind"], "writer_overflow");
+    assert_eq!(j["safety"][0]["state"], "tripped");
+    let error = j["error"].as_str().unwrap();
+    assert!(error.contains("lab.csv"), "{error}");
+    let steps = j["steps_completed"].as_u64().unwrap();
+    assert!(steps > 0 && steps < 4000, "{steps}");
+    // Whole rows only, as many as run.json says; the last one is the last step on disk.
+    let rows = whole_rows(&out_dir.join("results.csv"));
+    assert_eq!(rows.len() as u64, j["rows_on_disk"].as_u64().unwrap());
+    let last = j["last_step_on_disk"].as_u64().unwrap();
+    assert_eq!(last, 2 * (rows.len() as u64 - 1));
+    assert!((rows.last().unwrap()[0] - last as f64 * 0.005).abs() < 1e-9);
+    let lab = whole_rows(&out_dir.join("lab.csv"));
+    assert_eq!(lab.len() as u64, j["lab_rows_on_disk"][0].as_u64().unwrap());
+    assert!(std::fs::metadata(out_dir.join("lab.csv")).unwrap().len() <= 300_000);
+}
