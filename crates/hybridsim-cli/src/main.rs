@@ -48,7 +48,7 @@ enum Command {
     /// default): results.csv, controller-rate lab.csv, run.json with the time scale, seeds,
     /// safety event and per-task timing. Ctrl-C stops through the safety layer.
     #[command(
-        after_help = "Examples:\n  hybridsim realtime examples/split_mass_delayed_actuator.toml --pacing realtime\n  hybridsim realtime examples/abbiati2020_lab_1024hz.toml --pacing fast -o out/abbiati2020"
+        after_help = "Examples:\n  hybridsim realtime examples/split_mass_delayed_actuator.toml --pacing realtime --allow-soft-realtime\n  hybridsim realtime examples/abbiati2020_lab_1024hz.toml --pacing fast -o out/abbiati2020"
     )]
     Realtime(commands::realtime::Args),
     /// Algorithm analysis of the model's scheme: spectral radius, Ω̄ and ζ̄ over Ω = ωΔt

@@ -141,7 +141,7 @@ mod tests {
         assert_eq!(format_number(1e300), "1e+300");
     }
 
-    /// `results.csv` of `run` (the writer thread), `lab.csv` and the real-time runner's files
+    /// `results.csv` of `run` ([`crate::RowFile`]), `lab.csv` and the real-time runner's files
     /// ([`crate::lab::CsvSink`]) and `cyclic`'s `results.csv` ([`CsvFile`]) spell the same row
     /// the same way, and every field parses back to the same bits.
     #[test]
@@ -155,14 +155,12 @@ mod tests {
         let rows = [SPECIAL.to_vec(), SPECIAL.iter().rev().copied().collect()];
 
         let run = dir.join("run.csv");
-        let (tx, rx) = std::sync::mpsc::sync_channel(4);
-        let (free_tx, _free_rx) = std::sync::mpsc::sync_channel(4);
-        let handle = crate::results::writer_thread(run.clone(), header.clone(), rx, free_tx);
-        for r in &rows {
-            tx.send(r.clone()).unwrap();
+        let mut file = crate::RowFile::create(&crate::file_factory(), &run, &header).unwrap();
+        for (k, r) in rows.iter().enumerate() {
+            file.write_row(r, k as u64).unwrap();
         }
-        drop(tx);
-        assert_eq!(handle.join().unwrap().unwrap(), 2);
+        file.finish().unwrap();
+        assert_eq!(file.rows_on_disk(), 2);
 
         let lab = dir.join("lab.csv");
         let mut sink = crate::lab::CsvSink::create(&lab, &header).unwrap();

@@ -4,16 +4,27 @@
 //! A run folder holds `results.csv` (every recorded channel, header `name[unit]`), a copy of
 //! the model file, and `run.json` (model hash, settings, version, timing, status). Rows are
 //! produced by the simulation loop into recycled buffers and written by a separate writer
-//! thread fed through a bounded queue; the file is flushed regularly, so a run that fails
-//! part-way keeps every completed step on disk and `run.json` says where and why it stopped.
+//! thread fed through a bounded queue; the file is flushed regularly and only ever holds whole
+//! rows ([`RowFile`]), so a run that fails part-way keeps every completed step on disk and
+//! `run.json` says where and why it stopped. `run.json` is a journal rewritten at every state
+//! change and about every second (a heartbeat with the counts of what is on disk), so that a
+//! killed process still leaves a truthful folder; a results folder is never overwritten
+//! silently ([`prepare_folder`]).
 
 #![warn(missing_docs)]
 
 pub mod csv;
+mod folder;
 pub mod lab;
 mod results;
+mod rowfile;
 
-pub use results::{run_to_folder, write_json_atomic, RunError, RunReport, RunStatus};
+pub use folder::{prepare_folder, FolderError};
+pub use results::{
+    run_to_folder, run_to_folder_with, write_json_atomic, RunError, RunOptions, RunReport,
+    RunStatus,
+};
+pub use rowfile::{file_factory, RowFile, Storage, WriterFactory};
 
 use hybridsim::model::SourceResolver;
 use hybridsim::{Model, ModelError};

@@ -9,7 +9,8 @@
 //! the tracking indicators ([`crate::lab`]); `synchronization.png` plots measured against
 //! desired displacement.
 
-use crate::lab::{CsvSink, LabLog, TrackingIndicators};
+use crate::lab::{LabLog, TrackingIndicators};
+use crate::rowfile::{RowFile, WriterFactory};
 use crate::LoadedModel;
 use hybridsim::integrators::TimeIntegrator;
 use hybridsim::output::{Column, Recorder};
@@ -18,7 +19,8 @@ use hybridsim::{Model, ModelError};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Rows buffered between the simulation and the writer thread.
@@ -90,7 +92,7 @@ type LabBatch = (usize, Vec<f64>);
 struct LabQueue {
     tx: SyncSender<LabBatch>,
     free: Receiver<Vec<f64>>,
-    handle: std::thread::JoinHandle<Result<Vec<(u64, LabLog)>, std::io::Error>>,
+    handle: std::thread::JoinHandle<LabWritten>,
     /// The batch of the current step per lab file.
     batches: Vec<Option<Vec<f64>>>,
     /// Partition index of each lab file.
@@ -132,14 +134,57 @@ impl LabQueue {
     }
 }
 
+/// What is on disk so far, published by the writer threads after every flush and read by
+/// the heartbeat of run.json.
+struct OnDisk {
+    /// Completed coarse steps (set by the sink).
+    steps: AtomicU64,
+    /// Whole rows of `results.csv` on disk.
+    rows: AtomicU64,
+    /// The step of the last of them (`u64::MAX`: none yet).
+    last_step: AtomicU64,
+    /// Whole rows of each lab file on disk.
+    lab_rows: Vec<AtomicU64>,
+}
+
+impl OnDisk {
+    fn new(labs: usize) -> Self {
+        Self {
+            steps: AtomicU64::new(0),
+            rows: AtomicU64::new(0),
+            last_step: AtomicU64::new(u64::MAX),
+            lab_rows: (0..labs).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    fn last_step(&self) -> Option<u64> {
+        match self.last_step.load(Ordering::Acquire) {
+            u64::MAX => None,
+            s => Some(s),
+        }
+    }
+
+    fn lab_rows(&self) -> Vec<u64> {
+        self.lab_rows
+            .iter()
+            .map(|r| r.load(Ordering::Acquire))
+            .collect()
+    }
+}
+
 /// The sink of `run`: rows to the results writer thread, lab records to the lab writer
 /// thread, both through bounded queues of recycled buffers.
 struct FolderSink<'a> {
-    rows: SyncSender<Vec<f64>>,
+    rows: SyncSender<(u64, Vec<f64>)>,
     free_rows: &'a Receiver<Vec<f64>>,
     ncol: usize,
     lab: Option<LabQueue>,
     progress: &'a AtomicU64,
+    disk: &'a OnDisk,
+    /// Completed steps (the tag of the next results row).
+    steps: u64,
+    /// Fault injection for tests ([`RunOptions::panic_after_steps`]).
+    panic_after: Option<u64>,
 }
 
 impl hybridsim::runner::RunSink for FolderSink<'_> {
@@ -149,7 +194,7 @@ impl hybridsim::runner::RunSink for FolderSink<'_> {
             .recv()
             .unwrap_or_else(|_| vec![0.0; self.ncol]);
         buf.copy_from_slice(row);
-        self.rows.send(buf).is_ok()
+        self.rows.send((self.steps, buf)).is_ok()
     }
     fn lab_record(&mut self, partition: usize, record: &[f64]) -> bool {
         if let Some(q) = self.lab.as_mut() {
@@ -161,40 +206,88 @@ impl hybridsim::runner::RunSink for FolderSink<'_> {
         self.lab.as_mut().is_none_or(|q| q.send())
     }
     fn progress(&mut self, steps: u64) {
+        self.steps = steps;
         self.progress.store(steps, Ordering::Relaxed);
+        self.disk.steps.store(steps, Ordering::Relaxed);
+        if self.panic_after == Some(steps) {
+            panic!("injected panic after step {steps} (RunOptions::panic_after_steps)");
+        }
     }
 }
 
+/// What the lab writer leaves: whole rows on disk per file, the logs for the indicators, and
+/// the first write error (with the file).
+struct LabWritten {
+    rows: Vec<u64>,
+    logs: Vec<LabLog>,
+    error: Option<String>,
+}
+
 /// The lab writer: `lab.csv` (first physical substructure) and `lab.NAME.csv` (others), and
-/// the logs for the indicators. Returns the rows written per file and the logs.
+/// the logs for the indicators. Stops at the first write error (which stops the test: the
+/// queue is then closed), leaving whole rows only.
 fn lab_writer_thread(
-    mut sinks: Vec<(CsvSink, usize, LabLog)>,
+    mut sinks: Vec<(RowFile, usize, LabLog, PathBuf)>,
     batches: Receiver<LabBatch>,
     recycle: SyncSender<Vec<f64>>,
-) -> std::thread::JoinHandle<Result<Vec<(u64, LabLog)>, std::io::Error>> {
+    disk: Arc<OnDisk>,
+) -> std::thread::JoinHandle<LabWritten> {
     std::thread::Builder::new()
         .name("hybridsim-lab-writer".into())
         .spawn(move || {
+            let mut error = None;
             let mut last_flush = Instant::now();
-            while let Ok((i, rows)) = batches.recv() {
-                let (sink, width, log) = &mut sinks[i];
-                for row in rows.chunks_exact(*width) {
-                    sink.write_row(row)?;
-                    log.push(row);
+            let flush_all = |sinks: &mut Vec<(RowFile, usize, LabLog, PathBuf)>,
+                             finish: bool|
+             -> Result<(), String> {
+                for (i, (s, _, _, path)) in sinks.iter_mut().enumerate() {
+                    let r = if finish { s.finish() } else { s.flush() };
+                    disk.lab_rows[i].store(s.rows_on_disk(), Ordering::Release);
+                    r.map_err(|e| format!("writing {}: {e}", path.display()))?;
                 }
-                let _ = recycle.try_send(rows);
-                if last_flush.elapsed() > Duration::from_millis(200) {
-                    for (s, _, _) in sinks.iter_mut() {
-                        s.flush()?;
+                Ok(())
+            };
+            loop {
+                match batches.recv_timeout(FLUSH_EVERY) {
+                    Ok((i, rows)) => {
+                        let (sink, width, log, path) = &mut sinks[i];
+                        for row in rows.chunks_exact(*width) {
+                            if let Err(e) = sink.write_row(row, 0) {
+                                error = Some(format!("writing {}: {e}", path.display()));
+                                break;
+                            }
+                            log.push(row);
+                        }
+                        let _ = recycle.try_send(rows);
+                        if error.is_some() {
+                            break;
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+                if last_flush.elapsed() >= FLUSH_EVERY {
+                    if let Err(e) = flush_all(&mut sinks, false) {
+                        error = Some(e);
+                        break;
                     }
                     last_flush = Instant::now();
                 }
             }
-            let mut out = Vec::new();
-            for (s, _, log) in sinks {
-                out.push((s.finish()?, log));
+            if error.is_none() {
+                error = flush_all(&mut sinks, true).err();
+            } else {
+                // Keep what the other files still hold; the first error is the one reported.
+                let _ = flush_all(&mut sinks, true);
             }
-            Ok(out)
+            let mut rows = Vec::new();
+            let mut logs = Vec::new();
+            for (i, (s, _, log, _)) in sinks.into_iter().enumerate() {
+                disk.lab_rows[i].store(s.rows_on_disk(), Ordering::Release);
+                rows.push(s.rows_on_disk());
+                logs.push(log);
+            }
+            LabWritten { rows, logs, error }
         })
         .expect("spawn lab writer thread")
 }
@@ -223,6 +316,10 @@ pub struct RunReport {
     pub indicators: Vec<TrackingIndicators>,
     /// Safety state of every physical substructure behind a transfer system.
     pub safety: Vec<SafetySummary>,
+    /// What went wrong besides the end state: a write error (the files hold every row
+    /// written before it), a panic in the run loop. A run with an error has not succeeded,
+    /// whatever its status.
+    pub error: Option<String>,
 }
 
 /// Errors that prevent writing results.
@@ -239,6 +336,24 @@ pub enum RunError {
     /// The model could not be turned into a simulation.
     #[error("{0}")]
     Model(#[from] hybridsim::ModelError),
+    /// The results folder cannot be used (not empty, not a results folder, not writable).
+    #[error("{0}")]
+    Folder(#[from] crate::folder::FolderError),
+}
+
+/// Options of [`run_to_folder_with`].
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// Clear a previous run's results folder first ([`crate::prepare_folder`]); without it a
+    /// non-empty folder is refused.
+    pub overwrite: bool,
+    /// Where the results files go (default: plain files, [`crate::file_factory`]); the tests of
+    /// the write-error path inject a writer that fails.
+    pub writer: Option<WriterFactory>,
+    /// Wall time between two heartbeats of run.json (default 1 s).
+    pub heartbeat: Option<Duration>,
+    /// Fault injection for tests: panic in the run loop once this many steps are completed.
+    pub panic_after_steps: Option<u64>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
@@ -254,36 +369,138 @@ fn write_json(path: &Path, value: &Value) -> Result<(), RunError> {
 
 /// Write `value` as pretty JSON to `path` atomically (a temporary file renamed over it), so
 /// that a reader, or a run killed mid-write, never sees a truncated run.json.
+///
+/// The text is padded with trailing whitespace (valid JSON) to a reserve of whole 4 KiB
+/// blocks, so that each version holds room for a somewhat longer next one: when the temporary
+/// file cannot be written (a full disk), the new text is written in place over the previous
+/// version, inside the blocks it already holds, and only if that fails too is the error
+/// returned.
 pub fn write_json_atomic(path: &Path, value: &Value) -> std::io::Result<()> {
+    let mut text = serde_json::to_string_pretty(value).expect("json");
+    let reserve = (text.len() + 4096).div_ceil(4096).max(4) * 4096;
+    text.push('\n');
+    text.extend(std::iter::repeat_n(' ', reserve - text.len() - 1));
+    text.push('\n');
     let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_string_pretty(value).expect("json");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    let atomic = std::fs::write(&tmp, &text).and_then(|_| std::fs::rename(&tmp, path));
+    let Err(e) = atomic else {
+        return Ok(());
+    };
+    let _ = std::fs::remove_file(&tmp);
+    let body = text.trim_end().len() + 1;
+    rewrite_in_place(path, &text.as_bytes()[..body]).map_err(|e2| {
+        std::io::Error::new(
+            e.kind(),
+            format!("{e}; rewriting it in place failed too: {e2}"),
+        )
+    })
 }
 
-pub(crate) fn writer_thread(
-    path: PathBuf,
-    header: String,
-    rows: Receiver<Vec<f64>>,
+/// Overwrite `path` with `bytes` without allocating new blocks (the previous version is at
+/// least as long), then cut it to their length.
+fn rewrite_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let old = std::fs::metadata(path)?.len();
+    if bytes.len() as u64 > old {
+        return Err(std::io::Error::other(format!(
+            "the new text ({} bytes) is longer than the previous version ({old} bytes)",
+            bytes.len()
+        )));
+    }
+    let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+    f.write_all(bytes)?;
+    f.set_len(bytes.len() as u64)?;
+    f.sync_data()
+}
+
+/// Interval of the writers' flushes (the rows on disk lag the run by at most this much).
+const FLUSH_EVERY: Duration = Duration::from_millis(200);
+
+/// What the results writer leaves: whole rows on disk, the step of the last one, and the
+/// write error that stopped it.
+struct Written {
+    rows: u64,
+    last_step: Option<u64>,
+    error: Option<std::io::Error>,
+}
+
+/// The results writer: `results.csv` through a [`RowFile`], flushed every [`FLUSH_EVERY`]
+/// (also when no row comes), publishing the rows on disk after every flush. Stops at the
+/// first write error, which closes the queue and so stops the test.
+fn writer_thread(
+    mut out: RowFile,
+    rows: Receiver<(u64, Vec<f64>)>,
     recycle: SyncSender<Vec<f64>>,
-) -> std::thread::JoinHandle<Result<u64, std::io::Error>> {
+    disk: Arc<OnDisk>,
+) -> std::thread::JoinHandle<Written> {
     std::thread::Builder::new()
         .name("hybridsim-writer".into())
         .spawn(move || {
-            // The CSV writer and number format of every results file (shortest round trip).
-            let mut out = CsvSink::create(&path, &header)?;
+            let publish = |out: &RowFile| {
+                disk.rows.store(out.rows_on_disk(), Ordering::Release);
+                if let Some(s) = out.last_tag_on_disk() {
+                    disk.last_step.store(s, Ordering::Release);
+                }
+            };
             let mut last_flush = Instant::now();
-            while let Ok(row) = rows.recv() {
-                out.write_row(&row)?;
-                let _ = recycle.try_send(row);
-                if last_flush.elapsed() > Duration::from_millis(200) {
-                    out.flush()?;
+            let mut error = None;
+            loop {
+                match rows.recv_timeout(FLUSH_EVERY) {
+                    Ok((step, row)) => {
+                        let r = out.write_row(&row, step);
+                        let _ = recycle.try_send(row);
+                        if let Err(e) = r {
+                            error = Some(e);
+                            break;
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+                if last_flush.elapsed() >= FLUSH_EVERY {
+                    if let Err(e) = out.flush() {
+                        error = Some(e);
+                        break;
+                    }
+                    publish(&out);
                     last_flush = Instant::now();
                 }
             }
-            out.finish()
+            if error.is_none() {
+                error = out.finish().err();
+            }
+            publish(&out);
+            Written {
+                rows: out.rows_on_disk(),
+                last_step: out.last_tag_on_disk(),
+                error,
+            }
         })
         .expect("spawn writer thread")
+}
+
+/// `unix` seconds as an ISO 8601 UTC timestamp with milliseconds.
+fn utc_timestamp(unix: f64) -> String {
+    let ms = (unix.max(0.0) * 1e3).round() as u64;
+    let (secs, ms) = (ms / 1000, ms % 1000);
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 fn unix_now() -> f64 {
@@ -303,6 +520,8 @@ struct Progress<'a> {
     wall: Duration,
     step_time: Duration,
     lab_rows: &'a [u64],
+    /// The step of the last results row on disk.
+    last_step: Option<u64>,
     indicators: &'a [TrackingIndicators],
 }
 
@@ -385,6 +604,8 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
         started,
         wall,
         step_time,
+        lab_rows,
+        last_step,
         ..
     } = p;
     let m = &sim.model;
@@ -465,9 +686,13 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
         "random_seeds": seeds,
         "status": status,
         "error": error,
+        "heartbeat": utc_timestamp(unix_now()),
         "steps_completed": steps,
         "time_reached": integ.time(),
         "rows_written": rows,
+        "rows_on_disk": rows,
+        "lab_rows_on_disk": lab_rows,
+        "last_step_on_disk": last_step,
         "columns": sim.columns().len(),
         "files": { "results": "results.csv", "model": "model.toml" },
         "timing": {
@@ -487,70 +712,159 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
     out
 }
 
-/// Run `loaded` to its end, writing the results folder `folder`. `progress` is set to the
-/// number of completed steps as the run goes (for a progress bar on another thread); `abort`
-/// stops the run cleanly between steps (with a `[lab]`: through the safety layer, as an
-/// operator abort).
+/// Run `loaded` to its end, writing the results folder `folder` (default [`RunOptions`]: an
+/// existing non-empty folder is refused). See [`run_to_folder_with`].
 pub fn run_to_folder(
     loaded: &LoadedModel,
     folder: &Path,
     progress: &AtomicU64,
     abort: &AtomicBool,
 ) -> Result<RunReport, RunError> {
-    std::fs::create_dir_all(folder).map_err(io_err(folder))?;
-    let model_copy = folder.join("model.toml");
-    std::fs::write(&model_copy, &loaded.text).map_err(io_err(&model_copy))?;
+    run_to_folder_with(loaded, folder, progress, abort, &RunOptions::default())
+}
+
+/// The heartbeat of run.json: every `period` of wall time, the start version `base` with the
+/// counts of what is on disk, until `stop` closes.
+fn journal_thread(
+    path: PathBuf,
+    mut base: Value,
+    disk: Arc<OnDisk>,
+    time_step: f64,
+    period: Duration,
+    stop: Receiver<()>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("hybridsim-journal".into())
+        .spawn(move || {
+            let t0 = Instant::now();
+            let mut reported = false;
+            while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(period) {
+                let steps = disk.steps.load(Ordering::Relaxed);
+                let rows = disk.rows.load(Ordering::Acquire);
+                let lab_rows = disk.lab_rows();
+                base["heartbeat"] = json!(utc_timestamp(unix_now()));
+                base["steps_completed"] = json!(steps);
+                base["time_reached"] = json!(steps as f64 * time_step);
+                base["rows_written"] = json!(rows);
+                base["rows_on_disk"] = json!(rows);
+                base["lab_rows_on_disk"] = json!(lab_rows);
+                base["last_step_on_disk"] = json!(disk.last_step());
+                base["timing"]["wall_seconds"] = json!(t0.elapsed().as_secs_f64());
+                if let Some(lab) = base.get_mut("lab").and_then(Value::as_object_mut) {
+                    lab.insert("lab_rows_written".into(), json!(lab_rows));
+                }
+                if let Err(e) = write_json_atomic(&path, &base) {
+                    if !reported {
+                        eprintln!("warning: cannot update {} (heartbeat): {e}", path.display());
+                        reported = true;
+                    }
+                }
+            }
+        })
+        .expect("spawn journal thread")
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// Run `loaded` to its end, writing the results folder `folder`. `progress` is set to the
+/// number of completed steps as the run goes (for a progress bar on another thread); `abort`
+/// stops the run cleanly between steps (with a `[lab]`: through the safety layer, as an
+/// operator abort).
+///
+/// Everything that can be checked is checked before the folder is touched (the model, the
+/// integrator, the laboratory's measurement at rest), then the folder is prepared
+/// ([`crate::prepare_folder`]: refused when not empty unless `opts.overwrite`). `run.json` is
+/// a journal: written atomically at the start (`started`, then `running`), rewritten with a
+/// heartbeat (UTC time, steps completed, rows and lab rows on disk, last step on disk) about
+/// every second from a thread of its own, and at the end with the outcome, so that a killed
+/// process leaves a folder that says how far it got. A write error (a full disk) stops the
+/// test through the safety layer ([`hybridsim::runner::Fault::Recording`]), with every whole
+/// row written before it on disk and no partial row; a panic in the run loop trips the
+/// laboratories ([`hybridsim::runner::Fault::TaskPanic`]) and ends the run the same way.
+pub fn run_to_folder_with(
+    loaded: &LoadedModel,
+    folder: &Path,
+    progress: &AtomicU64,
+    abort: &AtomicBool,
+    opts: &RunOptions,
+) -> Result<RunReport, RunError> {
     let mut sim = Engine::new(loaded.model.clone())?;
+    crate::folder::prepare_folder(folder, opts.overwrite)?;
+    let factory = opts.writer.clone().unwrap_or_else(crate::file_factory);
     let json_path = folder.join("run.json");
     let started = unix_now();
     let t0 = Instant::now();
-    write_json(
-        &json_path,
-        &run_json(
+    let lab_parts = sim.lab_partitions();
+    let disk = Arc::new(OnDisk::new(lab_parts.len()));
+    let journal = |sim: &Engine, status: &str, error: Option<String>| {
+        let lab_rows = disk.lab_rows();
+        run_json(
             loaded,
-            &sim,
+            sim,
             Progress {
-                status: "running",
-                error: None,
-                steps: 0,
-                rows: 0,
+                status,
+                error,
+                steps: disk.steps.load(Ordering::Relaxed),
+                rows: disk.rows.load(Ordering::Acquire),
                 started,
-                wall: Duration::ZERO,
+                wall: t0.elapsed(),
                 step_time: Duration::ZERO,
-                lab_rows: &[],
+                lab_rows: &lab_rows,
+                last_step: disk.last_step(),
                 indicators: &[],
             },
-        ),
-    )?;
+        )
+    };
+    write_json(&json_path, &journal(&sim, "started", None))?;
 
+    // The files; a failure here ends the run before any step, and run.json says so.
     let header = sim
         .columns()
         .iter()
         .map(|c| c.header())
         .collect::<Vec<_>>()
         .join(",");
+    let csv_path = folder.join("results.csv");
+    let model_copy = folder.join("model.toml");
+    let files = (|| {
+        std::fs::write(&model_copy, &loaded.text).map_err(io_err(&model_copy))?;
+        let results = RowFile::create(&factory, &csv_path, &header).map_err(io_err(&csv_path))?;
+        let mut labs = Vec::new();
+        for (i, (_, name, cols)) in lab_parts.iter().enumerate() {
+            let file = if i == 0 {
+                "lab.csv".to_string()
+            } else {
+                format!("lab.{name}.csv")
+            };
+            let p = folder.join(file);
+            let sink = RowFile::create(&factory, &p, &cols.join(",")).map_err(io_err(&p))?;
+            labs.push((sink, cols.len(), LabLog::new(cols.clone()), p));
+        }
+        Ok::<_, RunError>((results, labs))
+    })();
+    let (results_file, lab_sinks) = match files {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = write_json(&json_path, &journal(&sim, "failed", Some(e.to_string())));
+            return Err(e);
+        }
+    };
+
     let ncol = sim.columns().len();
-    let (row_tx, row_rx) = sync_channel::<Vec<f64>>(QUEUE_ROWS);
+    let (row_tx, row_rx) = sync_channel::<(u64, Vec<f64>)>(QUEUE_ROWS);
     let (free_tx, free_rx) = sync_channel::<Vec<f64>>(QUEUE_ROWS + 2);
     for _ in 0..QUEUE_ROWS + 2 {
         let _ = free_tx.try_send(vec![0.0; ncol]);
     }
-    let csv_path = folder.join("results.csv");
-    let writer = writer_thread(csv_path.clone(), header, row_rx, free_tx);
+    let writer = writer_thread(results_file, row_rx, free_tx, disk.clone());
 
-    // Lab records: one sink per physical substructure with a laboratory.
-    let lab_parts = sim.lab_partitions();
-    let mut lab_sinks = Vec::new();
-    for (i, (_, name, cols)) in lab_parts.iter().enumerate() {
-        let file = if i == 0 {
-            "lab.csv".to_string()
-        } else {
-            format!("lab.{name}.csv")
-        };
-        let p = folder.join(file);
-        let sink = CsvSink::create(&p, &cols.join(",")).map_err(io_err(&p))?;
-        lab_sinks.push((sink, cols.len(), LabLog::new(cols.clone())));
-    }
+    // Lab records: one file per physical substructure with a laboratory.
     let lab_widths: Vec<usize> = lab_parts.iter().map(|(_, _, c)| c.len()).collect();
     let lab_io = (!lab_parts.is_empty()).then(|| {
         let (tx, rx) = sync_channel::<LabBatch>(QUEUE_LAB_BATCHES);
@@ -563,18 +877,32 @@ pub fn run_to_folder(
         LabQueue {
             tx,
             free: free_rx,
-            handle: lab_writer_thread(std::mem::take(&mut lab_sinks), rx, free_tx),
+            handle: lab_writer_thread(lab_sinks, rx, free_tx, disk.clone()),
             batches: vec![None; lab_parts.len()],
             slots: lab_parts.iter().map(|(k, _, _)| *k).collect(),
             cap,
         }
     });
+    let running = journal(&sim, "running", None);
+    write_json(&json_path, &running)?;
+    let (stop_journal, journal_stop) = sync_channel::<()>(1);
+    let heartbeat = journal_thread(
+        json_path.clone(),
+        running,
+        disk.clone(),
+        sim.model.analysis.time_step,
+        opts.heartbeat.unwrap_or(Duration::from_secs(1)),
+        journal_stop,
+    );
     let mut sink = FolderSink {
         rows: row_tx,
         free_rows: &free_rx,
         ncol,
         lab: lab_io,
         progress,
+        disk: &disk,
+        steps: 0,
+        panic_after: opts.panic_after_steps,
     };
     // The one run loop and trip policy of every runner (hybridsim::runner).
     let settings = hybridsim::runner::RunSettings {
@@ -584,42 +912,70 @@ pub fn run_to_folder(
         max_overruns: None,
     };
     let mut row = vec![0.0; ncol];
-    let end = {
+    let (end, panicked) = {
         let Engine {
             integ, recorder, ..
         } = &mut sim;
-        hybridsim::runner::run(
-            &mut hybridsim::runner::Sequential(integ.as_mut()),
-            recorder,
-            &mut sink,
-            &settings,
-            abort,
-            &mut row,
-        )
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            hybridsim::runner::run(
+                &mut hybridsim::runner::Sequential(integ.as_mut()),
+                recorder,
+                &mut sink,
+                &settings,
+                abort,
+                &mut row,
+            )
+        }));
+        match outcome {
+            Ok(end) => (end, None),
+            Err(payload) => {
+                // The labs are tripped as after any fault, and the records of the stop kept.
+                let state = hybridsim::runner::trip(
+                    integ.as_mut(),
+                    hybridsim::runner::Fault::TaskPanic { task: "step" },
+                );
+                let sink = &mut sink;
+                integ.for_each_lab(&mut |k, lab| {
+                    lab.drain_lab(&mut |r: &[f64]| {
+                        hybridsim::runner::RunSink::lab_record(sink, k, r);
+                    });
+                });
+                hybridsim::runner::RunSink::end_of_step(sink);
+                let steps = sink.steps;
+                let end = hybridsim::runner::RunEnd {
+                    state,
+                    steps,
+                    step_time: Duration::ZERO,
+                };
+                (end, Some(panic_text(payload.as_ref())))
+            }
+        }
     };
     let (status, steps, step_time) = (end.state, end.steps, end.step_time);
     let FolderSink {
         rows: row_tx, lab, ..
     } = sink;
     drop(row_tx);
-    let written = writer.join().expect("writer thread");
+    let written = writer.join().unwrap_or_else(|_| Written {
+        rows: disk.rows.load(Ordering::Acquire),
+        last_step: disk.last_step(),
+        error: Some(std::io::Error::other("the results writer panicked")),
+    });
     let lab_written = lab.map(|q| {
         drop(q.tx);
         drop(q.free);
-        q.handle.join().expect("lab writer thread")
+        q.handle.join().unwrap_or_else(|_| LabWritten {
+            rows: disk.lab_rows(),
+            logs: Vec::new(),
+            error: Some("the lab writer panicked".into()),
+        })
     });
+    drop(stop_journal);
+    let _ = heartbeat.join();
     let wall = t0.elapsed();
     let (lab_rows, logs, lab_error) = match lab_written {
         None => (Vec::new(), Vec::new(), None),
-        Some(Ok(v)) => {
-            let (rows, logs): (Vec<u64>, Vec<LabLog>) = v.into_iter().unzip();
-            (rows, logs, None)
-        }
-        Some(Err(e)) => (
-            Vec::new(),
-            Vec::new(),
-            Some(format!("writing {}: {e}", folder.join("lab.csv").display())),
-        ),
+        Some(w) => (w.rows, w.logs, w.error),
     };
     let mut indicators = Vec::new();
     if let Some(lab) = &sim.model.lab {
@@ -627,7 +983,7 @@ pub fn run_to_folder(
             indicators.extend(log.indicators(lab.lab.time_scale.dt_c, MAX_INDICATOR_DELAY));
         }
         if let Some(log) = logs.first() {
-            if log.len() > 1 {
+            if log.len() > 1 && lab_error.is_none() && written.error.is_none() {
                 let _ = log.plot_synchronization(
                     &folder.join("synchronization.png"),
                     &sim.model.units.length,
@@ -635,39 +991,56 @@ pub fn run_to_folder(
             }
         }
     }
-    let (status_name, error) = match (&status, &written, &lab_error) {
-        (_, Err(e), _) => (
-            "failed",
-            Some(format!("writing {}: {e}", csv_path.display())),
-        ),
-        (_, _, Some(e)) => ("failed", Some(e.clone())),
-        (RunStatus::Completed, _, _) => ("completed", None),
-        (state, _, _) => (state.status(), state.fault().map(|f| f.to_string())),
+    // What went wrong besides the end state, first cause first.
+    let mut problems: Vec<String> = Vec::new();
+    if let Some(msg) = &panicked {
+        problems.push(format!("panic in the run loop: {msg}"));
+    }
+    if let Some(e) = &written.error {
+        problems.push(format!(
+            "writing {}: {e} ({} whole rows on disk)",
+            csv_path.display(),
+            written.rows
+        ));
+    }
+    if let Some(e) = &lab_error {
+        problems.push(e.clone());
+    }
+    let extra = (!problems.is_empty()).then(|| problems.join("; "));
+    let status_name = match (&status, &extra) {
+        (RunStatus::Completed, Some(_)) => "failed",
+        (state, _) => state.status(),
     };
-    let rows = *written.as_ref().unwrap_or(&0);
-    write_json(
-        &json_path,
-        &run_json(
-            loaded,
-            &sim,
-            Progress {
-                status: status_name,
-                error,
-                steps,
-                rows,
-                started,
-                wall,
-                step_time,
-                lab_rows: &lab_rows,
-                indicators: &indicators,
-            },
-        ),
-    )?;
-    if let Err(e) = written {
-        return Err(RunError::Io {
-            path: csv_path.display().to_string(),
-            source: e,
-        });
+    let error = match (extra.clone(), status.fault()) {
+        (None, None) => None,
+        (Some(e), None) => Some(e),
+        (None, Some(f)) => Some(f.to_string()),
+        (Some(e), Some(f)) => Some(format!("{e}; {f}")),
+    };
+    let rows = written.rows;
+    let final_json = run_json(
+        loaded,
+        &sim,
+        Progress {
+            status: status_name,
+            error,
+            steps,
+            rows,
+            started,
+            wall,
+            step_time,
+            lab_rows: &lab_rows,
+            last_step: written.last_step,
+            indicators: &indicators,
+        },
+    );
+    if let Err(e) = write_json(&json_path, &final_json) {
+        eprintln!(
+            "error: the final run.json could not be written ({e}); it may still say `running`: \
+             the run ended `{status_name}` after {steps} steps with {rows} rows in {}",
+            csv_path.display()
+        );
+        return Err(e);
     }
     Ok(RunReport {
         folder: folder.to_path_buf(),
@@ -679,5 +1052,45 @@ pub fn run_to_folder(
         lab_rows: lab_rows.first().copied().unwrap_or(0),
         indicators,
         safety: sim.safety().into_iter().map(|(_, s)| s).collect(),
+        error: extra,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_json_is_rewritten_in_place_when_the_temporary_file_cannot_be_written() {
+        let dir = std::env::temp_dir().join(format!("hybridsim-io-json-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("run.json");
+        write_json_atomic(&path, &json!({"status": "running", "steps_completed": 0})).unwrap();
+        let reserved = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(reserved % 4096, 0);
+        // The temporary file cannot be created (as on a full disk): a folder is in its way.
+        std::fs::create_dir_all(path.with_extension("json.tmp")).unwrap();
+        let end = json!({"status": "stopped", "steps_completed": 123, "error": "disk full"});
+        write_json_atomic(&path, &end).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), end);
+        assert!(std::fs::metadata(&path).unwrap().len() <= reserved);
+        // Longer than the space reserved: both failures are reported.
+        let long = json!({"status": "stopped", "error": "x".repeat(20_000)});
+        let e = write_json_atomic(&path, &long).unwrap_err().to_string();
+        assert!(e.contains("in place failed too"), "{e}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&std::fs::read_to_string(&path).unwrap()).unwrap(),
+            end
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn heartbeat_timestamps_are_utc() {
+        assert_eq!(utc_timestamp(0.0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(utc_timestamp(951_782_400.5), "2000-02-29T00:00:00.500Z");
+        assert_eq!(utc_timestamp(1_795_651_200.0), "2026-11-26T00:00:00.000Z");
+    }
 }

@@ -237,6 +237,9 @@ pub struct RunOptions {
     /// **Test hook**: the writer fails (as on a full disk) when it is about to write results
     /// row `n + 1`, after `n` rows.
     pub writer_fails_after: Option<u64>,
+    /// With realtime pacing on a virtual lab, run without real-time scheduling (deadlines
+    /// may be missed; run.json says `soft_realtime`); refused otherwise.
+    pub allow_soft_realtime: bool,
 }
 
 impl Default for RunOptions {
@@ -258,6 +261,7 @@ impl Default for RunOptions {
             journal_interval: None,
             inject: None,
             writer_fails_after: None,
+            allow_soft_realtime: false,
         }
     }
 }
@@ -1025,7 +1029,8 @@ pub fn run_integrator(
     };
     let coord_setup =
         clock::setup_current_thread("link", cpu_for(0), lab.runner.priority, realtime);
-    if realtime && (any_hardware || opts.require_realtime) && !coord_setup.fifo {
+    let soft_realtime = realtime && !coord_setup.fifo;
+    if soft_realtime && (any_hardware || opts.require_realtime || !opts.allow_soft_realtime) {
         if memory_locked {
             clock::unlock_memory();
         }
@@ -1033,8 +1038,10 @@ pub fn run_integrator(
             "realtime pacing with {} refuses to start without real-time scheduling: {}",
             if any_hardware {
                 "a non-virtual transfer system"
-            } else {
+            } else if opts.require_realtime {
                 "--require-realtime"
+            } else {
+                "a virtual lab (--allow-soft-realtime runs it on ordinary scheduling)"
             },
             coord_setup.note
         )));
@@ -1057,7 +1064,8 @@ pub fn run_integrator(
 
     // The journal: run.json says `running` from the start (rewritten by the writer with a
     // heartbeat, and at the end with the final document).
-    let base = base_json(model, lab, &pg, opts, realtime, grace);
+    let mut base = base_json(model, lab, &pg, opts, realtime, grace);
+    base["soft_realtime"] = json!(soft_realtime);
     if let Some(f) = &opts.folder {
         let p = f.join("run.json");
         let mut doc = base.clone();

@@ -68,6 +68,10 @@ pub struct Args {
     /// Results folder (default: results/<model>_cyclic_<element>).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Clear the results folder first when it holds a previous run's results (a run.json, and
+    /// only the images of `hybridsim plot` in plots/); without it a non-empty folder is refused.
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 /// What drives the element: a history per element DOF (`None`: held at zero) and the driving
@@ -377,8 +381,8 @@ pub fn execute(args: Args) -> Result<ExitCode> {
             .unwrap_or_else(|| "model".into());
         PathBuf::from("results").join(format!("{stem}_cyclic_{}", args.element))
     });
-    std::fs::create_dir_all(&folder)
-        .with_context(|| format!("cannot create the results folder {}", folder.display()))?;
+    // Everything is validated: only now is the folder touched (never overwritten silently).
+    hybridsim_io::prepare_folder(&folder, args.overwrite)?;
 
     // Header with units.
     let units = &model.units;
@@ -506,7 +510,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         "dissipated_energy": driver.dissipated_energy(),
         "wall_time_s": wall,
     });
-    std::fs::write(folder.join("run.json"), serde_json::to_string_pretty(&run)?)
+    hybridsim_io::write_json_atomic(&folder.join("run.json"), &run)
         .with_context(|| format!("cannot write {}", folder.join("run.json").display()))?;
     match failure {
         None => {

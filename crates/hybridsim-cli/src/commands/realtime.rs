@@ -35,6 +35,15 @@ pub struct Args {
     /// stall=SECONDS, AT a step (results rows for writer); see `hybridsim_rt::TaskFault`.
     #[arg(long, hide = true, value_name = "TASK:KIND:AT")]
     pub inject_fault: Option<String>,
+    /// With realtime pacing on a virtual lab, run without real-time scheduling (no
+    /// SCHED_FIFO): deadlines may be missed; run.json then says `"soft_realtime": true`.
+    /// Without it such a run is refused. Never allowed with a non-virtual transfer system.
+    #[arg(long)]
+    pub allow_soft_realtime: bool,
+    /// Clear the results folder first when it holds a previous run's results (a run.json, and
+    /// only the images of `hybridsim plot` in plots/); without it a non-empty folder is refused.
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 /// Run on the threaded runner.
@@ -56,22 +65,36 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| default_folder(&args.model));
+    hybridsim_io::prepare_folder(&folder, args.overwrite)?;
     run_lab(
         &loaded,
         &folder,
         pacing,
-        args.require_realtime,
+        Scheduling {
+            require_realtime: args.require_realtime,
+            allow_soft_realtime: args.allow_soft_realtime,
+        },
         args.duration,
         inject,
     )
 }
 
-/// Run a model with a `[lab]` on the threaded runner and print the outcome.
+/// What `realtime` asks of the scheduler.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scheduling {
+    /// Refuse to start without SCHED_FIFO even on the virtual lab.
+    pub require_realtime: bool,
+    /// Run realtime pacing on a virtual lab without SCHED_FIFO.
+    pub allow_soft_realtime: bool,
+}
+
+/// Run a model with a `[lab]` on the threaded runner and print the outcome. `folder` must be
+/// empty or missing ([`hybridsim_io::prepare_folder`]): a refused start removes its files.
 pub fn run_lab(
     loaded: &hybridsim_io::LoadedModel,
     folder: &Path,
     pacing: Option<Pacing>,
-    require_realtime: bool,
+    scheduling: Scheduling,
     duration: Option<f64>,
     inject: Option<hybridsim_rt::TaskFault>,
 ) -> Result<ExitCode> {
@@ -96,15 +119,31 @@ pub fn run_lab(
         model_sha256: Some(loaded.sha256.clone()),
         abort,
         max_steps,
-        require_realtime,
+        require_realtime: scheduling.require_realtime,
+        allow_soft_realtime: scheduling.allow_soft_realtime,
         inject,
         ..Default::default()
     };
     if let Some(lab) = &model.lab {
         println!("{}", lab.lab.time_scale.describe(&model.units.time));
     }
-    let out = hybridsim_rt::run(model, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let out = match hybridsim_rt::run(model, &opts) {
+        Ok(out) => out,
+        Err(e) => {
+            // A refused start (no real-time scheduling, a model the runner cannot drive) may
+            // have created files in the folder, which was empty before: remove them, so that
+            // the folder holds either a whole run or nothing.
+            remove_files(folder);
+            anyhow::bail!("{e}");
+        }
+    };
     print!("{}", out.summary());
+    if out.run_json["soft_realtime"] == serde_json::Value::Bool(true) {
+        eprintln!(
+            "warning: realtime pacing ran without real-time scheduling (--allow-soft-realtime): \
+             deadlines may have been missed; see the task statistics above and run.json"
+        );
+    }
     match &out.status {
         RunStatus::Completed => {
             println!(
@@ -147,6 +186,17 @@ pub fn run_lab(
                 eprintln!("warning: {note}");
             }
             Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// Remove the files of `folder` (a folder that was empty before this run started).
+fn remove_files(folder: &Path) {
+    if let Ok(entries) = std::fs::read_dir(folder) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| !t.is_dir()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
         }
     }
 }

@@ -4,7 +4,7 @@
 //! the time scale, seeds, safety state/event and tracking indicators.
 
 use anyhow::Result;
-use hybridsim_io::{run_to_folder, RunStatus};
+use hybridsim_io::{run_to_folder_with, RunOptions, RunStatus};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -23,6 +23,10 @@ pub struct Args {
     /// No progress bar.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Clear the results folder first when it holds a previous run's results (a run.json, and
+    /// only the images of `hybridsim plot` in plots/); without it a non-empty folder is refused.
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 /// Run the model and write its results folder.
@@ -31,6 +35,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         model,
         output,
         quiet,
+        overwrite,
     } = args;
     let loaded = super::load(&model)?;
     let folder = output.unwrap_or_else(|| default_folder(&model));
@@ -54,7 +59,11 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         });
         bar
     });
-    let report = run_to_folder(&loaded, &folder, &progress, abort);
+    let opts = RunOptions {
+        overwrite,
+        ..RunOptions::default()
+    };
+    let report = run_to_folder_with(&loaded, &folder, &progress, abort, &opts);
     done.store(true, Ordering::Relaxed);
     if let Some(b) = &bar {
         b.set_position(progress.load(Ordering::Relaxed));
@@ -90,6 +99,15 @@ pub fn execute(args: Args) -> Result<ExitCode> {
                 ),
                 Some(ev) => println!("safety: tripped: {ev}"),
             }
+        }
+    }
+    if let Some(e) = &report.error {
+        eprintln!(
+            "error: {e}; run.json in {} says what is on disk",
+            report.folder.display()
+        );
+        if report.status == RunStatus::Completed {
+            return Ok(ExitCode::from(1));
         }
     }
     let per_step = if report.steps > 0 {

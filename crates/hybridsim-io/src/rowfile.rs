@@ -1,0 +1,246 @@
+//! Results files that only ever hold whole rows, and know how many are on disk.
+//!
+//! A [`RowFile`] formats rows with the number format of every results file
+//! ([`crate::csv::push_number`]) into its own buffer of whole lines and hands that buffer to
+//! its [`Storage`] in one go when it is full or when asked to flush. When the storage refuses
+//! part-way (a full disk, an I/O error), the file is cut back to the end of the last whole row
+//! that reached it, so that a reader never finds half a row, and the count of rows on disk
+//! stays exact. Where the bytes go is a [`WriterFactory`]: a plain file by default, a writer
+//! that fails after N bytes in the tests of the write-error path.
+
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Bytes buffered before they are handed to the storage.
+const BUFFER_BYTES: usize = 1 << 16;
+
+/// Where the bytes of a results file go.
+pub trait Storage: Write + Send {
+    /// Cut the file back to its first `len` bytes (drops a partial row after a failed write)
+    /// and continue writing from there.
+    fn truncate(&mut self, len: u64) -> io::Result<()>;
+    /// Force the written bytes to stable storage.
+    fn sync(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Storage for std::fs::File {
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        self.set_len(len)?;
+        self.seek(SeekFrom::Start(len)).map(|_| ())
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.sync_all()
+    }
+}
+
+/// Opens the storage of a results file (created, or emptied if it exists).
+pub type WriterFactory = Arc<dyn Fn(&Path) -> io::Result<Box<dyn Storage>> + Send + Sync>;
+
+/// The default [`WriterFactory`]: a plain file.
+pub fn file_factory() -> WriterFactory {
+    Arc::new(|path: &Path| Ok(Box::new(std::fs::File::create(path)?) as Box<dyn Storage>))
+}
+
+/// A CSV results file of whole rows: a header line, then one line per row, each row tagged
+/// with a number (the coarse step of a results row) so that the last one on disk is known.
+pub struct RowFile {
+    out: Box<dyn Storage>,
+    buf: Vec<u8>,
+    /// Tag of every row in `buf`, in order.
+    tags: Vec<u64>,
+    line: String,
+    num: zmij::Buffer,
+    /// Bytes on disk (whole lines only).
+    on_disk: u64,
+    rows_on_disk: u64,
+    last_tag: Option<u64>,
+    /// Whether the header line is still in `buf`.
+    header_pending: bool,
+}
+
+impl RowFile {
+    /// Open `path` through `factory` and write `header` (comma-separated names) to it at once.
+    pub fn create(factory: &WriterFactory, path: &Path, header: &str) -> io::Result<Self> {
+        let mut f = Self {
+            out: factory(path)?,
+            buf: Vec::with_capacity(BUFFER_BYTES + 4096),
+            tags: Vec::new(),
+            line: String::with_capacity(8192),
+            num: zmij::Buffer::new(),
+            on_disk: 0,
+            rows_on_disk: 0,
+            last_tag: None,
+            header_pending: true,
+        };
+        f.buf.extend_from_slice(header.as_bytes());
+        f.buf.push(b'\n');
+        f.flush()?;
+        Ok(f)
+    }
+
+    /// Append one row tagged `tag`; written out when the buffer is full.
+    pub fn write_row(&mut self, row: &[f64], tag: u64) -> io::Result<()> {
+        self.line.clear();
+        for (i, x) in row.iter().enumerate() {
+            if i > 0 {
+                self.line.push(',');
+            }
+            crate::csv::push_number(&mut self.line, *x, &mut self.num);
+        }
+        self.line.push('\n');
+        self.buf.extend_from_slice(self.line.as_bytes());
+        self.tags.push(tag);
+        if self.buf.len() >= BUFFER_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Hand every buffered row to the storage. On an error the file is cut back to the last
+    /// whole row that reached it, the rows that did not are dropped, and the error is
+    /// returned (with the cut's own failure, if any, in its text).
+    pub fn flush(&mut self) -> io::Result<()> {
+        let mut done = 0;
+        let mut failure = None;
+        while done < self.buf.len() {
+            match self.out.write(&self.buf[done..]) {
+                Ok(0) => {
+                    failure = Some(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "the storage accepted no more bytes",
+                    ));
+                    break;
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if failure.is_none() {
+            if let Err(e) = self.out.flush() {
+                // Unknown how much of the buffer reached the file: keep only what did before.
+                failure = Some(e);
+                done = 0;
+            }
+        }
+        let kept = match &failure {
+            None => self.buf.len(),
+            Some(_) => self.buf[..done]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |p| p + 1),
+        };
+        let mut lines = self.buf[..kept].iter().filter(|b| **b == b'\n').count();
+        if lines > 0 && self.header_pending {
+            self.header_pending = false;
+            lines -= 1;
+        }
+        if lines > 0 {
+            self.last_tag = Some(self.tags[lines - 1]);
+        }
+        self.rows_on_disk += lines as u64;
+        self.on_disk += kept as u64;
+        self.buf.clear();
+        self.tags.clear();
+        match failure {
+            None => Ok(()),
+            Some(e) => {
+                if kept < done {
+                    if let Err(t) = self.out.truncate(self.on_disk) {
+                        return Err(io::Error::new(
+                            e.kind(),
+                            format!(
+                                "{e}; and the partial row after byte {} could not be cut: {t}",
+                                self.on_disk
+                            ),
+                        ));
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Rows entirely on disk.
+    pub fn rows_on_disk(&self) -> u64 {
+        self.rows_on_disk
+    }
+
+    /// Tag of the last row entirely on disk.
+    pub fn last_tag_on_disk(&self) -> Option<u64> {
+        self.last_tag
+    }
+
+    /// Flush and sync to stable storage.
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.flush()?;
+        self.out.sync()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Storage in memory that accepts `budget` bytes, then fails with ENOSPC (taking a
+    /// partial write first, as a file system does).
+    struct Full {
+        data: Arc<Mutex<Vec<u8>>>,
+        budget: usize,
+    }
+
+    impl Write for Full {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            let mut d = self.data.lock().unwrap();
+            let room = self.budget.saturating_sub(d.len());
+            if room == 0 {
+                return Err(io::Error::from_raw_os_error(28));
+            }
+            let n = room.min(b.len());
+            d.extend_from_slice(&b[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Storage for Full {
+        fn truncate(&mut self, len: u64) -> io::Result<()> {
+            self.data.lock().unwrap().truncate(len as usize);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_disk_leaves_whole_rows_and_exact_counts() {
+        let data = Arc::new(Mutex::new(Vec::new()));
+        let d = data.clone();
+        let factory: WriterFactory = Arc::new(move |_: &Path| {
+            Ok(Box::new(Full {
+                data: d.clone(),
+                budget: 50,
+            }) as Box<dyn Storage>)
+        });
+        let mut f = RowFile::create(&factory, Path::new("x.csv"), "a,b").unwrap();
+        for k in 0..10u64 {
+            f.write_row(&[k as f64, 0.5], k).unwrap();
+        }
+        let e = f.flush().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(28));
+        let text = String::from_utf8(data.lock().unwrap().clone()).unwrap();
+        assert!(text.ends_with('\n'), "{text:?}");
+        let rows = text.lines().count() as u64 - 1;
+        assert_eq!(f.rows_on_disk(), rows);
+        assert_eq!(f.last_tag_on_disk(), Some(rows - 1));
+        assert_eq!(text.lines().last().unwrap(), format!("{}.0,0.5", rows - 1));
+        assert!(rows > 0 && rows < 10, "{rows}");
+    }
+}
