@@ -324,7 +324,6 @@ fn a_safety_event_at_rest_stops_the_run_with_a_results_folder() {
 }
 
 #[test]
-#[ignore = "needs lab_provider.rs to record the at-rest row when the check at rest trips (lead)"]
 fn a_safety_event_at_rest_keeps_the_at_rest_record_in_lab_csv() {
     let dir = scratch("at_rest_record");
     let model = quickstart_with(
@@ -374,7 +373,6 @@ fn an_unwritable_results_folder_is_a_clear_error() {
 }
 
 #[test]
-#[ignore = "needs runner.rs to record the row of the last completed step on a stop (lead)"]
 fn a_stop_keeps_the_row_of_the_last_completed_step_whatever_every_is() {
     let dir = scratch("every4");
     // A stroke far below the response, and a results row every 4 steps: the stroke is breached
