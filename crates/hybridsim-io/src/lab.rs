@@ -274,3 +274,61 @@ pub fn lab_settings_json(
     m.insert("device_multiplier".into(), lab.device_multiplier.into());
     m
 }
+
+/// A safety event in `run.json` (the same fields for `run` and `realtime`; non-finite values
+/// as null or a string).
+pub fn event_json(ev: &hybridsim::physical::SafetyEvent) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let num = |x: f64| {
+        if x.is_finite() {
+            json!(x)
+        } else if x.is_nan() {
+            Value::Null
+        } else {
+            json!(format!("{x}"))
+        }
+    };
+    json!({
+        "kind": ev.kind.name(),
+        "tick": ev.tick,
+        "time": ev.time,
+        "actuator": ev.actuator,
+        "value": num(ev.value),
+        "limit": num(ev.limit),
+        "message": ev.to_string(),
+    })
+}
+
+/// The safety state of one laboratory in `run.json` (the same fields for `run` and
+/// `realtime`): state, event, how the ramp-down went and the event that stopped it, the
+/// largest command sent against the limits, commands sent, dropped lab records and the
+/// generated energy against its bound.
+pub fn safety_json(
+    substructure: Option<&str>,
+    s: &hybridsim::physical::SafetySummary,
+) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let limits = |f: fn(&hybridsim::model::lab::ActuatorLimits) -> f64| {
+        s.limits.iter().map(f).collect::<Vec<_>>()
+    };
+    json!({
+        "substructure": substructure,
+        "state": if s.armed { "armed" } else { "tripped" },
+        "armed": s.armed,
+        "event": s.event.as_ref().map(event_json),
+        "ramp_down": s.ramp.name(),
+        "ramp_commands": s.ramp_commands,
+        "second_event": s.second_event.as_ref().map(event_json),
+        "actuators": s.actuators,
+        "max_command_sent": s.max_sent,
+        "displacement_limits": limits(|l| l.displacement),
+        "velocity_limits": limits(|l| l.velocity),
+        "force_limits": limits(|l| l.force),
+        "increment_limits": limits(|l| l.increment),
+        "following_error_limits": limits(|l| l.following_error),
+        "commands_sent": s.commands_sent,
+        "lab_records_dropped": s.lab_records_dropped,
+        "energy_generated": s.energy_generated,
+        "energy_bound": if s.energy_bound.is_finite() { json!(s.energy_bound) } else { Value::Null },
+    })
+}

@@ -9,12 +9,13 @@
 //! the tracking indicators ([`crate::lab`]); `synchronization.png` plots measured against
 //! desired displacement.
 
+use crate::lab::event_json;
 use crate::lab::{LabLog, TrackingIndicators};
 use crate::rowfile::{RowFile, WriterFactory};
 use crate::LoadedModel;
 use hybridsim::integrators::TimeIntegrator;
 use hybridsim::output::{Column, Recorder};
-use hybridsim::physical::{SafetyEvent, SafetySummary};
+use hybridsim::physical::SafetySummary;
 use hybridsim::{Model, ModelError};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -525,50 +526,13 @@ struct Progress<'a> {
     indicators: &'a [TrackingIndicators],
 }
 
-fn event_json(ev: &SafetyEvent) -> Value {
-    let num = |x: f64| {
-        if x.is_finite() {
-            json!(x)
-        } else if x.is_nan() {
-            Value::Null
-        } else {
-            json!(format!("{x}"))
-        }
-    };
-    json!({
-        "kind": ev.kind.name(),
-        "tick": ev.tick,
-        "time": ev.time,
-        "actuator": ev.actuator,
-        "value": num(ev.value),
-        "limit": num(ev.limit),
-        "message": ev.to_string(),
-    })
-}
-
 /// The lab part of `run.json` (time scale, safety, divergence criterion, indicators, seeds).
 fn lab_json(sim: &Engine, p: &Progress) -> Option<Value> {
     let lab = sim.model.lab.as_ref()?;
     let safety: Vec<Value> = sim
         .safety()
         .iter()
-        .map(|(name, s)| {
-            json!({
-                "substructure": name,
-                "state": if s.armed { "armed" } else { "tripped" },
-                "event": s.event.as_ref().map(event_json),
-                "actuators": s.actuators,
-                "max_command_sent": s.max_sent,
-                "displacement_limits": s.limits.iter().map(|l| l.displacement).collect::<Vec<_>>(),
-                "velocity_limits": s.limits.iter().map(|l| l.velocity).collect::<Vec<_>>(),
-                "force_limits": s.limits.iter().map(|l| l.force).collect::<Vec<_>>(),
-                "increment_limits": s.limits.iter().map(|l| l.increment).collect::<Vec<_>>(),
-                "commands_sent": s.commands_sent,
-                "lab_records_dropped": s.lab_records_dropped,
-                "energy_generated": s.energy_generated,
-                "energy_bound": if s.energy_bound.is_finite() { json!(s.energy_bound) } else { Value::Null },
-            })
-        })
+        .map(|(name, s)| crate::lab::safety_json(Some(name), s))
         .collect();
     let first_event = sim.safety().iter().find_map(|(_, s)| s.event);
     let d = &lab.safety.divergence;

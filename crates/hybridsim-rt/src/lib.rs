@@ -1481,15 +1481,7 @@ pub fn run_integrator(
         RunStatus::Completed => ("completed", Value::Null, writer_error.clone()),
         RunStatus::Stopped(ev) => (
             "stopped",
-            json!({
-                "kind": ev.kind.name(),
-                "tick": ev.tick,
-                "time": ev.time,
-                "actuator": ev.actuator,
-                "value": if ev.value.is_finite() { json!(ev.value) } else { json!(format!("{}", ev.value)) },
-                "limit": if ev.limit.is_finite() { json!(ev.limit) } else { Value::Null },
-                "message": ev.to_string(),
-            }),
+            hybridsim_io::lab::event_json(ev),
             writer_error.clone(),
         ),
         RunStatus::Failed(e) => ("failed", Value::Null, Some(e.clone())),
@@ -1509,14 +1501,7 @@ pub fn run_integrator(
         "time_reached": pg.time(),
         "rows_written": rows_written,
         "lab_rows_written": lab_rows,
-        "safety": safety.iter().map(|s| json!({
-            "armed": s.armed,
-            "actuators": s.actuators,
-            "max_command_sent": s.max_sent,
-            "displacement_limits": s.limits.iter().map(|l| l.displacement).collect::<Vec<_>>(),
-            "commands_sent": s.commands_sent,
-            "lab_records_dropped": s.lab_records_dropped,
-        })).collect::<Vec<_>>(),
+        "safety": safety.iter().map(|s| hybridsim_io::lab::safety_json(None, s)).collect::<Vec<_>>(),
         "tasks": tasks.iter().map(|t| t.to_json()).collect::<Vec<_>>(),
         "scheduling": {
             "memory_locked": memory_locked,
