@@ -35,6 +35,10 @@ pub struct Args {
     /// stall=SECONDS, AT a step (results rows for writer); see `hybridsim_rt::TaskFault`.
     #[arg(long, hide = true, value_name = "TASK:KIND:AT")]
     pub inject_fault: Option<String>,
+    /// Test hook (hidden): the watchdog of the runner's tasks in seconds (with pacing `fast`
+    /// the bound of a coarse step, default 10 s; see `hybridsim_rt::RunOptions::watchdog`).
+    #[arg(long, hide = true, value_name = "SECONDS")]
+    pub watchdog: Option<f64>,
     /// With realtime pacing on a virtual lab, run without real-time scheduling (no
     /// SCHED_FIFO): deadlines may be missed; run.json then says `"soft_realtime": true`.
     /// Without it such a run is refused. Never allowed with a non-virtual transfer system.
@@ -61,6 +65,13 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         .map(str::parse::<hybridsim_rt::TaskFault>)
         .transpose()
         .map_err(|e| anyhow::anyhow!("--inject-fault: {e}"))?;
+    let watchdog = match args.watchdog {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => {
+            Some(std::time::Duration::from_secs_f64(s))
+        }
+        Some(s) => anyhow::bail!("--watchdog: a positive number of seconds up to 3600, found {s}"),
+    };
     let folder = args
         .output
         .clone()
@@ -75,8 +86,17 @@ pub fn execute(args: Args) -> Result<ExitCode> {
             allow_soft_realtime: args.allow_soft_realtime,
         },
         args.duration,
-        inject,
+        TestHooks { inject, watchdog },
     )
+}
+
+/// Test hooks of `realtime` (hidden options): an injected task fault and the watchdog.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TestHooks {
+    /// Make a task of the runner panic or stall once.
+    pub inject: Option<hybridsim_rt::TaskFault>,
+    /// The watchdog of the runner's tasks.
+    pub watchdog: Option<std::time::Duration>,
 }
 
 /// What `realtime` asks of the scheduler.
@@ -96,7 +116,7 @@ pub fn run_lab(
     pacing: Option<Pacing>,
     scheduling: Scheduling,
     duration: Option<f64>,
-    inject: Option<hybridsim_rt::TaskFault>,
+    hooks: TestHooks,
 ) -> Result<ExitCode> {
     let model = &loaded.model;
     // SIGINT, SIGTERM and SIGHUP take the safety path: the loop sees the flag, trips every
@@ -121,7 +141,8 @@ pub fn run_lab(
         max_steps,
         require_realtime: scheduling.require_realtime,
         allow_soft_realtime: scheduling.allow_soft_realtime,
-        inject,
+        inject: hooks.inject,
+        watchdog: hooks.watchdog,
         ..Default::default()
     };
     if let Some(lab) = &model.lab {
