@@ -153,7 +153,7 @@ dynamics = { kind = "delay", delay = 0.0015 }
 displacement = 0.05
 velocity = 0.5
 force = 2.0e4
-increment = 2.0e-4
+increment = 2.0e-3
 
 [safety.divergence]
 displacement = 0.04
@@ -1083,7 +1083,7 @@ fn limits_of_1e300_are_refused() {
         "safety.actuator.act1.force",
         "exceeds the declared capacity lab.actuator[0].capacity.force",
     );
-    let text = lab_edit("increment = 2.0e-4", "increment = 1e300");
+    let text = lab_edit("increment = 2.0e-3", "increment = 1e300");
     check(
         &text,
         "safety.actuator.act1.increment",
@@ -1130,14 +1130,15 @@ fn a_displacement_limit_at_or_above_the_sensor_range_is_refused() {
 
 #[test]
 fn an_increment_limit_that_can_never_trip_is_refused() {
-    // Δt^C = 0.1 ms and 0.5 m/s: 50 µm per velocity-limited tick; ten of them is the most.
-    let text = lab_edit("increment = 2.0e-4", "increment = 1.0e-3");
+    // Δt^C = 0.1 ms and 0.5 m/s: 50 µm per velocity-limited tick; a hundred of them is the
+    // most (a limit in mm written as m is a thousand).
+    let text = lab_edit("increment = 2.0e-3", "increment = 1.0e-2");
     check(
         &text,
         "safety.actuator.act1.increment",
-        "more than 10 times velocity × dt_C",
+        "more than 100 times velocity × dt_C",
     );
-    lab_model(&lab_edit("increment = 2.0e-4", "increment = 5.0e-4"));
+    lab_model(&lab_edit("increment = 2.0e-3", "increment = 5.0e-3"));
 }
 
 #[test]
@@ -1153,8 +1154,8 @@ fn sensor_checks_have_defaults_derived_from_the_limits() {
 #[test]
 fn sensor_checks_are_read() {
     let text = lab_edit(
-        "increment = 2.0e-4\n",
-        "increment = 2.0e-4\nfollowing_error = 0.002\nfollowing_time = 0.01\n\
+        "increment = 2.0e-3\n",
+        "increment = 2.0e-3\nfollowing_error = 0.002\nfollowing_time = 0.01\n\
          frozen_time = 0\ndropout_ticks = 5\n",
     );
     let m = lab_model(&text);
@@ -1211,8 +1212,8 @@ fn sensor_checks_out_of_range_are_refused() {
         ),
     ] {
         let text = lab_edit(
-            "increment = 2.0e-4\n",
-            &format!("increment = 2.0e-4\n{extra}\n"),
+            "increment = 2.0e-3\n",
+            &format!("increment = 2.0e-3\n{extra}\n"),
         );
         check(&text, &format!("{f}.{key}"), phrase);
     }
@@ -1555,7 +1556,7 @@ fn a_lab_ring_beyond_the_runner_bound_is_refused_by_check() {
     // `check` accepted aborted on a 587 GB allocation. Here 2^20 rows × 1 000 ticks × 7
     // columns × 8 bytes.
     let text = lab_edit("subcycles = 10", "subcycles = 1000");
-    let text = edit(&text, "increment = 2.0e-4", "increment = 1.0e-9");
+    let text = edit(&text, "increment = 2.0e-3", "increment = 1.0e-9");
     let text = edit(&text, "delay = 0.0015", "delay = 0.0");
     lab_model(&text);
     let big = append(&text, "[runner]\nresults_ring = 1048576\n");
@@ -1592,4 +1593,26 @@ fn a_linear_element_with_too_many_dofs_is_refused() {
         &format!("dofs = [{}]\nm", dofs.join(", ")),
     );
     check(&text, "element[0].dofs", "lists 5000 DOFs; at most 2000");
+}
+
+#[test]
+fn a_synthetic_record_too_long_to_generate_is_refused() {
+    // Found by tests/fuzz_models.rs (seed 0x1d20260010, case 2770): a synthetic record of
+    // 200 000 s (4e7 samples) was generated while the file was read, for more than 20 s.
+    let text = append(
+        FRAME,
+        "[[ground_motion]]\ndirection = \"x\"\n\
+         synthetic = { seed = 1, duration = 200000.0, pga = 0.3 }\n",
+    );
+    check(
+        &text,
+        "ground_motion[0].synthetic.duration",
+        "a synthetic record has at most 1e7",
+    );
+    let text = append(
+        FRAME,
+        "[[ground_motion]]\ndirection = \"x\"\n\
+         synthetic = { seed = 1, duration = 20.0, pga = 0.3, dt = 1e-7 }\n",
+    );
+    check(&text, "ground_motion[0].synthetic.duration", "2e8 samples");
 }

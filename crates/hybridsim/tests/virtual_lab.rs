@@ -148,7 +148,7 @@ capacity = {{ stroke = 1.5, velocity = 20.0, force = 2.0e6 }}
 displacement = 1.0
 velocity = 10.0
 force = 1.0e6
-increment = 0.1
+increment = 1.0
 [safety.divergence]
 displacement = 1.0
 force = 1.0e6

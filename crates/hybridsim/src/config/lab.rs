@@ -51,7 +51,7 @@ const MAX_DELAY_TICKS: f64 = 1.0e6;
 /// Widest gap between the increment limit and one velocity-limited tick: an increment limit
 /// more than this many times `velocity × Δt^C` can never act before the velocity check and
 /// points at a unit mistake.
-const MAX_INCREMENT_TICKS: f64 = 10.0;
+const MAX_INCREMENT_TICKS: f64 = 100.0;
 
 /// Largest `dropout_ticks`.
 const MAX_DROPOUT_TICKS: i64 = 1000;

@@ -61,9 +61,26 @@ impl Model {
     }
 }
 
+/// Longest model file, bytes (16 MiB).
+pub const MAX_MODEL_BYTES: usize = 16 << 20;
+
 /// The model file as written; a TOML error is reported at its line, an unknown key written as
 /// `key = …` at its dotted path.
 fn parse(text: &str, source: &str) -> Result<ModelFile, ModelError> {
+    // The TOML reader keeps every token of the text (several words per byte): bound the text
+    // before it is read.
+    if text.len() > MAX_MODEL_BYTES {
+        return Err(ModelError::single(
+            source,
+            "file",
+            format!(
+                "is {} bytes long; a model file has at most {} MiB (records belong in their own \
+                 files)",
+                text.len(),
+                MAX_MODEL_BYTES >> 20
+            ),
+        ));
+    }
     toml::from_str(text).map_err(|e| {
         let reason = e.message().trim().replace('\n', " ");
         let Some(start) = e.span().map(|sp| sp.start.min(text.len())) else {
