@@ -356,7 +356,8 @@ fn mutate(text: &str, others: &[&str], rng: &mut Rng) -> String {
                     continue;
                 }
                 let (s, e) = *rng.pick(&spans);
-                lines[i].replace_range(s..e, *rng.pick(STRINGS));
+                let with: &str = rng.pick::<&str>(STRINGS);
+                lines[i].replace_range(s..e, with);
                 break;
             }
         }
@@ -370,7 +371,8 @@ fn mutate(text: &str, others: &[&str], rng: &mut Rng) -> String {
         9 => {
             let mut joined = lines.join("\n");
             let at = floor_boundary(&joined, rng.below(joined.len() + 1));
-            joined.insert_str(at, *rng.pick(UNICODE));
+            let what: &str = rng.pick::<&str>(UNICODE);
+            joined.insert_str(at, what);
             return joined;
         }
         // Nest or rename a table header.
@@ -828,9 +830,9 @@ fn an_oversized_model_file_is_refused_before_it_is_parsed() {
 ",
         "[1.0, 2.0], ".repeat((16 << 20) / 12 + 1)
     );
-    let err = Model::from_toml(&big, "big.toml", &hybridsim::model::NoFiles)
-        .err()
-        .expect("refused");
+    let Err(err) = Model::from_toml(&big, "big.toml", &hybridsim::model::NoFiles) else {
+        panic!("a model file of {} bytes was accepted", big.len());
+    };
     assert_eq!(err.issues.len(), 1, "{err}");
     assert_eq!(err.issues[0].field, "file");
     assert!(err.issues[0].reason.contains("at most 16 MiB"), "{err}");

@@ -1412,7 +1412,7 @@ fn actuator_dynamics_with_nan_or_infinite_times_are_refused() {
 
 /// A servo-hydraulic actuator of the isolated-deck example with `key = value` replaced.
 fn servo(key: &str, value: &str) -> String {
-    let mut params = vec![
+    let mut params = [
         ("gain", "1.9"),
         ("area", "0.01"),
         ("compliance", "1.0e-13"),

@@ -922,7 +922,7 @@ fn hurwitz(p: &[f64]) -> Result<(), String> {
     let n = p.len() - 1;
     let sign = p[0].signum();
     let p: Vec<f64> = p.iter().map(|x| x * sign).collect();
-    if let Some(k) = p.iter().position(|x| !(*x > 0.0)) {
+    if let Some(k) = p.iter().position(|x| x.is_nan() || *x <= 0.0) {
         return Err(format!(
             "den[{k}] = {} while den[0] = {} (a stable denominator has every coefficient \
              non-zero and of the same sign)",
