@@ -73,8 +73,9 @@ use std::time::Duration;
 
 /// Most physical partitions the runner drives.
 pub const MAX_PHYSICAL: usize = 7;
-/// Most memory the runner preallocates for its results and lab rings (bytes).
-pub const MAX_RING_BYTES: u128 = 2 << 30;
+/// Most memory the runner preallocates for its results and lab rings (bytes); one constant
+/// shared with the configuration, which refuses a larger `[runner] results_ring` at `check`.
+pub use hybridsim::model::lab::MAX_RING_BYTES;
 /// Interface multipliers carried to the estimation slot.
 pub const MAX_SNAPSHOT: usize = 8;
 /// Watchdog bound of a coarse step with pacing `fast` (no wall-clock window).

@@ -146,6 +146,7 @@ time_scale = 1.0
 [[lab.actuator]]
 name = "act1"
 dofs = [[1, "x"]]
+capacity = { stroke = 0.075, velocity = 0.6, force = 2.5e4 }
 dynamics = { kind = "delay", delay = 0.0015 }
 
 [safety.actuator.act1]
@@ -688,8 +689,11 @@ fn actuator_delay_of_too_many_controller_ticks() {
         "time_step = 1.0e-3",
         "time_step = 1e-300",
     );
-    check(
+    // The increment limit is then also far above a velocity-limited tick.
+    check_with(
         &text,
+        &NoFiles,
+        2,
         "lab.actuator[0].dynamics.delay",
         "at most 1e6 are supported",
     );
@@ -985,4 +989,630 @@ fn every_problem_is_reported() {
         shown.starts_with(&format!("the model has {} problems:", err.issues.len())),
         "{shown}"
     );
+}
+
+// ---- Issue 10: limits within the declared capacity, sensor checks, injected faults, actuator
+// ---- dynamics, the divergence floor and allocation bounds.
+
+/// [`SPLIT`] + [`LAB`], read (it must be valid).
+fn lab_model(text: &str) -> Model {
+    Model::from_toml(text, SOURCE, &NoFiles).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// [`SPLIT`] + [`LAB`] with the one occurrence of `from` replaced by `to`.
+fn lab_edit(from: &str, to: &str) -> String {
+    edit(&append(SPLIT, LAB), from, to)
+}
+
+/// [`SPLIT`] + [`LAB`] with `dynamics` of `act1` replaced by `dynamics`.
+fn with_dynamics(dynamics: &str) -> String {
+    lab_edit(
+        "dynamics = { kind = \"delay\", delay = 0.0015 }",
+        &format!("dynamics = {dynamics}"),
+    )
+}
+
+#[test]
+fn actuator_capacity_is_required() {
+    let text = lab_edit(
+        "capacity = { stroke = 0.075, velocity = 0.6, force = 2.5e4 }\n",
+        "",
+    );
+    check(&text, "lab.actuator[0].capacity", "is required");
+    let text = lab_edit(
+        "capacity = { stroke = 0.075, velocity = 0.6, force = 2.5e4 }",
+        "capacity = { stroke = 0.075, force = 2.5e4 }",
+    );
+    check(&text, "lab.actuator[0].capacity.velocity", "is required");
+}
+
+#[test]
+fn actuator_capacity_must_be_positive_and_finite() {
+    for (bad, field) in [
+        ("stroke = inf", "stroke"),
+        ("stroke = nan", "stroke"),
+        ("stroke = -0.0", "stroke"),
+        ("stroke = -1e300", "stroke"),
+    ] {
+        let text = lab_edit("stroke = 0.075", bad);
+        check(
+            &text,
+            &format!("lab.actuator[0].capacity.{field}"),
+            "must be positive and finite",
+        );
+    }
+    let text = lab_edit("force = 2.5e4 }", "force = 0.0 }");
+    check(
+        &text,
+        "lab.actuator[0].capacity.force",
+        "must be positive and finite, found 0",
+    );
+}
+
+#[test]
+fn the_declared_capacity_is_read() {
+    let m = lab_model(&append(SPLIT, LAB));
+    let cap = m.lab.as_ref().unwrap().lab.actuators[0].capacity;
+    assert_eq!(cap.stroke, 0.075);
+    assert_eq!(cap.velocity, 0.6);
+    assert_eq!(cap.force, 2.5e4);
+}
+
+#[test]
+fn limits_of_1e300_are_refused() {
+    // Issue 10: limits of 1e300 passed `check`; an unstable test then sent a 2.2e15 m command.
+    let text = lab_edit(
+        "displacement = 0.05\nvelocity",
+        "displacement = 1e300\nvelocity",
+    );
+    // The increment is then no longer above the displacement, so this is the one issue.
+    check(
+        &text,
+        "safety.actuator.act1.displacement",
+        "exceeds the declared capacity lab.actuator[0].capacity.stroke = 0.075",
+    );
+    let text = lab_edit("velocity = 0.5", "velocity = 1e300");
+    check(
+        &text,
+        "safety.actuator.act1.velocity",
+        "exceeds the declared capacity lab.actuator[0].capacity.velocity",
+    );
+    let text = lab_edit("force = 2.0e4\nincrement", "force = 1e300\nincrement");
+    check(
+        &text,
+        "safety.actuator.act1.force",
+        "exceeds the declared capacity lab.actuator[0].capacity.force",
+    );
+    let text = lab_edit("increment = 2.0e-3", "increment = 1e300");
+    check(
+        &text,
+        "safety.actuator.act1.increment",
+        "exceeds the displacement limit",
+    );
+}
+
+#[test]
+fn a_force_limit_at_or_above_the_load_cell_range_is_refused() {
+    // Issue 10: a load cell saturating below the force limit hid an overload (1 913 kN
+    // measured against a 200 kN limit, no trip).
+    for range in ["2.0e4", "1.5e4"] {
+        let text = lab_edit(
+            "dynamics = { kind = \"delay\", delay = 0.0015 }",
+            &format!(
+                "dynamics = {{ kind = \"delay\", delay = 0.0015 }}\nadc = {{ force_range = {range} }}"
+            ),
+        );
+        check(
+            &text,
+            "safety.actuator.act1.force",
+            "must lie below the load-cell range lab.actuator[0].adc.force_range",
+        );
+    }
+    // A load cell with headroom is fine.
+    lab_model(&lab_edit(
+        "dynamics = { kind = \"delay\", delay = 0.0015 }",
+        "dynamics = { kind = \"delay\", delay = 0.0015 }\nadc = { force_range = 2.5e4 }",
+    ));
+}
+
+#[test]
+fn a_displacement_limit_at_or_above_the_sensor_range_is_refused() {
+    let text = lab_edit(
+        "dynamics = { kind = \"delay\", delay = 0.0015 }",
+        "dynamics = { kind = \"delay\", delay = 0.0015 }\nadc = { displacement_range = 0.05 }",
+    );
+    check(
+        &text,
+        "safety.actuator.act1.displacement",
+        "lab.actuator[0].adc.displacement_range",
+    );
+}
+
+#[test]
+fn an_increment_limit_that_can_never_trip_is_refused() {
+    // Δt^C = 0.1 ms and 0.5 m/s: 50 µm per velocity-limited tick; a hundred of them is the
+    // most (a limit in mm written as m is a thousand).
+    let text = lab_edit("increment = 2.0e-3", "increment = 1.0e-2");
+    check(
+        &text,
+        "safety.actuator.act1.increment",
+        "more than 100 times velocity × dt_C",
+    );
+    lab_model(&lab_edit("increment = 2.0e-3", "increment = 5.0e-3"));
+}
+
+#[test]
+fn sensor_checks_have_defaults_derived_from_the_limits() {
+    let m = lab_model(&append(SPLIT, LAB));
+    let l = m.lab.as_ref().unwrap().safety.limits["act1"];
+    assert_eq!(l.following_error, 0.1 * 0.05);
+    assert_eq!(l.following_time, 0.05);
+    assert_eq!(l.frozen_time, 0.25);
+    assert_eq!(l.dropout_ticks, 3);
+}
+
+#[test]
+fn sensor_checks_are_read() {
+    let text = lab_edit(
+        "increment = 2.0e-3\n",
+        "increment = 2.0e-3\nfollowing_error = 0.002\nfollowing_time = 0.01\n\
+         frozen_time = 0\ndropout_ticks = 5\n",
+    );
+    let m = lab_model(&text);
+    let l = m.lab.as_ref().unwrap().safety.limits["act1"];
+    assert_eq!(l.following_error, 0.002);
+    assert_eq!(l.following_time, 0.01);
+    assert_eq!(l.frozen_time, 0.0);
+    assert_eq!(l.dropout_ticks, 5);
+}
+
+#[test]
+fn sensor_checks_out_of_range_are_refused() {
+    let f = "safety.actuator.act1";
+    for (extra, key, phrase) in [
+        (
+            "following_error = 0.05",
+            "following_error",
+            "below the displacement limit",
+        ),
+        (
+            "following_error = nan",
+            "following_error",
+            "positive finite length",
+        ),
+        (
+            "following_error = -1.0",
+            "following_error",
+            "positive finite length",
+        ),
+        (
+            "following_time = 1e-5",
+            "following_time",
+            "at least one controller tick",
+        ),
+        (
+            "following_time = nan",
+            "following_time",
+            "at least one controller tick",
+        ),
+        ("following_time = 1e9", "following_time", "at most 10 s"),
+        ("frozen_time = -0.1", "frozen_time", "must be 0 (off)"),
+        ("frozen_time = inf", "frozen_time", "must be 0 (off)"),
+        (
+            "frozen_time = 1e-4",
+            "frozen_time",
+            "at least two controller ticks",
+        ),
+        ("dropout_ticks = 0", "dropout_ticks", "must be 1..=1000"),
+        ("dropout_ticks = -3", "dropout_ticks", "must be 1..=1000"),
+        (
+            "dropout_ticks = 9223372036854775807",
+            "dropout_ticks",
+            "must be 1..=1000",
+        ),
+    ] {
+        let text = lab_edit(
+            "increment = 2.0e-3\n",
+            &format!("increment = 2.0e-3\n{extra}\n"),
+        );
+        check(&text, &format!("{f}.{key}"), phrase);
+    }
+}
+
+/// [`SPLIT`] + [`LAB`] with `faults` appended to `[lab]` (before `[safety…]`).
+fn with_faults(faults: &str) -> String {
+    lab_edit(
+        "[safety.actuator.act1]",
+        &format!("{faults}\n\n[safety.actuator.act1]"),
+    )
+}
+
+#[test]
+fn injected_faults_are_read() {
+    use hybridsim::model::lab::InjectedFaultKind as K;
+    let text = with_faults(
+        r#"[[lab.fault]]
+actuator = "act1"
+at = 0.5
+kind = "stuck_actuator"
+
+[[lab.fault]]
+actuator = "act1"
+at = 0
+kind = "overload"
+force = 1.5e4
+
+[[lab.fault]]
+actuator = "act1"
+at = 1.0
+kind = "stall"
+seconds = 2.0
+
+[[lab.fault]]
+actuator = "act1"
+at = 1.0
+kind = "nan_force""#,
+    );
+    let m = lab_model(&text);
+    let faults = &m.lab.as_ref().unwrap().lab.faults;
+    assert_eq!(faults.len(), 4);
+    assert_eq!(faults[0].actuator, "act1");
+    assert_eq!(faults[0].at, 0.5);
+    assert_eq!(faults[0].kind, K::StuckActuator);
+    assert_eq!(faults[1].kind, K::Overload { force: 1.5e4 });
+    assert_eq!(faults[2].kind, K::Stall { seconds: 2.0 });
+    assert_eq!(faults[3].kind, K::NanForce);
+    for kind in ["frozen_sensor", "dropout", "panic"] {
+        let text = with_faults(&format!(
+            "[[lab.fault]]\nactuator = \"act1\"\nat = 0.1\nkind = \"{kind}\""
+        ));
+        assert_eq!(
+            lab_model(&text).lab.unwrap().lab.faults[0].kind.name(),
+            kind
+        );
+    }
+}
+
+#[test]
+fn malformed_injected_faults_are_refused() {
+    let fault = |body: &str| with_faults(&format!("[[lab.fault]]\n{body}"));
+    for (body, field, phrase) in [
+        (
+            "actuator = \"nope\"\nat = 0.1\nkind = \"panic\"",
+            "lab.fault[0].actuator",
+            "names no actuator",
+        ),
+        (
+            "at = 0.1\nkind = \"panic\"",
+            "lab.fault[0].actuator",
+            "is required",
+        ),
+        (
+            "actuator = \"act1\"\nat = 0.1\nkind = \"explode\"",
+            "lab.fault[0].kind",
+            "unknown fault `explode`",
+        ),
+        (
+            "actuator = \"act1\"\nat = 0.1",
+            "lab.fault[0].kind",
+            "is required",
+        ),
+        (
+            "actuator = \"act1\"\nat = -1.0\nkind = \"panic\"",
+            "lab.fault[0].at",
+            "≥ 0 s",
+        ),
+        (
+            "actuator = \"act1\"\nat = nan\nkind = \"panic\"",
+            "lab.fault[0].at",
+            "≥ 0 s",
+        ),
+        (
+            "actuator = \"act1\"\nkind = \"panic\"",
+            "lab.fault[0].at",
+            "is required",
+        ),
+        (
+            "actuator = \"act1\"\nat = 0.1\nkind = \"overload\"",
+            "lab.fault[0].force",
+            "needs a finite non-zero force",
+        ),
+        (
+            "actuator = \"act1\"\nat = 0.1\nkind = \"overload\"\nforce = inf",
+            "lab.fault[0].force",
+            "needs a finite non-zero force",
+        ),
+        (
+            "actuator = \"act1\"\nat = 0.1\nkind = \"panic\"\nforce = 1.0",
+            "lab.fault[0].force",
+            "only an `overload`",
+        ),
+        (
+            "actuator = \"act1\"\nat = 0.1\nkind = \"stall\"",
+            "lab.fault[0].seconds",
+            "a stall needs a length in (0, 60] s",
+        ),
+        (
+            "actuator = \"act1\"\nat = 0.1\nkind = \"stall\"\nseconds = 61",
+            "lab.fault[0].seconds",
+            "found 61",
+        ),
+        (
+            "actuator = \"act1\"\nat = 0.1\nkind = \"stall\"\nseconds = 0.0",
+            "lab.fault[0].seconds",
+            "found 0",
+        ),
+        (
+            "actuator = \"act1\"\nat = 0.1\nkind = \"dropout\"\nseconds = 1.0",
+            "lab.fault[0].seconds",
+            "only a `stall`",
+        ),
+        (
+            "actuator = \"act1\"\nat = 0.1\nkind = \"panic\"\nwhen = 3",
+            "lab.fault[0].when",
+            "unknown field",
+        ),
+        (
+            "actuator = 3\nat = 0.1\nkind = \"panic\"",
+            "lab.fault[0]",
+            "invalid type",
+        ),
+    ] {
+        check(&fault(body), field, phrase);
+    }
+}
+
+#[test]
+fn actuator_dynamics_with_nan_or_infinite_times_are_refused() {
+    // Issue 10: NaN `tau`/`delay` passed `check`.
+    let f = "lab.actuator[0].dynamics";
+    for (dynamics, key, phrase) in [
+        (
+            "{ kind = \"first_order\", tau = nan }",
+            "tau",
+            "positive finite time constant",
+        ),
+        (
+            "{ kind = \"first_order\", tau = inf }",
+            "tau",
+            "positive finite time constant",
+        ),
+        (
+            "{ kind = \"first_order\", tau = -0.01 }",
+            "tau",
+            "found -0.01",
+        ),
+        (
+            "{ kind = \"first_order\", tau = \"fast\" }",
+            "tau",
+            "must be a number, found string",
+        ),
+        (
+            "{ kind = \"delay\", delay = nan }",
+            "delay",
+            "a finite delay ≥ 0 s, found NaN",
+        ),
+        (
+            "{ kind = \"delay\", delay = -inf }",
+            "delay",
+            "a finite delay ≥ 0 s",
+        ),
+        (
+            "{ kind = \"delay\", delay = -0.001 }",
+            "delay",
+            "found -0.001",
+        ),
+        ("{ kind = \"delay\" }", "delay", "needs `delay`"),
+        ("{ kind = 3 }", "kind", "must be a string"),
+        ("{ tau = 0.1 }", "kind", "is required"),
+    ] {
+        check(&with_dynamics(dynamics), &format!("{f}.{key}"), phrase);
+    }
+}
+
+/// A servo-hydraulic actuator of the isolated-deck example with `key = value` replaced.
+fn servo(key: &str, value: &str) -> String {
+    let mut params = [
+        ("gain", "1.9"),
+        ("area", "0.01"),
+        ("compliance", "1.0e-13"),
+        ("leakage", "2.0e-10"),
+        ("mass", "500.0"),
+        ("substeps", "40"),
+    ];
+    for p in params.iter_mut() {
+        if p.0 == key {
+            p.1 = value;
+        }
+    }
+    let body: Vec<String> = params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    with_dynamics(&format!(
+        "{{ kind = \"servo_hydraulic\", {} }}",
+        body.join(", ")
+    ))
+}
+
+#[test]
+fn servo_hydraulic_parameters_are_validated() {
+    // Issue 10: negative leakage passed `check`.
+    lab_model(&servo("gain", "1.9"));
+    let f = "lab.actuator[0].dynamics";
+    for (key, value, phrase) in [
+        ("leakage", "-2.0e-10", "a finite leakage ≥ 0"),
+        ("leakage", "nan", "a finite leakage ≥ 0"),
+        ("leakage", "\"some\"", "must be a number"),
+        ("gain", "0.0", "positive finite flow gain"),
+        ("gain", "nan", "positive finite flow gain"),
+        ("area", "-0.01", "positive finite piston area"),
+        ("compliance", "inf", "positive finite oil compliance"),
+        ("mass", "0", "positive finite moving mass"),
+        ("substeps", "0", "must be 1..=10000"),
+        ("substeps", "100000000000", "must be 1..=10000"),
+        ("substeps", "2.5", "must be an integer"),
+    ] {
+        check(&servo(key, value), &format!("{f}.{key}"), phrase);
+    }
+    // An integer leakage is a number like any other (it was silently read as 0).
+    let m = lab_model(&servo("leakage", "0"));
+    assert!(matches!(
+        m.lab.unwrap().lab.actuators[0].dynamics,
+        hybridsim::model::lab::ActuatorDynamics::ServoHydraulic { leakage, .. } if leakage == 0.0
+    ));
+}
+
+#[test]
+fn transfer_functions_are_validated() {
+    // Issue 10: non-numbers in a transfer function passed `check` (they were dropped).
+    let tf = |num: &str, den: &str| {
+        with_dynamics(&format!(
+            "{{ kind = \"transfer_function\", num = {num}, den = {den} }}"
+        ))
+    };
+    let f = "lab.actuator[0].dynamics";
+    // A second-order servo at 30 Hz with 70 % damping is fine; so is a static gain.
+    lab_model(&tf("[35530.0]", "[1.0, 263.9, 35530.0]"));
+    lab_model(&tf("[2.0]", "[2.0]"));
+    for (num, den, field, phrase) in [
+        (
+            "[1.0, \"x\"]",
+            "[1.0, 1.0]",
+            "num[1]",
+            "must be a number, found string",
+        ),
+        (
+            "[1.0]",
+            "[0.01, true]",
+            "den[1]",
+            "must be a number, found boolean",
+        ),
+        ("[nan]", "[0.01, 1.0]", "num[0]", "must be finite"),
+        ("[1.0]", "[0.01, inf]", "den[1]", "must be finite"),
+        (
+            "[1.0]",
+            "[]",
+            "den",
+            "must list 1 to 13 coefficients, found 0",
+        ),
+        ("[1.0]", "\"s+1\"", "den", "must be a list of coefficients"),
+        ("[1.0]", "[0.0, 1.0]", "den[0]", "leading coefficient"),
+        ("[0.0, 0.0]", "[0.01, 1.0]", "num", "is all zero"),
+        (
+            "[1.0, 0.0, 0.0]",
+            "[0.01, 1.0]",
+            "num",
+            "numerator degree 2 > denominator degree 1",
+        ),
+        ("[1.0]", "[0.01, -1.0]", "den", "must be stable"),
+        ("[1.0]", "[1.0, 0.0, 100.0]", "den", "must be stable"),
+        ("[1.0]", "[1.0, 1.0, 1.0, 10.0]", "den", "Routh–Hurwitz"),
+        ("[1.0]", "[1.0, 0.0]", "den", "must be stable"),
+    ] {
+        check(&tf(num, den), &format!("{f}.{field}"), phrase);
+    }
+    // A numerator with leading zeros is as proper as without them.
+    lab_model(&tf("[0.0, 0.0, 1.0]", "[0.01, 1.0]"));
+    lab_model(&tf("[1.0]", "[-0.01, -1.0]"));
+    // More coefficients than any actuator model needs.
+    let long = format!("[{}]", vec!["1.0"; 14].join(", "));
+    check(
+        &tf("[1.0]", &long),
+        &format!("{f}.den"),
+        "must list 1 to 13 coefficients, found 14",
+    );
+}
+
+#[test]
+fn the_divergence_floor_defaults_to_one_percent_of_the_displacement_bound() {
+    // Issue 10: a default floor of 0 stopped a stable test at 41 µm (tiny amplitudes growing
+    // at rest counted as divergence).
+    let m = lab_model(&append(SPLIT, LAB));
+    let d = m.lab.as_ref().unwrap().safety.divergence;
+    assert_eq!(d.displacement, 0.04);
+    assert!((d.floor - 4.0e-4).abs() < 1e-15, "{}", d.floor);
+    assert!(d.floor > 41.0e-6);
+    // An explicit floor, 0 included, is kept.
+    for floor in ["0.0", "1.0e-3"] {
+        let text = lab_edit(
+            "displacement = 0.04\n",
+            &format!("displacement = 0.04\nfloor = {floor}\n"),
+        );
+        let d = lab_model(&text).lab.unwrap().safety.divergence;
+        assert_eq!(d.floor, floor.parse::<f64>().unwrap());
+    }
+    let text = lab_edit(
+        "displacement = 0.04\n",
+        "displacement = 0.04\nfloor = 0.04\n",
+    );
+    check(
+        &text,
+        "safety.divergence.floor",
+        "must lie below the displacement bound",
+    );
+}
+
+#[test]
+fn a_lab_ring_beyond_the_runner_bound_is_refused_by_check() {
+    // Issue 10: the real-time runner's lab ring is `results_ring × ss / every` rows: a file
+    // `check` accepted aborted on a 587 GB allocation. Here 2^20 rows × 1 000 ticks × 7
+    // columns × 8 bytes.
+    let text = lab_edit("subcycles = 10", "subcycles = 1000");
+    let text = edit(&text, "increment = 2.0e-3", "increment = 1.0e-9");
+    let text = edit(&text, "delay = 0.0015", "delay = 0.0");
+    lab_model(&text);
+    let big = append(&text, "[runner]\nresults_ring = 1048576\n");
+    let issue = check(&big, "runner.results_ring", "more than the 2048 MiB");
+    assert!(issue.reason.contains("56056 MiB"), "{issue}");
+    // `every` divides the lab ring.
+    let every = edit(&big, "[analysis]", "[output]\nevery = 1000\n\n[analysis]");
+    lab_model(&every);
+    assert_eq!(hybridsim::model::lab::MAX_RING_BYTES, 2 << 30);
+}
+
+#[test]
+fn a_node_with_200000_dofs_is_refused_before_anything_is_allocated() {
+    // Issue 10: a node with many DOFs and a mass allocated an n×n matrix (80 GB abort, no
+    // file or field named).
+    let dofs: Vec<String> = (0..200_000).map(|i| format!("\"d{i}\"")).collect();
+    let text = format!(
+        "[[node]]\nid = 7\ndofs = [{}]\n\n\
+         [[element]]\ntype = \"mass\"\nname = \"m\"\nnode = 7\nmass = 1.0\n\n\
+         [analysis]\nintegrator = \"mg-alpha\"\ntime_step = 0.01\nduration = 1.0\n",
+        dofs.join(", ")
+    );
+    check(&text, "node[0].dofs", "node 7 declares 200000 DOFs");
+    assert_eq!(hybridsim::config::MAX_DOFS, 2000);
+}
+
+#[test]
+fn a_linear_element_with_too_many_dofs_is_refused() {
+    // A `linear` element without matrices allocates zero n×n matrices of its DOF list.
+    let dofs: Vec<String> = (0..5000).map(|_| "[1, \"x\"]".to_string()).collect();
+    let text = edit(
+        LINEAR,
+        "dofs = [[1, \"x\"], [1, \"y\"]]\nm",
+        &format!("dofs = [{}]\nm", dofs.join(", ")),
+    );
+    check(&text, "element[0].dofs", "lists 5000 DOFs; at most 2000");
+}
+
+#[test]
+fn a_synthetic_record_too_long_to_generate_is_refused() {
+    // Found by tests/fuzz_models.rs (seed 0x1d20260010, case 2770): a synthetic record of
+    // 200 000 s (4e7 samples) was generated while the file was read, for more than 20 s.
+    let text = append(
+        FRAME,
+        "[[ground_motion]]\ndirection = \"x\"\n\
+         synthetic = { seed = 1, duration = 200000.0, pga = 0.3 }\n",
+    );
+    check(
+        &text,
+        "ground_motion[0].synthetic.duration",
+        "a synthetic record has at most 1e7",
+    );
+    let text = append(
+        FRAME,
+        "[[ground_motion]]\ndirection = \"x\"\n\
+         synthetic = { seed = 1, duration = 20.0, pga = 0.3, dt = 1e-7 }\n",
+    );
+    check(&text, "ground_motion[0].synthetic.duration", "2e8 samples");
 }

@@ -143,6 +143,7 @@ time_scale = {lambda}
 [[lab.actuator]]
 name = "a"
 dofs = [[1, "x"]]
+capacity = {{ stroke = 1.5, velocity = 20.0, force = 2.0e6 }}
 [safety.actuator.a]
 displacement = 1.0
 velocity = 10.0
@@ -384,6 +385,7 @@ device_multiplier = {mult}
 name = "device"
 dofs = [[1, "x"], [2, "x"]]
 coefficients = [-1.0, 1.0]
+capacity = {{ stroke = 1.5, velocity = 20.0, force = 2.0e6 }}
 [safety.actuator.device]
 displacement = 1.0
 velocity = 10.0

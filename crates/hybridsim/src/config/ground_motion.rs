@@ -114,6 +114,9 @@ fn ground_motion(
     })
 }
 
+/// Most samples of a synthetic record (10^7: 80 MB, over 13 hours at 200 Hz).
+const MAX_SYNTHETIC_SAMPLES: f64 = 1.0e7;
+
 /// `[ground_motion.synthetic]`: the accelerogram in g, its description and its seed.
 fn synthetic(
     s: &SyntheticSpec,
@@ -136,6 +139,24 @@ fn synthetic(
     }
     if let Some(z) = s.zeta_g {
         kt.zeta_g = z;
+    }
+    // The record is generated here, at validation: bound its length before anything is
+    // allocated (the generator's own bound is far larger).
+    let samples = kt.duration / kt.dt;
+    if kt.duration.is_finite()
+        && kt.dt.is_finite()
+        && kt.dt > 0.0
+        && samples > MAX_SYNTHETIC_SAMPLES
+    {
+        diag.push(
+            format!("{f}.synthetic.duration"),
+            format!(
+                "{} s at dt = {} s is {samples:e} samples; a synthetic record has at most \
+                 {MAX_SYNTHETIC_SAMPLES:e} (shorten it or raise dt)",
+                kt.duration, kt.dt
+            ),
+        );
+        return None;
     }
     match kt.generate() {
         Ok(series) => Some((

@@ -4,8 +4,8 @@
 
 use super::finite_positive;
 use super::schema::{
-    ActuatorSpec, AdcSpec, CompensationSpec, DivergenceSpec, ForceControlSpec, LabSpec, LimitsSpec,
-    NoiseSpec, RunnerSpec, SafetySpec,
+    ActuatorSpec, AdcSpec, CapacitySpec, CompensationSpec, DivergenceSpec, FaultSpec,
+    ForceControlSpec, LabSpec, LimitsSpec, NoiseSpec, RunnerSpec, SafetySpec,
 };
 use crate::error::Diagnostics;
 use crate::model::lab::*;
@@ -48,6 +48,29 @@ const MAX_WALL_CLOCK: f64 = 1.0e9;
 /// Longest actuator delay in controller ticks (the delay line keeps one sample per tick).
 const MAX_DELAY_TICKS: f64 = 1.0e6;
 
+/// Widest gap between the increment limit and one velocity-limited tick: an increment limit
+/// more than this many times `velocity × Δt^C` can never act before the velocity check and
+/// points at a unit mistake.
+const MAX_INCREMENT_TICKS: f64 = 100.0;
+
+/// Largest `dropout_ticks`.
+const MAX_DROPOUT_TICKS: i64 = 1000;
+
+/// Longest `following_time` and `frozen_time`, s (or ten controller ticks when Δt^C is longer).
+const MAX_SENSOR_TIME: f64 = 10.0;
+
+/// Longest injected `stall`, s.
+const MAX_STALL: f64 = 60.0;
+
+/// Highest degree of a transfer function's denominator.
+const MAX_TF_DEGREE: usize = 12;
+
+/// Largest internal substeps of a servo-hydraulic actuator per controller tick.
+const MAX_SUBSTEPS: i64 = 10_000;
+
+/// Default divergence floor as a fraction of the displacement bound.
+const DEFAULT_FLOOR_FRACTION: f64 = 0.01;
+
 /// A stiffness with explicit units (`N/m`, `kN/m`, `kN/mm`, `MN/m`, `lbf/in`, `kip/in`) in model
 /// units (force/length of `[units]`).
 fn stiffness_in_model_units(value: f64, unit: &str, units: &Units) -> Option<f64> {
@@ -82,6 +105,10 @@ pub(super) struct LabContext<'a> {
     pub has_physical: bool,
     /// Field paths of specimen `mass` elements (for the regime check).
     pub specimen_masses: Vec<String>,
+    /// `[output] every` (sizes the real-time runner's lab ring).
+    pub every: usize,
+    /// Free DOFs of the model (at least three results columns each).
+    pub free_dofs: usize,
 }
 
 impl<'a> LabContext<'a> {
@@ -92,6 +119,8 @@ impl<'a> LabContext<'a> {
         elements: &[ElementInstance],
         substructures: &[Substructure],
         analysis: Option<&AnalysisSettings>,
+        every: u64,
+        free_dofs: usize,
     ) -> Self {
         let physical_dofs = elements
             .iter()
@@ -115,6 +144,8 @@ impl<'a> LabContext<'a> {
             physical_dofs,
             has_physical: substructures.iter().any(|s| s.physical),
             specimen_masses,
+            every: usize::try_from(every).unwrap_or(usize::MAX).max(1),
+            free_dofs,
         }
     }
 }
@@ -173,6 +204,9 @@ pub(super) fn lab(
             deserialize::<RunnerSpec>(v, "runner", diag).map(|spec| runner_table(spec, diag))
         }
     };
+    if let Some(r) = &runner {
+        ring_bound(r, &lab_settings, ctx, diag);
+    }
     if diag.len() > before {
         return None;
     }
@@ -237,6 +271,7 @@ fn lab_table(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> LabSet
         actuators.push(actuator(a, &f, ctx, &time_scale, diag));
     }
     let force_control = force_control(&spec.force_control, &actuators, ctx, diag);
+    let faults = faults(&spec.fault, transfer, &actuators, diag);
     LabSettings {
         transfer,
         regime,
@@ -247,8 +282,7 @@ fn lab_table(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> LabSet
         device_multiplier,
         actuators,
         force_control,
-        // TODO(issue 10, config): parse `[[lab.fault]]` (virtual transfer only).
-        faults: Vec::new(),
+        faults,
     }
 }
 
@@ -444,12 +478,7 @@ fn actuator(
         loading_stiffness,
         delay_compensation,
         compliance_compensation,
-        // TODO(issue 10, config): parse `capacity` (required) and check the limits against it.
-        capacity: crate::model::lab::ActuatorCapacity {
-            stroke: f64::INFINITY,
-            velocity: f64::INFINITY,
-            force: f64::INFINITY,
-        },
+        capacity: capacity(a.capacity.as_ref(), f, diag),
     }
 }
 
@@ -623,23 +652,27 @@ fn force_control(
     force_control
 }
 
-/// `dynamics`: the kind and its parameters, nothing else.
+/// `dynamics`: the kind and its parameters, nothing else, each checked (a NaN, infinite or
+/// negative time, a non-number, an improper or unstable transfer function are refused).
 fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorDynamics {
-    let kind = t.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-    let num = |key: &str, diag: &mut Diagnostics| -> f64 {
-        match t
-            .get(key)
-            .and_then(|x| x.as_float().or(x.as_integer().map(|i| i as f64)))
-        {
-            Some(x) => x,
+    let kind = match t.get("kind") {
+        None => {
+            diag.push(
+                format!("{f}.kind"),
+                "is required (ideal, delay, first_order, transfer_function, servo_hydraulic)",
+            );
+            return ActuatorDynamics::Ideal;
+        }
+        Some(k) => match k.as_str() {
+            Some(k) => k,
             None => {
                 diag.push(
-                    format!("{f}.{key}"),
-                    format!("a `{kind}` actuator needs `{key}`"),
+                    format!("{f}.kind"),
+                    format!("must be a string, found {}", k.type_str()),
                 );
-                f64::NAN
+                return ActuatorDynamics::Ideal;
             }
-        }
+        },
     };
     let allowed: &[&str] = match kind {
         "ideal" => &["kind"],
@@ -677,93 +710,247 @@ fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorD
             );
         }
     }
-    let check_pos = |x: f64, key: &str, diag: &mut Diagnostics| {
-        if !(x.is_nan() || x.is_finite() && x > 0.0) {
-            diag.push(format!("{f}.{key}"), format!("must be positive, found {x}"));
+    // A number (integer or float) at `key`, or NaN after a problem was recorded; `check`
+    // states the range (true: accepted) and what it is.
+    let number = |key: &str,
+                  default: Option<f64>,
+                  check: &dyn Fn(f64) -> bool,
+                  what: &str,
+                  diag: &mut Diagnostics|
+     -> f64 {
+        let x = match t.get(key) {
+            None => match default {
+                Some(d) => return d,
+                None => {
+                    diag.push(
+                        format!("{f}.{key}"),
+                        format!("a `{kind}` actuator needs `{key}`"),
+                    );
+                    return f64::NAN;
+                }
+            },
+            Some(v) => match toml_number(v) {
+                Some(x) => x,
+                None => {
+                    diag.push(
+                        format!("{f}.{key}"),
+                        format!("must be a number, found {}", v.type_str()),
+                    );
+                    return f64::NAN;
+                }
+            },
+        };
+        if !check(x) {
+            diag.push(format!("{f}.{key}"), format!("must be {what}, found {x}"));
+            return f64::NAN;
         }
+        x
     };
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    let non_negative = |x: f64| x.is_finite() && x >= 0.0;
     match kind {
         "ideal" => ActuatorDynamics::Ideal,
-        "delay" => {
-            let delay = num("delay", diag);
-            if !(delay.is_nan() || delay.is_finite() && delay >= 0.0) {
-                diag.push(
-                    format!("{f}.delay"),
-                    format!("must be ≥ 0 s, found {delay}"),
-                );
-            }
-            ActuatorDynamics::Delay { delay }
-        }
-        "first_order" => {
-            let tau = num("tau", diag);
-            check_pos(tau, "tau", diag);
-            ActuatorDynamics::FirstOrder { tau }
-        }
-        "transfer_function" => {
-            let list = |key: &str, diag: &mut Diagnostics| -> Vec<f64> {
-                let v: Option<Vec<f64>> = t.get(key).and_then(|x| x.as_array()).map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_float().or(x.as_integer().map(|i| i as f64)))
-                        .collect()
-                });
-                match v {
-                    Some(v) if !v.is_empty() && v.iter().all(|x| x.is_finite()) => v,
-                    _ => {
-                        diag.push(
-                            format!("{f}.{key}"),
-                            "must be a non-empty list of finite coefficients (highest power first)",
-                        );
-                        vec![1.0]
-                    }
-                }
-            };
-            let num_c = list("num", diag);
-            let den = list("den", diag);
-            if den[0] == 0.0 {
-                diag.push(
-                    format!("{f}.den"),
-                    "the leading coefficient must not be zero",
-                );
-            }
-            if num_c.len() > den.len() {
-                diag.push(
-                    format!("{f}.num"),
-                    "the transfer function must be proper (numerator degree ≤ denominator degree)",
-                );
-            }
-            ActuatorDynamics::TransferFunction { num: num_c, den }
-        }
+        "delay" => ActuatorDynamics::Delay {
+            delay: number("delay", None, &non_negative, "a finite delay ≥ 0 s", diag),
+        },
+        "first_order" => ActuatorDynamics::FirstOrder {
+            tau: number(
+                "tau",
+                None,
+                &positive,
+                "a positive finite time constant (s)",
+                diag,
+            ),
+        },
+        "transfer_function" => transfer_function(t, f, diag),
         _ => {
-            let gain = num("gain", diag);
-            let area = num("area", diag);
-            let compliance = num("compliance", diag);
-            let mass = num("mass", diag);
-            for (x, k) in [
-                (gain, "gain"),
-                (area, "area"),
-                (compliance, "compliance"),
-                (mass, "mass"),
-            ] {
-                check_pos(x, k, diag);
-            }
-            let leakage = t.get("leakage").and_then(|x| x.as_float()).unwrap_or(0.0);
-            let substeps = t.get("substeps").and_then(|x| x.as_integer()).unwrap_or(20);
-            if !(1..=10_000).contains(&substeps) {
-                diag.push(
-                    format!("{f}.substeps"),
-                    format!("must be 1..10000, found {substeps}"),
-                );
-            }
+            let pos = |key: &str, what: &str, diag: &mut Diagnostics| {
+                number(key, None, &positive, what, diag)
+            };
+            let gain = pos("gain", "a positive finite flow gain", diag);
+            let area = pos("area", "a positive finite piston area", diag);
+            let compliance = pos(
+                "compliance",
+                "a positive finite oil compliance V/(4β)",
+                diag,
+            );
+            let mass = pos("mass", "a positive finite moving mass", diag);
+            let leakage = number(
+                "leakage",
+                Some(0.0),
+                &non_negative,
+                "a finite leakage ≥ 0",
+                diag,
+            );
+            let substeps = match t.get("substeps") {
+                None => 20,
+                Some(v) => match v.as_integer() {
+                    Some(n) if (1..=MAX_SUBSTEPS).contains(&n) => n,
+                    Some(n) => {
+                        diag.push(
+                            format!("{f}.substeps"),
+                            format!("must be 1..={MAX_SUBSTEPS}, found {n}"),
+                        );
+                        1
+                    }
+                    None => {
+                        diag.push(
+                            format!("{f}.substeps"),
+                            format!("must be an integer 1..={MAX_SUBSTEPS}, found {v}"),
+                        );
+                        1
+                    }
+                },
+            };
             ActuatorDynamics::ServoHydraulic {
                 gain,
                 area,
                 compliance,
                 leakage,
                 mass,
-                substeps: substeps.clamp(1, 10_000) as usize,
+                substeps: substeps as usize,
             }
         }
     }
+}
+
+/// A TOML integer or float as `f64`.
+fn toml_number(v: &toml::Value) -> Option<f64> {
+    v.as_float().or(v.as_integer().map(|i| i as f64))
+}
+
+/// `num` and `den` of a transfer function: lists of finite numbers, highest power first, a
+/// denominator of degree ≤ [`MAX_TF_DEGREE`] with a non-zero leading coefficient, a proper
+/// function and a stable denominator (every pole in the open left half-plane, Routh–Hurwitz).
+fn transfer_function(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorDynamics {
+    let list = |key: &str, diag: &mut Diagnostics| -> Option<Vec<f64>> {
+        let field = format!("{f}.{key}");
+        let Some(v) = t.get(key) else {
+            diag.push(
+                field,
+                "is required: a list of coefficients, highest power first",
+            );
+            return None;
+        };
+        let Some(a) = v.as_array() else {
+            diag.push(
+                field,
+                format!("must be a list of coefficients, found {}", v.type_str()),
+            );
+            return None;
+        };
+        if a.is_empty() || a.len() > MAX_TF_DEGREE + 1 {
+            diag.push(
+                field,
+                format!(
+                    "must list 1 to {} coefficients, found {}",
+                    MAX_TF_DEGREE + 1,
+                    a.len()
+                ),
+            );
+            return None;
+        }
+        let mut out = Vec::with_capacity(a.len());
+        for (i, x) in a.iter().enumerate() {
+            match toml_number(x) {
+                Some(x) if x.is_finite() => out.push(x),
+                Some(x) => {
+                    diag.push(
+                        format!("{field}[{i}]"),
+                        format!("must be finite, found {x}"),
+                    );
+                    return None;
+                }
+                None => {
+                    diag.push(
+                        format!("{field}[{i}]"),
+                        format!("must be a number, found {}", x.type_str()),
+                    );
+                    return None;
+                }
+            }
+        }
+        Some(out)
+    };
+    let num = list("num", diag);
+    let den = list("den", diag);
+    let (Some(num), Some(den)) = (num, den) else {
+        return ActuatorDynamics::TransferFunction {
+            num: vec![1.0],
+            den: vec![1.0],
+        };
+    };
+    // Leading zeros of the numerator do not raise its degree.
+    let num_degree = num
+        .iter()
+        .position(|x| *x != 0.0)
+        .map(|k| num.len() - 1 - k);
+    if den[0] == 0.0 {
+        diag.push(
+            format!("{f}.den[0]"),
+            "the leading coefficient of the denominator must not be zero",
+        );
+    } else if num_degree.is_none() {
+        diag.push(
+            format!("{f}.num"),
+            "is all zero: the actuator would never move",
+        );
+    } else if num_degree.unwrap_or(0) > den.len() - 1 {
+        diag.push(
+            format!("{f}.num"),
+            format!(
+                "the transfer function must be proper: numerator degree {} > denominator \
+                 degree {}",
+                num_degree.unwrap_or(0),
+                den.len() - 1
+            ),
+        );
+    } else if let Err(reason) = hurwitz(&den) {
+        diag.push(
+            format!("{f}.den"),
+            format!("the actuator must be stable (every pole with a negative real part): {reason}"),
+        );
+    }
+    // Without its leading zeros, so that the numerator is never longer than the denominator.
+    let num = num[num.iter().position(|x| *x != 0.0).unwrap_or(0)..].to_vec();
+    ActuatorDynamics::TransferFunction { num, den }
+}
+
+/// Routh–Hurwitz test of a real polynomial (highest power first, leading coefficient non-zero):
+/// `Ok` when every root has a negative real part; else why not.
+fn hurwitz(p: &[f64]) -> Result<(), String> {
+    let n = p.len() - 1;
+    let sign = p[0].signum();
+    let p: Vec<f64> = p.iter().map(|x| x * sign).collect();
+    if let Some(k) = p.iter().position(|x| x.is_nan() || *x <= 0.0) {
+        return Err(format!(
+            "den[{k}] = {} while den[0] = {} (a stable denominator has every coefficient \
+             non-zero and of the same sign)",
+            p[k] * sign,
+            p[0] * sign
+        ));
+    }
+    // Routh array, rows 0..=n: every first-column entry must be positive.
+    let width = n / 2 + 1;
+    let at = |row: &[f64], j: usize| row.get(j).copied().unwrap_or(0.0);
+    let mut prev: Vec<f64> = (0..width).map(|j| at(&p, 2 * j)).collect();
+    let mut cur: Vec<f64> = (0..width).map(|j| at(&p, 2 * j + 1)).collect();
+    let unstable = || "a pole lies on or to the right of the imaginary axis (Routh–Hurwitz)";
+    for _ in 1..n {
+        let c0 = cur[0];
+        if !(c0.is_finite() && c0 > 0.0) {
+            return Err(unstable().to_string());
+        }
+        let next: Vec<f64> = (0..width)
+            .map(|j| (c0 * at(&prev, j + 1) - prev[0] * at(&cur, j + 1)) / c0)
+            .collect();
+        prev = cur;
+        cur = next;
+    }
+    if n >= 1 && !(cur[0].is_finite() && cur[0] > 0.0) {
+        return Err(unstable().to_string());
+    }
+    Ok(())
 }
 
 /// `[safety]`: the action after an event, the overrun budget, limits for every actuator of
@@ -824,14 +1011,18 @@ fn on_trip(spec: &SafetySpec, diag: &mut Diagnostics) -> TripAction {
     }
 }
 
-/// `[safety.actuator.NAME]`: positive limits for every actuator of `lab`, and no other name.
+/// `[safety.actuator.NAME]`: positive limits for every actuator of `lab`, and no other name;
+/// each within the actuator's declared capacity and below its sensor ranges, the increment
+/// consistent with the velocity, and the sensor checks (following error, frozen sensor,
+/// dropout).
 fn limits(
     specs: &BTreeMap<String, LimitsSpec>,
     lab: &LabSettings,
     diag: &mut Diagnostics,
 ) -> BTreeMap<String, ActuatorLimits> {
+    let dt_c = lab.time_scale.dt_c;
     let mut limits = BTreeMap::new();
-    for a in &lab.actuators {
+    for (i, a) in lab.actuators.iter().enumerate() {
         let f = format!("safety.actuator.{}", a.name);
         let Some(l) = specs.get(&a.name) else {
             diag.push(
@@ -848,30 +1039,89 @@ fn limits(
                         format!("{f}.{key}"),
                         format!("must be a positive finite limit, found {x}"),
                     );
-                    0.0
+                    f64::NAN
                 }
                 None => {
                     diag.push(format!("{f}.{key}"), "is required (no default limit)");
-                    0.0
+                    f64::NAN
                 }
             }
         };
-        let lim = ActuatorLimits {
-            displacement: get(l.displacement, "displacement"),
-            velocity: get(l.velocity, "velocity"),
-            force: get(l.force, "force"),
-            increment: get(l.increment, "increment"),
-            following_error: 0.0,
-            following_time: 0.05,
-            frozen_time: 0.25,
-            dropout_ticks: 3,
-        };
-        // TODO(issue 10, config): parse the sensor-check fields; default following error.
-        let lim = ActuatorLimits {
-            following_error: 0.1 * lim.displacement,
-            ..lim
-        };
-        limits.insert(a.name.clone(), lim);
+        let displacement = get(l.displacement, "displacement");
+        let velocity = get(l.velocity, "velocity");
+        let force = get(l.force, "force");
+        let increment = get(l.increment, "increment");
+        let act = format!("lab.actuator[{i}]");
+        let cap = a.capacity;
+        for (x, key, c, what) in [
+            (displacement, "displacement", cap.stroke, "stroke"),
+            (velocity, "velocity", cap.velocity, "velocity"),
+            (force, "force", cap.force, "force"),
+        ] {
+            if x > c {
+                diag.push(
+                    format!("{f}.{key}"),
+                    format!(
+                        "{x} exceeds the declared capacity {act}.capacity.{what} = {c}: a limit \
+                         beyond what the actuator can do never trips"
+                    ),
+                );
+            }
+        }
+        if force >= a.force_range {
+            diag.push(
+                format!("{f}.force"),
+                format!(
+                    "{force} must lie below the load-cell range {act}.adc.force_range = {}: a \
+                     saturated load cell reads at most its range and would hide an overload",
+                    a.force_range
+                ),
+            );
+        }
+        if displacement >= a.displacement_range {
+            diag.push(
+                format!("{f}.displacement"),
+                format!(
+                    "{displacement} must lie below the displacement sensor range \
+                     {act}.adc.displacement_range = {}: a saturated sensor would hide a \
+                     stroke breach",
+                    a.displacement_range
+                ),
+            );
+        }
+        if increment > displacement {
+            diag.push(
+                format!("{f}.increment"),
+                format!(
+                    "{increment} per tick exceeds the displacement limit {displacement}: a \
+                     single command could cross the whole stroke"
+                ),
+            );
+        } else if increment > MAX_INCREMENT_TICKS * velocity * dt_c {
+            diag.push(
+                format!("{f}.increment"),
+                format!(
+                    "{increment} per tick is more than {MAX_INCREMENT_TICKS} times velocity × \
+                     dt_C = {velocity} × {dt_c:e} s = {:e}, so it could never trip before the \
+                     velocity limit (a unit mistake?)",
+                    velocity * dt_c
+                ),
+            );
+        }
+        let sensors = sensor_checks(l, &f, displacement, dt_c, diag);
+        limits.insert(
+            a.name.clone(),
+            ActuatorLimits {
+                displacement,
+                velocity,
+                force,
+                increment,
+                following_error: sensors.0,
+                following_time: sensors.1,
+                frozen_time: sensors.2,
+                dropout_ticks: sensors.3,
+            },
+        );
     }
     for name in specs.keys() {
         if !lab.actuators.iter().any(|a| &a.name == name) {
@@ -882,6 +1132,83 @@ fn limits(
         }
     }
     limits
+}
+
+/// The sensor checks of `[safety.actuator.NAME]` at field `f`: following error (default 10 %
+/// of the displacement limit, below it), following time (default 0.05 s, at least one
+/// controller tick), frozen time (default 0.25 s, 0: off, else at least two ticks) and dropout
+/// ticks (default 3, 1..=1000), in that order.
+fn sensor_checks(
+    l: &LimitsSpec,
+    f: &str,
+    displacement: f64,
+    dt_c: f64,
+    diag: &mut Diagnostics,
+) -> (f64, f64, f64, u64) {
+    let longest = MAX_SENSOR_TIME.max(10.0 * dt_c);
+    let following_error = l.following_error.unwrap_or(0.1 * displacement);
+    if !finite_positive(following_error) && l.following_error.is_some() {
+        diag.push(
+            format!("{f}.following_error"),
+            format!("must be a positive finite length, found {following_error}"),
+        );
+    } else if following_error >= displacement {
+        diag.push(
+            format!("{f}.following_error"),
+            format!(
+                "{following_error} must lie below the displacement limit {displacement}: a \
+                 following error that large could never trip before the stroke"
+            ),
+        );
+    }
+    let following_time = l.following_time.unwrap_or(0.05_f64.max(dt_c));
+    if !(following_time.is_finite() && following_time >= dt_c * (1.0 - 1e-9)) {
+        diag.push(
+            format!("{f}.following_time"),
+            format!(
+                "must be at least one controller tick dt_C = {dt_c:e} s, found {following_time}"
+            ),
+        );
+    } else if following_time > longest {
+        diag.push(
+            format!("{f}.following_time"),
+            format!("must be at most {longest} s, found {following_time}"),
+        );
+    }
+    let frozen_time = l.frozen_time.unwrap_or(0.25_f64.max(2.0 * dt_c));
+    if !(frozen_time.is_finite() && frozen_time >= 0.0) {
+        diag.push(
+            format!("{f}.frozen_time"),
+            format!("must be 0 (off) or a time in s, found {frozen_time}"),
+        );
+    } else if frozen_time > 0.0 && frozen_time < 2.0 * dt_c * (1.0 - 1e-9) {
+        diag.push(
+            format!("{f}.frozen_time"),
+            format!(
+                "must be 0 (off) or at least two controller ticks (2 dt_C = {:e} s), found \
+                 {frozen_time}",
+                2.0 * dt_c
+            ),
+        );
+    } else if frozen_time > longest {
+        diag.push(
+            format!("{f}.frozen_time"),
+            format!("must be at most {longest} s, found {frozen_time}"),
+        );
+    }
+    let dropout_ticks = l.dropout_ticks.unwrap_or(3);
+    if !(1..=MAX_DROPOUT_TICKS).contains(&dropout_ticks) {
+        diag.push(
+            format!("{f}.dropout_ticks"),
+            format!("must be 1..={MAX_DROPOUT_TICKS} controller ticks, found {dropout_ticks}"),
+        );
+    }
+    (
+        following_error,
+        following_time,
+        frozen_time,
+        dropout_ticks.clamp(1, MAX_DROPOUT_TICKS) as u64,
+    )
 }
 
 /// `[safety.divergence]`: the displacement and force bounds (required) and the growth
@@ -904,7 +1231,7 @@ fn divergence(d: &DivergenceSpec, diag: &mut Diagnostics) -> DivergenceSettings 
     let growth = d.growth.unwrap_or(1.5);
     let window = d.window.unwrap_or(1.0);
     let windows = d.windows.unwrap_or(3);
-    let floor = d.floor.unwrap_or(0.0);
+    let floor = d.floor.unwrap_or(DEFAULT_FLOOR_FRACTION * displacement);
     if !(growth.is_finite() && growth > 1.0) {
         diag.push(
             "safety.divergence.growth",
@@ -927,6 +1254,14 @@ fn divergence(d: &DivergenceSpec, diag: &mut Diagnostics) -> DivergenceSettings 
         diag.push(
             "safety.divergence.floor",
             format!("must be ≥ 0, found {floor}"),
+        );
+    } else if displacement > 0.0 && floor >= displacement {
+        diag.push(
+            "safety.divergence.floor",
+            format!(
+                "{floor} must lie below the displacement bound {displacement} (safety.divergence.\
+                 displacement), else growth is never detected"
+            ),
         );
     }
     if let Some(e) = d.energy {
@@ -995,5 +1330,215 @@ fn runner_table(spec: RunnerSpec, diag: &mut Diagnostics) -> RunnerSettings {
         cpus: cpus.into_iter().map(|c| c.max(0) as usize).collect(),
         priority: priority.clamp(1, 99) as u8,
         results_ring: results_ring.max(16) as usize,
+    }
+}
+
+/// `capacity` of `[[lab.actuator]]` at field `f`: stroke, velocity and force, each required,
+/// positive and finite (NaN after a problem, so that no limit is compared with it).
+fn capacity(spec: Option<&CapacitySpec>, f: &str, diag: &mut Diagnostics) -> ActuatorCapacity {
+    let Some(c) = spec else {
+        diag.push(
+            format!("{f}.capacity"),
+            "is required: the actuator's declared stroke, velocity and force, e.g. \
+             capacity = { stroke = 0.25, velocity = 0.5, force = 1.0e6 } (specimen units, \
+             wall-clock velocity); the safety limits must lie within it",
+        );
+        return ActuatorCapacity {
+            stroke: f64::NAN,
+            velocity: f64::NAN,
+            force: f64::NAN,
+        };
+    };
+    let mut get = |x: Option<f64>, key: &str| match x {
+        Some(x) if finite_positive(x) => x,
+        Some(x) => {
+            diag.push(
+                format!("{f}.capacity.{key}"),
+                format!("must be positive and finite, found {x}"),
+            );
+            f64::NAN
+        }
+        None => {
+            diag.push(
+                format!("{f}.capacity.{key}"),
+                "is required (the declared capacity has no default)",
+            );
+            f64::NAN
+        }
+    };
+    ActuatorCapacity {
+        stroke: get(c.stroke, "stroke"),
+        velocity: get(c.velocity, "velocity"),
+        force: get(c.force, "force"),
+    }
+}
+
+/// `[[lab.fault]]`: faults injected into the virtual laboratory (refused with any other
+/// transfer system), each on a named actuator from wall-clock time `at` on.
+fn faults(
+    specs: &[toml::Value],
+    transfer: TransferKind,
+    actuators: &[ActuatorSettings],
+    diag: &mut Diagnostics,
+) -> Vec<InjectedFault> {
+    let mut faults = Vec::new();
+    for (i, v) in specs.iter().enumerate() {
+        let f = format!("lab.fault[{i}]");
+        if !matches!(transfer, TransferKind::Virtual) {
+            diag.push(
+                f,
+                "faults can only be injected into the virtual laboratory (transfer = \"virtual\")",
+            );
+            continue;
+        }
+        let Some(spec) = deserialize::<FaultSpec>(v, &f, diag) else {
+            continue;
+        };
+        let mut ok = true;
+        let actuator = match &spec.actuator {
+            None => {
+                diag.push(format!("{f}.actuator"), "is required: the actuator's name");
+                ok = false;
+                String::new()
+            }
+            Some(name) => {
+                if !actuators.iter().any(|a| &a.name == name) {
+                    diag.push(
+                        format!("{f}.actuator"),
+                        format!("names no actuator of [lab]: `{name}`"),
+                    );
+                    ok = false;
+                }
+                name.clone()
+            }
+        };
+        let at = match spec.at {
+            Some(t) if t.is_finite() && t >= 0.0 => t,
+            other => {
+                diag.push(
+                    format!("{f}.at"),
+                    format!(
+                        "a wall-clock time ≥ 0 s is required, found {}",
+                        other.map_or("nothing".to_string(), |t| t.to_string())
+                    ),
+                );
+                ok = false;
+                0.0
+            }
+        };
+        let kind = spec.kind.as_deref().unwrap_or("");
+        let known = [
+            "stuck_actuator",
+            "frozen_sensor",
+            "dropout",
+            "nan_force",
+            "overload",
+            "panic",
+            "stall",
+        ];
+        if !known.contains(&kind) {
+            diag.push(
+                format!("{f}.kind"),
+                format!(
+                    "{} (expected one of {})",
+                    if spec.kind.is_none() {
+                        "is required".to_string()
+                    } else {
+                        format!("unknown fault `{kind}`")
+                    },
+                    known.join(", ")
+                ),
+            );
+            continue;
+        }
+        if kind != "overload" && spec.force.is_some() {
+            diag.push(
+                format!("{f}.force"),
+                format!("only an `overload` fault takes a force, not `{kind}`"),
+            );
+            ok = false;
+        }
+        if kind != "stall" && spec.seconds.is_some() {
+            diag.push(
+                format!("{f}.seconds"),
+                format!("only a `stall` fault takes seconds, not `{kind}`"),
+            );
+            ok = false;
+        }
+        let kind = match kind {
+            "stuck_actuator" => InjectedFaultKind::StuckActuator,
+            "frozen_sensor" => InjectedFaultKind::FrozenSensor,
+            "dropout" => InjectedFaultKind::Dropout,
+            "nan_force" => InjectedFaultKind::NanForce,
+            "panic" => InjectedFaultKind::Panic,
+            "overload" => match spec.force {
+                Some(x) if x.is_finite() && x != 0.0 => InjectedFaultKind::Overload { force: x },
+                other => {
+                    diag.push(
+                        format!("{f}.force"),
+                        format!(
+                            "an overload needs a finite non-zero force (specimen units), found {}",
+                            other.map_or("nothing".to_string(), |x| x.to_string())
+                        ),
+                    );
+                    continue;
+                }
+            },
+            _ => match spec.seconds {
+                Some(x) if x.is_finite() && x > 0.0 && x <= MAX_STALL => {
+                    InjectedFaultKind::Stall { seconds: x }
+                }
+                other => {
+                    diag.push(
+                        format!("{f}.seconds"),
+                        format!(
+                            "a stall needs a length in (0, {MAX_STALL}] s, found {}",
+                            other.map_or("nothing".to_string(), |x| x.to_string())
+                        ),
+                    );
+                    continue;
+                }
+            },
+        };
+        if ok {
+            faults.push(InjectedFault { actuator, at, kind });
+        }
+    }
+    faults
+}
+
+/// The real-time runner's rings, sized from `[runner] results_ring`, `[output] every` and the
+/// subcycles, must fit [`MAX_RING_BYTES`]: the results ring (at least three columns per free
+/// DOF and the time) and the lab ring (`results_ring × ss / every` ticks of [`lab_columns`]).
+/// Computed in `u128` from the model before anything is allocated; the runner checks the
+/// exact column counts again at start.
+fn ring_bound(
+    runner: &RunnerSettings,
+    lab: &LabSettings,
+    ctx: &LabContext,
+    diag: &mut Diagnostics,
+) {
+    let rows = runner.results_ring;
+    if rows as u128 > MAX_RESULTS_RING as u128 {
+        return; // already refused by `runner_table`
+    }
+    let results_cols = 1 + 3 * ctx.free_dofs as u128;
+    let lab_rows = lab_ring_rows(rows, ctx.ss, ctx.every);
+    let lab_cols = lab_columns(lab.actuators.len()) as u128;
+    let bytes = 8 * (rows as u128 * results_cols + lab_rows * lab_cols);
+    if bytes > MAX_RING_BYTES {
+        diag.push(
+            "runner.results_ring",
+            format!(
+                "{rows} rows need at least {} MiB of real-time rings ({results_cols} results \
+                 columns, and {lab_rows} lab rows of {lab_cols} columns for ss = {} and \
+                 output.every = {}), more than the {} MiB the runner preallocates at most; \
+                 lower results_ring or raise output.every",
+                bytes >> 20,
+                ctx.ss,
+                ctx.every,
+                MAX_RING_BYTES >> 20
+            ),
+        );
     }
 }

@@ -33,6 +33,7 @@ pub use structure::{dynamic_matrix, validate_element_partitions, validate_struct
 use crate::error::{Diagnostics, ModelError};
 use crate::model::{Model, SourceResolver};
 use crate::units::Units;
+pub use nodes::MAX_DOFS;
 pub use registry::{parse_params, ElementBuilder, ElementContext, ElementRegistry};
 use schema::{ModelFile, RESERVED_TABLES};
 
@@ -60,9 +61,26 @@ impl Model {
     }
 }
 
+/// Longest model file, bytes (16 MiB).
+pub const MAX_MODEL_BYTES: usize = 16 << 20;
+
 /// The model file as written; a TOML error is reported at its line, an unknown key written as
 /// `key = …` at its dotted path.
 fn parse(text: &str, source: &str) -> Result<ModelFile, ModelError> {
+    // The TOML reader keeps every token of the text (several words per byte): bound the text
+    // before it is read.
+    if text.len() > MAX_MODEL_BYTES {
+        return Err(ModelError::single(
+            source,
+            "file",
+            format!(
+                "is {} bytes long; a model file has at most {} MiB (records belong in their own \
+                 files)",
+                text.len(),
+                MAX_MODEL_BYTES >> 20
+            ),
+        ));
+    }
     toml::from_str(text).map_err(|e| {
         let reason = e.message().trim().replace('\n', " ");
         let Some(start) = e.span().map(|sp| sp.start.min(text.len())) else {
@@ -126,7 +144,16 @@ fn build(
     let llm = analysis::llm_mode(spec.analysis.as_ref());
     reserved_tables(&spec, &mut diag);
     let units = units(spec.units, &mut diag);
+    // The assembly allocates dense matrices of the DOF count squared: refuse an oversized
+    // model before any node, element, substructure or partition is built.
+    if nodes::too_many_dofs(&spec.node, &mut diag) {
+        return Err(diag.into_error());
+    }
     let (nodes, node_dofs) = nodes::nodes(&spec.node, &mut diag);
+    let free_dofs = nodes
+        .iter()
+        .map(|n| n.fixed.iter().filter(|f| !**f).count())
+        .sum();
     let ctx = ElementContext {
         node_dofs: &node_dofs,
     };
@@ -163,7 +190,14 @@ fn build(
         spec.lab.as_ref(),
         spec.safety.as_ref(),
         spec.runner.as_ref(),
-        &lab::LabContext::new(&units, &elements, &substructures, analysis.as_ref()),
+        &lab::LabContext::new(
+            &units,
+            &elements,
+            &substructures,
+            analysis.as_ref(),
+            output.every,
+            free_dofs,
+        ),
         &mut diag,
     );
     if diag.has_errors() {

@@ -5,6 +5,37 @@ use crate::error::Diagnostics;
 use crate::model::Node;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Most DOFs a model may declare over all its nodes. The assembly, the partitions and the
+/// interface operators are dense: a model of `n` DOFs allocates several `n × n` and
+/// `(2n + states)²` matrices of f64 and factors them (O(n³)), so 2 000 DOFs already mean
+/// about 130 MB per state matrix.
+pub const MAX_DOFS: usize = 2_000;
+
+/// Whether the nodes declare more than [`MAX_DOFS`] DOFs in all (recorded at the node that
+/// crosses the bound, with `node` for the total).
+pub(super) fn too_many_dofs(specs: &[NodeSpec], diag: &mut Diagnostics) -> bool {
+    let total: usize = specs.iter().map(|n| n.dofs.len()).sum();
+    if total <= MAX_DOFS {
+        return false;
+    }
+    let mut running = 0usize;
+    for (i, n) in specs.iter().enumerate() {
+        running += n.dofs.len();
+        if running > MAX_DOFS {
+            diag.push(
+                format!("node[{i}].dofs"),
+                format!(
+                    "node {} declares {} DOFs, bringing the model to {running} (of {total} in                      all); at most {MAX_DOFS} DOFs are supported (the assembled matrices are                      dense)",
+                    n.id,
+                    n.dofs.len()
+                ),
+            );
+            break;
+        }
+    }
+    true
+}
+
 /// The valid nodes sorted by id, and the declared DOF names of every node with a new id and at
 /// least one DOF (what elements and loads are checked against, even when the node itself has a
 /// problem).

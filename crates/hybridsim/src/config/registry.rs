@@ -291,6 +291,16 @@ fn build_linear(
         diag.push(format!("{field}.dofs"), "is empty");
         return None;
     }
+    if n > super::MAX_DOFS {
+        diag.push(
+            format!("{field}.dofs"),
+            format!(
+                "lists {n} DOFs; at most {} are supported (its matrices are dense)",
+                super::MAX_DOFS
+            ),
+        );
+        return None;
+    }
     let mut dofs: Vec<DofRef> = Vec::new();
     for (i, (node, dof)) in p.dofs.iter().enumerate() {
         let d = ctx.dof(*node, dof, diag, &format!("{field}.dofs[{i}]"))?;

@@ -340,6 +340,31 @@ pub struct LabSpec {
     /// `[[lab.force_control]]`.
     #[serde(default)]
     pub force_control: Vec<ForceControlSpec>,
+    /// `[[lab.fault]]`, read entry by entry ([`FaultSpec`]) so that problems are reported at
+    /// `lab.fault[i]`.
+    #[serde(default)]
+    pub fault: Vec<toml::Value>,
+}
+
+/// `[[lab.fault]]`: a fault injected into the virtual laboratory.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSpec {
+    /// Actuator name.
+    #[serde(default)]
+    pub actuator: Option<String>,
+    /// Wall-clock test time (s) from which the fault acts.
+    #[serde(default)]
+    pub at: Option<f64>,
+    /// `stuck_actuator`, `frozen_sensor`, `dropout`, `nan_force`, `overload`, `panic`, `stall`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Added force of an `overload` (specimen units).
+    #[serde(default)]
+    pub force: Option<f64>,
+    /// Length of a `stall` (s).
+    #[serde(default)]
+    pub seconds: Option<f64>,
 }
 
 /// `[[lab.actuator]]`.
@@ -368,6 +393,24 @@ pub struct ActuatorSpec {
     /// Delay and compliance compensation.
     #[serde(default)]
     pub compensation: Option<CompensationSpec>,
+    /// Declared capacity (required).
+    #[serde(default)]
+    pub capacity: Option<CapacitySpec>,
+}
+
+/// `[lab.actuator.capacity]`: what the hardware can do (specimen units, wall-clock rates).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapacitySpec {
+    /// Half stroke.
+    #[serde(default)]
+    pub stroke: Option<f64>,
+    /// Largest velocity.
+    #[serde(default)]
+    pub velocity: Option<f64>,
+    /// Largest force.
+    #[serde(default)]
+    pub force: Option<f64>,
 }
 
 /// `[lab.actuator.noise]`.
@@ -477,6 +520,18 @@ pub struct LimitsSpec {
     pub force: Option<f64>,
     /// Increment per tick.
     pub increment: Option<f64>,
+    /// Following-error threshold (length).
+    #[serde(default)]
+    pub following_error: Option<f64>,
+    /// How long the following error may exceed its threshold (s).
+    #[serde(default)]
+    pub following_time: Option<f64>,
+    /// How long a reading may stay frozen (s, 0: off).
+    #[serde(default)]
+    pub frozen_time: Option<f64>,
+    /// Consecutive ticks without a sample that trip.
+    #[serde(default)]
+    pub dropout_ticks: Option<i64>,
 }
 
 /// `[safety.divergence]`.

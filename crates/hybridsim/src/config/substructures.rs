@@ -66,6 +66,16 @@ fn read_estimate(
         diag.push(format!("{f}.dofs"), "is empty");
         return None;
     }
+    if n > super::MAX_DOFS {
+        diag.push(
+            format!("{f}.dofs"),
+            format!(
+                "lists {n} DOFs; at most {} are supported (the estimate is dense)",
+                super::MAX_DOFS
+            ),
+        );
+        return None;
+    }
     let mut dofs = Vec::new();
     for (i, (node, d)) in e.dofs.iter().enumerate() {
         dofs.push(ctx.dof(*node, d, diag, &format!("{f}.dofs[{i}]"))?);
