@@ -549,6 +549,8 @@ struct Threaded<'a> {
     panic: Option<(&'static str, Box<dyn Any + Send>)>,
     /// Pacing of the controller ticks after a stop (the paced ramp-down).
     pacer: TickPacer,
+    /// Since when the estimation slot's ring has been full (ns), if it is.
+    estimation_full_since: Option<u64>,
 }
 
 /// Index of the numerical and physical workers in [`Threaded::stalled`].
@@ -714,8 +716,26 @@ impl StepExecutor for Threaded<'_> {
                 }
             }
         }
-        if self.estimation.push(Some(snap)).is_err() {
+        // A dead estimation slot (it panicked) or one that has not taken a snapshot for the
+        // watchdog grace (stalled) stops the test like any other task: its snapshots are
+        // dropped and counted meanwhile.
+        if self.estimation.is_abandoned() {
+            self.fault
+                .get_or_insert(Fault::TaskPanic { task: "estimation" });
+            return;
+        }
+        if self.estimation.push(Some(snap)).is_ok() {
+            self.estimation_full_since = None;
+        } else {
             self.snapshots_dropped += 1;
+            let now = now_ns();
+            let since = *self.estimation_full_since.get_or_insert(now);
+            if now - since > self.grace_ns {
+                self.fault.get_or_insert(Fault::Stalled {
+                    task: "estimation",
+                    waited: (now - since) as f64 * 1e-9,
+                });
+            }
         }
     }
 
@@ -1297,6 +1317,7 @@ pub fn run_integrator(
         stalled: [false; 2],
         panic: None,
         pacer: TickPacer::new(start_ns, dtc_ns),
+        estimation_full_since: None,
     };
     let mut sink = RingSink {
         results: res_tx,

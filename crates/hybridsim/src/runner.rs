@@ -203,7 +203,9 @@ pub trait StepExecutor {
     fn wait_tick(&mut self) {}
     /// The runner's own fault behind the last failed [`StepExecutor::step`] (a stalled or
     /// panicked task of a threaded executor), taken once; `None`: the step's error is the
-    /// fault ([`Fault::Step`]). Allocation-free.
+    /// fault ([`Fault::Step`]). Also asked after every completed step, for faults found
+    /// outside the step (a dead or stalled helper task such as an estimation slot).
+    /// Allocation-free.
     fn take_fault(&mut self) -> Option<Fault> {
         None
     }
@@ -360,6 +362,11 @@ pub fn run(
                 fault = Some(Fault::Overruns { count, limit });
                 break;
             }
+        }
+        // A fault the executor found outside the step (a dead or stalled helper task).
+        if let Some(f) = exec.take_fault() {
+            fault = Some(f);
+            break;
         }
     }
     let state = match fault {
