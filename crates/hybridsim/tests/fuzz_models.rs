@@ -756,7 +756,7 @@ fn fuzz_models_ci() {
 }
 
 #[test]
-#[ignore = "a campaign of 10^5 cases: cargo test --release -p hybridsim --test fuzz_models -- --ignored"]
+#[ignore = "a campaign of 10^5 cases: HYBRIDSIM_FUZZ_CASES=… cargo test -p hybridsim --test fuzz_models -- --ignored"]
 fn fuzz_models_campaign() {
     let seed = env_u64("HYBRIDSIM_FUZZ_SEED").unwrap_or(SEED);
     let count = env_u64("HYBRIDSIM_FUZZ_CASES").unwrap_or(100_000);
