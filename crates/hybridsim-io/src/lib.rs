@@ -45,10 +45,44 @@ impl SourceResolver for FolderResolver {
         } else {
             self.base.join(path)
         };
-        std::fs::read(&p)
+        read_bounded(&p, MAX_RECORD_BYTES)
             .map_err(|e| format!("cannot read `{}`: {e}", p.display()))
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
     }
+}
+
+/// Largest file a model may name (a ground-motion record): 256 MiB.
+pub const MAX_RECORD_BYTES: u64 = 256 << 20;
+
+/// Read a regular file of at most `max` bytes: a device (`/dev/zero`), a FIFO or a file
+/// beyond the bound is refused instead of read until memory runs out or forever.
+fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    // The type first, from the path: opening a FIFO would block until a writer comes.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    if meta.len() > max {
+        return Err(std::io::Error::other(format!(
+            "{} bytes, more than the {} MiB allowed",
+            meta.len(),
+            max >> 20
+        )));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::other(format!(
+            "more than the {} MiB allowed",
+            max >> 20
+        )));
+    }
+    Ok(bytes)
 }
 
 /// A model read from disk, with its text and hash.
@@ -67,9 +101,11 @@ pub struct LoadedModel {
 /// Read and validate a model file.
 pub fn load_model(path: &Path) -> Result<LoadedModel, ModelError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        ModelError::single(&name, "file", format!("cannot read the model file: {e}"))
-    })?;
+    let text = read_bounded(path, hybridsim::config::MAX_MODEL_BYTES as u64)
+        .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
+        .map_err(|e| {
+            ModelError::single(&name, "file", format!("cannot read the model file: {e}"))
+        })?;
     let base = path
         .parent()
         .map(Path::to_path_buf)

@@ -76,7 +76,28 @@ fn poly_mul(a: &[f64], b: &[f64]) -> Vec<f64> {
 /// Bilinear (Tustin) discretization of `num(s)/den(s)` at step `dt`: substitute
 /// `s = (2/dt)(z − 1)/(z + 1)` and multiply through by `(z + 1)^n`, `n = deg den`.
 /// Returns `(b, a)` in powers of `z^{-1}` with `a[0] = 1`.
+///
+/// Leading zero coefficients are dropped; the function must be proper (deg num ≤ deg den,
+/// which the configuration checks); an improper numerator keeps only its proper part.
 pub fn tustin(num: &[f64], den: &[f64], dt: f64) -> (Vec<f64>, Vec<f64>) {
+    let strip = |p: &[f64]| -> Vec<f64> {
+        let first = p
+            .iter()
+            .position(|c| *c != 0.0)
+            .unwrap_or(p.len().saturating_sub(1));
+        let q = p[first.min(p.len())..].to_vec();
+        if q.is_empty() {
+            vec![0.0]
+        } else {
+            q
+        }
+    };
+    let den = strip(den);
+    let mut num = strip(num);
+    if num.len() > den.len() {
+        num.drain(..num.len() - den.len());
+    }
+    let (num, den) = (&num[..], &den[..]);
     let n = den.len() - 1;
     let k = 2.0 / dt;
     let expand = |p: &[f64]| -> Vec<f64> {
@@ -271,5 +292,21 @@ impl Actuator {
             Actuator::FirstOrder { a, .. } => -dt_c / (1.0 - a).ln(),
             _ => f64::NAN,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tustin;
+
+    #[test]
+    fn leading_zeros_and_an_improper_numerator_do_not_panic() {
+        // 1/(0.01 s + 1) written with leading zeros in the numerator: same filter.
+        let (b, a) = tustin(&[1.0], &[0.01, 1.0], 1e-3);
+        let (b0, a0) = tustin(&[0.0, 0.0, 1.0], &[0.01, 1.0], 1e-3);
+        assert_eq!((b, a), (b0, a0));
+        // An improper numerator (refused by the configuration) must not underflow.
+        let (b, a) = tustin(&[1.0, 2.0, 3.0], &[0.01, 1.0], 1e-3);
+        assert_eq!(b.len(), a.len());
     }
 }
