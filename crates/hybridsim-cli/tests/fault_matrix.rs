@@ -363,19 +363,7 @@ fn a_full_disk_stops_run_and_realtime_with_whole_rows_on_disk() {
     for which in ["run", "realtime"] {
         let folder = dir.join(format!("disk-{which}"));
         let mut c = command(which, &folder, &m, &[]);
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            use std::os::unix::process::CommandExt;
-            c.pre_exec(|| {
-                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-                let limit = libc::rlimit {
-                    rlim_cur: 300_000,
-                    rlim_max: 300_000,
-                };
-                libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
-                Ok(())
-            });
-        }
+        limit_file_size(&mut c, 300_000);
         let out = output_within(c, Duration::from_secs(120));
         check(
             &format!("full disk × {which}"),

@@ -484,19 +484,7 @@ fn a_write_error_stops_run_with_whole_rows_on_disk_and_a_truthful_run_json() {
     c.args(["run", "--quiet", "-o"])
         .arg(&out_dir)
         .arg("examples/quickstart.toml");
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        c.pre_exec(|| {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let limit = libc::rlimit {
-                rlim_cur: 300_000,
-                rlim_max: 300_000,
-            };
-            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
-            Ok(())
-        });
-    }
+    limit_file_size(&mut c, 300_000);
     let out = c.output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");

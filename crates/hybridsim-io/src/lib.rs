@@ -21,8 +21,8 @@ mod rowfile;
 
 pub use folder::{prepare_folder, FolderError};
 pub use results::{
-    run_to_folder, run_to_folder_with, write_json_atomic, RunError, RunOptions, RunReport,
-    RunStatus,
+    run_to_folder, run_to_folder_with, unix_now, utc_timestamp, write_json_atomic, RunError,
+    RunOptions, RunReport, RunStatus,
 };
 pub use rowfile::{file_factory, RowFile, Storage, WriterFactory};
 

@@ -480,8 +480,9 @@ fn writer_thread(
         .expect("spawn writer thread")
 }
 
-/// `unix` seconds as an ISO 8601 UTC timestamp with milliseconds.
-fn utc_timestamp(unix: f64) -> String {
+/// `unix` seconds as an ISO 8601 UTC timestamp with milliseconds (the `heartbeat` of
+/// run.json, for `run` and `realtime`).
+pub fn utc_timestamp(unix: f64) -> String {
     let ms = (unix.max(0.0) * 1e3).round() as u64;
     let (secs, ms) = (ms / 1000, ms % 1000);
     let days = (secs / 86_400) as i64;
@@ -504,7 +505,8 @@ fn utc_timestamp(unix: f64) -> String {
     )
 }
 
-fn unix_now() -> f64 {
+/// Wall-clock time now, unix seconds.
+pub fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -651,6 +653,7 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
         "status": status,
         "error": error,
         "heartbeat": utc_timestamp(unix_now()),
+        "heartbeat_unix": unix_now(),
         "steps_completed": steps,
         "time_reached": integ.time(),
         "rows_written": rows,
@@ -706,7 +709,9 @@ fn journal_thread(
                 let steps = disk.steps.load(Ordering::Relaxed);
                 let rows = disk.rows.load(Ordering::Acquire);
                 let lab_rows = disk.lab_rows();
-                base["heartbeat"] = json!(utc_timestamp(unix_now()));
+                let now = unix_now();
+                base["heartbeat"] = json!(utc_timestamp(now));
+                base["heartbeat_unix"] = json!(now);
                 base["steps_completed"] = json!(steps);
                 base["time_reached"] = json!(steps as f64 * time_step);
                 base["rows_written"] = json!(rows);

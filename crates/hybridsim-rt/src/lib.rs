@@ -1990,13 +1990,11 @@ fn base_json(
 /// The heartbeat of run.json: the wall-clock time (unix seconds and UTC ISO-8601) and what is
 /// on disk (flushed).
 fn heartbeat_fields(doc: &mut Value, journal: &Journal, dt: f64) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let now = hybridsim_io::unix_now();
     let rows = journal.rows_on_disk.load(Ordering::SeqCst);
     let t = f64::from_bits(journal.last_time_on_disk.load(Ordering::SeqCst));
-    doc["heartbeat"] = json!(now.as_secs_f64());
-    doc["heartbeat_utc"] = json!(utc_iso(now.as_secs()));
+    doc["heartbeat"] = json!(hybridsim_io::utc_timestamp(now));
+    doc["heartbeat_unix"] = json!(now);
     doc["rows_on_disk"] = json!(rows);
     doc["lab_rows_on_disk"] = json!(journal.lab_rows_on_disk.load(Ordering::SeqCst));
     doc["last_step_on_disk"] = if rows > 0 && t.is_finite() && dt > 0.0 {
@@ -2006,39 +2004,9 @@ fn heartbeat_fields(doc: &mut Value, journal: &Journal, dt: f64) {
     };
 }
 
-/// `YYYY-MM-DDThh:mm:ssZ` of unix seconds (proleptic Gregorian calendar, UTC).
-pub fn utc_iso(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Days since 1970-01-01 to a civil date (era of 400 years = 146 097 days).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_iso_spells_known_dates() {
-        assert_eq!(utc_iso(0), "1970-01-01T00:00:00Z");
-        assert_eq!(utc_iso(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(utc_iso(1_709_251_199), "2024-02-29T23:59:59Z");
-        assert_eq!(utc_iso(4_102_444_800), "2100-01-01T00:00:00Z");
-    }
 
     #[test]
     fn task_faults_parse_with_the_field_named_on_error() {

@@ -46,3 +46,22 @@ pub fn col(header: &[String], name: &str) -> usize {
         .position(|h| h == name)
         .unwrap_or_else(|| panic!("no column `{name}` in {header:?}"))
 }
+
+/// Let the child write no file beyond `bytes` (`RLIMIT_FSIZE`, with `SIGXFSZ` ignored): a
+/// write past it fails with `EFBIG` after a partial write, as on a full disk — a real write
+/// error without root or a small file system.
+pub fn limit_file_size(c: &mut Command, bytes: u64) {
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        c.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: bytes as libc::rlim_t,
+                rlim_max: bytes as libc::rlim_t,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            Ok(())
+        });
+    }
+}

@@ -441,24 +441,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
             }
             // Ramp to the target.
             loop {
-                let mut done = true;
-                for (k, l) in self.limits.iter().enumerate() {
-                    let step = (APPROACH_VELOCITY_FRACTION * l.velocity * self.dt_c)
-                        .min(l.increment)
-                        * (1.0 - 1e-9);
-                    let gap = target[k] - self.last[k];
-                    let d = if gap.abs() <= step {
-                        target[k]
-                    } else {
-                        done = false;
-                        self.last[k] + step.copysign(gap)
-                    };
-                    cmd[k] = ActuatorCommand {
-                        d,
-                        v: (d - self.last[k]) / self.dt_c,
-                        a: 0.0,
-                    };
-                }
+                let done = self.step_toward(target, APPROACH_VELOCITY_FRACTION, None, &mut cmd);
                 tick += 1;
                 let t_wall = tick as f64 * self.dt_c;
                 self.exchange(tick, 0.0, t_wall, &cmd, force, position)
@@ -504,6 +487,48 @@ impl<T: TransferSystem> SafetyLayer<T> {
         })();
         self.ramp = cmd;
         result
+    }
+
+    /// The next command on the straight way from the last accepted command to `goal`: a
+    /// step of `velocity_fraction` of the velocity limit per tick, within the increment limit
+    /// and, when given, at most `rate` (length/s); a hair inside the limits, so that round-off
+    /// in `last + step − last` can never make the command fail its own check. `true` when
+    /// every actuator is at `goal`.
+    fn step_toward(
+        &self,
+        goal: &[f64],
+        velocity_fraction: f64,
+        rate: Option<f64>,
+        cmd: &mut [ActuatorCommand],
+    ) -> bool {
+        let mut done = true;
+        for (k, l) in self.limits.iter().enumerate() {
+            let step = (velocity_fraction * l.velocity * self.dt_c)
+                .min(rate.map_or(f64::INFINITY, |r| r * self.dt_c))
+                .min(l.increment)
+                * (1.0 - 1e-9);
+            let gap = goal[k] - self.last[k];
+            let d = if gap.abs() <= step {
+                goal[k]
+            } else {
+                done = false;
+                self.last[k] + step.copysign(gap)
+            };
+            cmd[k] = ActuatorCommand {
+                d,
+                v: (d - self.last[k]) / self.dt_c,
+                a: 0.0,
+            };
+        }
+        done
+    }
+
+    /// [`SafetyLayer::step_toward`] the rest position at the ramp-down `rate`.
+    fn step_toward_rest(&mut self, rate: f64, cmd: &mut [ActuatorCommand]) -> bool {
+        let rest = std::mem::take(&mut self.rest);
+        let done = self.step_toward(&rest, 1.0, Some(rate), cmd);
+        self.rest = rest;
+        done
     }
 
     fn transfer_fault(&self, tick: u64, time: f64) -> SafetyEvent {
@@ -803,27 +828,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
         if self.ramp_state != RampState::Ramping {
             return false;
         }
-        let mut done = true;
-        for (k, l) in self.limits.iter().enumerate() {
-            // A hair inside the limits, so that round-off in `last + step − last` can never
-            // make a ramp command fail its own check.
-            let step = (rate * self.dt_c)
-                .min(l.increment)
-                .min(l.velocity * self.dt_c)
-                * (1.0 - 1e-9);
-            let gap = self.rest[k] - self.last[k];
-            let d = if gap.abs() <= step {
-                self.rest[k]
-            } else {
-                done = false;
-                self.last[k] + step.copysign(gap)
-            };
-            cmd[k] = ActuatorCommand {
-                d,
-                v: (d - self.last[k]) / self.dt_c,
-                a: 0.0,
-            };
-        }
+        let done = self.step_toward_rest(rate, cmd);
         let hold = |layer: &mut Self, ev: SafetyEvent| {
             layer.second_event = Some(ev);
             layer.ramp_state = RampState::Held;
