@@ -28,10 +28,6 @@
 
 use std::path::Path;
 
-/// The writer of `lab.csv` (and of `results.csv` in the real-time runner): the CSV writer and
-/// number format shared by every results file ([`crate::csv`]).
-pub type CsvSink = crate::csv::CsvFile;
-
 /// Tracking indicators of one actuator.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrackingIndicators {

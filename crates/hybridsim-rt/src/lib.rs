@@ -60,7 +60,7 @@ use hybridsim::physical::{EventKind, SafetyEvent, SafetySummary};
 use hybridsim::runner::{EndState, Fault, RunSink, StepExecutor};
 use hybridsim::updating::{Estimator, Observation, SecantStiffness};
 use hybridsim::{Model, StepError};
-use hybridsim_io::lab::{CsvSink, LabLog, TrackingIndicators};
+use hybridsim_io::lab::{LabLog, TrackingIndicators};
 use rtrb::RingBuffer;
 use serde_json::{json, Value};
 use stats::TaskStats;
@@ -1570,38 +1570,35 @@ pub fn run_integrator(
 }
 
 /// A CSV file of the writer (or, without a folder, a row counter) that knows what is on disk:
-/// the rows and bytes of its last successful flush. After an error it is cut back to them,
-/// so the file holds whole rows only and its count is true.
+/// a [`hybridsim_io::RowFile`], which writes whole rows only and, when the disk refuses part
+/// of a write, cuts the file back to the last whole row and counts exactly the rows on it.
+/// Each row is tagged with its first value (the time, in results rows).
 struct DiskFile {
-    sink: Option<CsvSink>,
+    file: Option<hybridsim_io::RowFile>,
     path: Option<PathBuf>,
+    /// Rows handed to the file (or counted, without a folder).
     rows: u64,
-    flushed_rows: u64,
-    flushed_len: u64,
-    /// First value (the time, in results rows) of the last row written and flushed.
-    last_first: f64,
-    flushed_first: f64,
+    /// Rows counted without a folder, and the time of the last of them.
+    counted_rows: u64,
+    counted_first: f64,
 }
 
 impl DiskFile {
-    /// Create `path` with its header (flushed), or a counter without a path.
+    /// Create `path` with its header (on disk at once), or a counter without a path.
     fn create(path: Option<PathBuf>, header: &str) -> Result<Self, StartError> {
-        let mut sink = None;
-        let mut len = 0;
-        if let Some(p) = &path {
-            let mut s = CsvSink::create(p, header).map_err(io(p))?;
-            s.flush().map_err(io(p))?;
-            len = std::fs::metadata(p).map_err(io(p))?.len();
-            sink = Some(s);
-        }
+        let file = match &path {
+            Some(p) => Some(
+                hybridsim_io::RowFile::create(&hybridsim_io::file_factory(), p, header)
+                    .map_err(io(p))?,
+            ),
+            None => None,
+        };
         Ok(Self {
-            sink,
+            file,
             path,
             rows: 0,
-            flushed_rows: 0,
-            flushed_len: len,
-            last_first: f64::NAN,
-            flushed_first: f64::NAN,
+            counted_rows: 0,
+            counted_first: f64::NAN,
         })
     }
 
@@ -1613,63 +1610,70 @@ impl DiskFile {
     }
 
     fn write(&mut self, row: &[f64]) -> Result<(), String> {
-        if let Some(s) = &mut self.sink {
-            if let Err(e) = s.write_row(row) {
-                return Err(self.fail(e));
+        let first = row.first().copied().unwrap_or(f64::NAN);
+        match &mut self.file {
+            Some(f) => {
+                if let Err(e) = f.write_row(row, first.to_bits()) {
+                    return Err(self.fail(e));
+                }
+            }
+            None if self.path.is_some() => return Err(self.fail("already closed")),
+            None => {
+                self.counted_rows += 1;
+                self.counted_first = first;
             }
         }
         self.rows += 1;
-        self.last_first = row.first().copied().unwrap_or(f64::NAN);
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), String> {
-        if let (Some(s), Some(p)) = (&mut self.sink, &self.path) {
-            let len = s
-                .flush()
-                .and_then(|_| std::fs::metadata(p))
-                .map(|m| m.len());
-            match len {
-                Ok(len) => self.flushed_len = len,
-                Err(e) => return Err(self.fail(e)),
-            }
-        } else if self.path.is_some() {
-            return Err(self.fail("already closed"));
+        match &mut self.file {
+            Some(f) => f.flush().map_err(|e| self.fail(e)),
+            None if self.path.is_some() => Err(self.fail("already closed")),
+            None => Ok(()),
         }
-        self.flushed_rows = self.rows;
-        self.flushed_first = self.last_first;
-        Ok(())
     }
 
     /// Flush and sync (the end of a run).
     fn finish(&mut self) -> Result<(), String> {
-        if let Some(s) = self.sink.take() {
-            if let Err(e) = s.finish() {
-                return Err(self.fail(e));
-            }
-            if let Some(p) = &self.path {
-                self.flushed_len = std::fs::metadata(p).map_err(|e| self.fail(e))?.len();
-            }
+        match &mut self.file {
+            Some(f) => f.finish().map_err(|e| self.fail(e)),
+            None => Ok(()),
         }
-        self.flushed_rows = self.rows;
-        self.flushed_first = self.last_first;
-        Ok(())
     }
 
-    /// After an error: keep what the last successful flush put on disk, cut off anything
-    /// after it (a partial row), and count only that.
+    /// After an error: the file already holds whole rows only; flush what still can be,
+    /// then close it.
     fn cut_back(&mut self) {
-        if self.sink.is_some() {
-            let _ = self.flush();
+        if let Some(f) = &mut self.file {
+            let _ = f.flush();
         }
-        drop(self.sink.take());
-        if let Some(p) = &self.path {
-            if let Ok(f) = std::fs::OpenOptions::new().write(true).open(p) {
-                let _ = f.set_len(self.flushed_len);
-                let _ = f.sync_all();
-            }
+        self.close();
+    }
+
+    /// Close the file, keeping its counts.
+    fn close(&mut self) {
+        if let Some(f) = self.file.take() {
+            self.counted_rows = f.rows_on_disk();
+            self.counted_first = f.last_tag_on_disk().map_or(f64::NAN, f64::from_bits);
         }
-        self.rows = self.flushed_rows;
+        self.rows = self.flushed_rows();
+    }
+
+    /// Whole rows on disk.
+    fn flushed_rows(&self) -> u64 {
+        self.file
+            .as_ref()
+            .map_or(self.counted_rows, |f| f.rows_on_disk())
+    }
+
+    /// First value of the last row on disk.
+    fn flushed_first(&self) -> f64 {
+        match &self.file {
+            Some(f) => f.last_tag_on_disk().map_or(f64::NAN, f64::from_bits),
+            None => self.counted_first,
+        }
     }
 }
 
@@ -1710,13 +1714,14 @@ impl WriterEnd {
 fn publish(journal: &Journal, results: &DiskFile, labs: &[DiskFile]) {
     journal
         .rows_on_disk
-        .store(results.flushed_rows, Ordering::SeqCst);
-    journal
-        .lab_rows_on_disk
-        .store(labs.iter().map(|f| f.flushed_rows).sum(), Ordering::SeqCst);
+        .store(results.flushed_rows(), Ordering::SeqCst);
+    journal.lab_rows_on_disk.store(
+        labs.iter().map(|f| f.flushed_rows()).sum(),
+        Ordering::SeqCst,
+    );
     journal
         .last_time_on_disk
-        .store(results.flushed_first.to_bits(), Ordering::SeqCst);
+        .store(results.flushed_first().to_bits(), Ordering::SeqCst);
 }
 
 /// The writer thread: the rings to `results.csv` and `lab.csv`, a flush every 200 ms, the
@@ -1856,8 +1861,8 @@ fn spawn_writer(w: WriterSetup) -> std::thread::JoinHandle<WriterEnd> {
             }
             publish(&journal, &results_file, &lab_files);
             WriterEnd {
-                rows: results_file.flushed_rows,
-                lab_rows: lab_files.iter().map(|f| f.flushed_rows).sum(),
+                rows: results_file.flushed_rows(),
+                lab_rows: lab_files.iter().map(|f| f.flushed_rows()).sum(),
                 kept,
                 logs,
                 error,
