@@ -175,6 +175,14 @@ impl TickPacer {
     }
 }
 
+/// A wall-clock runner's clock for the bumpless start of a laboratory: one controller tick
+/// per call, from the moment it was made.
+impl hybridsim::physical::TickClock for TickPacer {
+    fn wait_tick(&mut self) {
+        self.wait();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -912,8 +912,20 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
             model.analysis.integrator.name()
         )));
     }
-    let parts = build_partitions(model, Grouping::Partitioned)
+    let mut parts = build_partitions(model, Grouping::Partitioned)
         .map_err(|e| StartError::Model(e.to_string()))?;
+    // With wall-clock pacing the bumpless start (inside the consistent start of PG-α, before
+    // the test clock) goes out one command per controller tick too.
+    if let Some(lab) = &model.lab {
+        if opts.pacing.unwrap_or(lab.runner.pacing) == Pacing::Realtime {
+            let dtc_ns = ((lab.lab.time_scale.dt_c * 1e9).round() as u64).max(1);
+            for part in parts.iter_mut() {
+                if let Some(lab) = part.lab_mut() {
+                    lab.set_tick_clock(Box::new(clock::TickPacer::new(now_ns(), dtc_ns)));
+                }
+            }
+        }
+    }
     let pg = PgAlpha::new(
         parts,
         &hybridsim::integrators::StepSettings::from_analysis(&model.analysis),

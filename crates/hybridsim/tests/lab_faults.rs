@@ -269,3 +269,34 @@ fn a_stalled_transfer_system_delays_but_does_not_fault_the_sequential_run() {
     )]));
     assert_eq!(o.state, EndState::Completed);
 }
+
+#[test]
+fn a_runner_clock_paces_every_tick_of_the_bumpless_start() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    struct Counting(Arc<AtomicU64>);
+    impl hybridsim::physical::TickClock for Counting {
+        fn wait_tick(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let m = quickstart(&[]);
+    let mut parts =
+        hybridsim::assembly::build_partitions(&m, hybridsim::assembly::Grouping::Partitioned)
+            .unwrap();
+    let waits = Arc::new(AtomicU64::new(0));
+    for p in parts.iter_mut() {
+        if let Some(lab) = p.lab_mut() {
+            lab.set_tick_clock(Box::new(Counting(waits.clone())));
+        }
+    }
+    let _pg = hybridsim::integrators::PgAlpha::new(
+        parts,
+        &hybridsim::integrators::StepSettings::from_analysis(&m.analysis),
+    )
+    .unwrap();
+    // The hold, one approach command (the lab rests at the model's position) and the
+    // settling: every tick waited for.
+    let ticks = 2 * hybridsim::physical::safety::APPROACH_HOLD_TICKS + 1;
+    assert_eq!(waits.load(Ordering::SeqCst), ticks);
+}

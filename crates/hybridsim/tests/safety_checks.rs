@@ -361,11 +361,18 @@ fn bumpless_start_from_an_offset_rest_position() {
     let mut l = SafetyLayer::new(t, vec![limits()], TripAction::Hold, DT);
     let (mut f, mut x) = ([0.0], [0.0]);
     let mut log = Vec::new();
+    let mut paced = 0u64;
     let ticks = l
-        .approach(&[0.0], &mut f, &mut x, &mut |tick, c, _, _| {
-            log.push((tick, c[0].d))
-        })
+        .approach(
+            &[0.0],
+            &mut f,
+            &mut x,
+            &mut |tick, c, _, _| log.push((tick, c[0].d)),
+            &mut || paced += 1,
+        )
         .expect("the approach must not trip");
+    // The runner's clock is asked once per tick (hold, approach and settling alike).
+    assert_eq!(paced, ticks);
     // Tick 0 (the measurement at rest), then one per tick.
     assert_eq!(ticks as usize + 1, log.len());
     let sent = &l.inner().sent;
@@ -411,7 +418,7 @@ fn an_approach_beyond_the_limits_trips_without_sending_it() {
     let mut l = SafetyLayer::new(t, vec![limits()], TripAction::Hold, DT);
     let (mut f, mut x) = ([0.0], [0.0]);
     let e = l
-        .approach(&[0.08], &mut f, &mut x, &mut |_, _, _, _| {})
+        .approach(&[0.08], &mut f, &mut x, &mut |_, _, _, _| {}, &mut || {})
         .unwrap_err();
     assert!(e.to_string().contains("displacement_limit"), "{e}");
     assert!(l.inner().sent.iter().all(|(_, d)| d.abs() <= 0.05));

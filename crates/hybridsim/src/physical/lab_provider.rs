@@ -142,6 +142,8 @@ pub struct LabProvider {
     work: f64,
     work_f: Vec<f64>,
     work_d: Vec<f64>,
+    /// The wall clock that paces the bumpless start, when a runner gave one.
+    clock: Option<Box<dyn super::TickClock>>,
 }
 
 impl LabProvider {
@@ -372,6 +374,7 @@ impl LabProvider {
             work: 0.0,
             work_f: vec![0.0; na],
             work_d: vec![0.0; na],
+            clock: None,
             recipe,
         })
     }
@@ -491,9 +494,19 @@ impl PhysicalSubstructure for LabProvider {
                 row[o + 4] = 0.0;
             }
         };
-        let approach =
-            self.safety
-                .approach(&target, &mut self.force, &mut self.achieved, &mut on_tick);
+        let clock = &mut self.clock;
+        let mut pace = || {
+            if let Some(c) = clock.as_mut() {
+                c.wait_tick();
+            }
+        };
+        let approach = self.safety.approach(
+            &target,
+            &mut self.force,
+            &mut self.achieved,
+            &mut on_tick,
+            &mut pace,
+        );
         self.records.set_growable(false);
         match approach {
             Ok(ticks) => self.tick = ticks,
@@ -646,6 +659,10 @@ impl LabControl for LabProvider {
             }
         }
         out
+    }
+
+    fn set_tick_clock(&mut self, clock: Box<dyn super::TickClock>) {
+        self.clock = Some(clock);
     }
 
     fn drain_lab(&mut self, sink: &mut dyn FnMut(&[f64])) {

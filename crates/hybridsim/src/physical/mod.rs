@@ -24,7 +24,7 @@ pub mod virtual_lab;
 pub use lab_provider::{LabProvider, LabRecords};
 pub use port::{
     CommandHook, Intercepted, LabControl, PhysicalPort, PhysicalSubstructure, PortError, RampState,
-    SafetySummary, Tick, TransferError,
+    SafetySummary, Tick, TickClock, TransferError,
 };
 pub use safety::{EventKind, SafetyEvent};
 

@@ -115,10 +115,24 @@ pub trait PhysicalSubstructure: Send {
     }
 }
 
+/// The wall clock of a runner that paces controller ticks: the bumpless start of a
+/// laboratory ([`crate::physical::safety::SafetyLayer::approach`]) runs before the test
+/// clock starts (inside the consistent start of the integrator), so a wall-clock runner hands
+/// its clock to every laboratory first ([`LabControl::set_tick_clock`]).
+pub trait TickClock: Send {
+    /// Wait for the next controller tick (sleep to its deadline).
+    fn wait_tick(&mut self);
+}
+
 /// What a runner may do with a laboratory: everything but commanding it.
 pub trait LabControl: Send {
     /// Column names of the controller-rate lab records.
     fn lab_columns(&self) -> Vec<String>;
+
+    /// Pace the ticks of the bumpless start by `clock` (one per controller tick of wall time);
+    /// without one they follow each other at once, which is right for the virtual lab,
+    /// whose clock is the tick count.
+    fn set_tick_clock(&mut self, clock: Box<dyn TickClock>);
 
     /// Hand the lab records gathered since the last call to `sink`, oldest first.
     /// Allocation-free.

@@ -376,7 +376,8 @@ impl<T: TransferSystem> SafetyLayer<T> {
     /// far, nothing is sent); ticks are numbered from 1, at wall
     /// time `tick · Δt^C` of the lab clock, which the test's ticks continue. After it the last
     /// accepted command is `target` exactly, so the test's first command is a continuation,
-    /// not a step. Returns the number of ticks used.
+    /// not a step. `pace` is called before every tick (a wall-clock runner's
+    /// [`crate::physical::TickClock`]). Returns the number of ticks used.
     #[allow(clippy::needless_range_loop)] // parallel per-actuator arrays
     pub fn approach(
         &mut self,
@@ -384,6 +385,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
         force: &mut [f64],
         position: &mut [f64],
         on_tick: &mut TickObserver<'_>,
+        pace: &mut dyn FnMut(),
     ) -> Result<u64, PortError> {
         let n = self.limits.len();
         self.measure_at_rest(force, position)?;
@@ -402,6 +404,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
         let result = (|| {
             // Hold: read without commanding; average the positions.
             for _ in 0..APPROACH_HOLD_TICKS {
+                pace();
                 tick += 1;
                 let t_wall = tick as f64 * self.dt_c;
                 let fresh = match guarded(|| self.inner.hold_sample(tick, t_wall, force, position))
@@ -442,6 +445,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
             // Ramp to the target.
             loop {
                 let done = self.step_toward(target, APPROACH_VELOCITY_FRACTION, None, &mut cmd);
+                pace();
                 tick += 1;
                 let t_wall = tick as f64 * self.dt_c;
                 self.exchange(tick, 0.0, t_wall, &cmd, force, position)
@@ -463,6 +467,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
                 };
             }
             for _ in 0..APPROACH_HOLD_TICKS {
+                pace();
                 tick += 1;
                 let t_wall = tick as f64 * self.dt_c;
                 if self
