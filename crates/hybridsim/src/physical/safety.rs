@@ -111,6 +111,27 @@ pub struct SafetyEvent {
     pub limit: f64,
 }
 
+impl SafetyEvent {
+    /// An event about actuator `actuator`.
+    pub fn of_actuator(
+        kind: EventKind,
+        tick: u64,
+        time: f64,
+        actuator: usize,
+        value: f64,
+        limit: f64,
+    ) -> Self {
+        Self {
+            kind,
+            tick,
+            time,
+            actuator: Some(actuator),
+            value,
+            limit,
+        }
+    }
+}
+
 impl std::fmt::Display for SafetyEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -550,14 +571,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
     fn check_command(&self, tick: u64, time: f64, cmd: &[ActuatorCommand]) -> Option<SafetyEvent> {
         for (k, (c, l)) in cmd.iter().zip(&self.limits).enumerate() {
             let ev = |kind, value, limit| {
-                Some(SafetyEvent {
-                    kind,
-                    tick,
-                    time,
-                    actuator: Some(k),
-                    value,
-                    limit,
-                })
+                Some(SafetyEvent::of_actuator(kind, tick, time, k, value, limit))
             };
             if !(c.d.is_finite() && c.v.is_finite() && c.a.is_finite()) {
                 return ev(EventKind::NonFiniteCommand, c.d, f64::NAN);
@@ -593,14 +607,8 @@ impl<T: TransferSystem> SafetyLayer<T> {
         achieved: &[f64],
     ) -> Result<(), SafetyEvent> {
         for (k, (l, s)) in self.limits.iter().zip(&self.sensors).enumerate() {
-            let ev = |kind, value, limit| SafetyEvent {
-                kind,
-                tick,
-                time,
-                actuator: Some(k),
-                value,
-                limit,
-            };
+            let ev =
+                |kind, value, limit| SafetyEvent::of_actuator(kind, tick, time, k, value, limit);
             if !force[k].is_finite() {
                 return Err(ev(EventKind::NonFiniteMeasurement, force[k], f64::NAN));
             }
@@ -651,14 +659,8 @@ impl<T: TransferSystem> SafetyLayer<T> {
             .zip(self.watch.iter_mut())
             .enumerate()
         {
-            let ev = |kind, value, limit| SafetyEvent {
-                kind,
-                tick,
-                time,
-                actuator: Some(k),
-                value,
-                limit,
-            };
+            let ev =
+                |kind, value, limit| SafetyEvent::of_actuator(kind, tick, time, k, value, limit);
             let error = cmd[k].d - achieved[k];
             if error.abs() > l.following_error {
                 w.following_ticks += 1;
