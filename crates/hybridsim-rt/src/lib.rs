@@ -915,9 +915,20 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     let mut parts = build_partitions(model, Grouping::Partitioned)
         .map_err(|e| StartError::Model(e.to_string()))?;
     // With wall-clock pacing the bumpless start (inside the consistent start of PG-α, before
-    // the test clock) goes out one command per controller tick too.
+    // the test clock) goes out one command per controller tick too; and a start that would be
+    // refused for lack of real-time scheduling is refused before it commands anything.
     if let Some(lab) = &model.lab {
         if opts.pacing.unwrap_or(lab.runner.pacing) == Pacing::Realtime {
+            let probe = clock::setup_current_thread(
+                "link",
+                lab.runner.cpus.first().copied(),
+                lab.runner.priority,
+                true,
+            );
+            let hardware = lab.lab.transfer != hybridsim::model::lab::TransferKind::Virtual;
+            if !probe.fifo && (hardware || opts.require_realtime || !opts.allow_soft_realtime) {
+                return Err(no_realtime_scheduling(hardware, opts, &probe.note));
+            }
             let dtc_ns = ((lab.lab.time_scale.dt_c * 1e9).round() as u64).max(1);
             for part in parts.iter_mut() {
                 if let Some(lab) = part.lab_mut() {
@@ -932,6 +943,20 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     )
     .map_err(|e| StartError::Model(format!("{}: analysis: {e}", model.source)))?;
     run_integrator(model, pg, opts)
+}
+
+/// The refusal of a realtime-paced start without real-time scheduling.
+fn no_realtime_scheduling(hardware: bool, opts: &RunOptions, note: &str) -> StartError {
+    StartError::Model(format!(
+        "realtime pacing with {} refuses to start without real-time scheduling: {note}",
+        if hardware {
+            "a non-virtual transfer system"
+        } else if opts.require_realtime {
+            "--require-realtime"
+        } else {
+            "a virtual lab (--allow-soft-realtime runs it on ordinary scheduling)"
+        },
+    ))
 }
 
 /// Run an already built PG-α integrator of `model` on the threaded runner (the partitions may
@@ -1067,17 +1092,11 @@ pub fn run_integrator(
         if memory_locked {
             clock::unlock_memory();
         }
-        return Err(StartError::Model(format!(
-            "realtime pacing with {} refuses to start without real-time scheduling: {}",
-            if any_hardware {
-                "a non-virtual transfer system"
-            } else if opts.require_realtime {
-                "--require-realtime"
-            } else {
-                "a virtual lab (--allow-soft-realtime runs it on ordinary scheduling)"
-            },
-            coord_setup.note
-        )));
+        return Err(no_realtime_scheduling(
+            any_hardware,
+            opts,
+            &coord_setup.note,
+        ));
     }
     let dtc_ns = (ts.dt_c * 1e9).round() as u64;
     let marker = opts.loop_marker;
