@@ -1,0 +1,10 @@
+//! # hybridsim-net — the physical substructure over the network
+//!
+//! The first piece of issue 11: the frames of the real-time controller link ([`link`]),
+//! documented byte by byte in `docs/controller-link.md` for whoever implements the controller
+//! end. The UDP/TCP transfer systems, `hybridsim controller` and the OpenSees `genericClient`
+//! server build on them.
+
+#![warn(missing_docs)]
+
+pub mod link;
