@@ -42,8 +42,12 @@ pub mod command_status {
     pub const STARTING: u32 = 1 << 3;
     /// The last frame of the test: the controller may hold and close.
     pub const END: u32 = 1 << 4;
+    /// Hold the present position and ignore the targets; answer with a fresh measurement
+    /// (the measurement at rest and the hold of the bumpless start, which read the actuators
+    /// without commanding them).
+    pub const HOLD: u32 = 1 << 5;
     /// Every defined bit.
-    pub const ALL: u32 = ARMED | TRIPPED | RAMPING | STARTING | END;
+    pub const ALL: u32 = ARMED | TRIPPED | RAMPING | STARTING | END | HOLD;
 }
 
 /// Bits of the controller's status and interlock word in a feedback frame.
