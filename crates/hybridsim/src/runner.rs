@@ -9,10 +9,14 @@
 //! 3. drain the controller-rate lab records of every laboratory into the [`RunSink`];
 //! 4. record the results row (every `every` steps and after the last one);
 //! 5. check: recording kept up, the multipliers stay within the divergence bound, the
-//!    deadline overruns stay below their limit;
+//!    deadline overruns stay below their limit, no helper task of the executor died or
+//!    stalled ([`StepExecutor::take_fault`]);
 //! 6. on any fault, [`trip`]: every laboratory's safety layer trips with the fault's
-//!    [`EventKind`] (hold or ramp down), the records of the stop are drained, and the run
-//!    ends in one [`EndState`].
+//!    [`EventKind`]; the records of the stop and the row of the last completed step, whatever
+//!    `every` is (in a run without a laboratory, unless the next step failed midway), are
+//!    kept; then [`ramp_down`] sends the paced ramp (one command per controller tick, each
+//!    one checked and logged) or the laboratories hold, and the run ends in one
+//!    [`EndState`].
 //!
 //! The loop itself allocates nothing, locks nothing and touches no file: sinks and executors
 //! decide how records travel (bounded queues, lock-free rings).
@@ -314,10 +318,18 @@ pub fn run(
         fault = Some(Fault::Recording);
     }
     let mut until_row = every;
-    // Whether `row` (the row of the last completed step) still has to reach the sink: with
-    // `every > 1` a stop between two recorded rows must still leave the last completed step
-    // on disk.
+    // A stop between two recorded rows (`every > 1`) must still leave the last completed step
+    // on disk. With a laboratory its row is recorded after every step (a step that fails midway
+    // leaves the state between two steps, so the row cannot be taken afterwards); without one
+    // it is taken at the stop when the state is still that of the last completed step (any
+    // fault but a failed step), sparing `run` the cost of a row per step
+    // (BENCHMARKS.md, "Issue 10").
+    let mut has_lab = false;
+    exec.integrator().for_each_lab(&mut |_, _| has_lab = true);
+    // `unsent`: the last completed step's row is not in the sink; `recorded`: it is in `row`.
     let mut unsent = false;
+    let mut recorded = true;
+    let mut step_failed = false;
     while fault.is_none() && steps < settings.n_steps {
         if abort.load(Ordering::Relaxed) {
             fault = Some(Fault::Abort);
@@ -327,6 +339,7 @@ pub fn run(
         let result = exec.step();
         step_time += started.elapsed();
         if let Err(error) = result {
+            step_failed = true;
             fault = Some(exec.take_fault().unwrap_or(Fault::Step(error)));
             break;
         }
@@ -334,9 +347,13 @@ pub fn run(
         exec.after_step();
         sink.progress(steps);
         let mut kept = drain_labs(exec, sink);
-        recorder.record(exec.integrator(), row);
         until_row -= 1;
-        if until_row == 0 || steps == settings.n_steps {
+        let due = until_row == 0 || steps == settings.n_steps;
+        recorded = due || has_lab;
+        if recorded {
+            recorder.record(exec.integrator(), row);
+        }
+        if due {
             kept &= sink.row(row);
             until_row = every;
             unsent = false;
@@ -377,7 +394,11 @@ pub fn run(
     // that the laboratories are safe (the sink may wait as long as needed); the row of the
     // last completed step if it was between two recorded rows.
     sink.stopped();
-    if unsent {
+    if unsent && !recorded && !step_failed {
+        recorder.record(exec.integrator(), row);
+        recorded = true;
+    }
+    if unsent && recorded {
         sink.row(row);
     }
     drain_labs(exec, sink);

@@ -248,3 +248,61 @@ fn an_abort_trips_the_lab_and_a_numerical_run_fails_without_one() {
     assert_eq!(end.state, EndState::Failed(Fault::Abort));
     assert_eq!(end.state.status(), "aborted");
 }
+
+#[test]
+fn a_stop_keeps_the_last_completed_step_of_a_numerical_run_whatever_every_is() {
+    // Aborted after 7 steps with a row every 4: the rows of steps 0, 4 and 7.
+    struct AbortAfter<'a> {
+        inner: Sequential<'a>,
+        abort: &'a AtomicBool,
+        steps: u64,
+    }
+    impl StepExecutor for AbortAfter<'_> {
+        fn integrator(&mut self) -> &mut dyn TimeIntegrator {
+            self.inner.integrator()
+        }
+        fn step(&mut self) -> Result<(), StepError> {
+            self.steps += 1;
+            if self.steps == 7 {
+                self.abort.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            self.inner.step()
+        }
+    }
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/split_mass_v1.toml"
+    ))
+    .unwrap();
+    let model = Model::from_toml(&text, "v1.toml", &hybridsim::model::NoFiles).unwrap();
+    let mut integ = hybridsim::integrators::build(&model).unwrap();
+    let mut recorder = Recorder::new(&model, integ.as_ref());
+    let mut row = vec![0.0; recorder.columns().len()];
+    let mut sink = Memory::default();
+    let abort = AtomicBool::new(false);
+    let end = runner::run(
+        &mut AbortAfter {
+            inner: Sequential(integ.as_mut()),
+            abort: &abort,
+            steps: 0,
+        },
+        &mut recorder,
+        &mut sink,
+        &RunSettings {
+            n_steps: 100,
+            every: 4,
+            divergence: None,
+            max_overruns: None,
+        },
+        &abort,
+        &mut row,
+    );
+    assert_eq!(end.state, EndState::Failed(Fault::Abort));
+    assert_eq!(end.steps, 7);
+    let dt = model.analysis.time_step;
+    let times: Vec<f64> = sink.rows.iter().map(|r| r[0]).collect();
+    assert_eq!(times.len(), 3, "{times:?}");
+    for (t, step) in times.iter().zip([0.0, 4.0, 7.0]) {
+        assert!((t - step * dt).abs() < 1e-9, "{times:?}");
+    }
+}
