@@ -60,6 +60,33 @@ impl LabRecords {
         self.growable = growable;
     }
 
+    /// One controller tick's row in the order of [`LabControl::lab_columns`]: simulation and
+    /// wall time, then per actuator the desired displacement, the command sent (compensated),
+    /// the measured displacement and force, and the safety state.
+    #[allow(clippy::too_many_arguments)]
+    fn push_tick(
+        &mut self,
+        t: f64,
+        wall: f64,
+        desired: impl Fn(usize) -> f64,
+        cmd: &[ActuatorCommand],
+        achieved: &[f64],
+        force: &[f64],
+        safety: f64,
+    ) {
+        let row = self.push();
+        row[0] = t;
+        row[1] = wall;
+        for (k, c) in cmd.iter().enumerate() {
+            let o = 2 + 5 * k;
+            row[o] = desired(k);
+            row[o + 1] = c.d;
+            row[o + 2] = achieved[k];
+            row[o + 3] = force[k];
+            row[o + 4] = safety;
+        }
+    }
+
     fn push(&mut self) -> &mut [f64] {
         if self.len == self.cap && self.growable {
             let mut data = Vec::with_capacity(2 * self.data.len());
@@ -424,18 +451,16 @@ impl LabProvider {
         } else {
             0.0
         };
-        let na = self.d.len();
-        let row = self.records.push();
-        row[0] = t;
-        row[1] = wall;
-        for k in 0..na {
-            let o = 2 + 5 * k;
-            row[o] = self.desired[k];
-            row[o + 1] = self.cmd[k].d;
-            row[o + 2] = self.achieved[k];
-            row[o + 3] = self.force[k];
-            row[o + 4] = tripped;
-        }
+        let desired = &self.desired;
+        self.records.push_tick(
+            t,
+            wall,
+            |k| desired[k],
+            &self.cmd,
+            &self.achieved,
+            &self.force,
+            tripped,
+        );
     }
 
     fn fail(&mut self, ev: SafetyEvent, t: f64) -> PortError {
@@ -481,18 +506,11 @@ impl PhysicalSubstructure for LabProvider {
         let dt_c = self.dt_c;
         let records = &mut self.records;
         records.set_growable(true);
+        // The last tick of the start on record: a refused tick is the one after it.
+        let mut recorded: Option<u64> = None;
         let mut on_tick = |tick: u64, cmd: &[ActuatorCommand], f: &[f64], x: &[f64]| {
-            let row = records.push();
-            row[0] = t;
-            row[1] = tick as f64 * dt_c;
-            for k in 0..cmd.len() {
-                let o = 2 + 5 * k;
-                row[o] = cmd[k].d;
-                row[o + 1] = cmd[k].d;
-                row[o + 2] = x[k];
-                row[o + 3] = f[k];
-                row[o + 4] = 0.0;
-            }
+            recorded = Some(tick);
+            records.push_tick(t, tick as f64 * dt_c, |k| cmd[k].d, cmd, x, f, 0.0);
         };
         let clock = &mut self.clock;
         let mut pace = || {
@@ -511,7 +529,7 @@ impl PhysicalSubstructure for LabProvider {
         match approach {
             Ok(ticks) => self.tick = ticks,
             Err(e) => {
-                self.tick = self.safety.sent();
+                self.tick = recorded.map_or(0, |tick| tick + 1);
                 if let PortError::Safety(ev) = &e {
                     self.event = Some(*ev);
                     self.record(t);

@@ -391,8 +391,8 @@ impl<T: TransferSystem> SafetyLayer<T> {
     /// [`APPROACH_HOLD_TICKS`] ticks and return the mean force and position of the settling
     /// samples in `force` and `position` (the force at rest of the consistent start, its noise
     /// averaged down, so that no single noisy sample biases Λ0). Every command goes through
-    /// [`SafetyLayer::exchange`] (all checks), every hold sample through the measurement
-    /// checks, and every tick is handed to `on_tick(tick, command, force, position)` (tick 0:
+    /// [`SafetyLayer::exchange`] (all checks), every hold sample through the same reading
+    /// checks (measurement, missing samples), and every tick is handed to `on_tick(tick, command, force, position)` (tick 0:
     /// the measurement at rest; during the hold the command column is the rest estimate so
     /// far, nothing is sent); ticks are numbered from 1, at wall
     /// time `tick · Δt^C` of the lab clock, which the test's ticks continue. After it the last
@@ -428,22 +428,14 @@ impl<T: TransferSystem> SafetyLayer<T> {
                 pace();
                 tick += 1;
                 let t_wall = tick as f64 * self.dt_c;
-                let fresh = match guarded(|| self.inner.hold_sample(tick, t_wall, force, position))
-                {
-                    Err(_) => {
-                        let ev = self.transfer_fault(tick, 0.0);
+                let fresh = self
+                    .read_checked(tick, 0.0, force, position, |inner, f, x| {
+                        inner.hold_sample(tick, t_wall, f, x)
+                    })
+                    .map_err(|ev| {
                         self.trip(ev);
-                        return Err(PortError::Safety(ev));
-                    }
-                    Ok(Sample::Fresh) => {
-                        if let Err(ev) = self.check_measurement(tick, 0.0, force, position) {
-                            self.trip(ev);
-                            return Err(PortError::Safety(ev));
-                        }
-                        true
-                    }
-                    Ok(Sample::Missing) => false,
-                };
+                        PortError::Safety(ev)
+                    })?;
                 if fresh {
                     samples += 1.0;
                     for k in 0..n {
@@ -709,16 +701,19 @@ impl<T: TransferSystem> SafetyLayer<T> {
         Ok(())
     }
 
-    /// Receive the measurement of `tick`: a missing sample holds the last good one, and
-    /// more than `dropout_ticks` missing in a row are an event. `Ok(true)`: a fresh sample.
-    fn receive_checked(
+    /// Read the measurement of `tick` with `read` (the transfer system's `receive`, or its
+    /// `hold_sample` before the start): a transfer error is an event, a missing sample holds
+    /// the last good one and more than `dropout_ticks` missing in a row are an event, a fresh
+    /// one is checked ([`SafetyLayer::check_measurement`]). `Ok(true)`: a fresh sample.
+    fn read_checked(
         &mut self,
         tick: u64,
         time: f64,
         force: &mut [f64],
         achieved: &mut [f64],
+        read: impl FnOnce(&mut T, &mut [f64], &mut [f64]) -> Result<Sample, TransferError>,
     ) -> Result<bool, SafetyEvent> {
-        match guarded(|| self.inner.receive(tick, force, achieved)) {
+        match guarded(|| read(&mut self.inner, force, achieved)) {
             Err(_) => Err(self.transfer_fault(tick, time)),
             Ok(Sample::Missing) => {
                 self.missing += 1;
@@ -752,6 +747,42 @@ impl<T: TransferSystem> SafetyLayer<T> {
         }
     }
 
+    /// Check `cmd` and send it (a refused command is never sent; a send error is a transfer
+    /// fault); on success count it and make it the last accepted command.
+    fn send_checked(
+        &mut self,
+        tick: u64,
+        time: f64,
+        t_wall: f64,
+        cmd: &[ActuatorCommand],
+    ) -> Result<(), SafetyEvent> {
+        if let Some(ev) = self.check_command(tick, time, cmd) {
+            return Err(ev);
+        }
+        if guarded(|| self.inner.send(tick, t_wall, cmd)).is_err() {
+            return Err(self.transfer_fault(tick, time));
+        }
+        self.sent += 1;
+        for (k, c) in cmd.iter().enumerate() {
+            self.last[k] = c.d;
+            self.max_sent[k] = self.max_sent[k].max(c.d.abs());
+        }
+        Ok(())
+    }
+
+    /// The measurement of `tick` from the transfer system, checked ([`Self::read_checked`]).
+    fn receive_checked(
+        &mut self,
+        tick: u64,
+        time: f64,
+        force: &mut [f64],
+        achieved: &mut [f64],
+    ) -> Result<bool, SafetyEvent> {
+        self.read_checked(tick, time, force, achieved, |inner, f, x| {
+            inner.receive(tick, f, x)
+        })
+    }
+
     /// Check and send one tick, then receive its measurement and check it. On an event
     /// nothing offending is sent; the layer trips and the error says why. `Ok(true)` when
     /// the measurement is fresh, `Ok(false)` when the sample was missing and the last good
@@ -768,19 +799,9 @@ impl<T: TransferSystem> SafetyLayer<T> {
         if self.state == SafetyState::Tripped {
             return Err(self.event.expect("tripped with an event"));
         }
-        if let Some(ev) = self.check_command(tick, time, cmd) {
+        if let Err(ev) = self.send_checked(tick, time, t_wall, cmd) {
             self.trip(ev);
             return Err(ev);
-        }
-        if guarded(|| self.inner.send(tick, t_wall, cmd)).is_err() {
-            let ev = self.transfer_fault(tick, time);
-            self.trip(ev);
-            return Err(ev);
-        }
-        self.sent += 1;
-        for (k, c) in cmd.iter().enumerate() {
-            self.last[k] = c.d;
-            self.max_sent[k] = self.max_sent[k].max(c.d.abs());
         }
         let checked = self
             .receive_checked(tick, time, force, achieved)
@@ -841,19 +862,10 @@ impl<T: TransferSystem> SafetyLayer<T> {
             layer.ramp_state = RampState::Held;
             false
         };
-        if let Some(ev) = self.check_command(tick, time, cmd) {
+        if let Err(ev) = self.send_checked(tick, time, t_wall, cmd) {
             return hold(self, ev);
         }
-        if guarded(|| self.inner.send(tick, t_wall, cmd)).is_err() {
-            let ev = self.transfer_fault(tick, time);
-            return hold(self, ev);
-        }
-        self.sent += 1;
         self.ramp_commands += 1;
-        for (k, c) in cmd.iter().enumerate() {
-            self.last[k] = c.d;
-            self.max_sent[k] = self.max_sent[k].max(c.d.abs());
-        }
         if let Err(ev) = self.receive_checked(tick, time, force, achieved) {
             return hold(self, ev);
         }
