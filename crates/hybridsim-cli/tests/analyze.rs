@@ -3,8 +3,6 @@
 mod common;
 use common::*;
 
-use std::path::Path;
-
 fn column(csv: &str, name: &str) -> Vec<String> {
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
@@ -12,10 +10,6 @@ fn column(csv: &str, name: &str) -> Vec<String> {
     lines
         .map(|l| l.split(',').nth(i).unwrap().to_string())
         .collect()
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 #[test]

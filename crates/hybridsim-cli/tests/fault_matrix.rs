@@ -15,7 +15,6 @@
 
 mod common;
 use common::*;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
@@ -91,16 +90,6 @@ fn command(which: &str, out: &Path, model: &Path, extra: &[&str]) -> Command {
     c
 }
 
-fn json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
-/// Whole numeric rows of a CSV (a cut partial row would fail to parse and fail the test).
-fn rows(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
-    read_csv(path)
-}
-
 /// What every stopped case must show.
 struct Expect<'a> {
     kinds: &'a [&'a str],
@@ -141,7 +130,7 @@ fn check(case: &str, out: &Output, folder: &Path, e: &Expect) {
     }
     // Files against run.json (`run` writes rows_on_disk, `realtime` rows_written).
     let count = |a: &str, b: &str| j[a].as_u64().or_else(|| j[b].as_u64()).unwrap();
-    let (_, results) = rows(&folder.join("results.csv"));
+    let (_, results) = read_csv(&folder.join("results.csv"));
     assert_eq!(
         results.len() as u64,
         count("rows_on_disk", "rows_written"),
@@ -151,7 +140,7 @@ fn check(case: &str, out: &Output, folder: &Path, e: &Expect) {
         .as_u64()
         .or_else(|| j["lab_rows_written"].as_u64())
         .unwrap();
-    let (header, lab) = rows(&folder.join("lab.csv"));
+    let (header, lab) = read_csv(&folder.join("lab.csv"));
     assert_eq!(
         lab.len() as u64,
         lab_count,

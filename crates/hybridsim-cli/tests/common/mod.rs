@@ -39,6 +39,12 @@ pub fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
     (header, rows)
 }
 
+/// A JSON file (run.json, summaries), or a panic naming the file.
+pub fn json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()))
+}
+
 /// Index of the column `name` (with its `[unit]`), or a panic listing the header.
 pub fn col(header: &[String], name: &str) -> usize {
     header
