@@ -353,12 +353,10 @@ pub fn run(
         if recorded {
             recorder.record(exec.integrator(), row);
         }
+        unsent = !due;
         if due {
             kept &= sink.row(row);
             until_row = every;
-            unsent = false;
-        } else {
-            unsent = true;
         }
         if !kept {
             fault = Some(Fault::Recording);
@@ -394,11 +392,10 @@ pub fn run(
     // that the laboratories are safe (the sink may wait as long as needed); the row of the
     // last completed step if it was between two recorded rows.
     sink.stopped();
-    if unsent && !recorded && !step_failed {
-        recorder.record(exec.integrator(), row);
-        recorded = true;
-    }
-    if unsent && recorded {
+    if unsent && (recorded || !step_failed) {
+        if !recorded {
+            recorder.record(exec.integrator(), row);
+        }
         sink.row(row);
     }
     drain_labs(exec, sink);
