@@ -61,6 +61,19 @@ fn whole_rows(path: &Path) -> u64 {
         "{}: cut mid-row",
         path.display()
     );
+    count_rows(path, &text)
+}
+
+/// Data rows of a CSV file that the writer may be appending to right now: the lines up to
+/// the last newline (a row still being written is not on disk yet), each checked to be a
+/// whole row of numbers.
+fn whole_rows_so_far(path: &Path) -> u64 {
+    let text = std::fs::read_to_string(path).unwrap();
+    let end = text.rfind('\n').map_or(0, |i| i + 1);
+    count_rows(path, &text[..end])
+}
+
+fn count_rows(path: &Path, text: &str) -> u64 {
     let mut lines = text.lines();
     let width = lines.next().expect("header").split(',').count();
     let mut n = 0;
@@ -410,7 +423,7 @@ fn run_json_carries_a_heartbeat_while_running() {
         };
         let json: Value = serde_json::from_str(&text).expect("run.json is always whole");
         if json["status"] == "running" && json["rows_on_disk"].as_u64().unwrap_or(0) > 2 {
-            let on_disk = whole_rows(&dir.join("results.csv"));
+            let on_disk = whole_rows_so_far(&dir.join("results.csv"));
             seen = Some((json, on_disk));
         }
     }
