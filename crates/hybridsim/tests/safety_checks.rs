@@ -92,7 +92,7 @@ impl TransferSystem for Scripted {
     }
     fn send(&mut self, tick: u64, _: f64, cmd: &[ActuatorCommand]) -> Result<(), TransferError> {
         if self.active(tick) == Misbehaviour::SendError {
-            return Err(TransferError("link lost".into()));
+            return Err(TransferError::new("link lost"));
         }
         self.sent.push((tick, cmd[0].d));
         if self.active(tick) != Misbehaviour::Stuck {

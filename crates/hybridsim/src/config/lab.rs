@@ -5,7 +5,7 @@
 use super::finite_positive;
 use super::schema::{
     ActuatorSpec, AdcSpec, CapacitySpec, CompensationSpec, DivergenceSpec, FaultSpec,
-    ForceControlSpec, LabSpec, LimitsSpec, NoiseSpec, RunnerSpec, SafetySpec,
+    ForceControlSpec, LabSpec, LimitsSpec, LinkSpec, NoiseSpec, RunnerSpec, SafetySpec,
 };
 use crate::error::Diagnostics;
 use crate::model::lab::*;
@@ -221,15 +221,22 @@ pub(super) fn lab(
 fn lab_table(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> LabSettings {
     let transfer = match spec.transfer.as_deref().unwrap_or("virtual") {
         "virtual" => TransferKind::Virtual,
+        "udp" => TransferKind::Udp,
+        "tcp" => TransferKind::Tcp,
+        "opensees" => TransferKind::OpenSees,
         other => {
             diag.push(
                 "lab.transfer",
-                format!("unknown transfer system `{other}` (this version supports `virtual`)"),
+                format!(
+                    "unknown transfer system `{other}` (expected `virtual`, `udp`, `tcp` or \
+                     `opensees`)"
+                ),
             );
             TransferKind::Virtual
         }
     };
     let time_scale = time_scale(spec, ctx, diag);
+    let link = link(transfer, spec.link.as_ref(), &time_scale, diag);
     let regime = regime(spec, time_scale.lambda, ctx, diag);
     let seed = spec.seed.unwrap_or(0);
     let geometric_scale = spec.geometric_scale.unwrap_or(1.0);
@@ -283,6 +290,147 @@ fn lab_table(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> LabSet
         actuators,
         force_control,
         faults,
+        link,
+    }
+}
+
+/// Longest reply timeout of a network link, s.
+const MAX_LINK_TIMEOUT: f64 = 60.0;
+
+/// Largest stale-reply lag of a streaming link, ticks.
+const MAX_LINK_LAG: i64 = 100_000;
+
+/// `[lab.link]`: required with a network transfer system, refused with the virtual lab.
+fn link(
+    transfer: TransferKind,
+    spec: Option<&LinkSpec>,
+    ts: &TimeScale,
+    diag: &mut Diagnostics,
+) -> Option<LinkSettings> {
+    let spec = match (transfer.is_network(), spec) {
+        (false, None) => return None,
+        (false, Some(_)) => {
+            diag.push(
+                "lab.link",
+                "applies to a network transfer system only (`transfer = \"udp\"`, `\"tcp\"` or \
+                 `\"opensees\"`)",
+            );
+            return None;
+        }
+        (true, None) => {
+            diag.push(
+                "lab.link",
+                format!(
+                    "`transfer = \"{}\"` needs a [lab.link] table with the peer's `address` \
+                     (host:port)",
+                    transfer.name()
+                ),
+            );
+            return None;
+        }
+        (true, Some(s)) => s,
+    };
+    let before = diag.len();
+    let address = match &spec.address {
+        None => {
+            diag.push("lab.link.address", "is required: the peer's `host:port`");
+            String::new()
+        }
+        Some(a) => {
+            check_socket_address(
+                a,
+                "lab.link.address",
+                transfer == TransferKind::OpenSees,
+                diag,
+            );
+            a.clone()
+        }
+    };
+    if let Some(b) = &spec.bind {
+        check_socket_address(b, "lab.link.bind", false, diag);
+    }
+    // Default: ten controller ticks, at least 50 ms (a loaded machine's scheduling jitter).
+    let timeout = spec.timeout.unwrap_or((10.0 * ts.dt_c).max(0.05));
+    if !(timeout.is_finite() && timeout > 0.0 && timeout <= MAX_LINK_TIMEOUT) {
+        diag.push(
+            "lab.link.timeout",
+            format!("must be a time in seconds in (0, {MAX_LINK_TIMEOUT}], found {timeout}"),
+        );
+    }
+    let mode = match spec.mode.as_deref().unwrap_or("lock_step") {
+        "lock_step" => LinkMode::LockStep,
+        "streaming" => LinkMode::Streaming,
+        other => {
+            diag.push(
+                "lab.link.mode",
+                format!("unknown mode `{other}` (expected `lock_step` or `streaming`)"),
+            );
+            LinkMode::LockStep
+        }
+    };
+    let max_lag = spec.max_lag.unwrap_or(2);
+    if !(1..=MAX_LINK_LAG).contains(&max_lag) {
+        diag.push(
+            "lab.link.max_lag",
+            format!("must be a number of ticks in 1..={MAX_LINK_LAG}, found {max_lag}"),
+        );
+    }
+    let udp = match spec.protocol.as_deref() {
+        None | Some("tcp") => false,
+        Some("udp") => true,
+        Some(other) => {
+            diag.push(
+                "lab.link.protocol",
+                format!("unknown protocol `{other}` (expected `tcp` or `udp`)"),
+            );
+            false
+        }
+    };
+    if spec.protocol.is_some() && transfer != TransferKind::OpenSees {
+        diag.push(
+            "lab.link.protocol",
+            "applies to `transfer = \"opensees\"` only (the controller link's transport is the \
+             transfer system itself: `udp` or `tcp`)",
+        );
+    }
+    if spec.mode.is_some() && transfer == TransferKind::OpenSees {
+        diag.push(
+            "lab.link.mode",
+            "applies to the controller link only (`opensees` is always lock-step)",
+        );
+    }
+    if diag.len() > before {
+        return None;
+    }
+    Some(LinkSettings {
+        address,
+        bind: spec.bind.clone(),
+        timeout,
+        mode,
+        max_lag: max_lag as u64,
+        udp,
+    })
+}
+
+/// `host:port` with a port; with `ipv4_only` the host must be a dotted quad (OpenSees parses
+/// addresses with `inet_addr`).
+fn check_socket_address(a: &str, field: &str, ipv4_only: bool, diag: &mut Diagnostics) {
+    let Some((host, port)) = a.rsplit_once(':') else {
+        diag.push(field, format!("`{a}` is not `host:port`"));
+        return;
+    };
+    if host.is_empty() || port.parse::<u16>().is_err() {
+        diag.push(
+            field,
+            format!("`{a}`: expected `host:port` with a port in 0..=65535"),
+        );
+        return;
+    }
+    if ipv4_only && host.parse::<std::net::Ipv4Addr>().is_err() {
+        diag.push(
+            field,
+            format!("`{a}`: OpenSees reads IPv4 dotted quads only (`127.0.0.1`, not `localhost`)"),
+        );
     }
 }
 
@@ -1384,10 +1532,11 @@ fn faults(
     let mut faults = Vec::new();
     for (i, v) in specs.iter().enumerate() {
         let f = format!("lab.fault[{i}]");
-        if !matches!(transfer, TransferKind::Virtual) {
+        if matches!(transfer, TransferKind::OpenSees) {
             diag.push(
                 f,
-                "faults can only be injected into the virtual laboratory (transfer = \"virtual\")",
+                "faults can only be injected into a virtual laboratory (`transfer = \"virtual\"`, \
+                 or the one `hybridsim controller` serves on a `udp`/`tcp` link)",
             );
             continue;
         }

@@ -310,9 +310,12 @@ pub struct ImposedMotionSpec {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LabSpec {
-    /// Transfer system (`virtual`).
+    /// Transfer system (`virtual`, `udp`, `tcp`, `opensees`).
     #[serde(default)]
     pub transfer: Option<String>,
+    /// `[lab.link]`, for a network transfer system.
+    #[serde(default)]
+    pub link: Option<LinkSpec>,
     /// `pseudodynamic` or `real-time`.
     #[serde(default)]
     pub regime: Option<String>,
@@ -344,6 +347,30 @@ pub struct LabSpec {
     /// `lab.fault[i]`.
     #[serde(default)]
     pub fault: Vec<toml::Value>,
+}
+
+/// `[lab.link]`: the peer of a network transfer system.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// `host:port` of the controller or remote site.
+    #[serde(default)]
+    pub address: Option<String>,
+    /// Local address to bind.
+    #[serde(default)]
+    pub bind: Option<String>,
+    /// Reply timeout, s.
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    /// `lock_step` or `streaming`.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// Stale-reply lag in ticks (streaming).
+    #[serde(default)]
+    pub max_lag: Option<i64>,
+    /// `tcp` (default) or `udp`, for `transfer = "opensees"`.
+    #[serde(default)]
+    pub protocol: Option<String>,
 }
 
 /// `[[lab.fault]]`: a fault injected into the virtual laboratory.

@@ -82,6 +82,61 @@ pub enum Regime {
 pub enum TransferKind {
     /// The virtual laboratory (default): simulated actuators, sensors and specimen.
     Virtual,
+    /// A real-time controller on the UDP controller link (`docs/controller-link.md`).
+    Udp,
+    /// The same controller link over TCP.
+    Tcp,
+    /// A remote site speaking the OpenSees/OpenFresco `genericClient` protocol: OpenSees's
+    /// `adapter` element or another `hybridsim serve` (multi-site hybrid simulation).
+    OpenSees,
+}
+
+impl TransferKind {
+    /// Name in the model file (`lab.transfer`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Virtual => "virtual",
+            Self::Udp => "udp",
+            Self::Tcp => "tcp",
+            Self::OpenSees => "opensees",
+        }
+    }
+
+    /// Whether the transfer system is reached over the network (`[lab.link]` applies).
+    pub fn is_network(&self) -> bool {
+        !matches!(self, Self::Virtual)
+    }
+}
+
+/// How the runner waits for the controller's replies on a network link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkMode {
+    /// Every command waits for the reply that echoes it (up to `timeout`): the two ends move
+    /// tick by tick, and a test over the link is bit-identical to the same test in-process.
+    LockStep,
+    /// A command takes the newest reply available without waiting; ticks with no new reply
+    /// are missing samples (held by the safety layer up to `dropout_ticks`), and a reply that
+    /// trails the command by more than `max_lag` ticks is stale. For controllers that run on
+    /// their own clock.
+    Streaming,
+}
+
+/// `[lab.link]`: where a network transfer system is and how long its replies may take.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkSettings {
+    /// Address of the peer (`host:port`; an IPv4 dotted quad for `opensees`).
+    pub address: String,
+    /// Local address to bind (default `127.0.0.1:0`, or `0.0.0.0:0` for a non-loopback peer).
+    pub bind: Option<String>,
+    /// Reply timeout in seconds (wall clock): a reply missing past it trips the safety layer.
+    pub timeout: f64,
+    /// Lock-step or streaming.
+    pub mode: LinkMode,
+    /// Largest lag, in controller ticks, between a command and the reply that echoes it before
+    /// the reply counts as stale (streaming mode).
+    pub max_lag: u64,
+    /// The transport of `transfer = "opensees"`: UDP instead of TCP.
+    pub udp: bool,
 }
 
 /// Actuator dynamics from command to achieved displacement (wall-clock time).
@@ -276,8 +331,11 @@ pub struct LabSettings {
     pub actuators: Vec<ActuatorSettings>,
     /// Force-controlled DOFs.
     pub force_control: Vec<ForceControl>,
-    /// Faults injected into the virtual laboratory (rehearsal of the safety layer).
+    /// Faults injected into the virtual laboratory (rehearsal of the safety layer); with a
+    /// controller link they act in the virtual lab that `hybridsim controller` serves.
     pub faults: Vec<InjectedFault>,
+    /// The network link (`[lab.link]`), for every transfer system but the virtual one.
+    pub link: Option<LinkSettings>,
 }
 
 /// What the safety layer does after an event.

@@ -17,7 +17,7 @@ use super::compensation::{compliance, DelayCompensator};
 use super::safety::{
     DivergenceMonitor, EventKind, SafetyEvent, SafetyLayer, SafetyState, SensorSettings,
 };
-use super::transfer::{ActuatorCommand, DofMap, TransferSystem};
+use super::transfer::{ActuatorCommand, DofMap, TransferRequest, TransferSystem, Unconnected};
 use super::virtual_lab::VirtualLab;
 use super::{
     LabControl, NumericalSpecimen, PhysicalSubstructure, PortError, SafetySummary, SpecimenElement,
@@ -324,31 +324,22 @@ impl LabProvider {
                     .ok_or_else(|| format!("actuator `{}` has no safety limits", a.name))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let specimen = NumericalSpecimen::new(n, recipe.specimen.clone());
+        let transfer: Box<dyn TransferSystem> = if cfg.lab.transfer.is_network() {
+            // A front end connects the link (`LabControl::attach_transfer`).
+            Box::new(Unconnected::new(cfg.lab.transfer, na))
+        } else {
+            Box::new(recipe.virtual_lab(&map, &settings))
+        };
         let sensors = settings
             .iter()
             .map(|a| SensorSettings {
                 displacement_range: a.displacement_range,
                 force_range: a.force_range,
-                // The only transfer system today is the virtual lab: its load cell is noisy
-                // only when declared so.
+                // `force_noise` declares the load cell's noise (the virtual lab's, or a real
+                // one's): a noise-free load cell may legitimately read the same value twice.
                 force_is_noisy: a.force_noise > 0.0,
             })
             .collect();
-        let lab = VirtualLab::new(
-            specimen,
-            map.clone(),
-            &settings,
-            cfg.lab.seed,
-            ts.dt_c,
-            ts.lambda,
-            cfg.lab.geometric_scale,
-            cfg.lab.force_scale * cfg.lab.device_multiplier,
-            &recipe.k_specimen,
-            recipe.inertia.clone(),
-        )
-        .with_faults(&cfg.lab.faults);
-        let transfer: Box<dyn TransferSystem> = Box::new(lab);
         let safety =
             SafetyLayer::new(transfer, limits, cfg.safety.on_trip, ts.dt_c).with_sensors(sensors);
         let delay = settings
@@ -404,6 +395,15 @@ impl LabProvider {
             clock: None,
             recipe,
         })
+    }
+
+    /// The settings of the actuators of this substructure, in command order.
+    fn actuator_settings(&self) -> Vec<crate::model::lab::ActuatorSettings> {
+        self.recipe
+            .act
+            .iter()
+            .map(|&i| self.recipe.config.lab.actuators[i].clone())
+            .collect()
     }
 
     /// Actuator names in lab.csv order.
@@ -749,6 +749,8 @@ impl LabControl for LabProvider {
             ramp: self.safety.ramp_state(),
             ramp_commands: self.safety.ramp_commands(),
             second_event: self.safety.second_event(),
+            transfer_fault: self.safety.transfer_fault_message().map(str::to_string),
+            transfer_statistics: self.safety.inner().statistics(),
         }
     }
 
@@ -763,5 +765,53 @@ impl LabControl for LabProvider {
             .into_iter()
             .map(|(k, s)| (format!("{}.{k}", self.recipe.name), s))
             .collect()
+    }
+
+    fn transfer_request(&self) -> TransferRequest {
+        let lab = &self.recipe.config.lab;
+        TransferRequest {
+            substructure: self.recipe.name.clone(),
+            kind: lab.transfer,
+            link: lab.link.clone(),
+            actuators: self.actuator_names(),
+            dt_c: self.dt_c,
+            transformation: self.recipe.t.clone(),
+        }
+    }
+
+    fn attach_transfer(&mut self, transfer: Box<dyn TransferSystem>) -> Result<(), String> {
+        self.safety.replace_transfer(transfer)
+    }
+
+    fn virtual_twin(&self) -> Box<dyn TransferSystem> {
+        Box::new(
+            self.recipe
+                .virtual_lab(&self.map, &self.actuator_settings()),
+        )
+    }
+}
+
+impl Recipe {
+    /// The virtual laboratory of these settings (a fresh specimen, the injected faults).
+    fn virtual_lab(
+        &self,
+        map: &DofMap,
+        settings: &[crate::model::lab::ActuatorSettings],
+    ) -> VirtualLab {
+        let cfg = &self.config;
+        let ts = cfg.lab.time_scale;
+        VirtualLab::new(
+            NumericalSpecimen::new(self.dofs.len(), self.specimen.clone()),
+            map.clone(),
+            settings,
+            cfg.lab.seed,
+            ts.dt_c,
+            ts.lambda,
+            cfg.lab.geometric_scale,
+            cfg.lab.force_scale * cfg.lab.device_multiplier,
+            &self.k_specimen,
+            self.inertia.clone(),
+        )
+        .with_faults(&cfg.lab.faults)
     }
 }

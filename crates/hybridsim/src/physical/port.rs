@@ -34,10 +34,35 @@ pub enum PortError {
 }
 
 /// A failure of a transfer system (link, controller, virtual lab). The safety layer turns
-/// every transfer error into a [`EventKind::TransferFault`] event.
+/// every transfer error into an event of its `kind` ([`EventKind::TransferFault`] unless the
+/// transfer system knows better: a link timeout, a controller interlock, …) and keeps the
+/// message for run.json.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct TransferError(pub String);
+#[error("{message}")]
+pub struct TransferError {
+    /// The safety event it becomes.
+    pub kind: EventKind,
+    /// What happened (names the peer, the tick and the cause).
+    pub message: String,
+}
+
+impl TransferError {
+    /// A transfer fault.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            kind: EventKind::TransferFault,
+            message: message.into(),
+        }
+    }
+
+    /// A failure that is the safety event `kind`.
+    pub fn of(kind: EventKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+}
 
 /// The right to command a physical substructure once, at one controller tick.
 ///
@@ -161,6 +186,22 @@ pub trait LabControl: Send {
 
     /// Random seeds used by the transfer system (recorded in run.json).
     fn seeds(&self) -> Vec<(String, u64)>;
+
+    /// What this laboratory's transfer system is and where it is: a front end that reaches
+    /// the network connects it ([`LabControl::attach_transfer`]).
+    fn transfer_request(&self) -> super::transfer::TransferRequest;
+
+    /// Put `transfer` in place of the laboratory's transfer system (a network link built by a
+    /// front end for [`LabControl::transfer_request`]). Refused once anything was sent or
+    /// measured, and when its actuator count differs.
+    fn attach_transfer(
+        &mut self,
+        transfer: Box<dyn super::transfer::TransferSystem>,
+    ) -> Result<(), String>;
+
+    /// A fresh virtual laboratory with this laboratory's actuators, sensors, specimen and
+    /// injected faults: what `hybridsim controller` serves on a controller link.
+    fn virtual_twin(&self) -> Box<dyn super::transfer::TransferSystem>;
 }
 
 /// The state of a lab's safety layer (for run.json, reports and tests).
@@ -192,6 +233,11 @@ pub struct SafetySummary {
     pub ramp_commands: u64,
     /// An event during the ramp-down, which stopped it and left the actuators holding.
     pub second_event: Option<SafetyEvent>,
+    /// The transfer system's own account of its first failure (a link timeout naming the
+    /// peer and the tick, …).
+    pub transfer_fault: Option<String>,
+    /// The transfer system's statistics (link latency and losses; empty for the virtual lab).
+    pub transfer_statistics: Vec<(String, f64)>,
 }
 
 /// Progress of a paced ramp-down.

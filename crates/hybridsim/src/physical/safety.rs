@@ -65,6 +65,15 @@ pub enum EventKind {
     Watchdog,
     /// A task of the runner panicked.
     TaskPanic,
+    /// A network link's reply did not come within its timeout.
+    LinkTimeout,
+    /// A network link broke its sequence: a reply echoing a command never sent, a reply that
+    /// trails the command by more than the allowed lag (stale), a malformed frame.
+    LinkSequence,
+    /// The peer of a network link disconnected.
+    LinkLost,
+    /// The controller reported an interlock (its own limits, an emergency stop).
+    ControllerInterlock,
 }
 
 impl EventKind {
@@ -90,6 +99,10 @@ impl EventKind {
             Self::SensorRange => "sensor_range",
             Self::Watchdog => "watchdog",
             Self::TaskPanic => "task_panic",
+            Self::LinkTimeout => "link_timeout",
+            Self::LinkSequence => "link_sequence",
+            Self::LinkLost => "link_lost",
+            Self::ControllerInterlock => "controller_interlock",
         }
     }
 }
@@ -167,7 +180,7 @@ fn guarded<R>(call: impl FnOnce() -> Result<R, TransferError>) -> Result<R, Tran
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "a panic".into());
-        Err(TransferError(format!(
+        Err(TransferError::new(format!(
             "the transfer system panicked: {what}"
         )))
     })
@@ -251,6 +264,10 @@ pub struct SafetyLayer<T: TransferSystem> {
     ramp: Vec<ActuatorCommand>,
     watch: Vec<Watch>,
     missing: u64,
+    /// The transfer system's message of its first failure.
+    transfer_fault: Option<String>,
+    /// Measured at rest (the transfer system is in use and can no longer be replaced).
+    started: bool,
 }
 
 impl<T: TransferSystem> SafetyLayer<T> {
@@ -275,7 +292,32 @@ impl<T: TransferSystem> SafetyLayer<T> {
             ramp: vec![ActuatorCommand::default(); n],
             watch: vec![Watch::default(); n],
             missing: 0,
+            transfer_fault: None,
+            started: false,
         }
+    }
+
+    /// Put `inner` in place of the transfer system before it is used (a network link that a
+    /// front end connected); refused once the layer measured at rest or sent anything, and
+    /// when the actuator count differs.
+    pub fn replace_transfer(&mut self, inner: T) -> Result<(), String> {
+        if self.started || self.sent > 0 {
+            return Err("the transfer system is in use and cannot be replaced".into());
+        }
+        if inner.n_actuators() != self.limits.len() {
+            return Err(format!(
+                "the transfer system has {} actuators, the laboratory {}",
+                inner.n_actuators(),
+                self.limits.len()
+            ));
+        }
+        self.inner = inner;
+        Ok(())
+    }
+
+    /// The transfer system's own message of its first failure, if any.
+    pub fn transfer_fault_message(&self) -> Option<&str> {
+        self.transfer_fault.as_deref()
     }
 
     /// Declare the sensors (ranges, noise) of every actuator, in the order of the limits.
@@ -350,6 +392,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
         force: &mut [f64],
         position: &mut [f64],
     ) -> Result<(), PortError> {
+        self.started = true;
         guarded(|| self.inner.measure_at_rest(force, position))
             .map_err(|e| PortError::Fault(format!("measurement at rest: {e}")))?;
         self.state = SafetyState::Armed;
@@ -549,9 +592,15 @@ impl<T: TransferSystem> SafetyLayer<T> {
         done
     }
 
-    fn transfer_fault(&self, tick: u64, time: f64) -> SafetyEvent {
+    /// The event of transfer error `e` at `tick`; the first error's message is kept for
+    /// run.json (allocation only on this fault path).
+    fn transfer_fault(&mut self, e: TransferError, tick: u64, time: f64) -> SafetyEvent {
+        let kind = e.kind;
+        if self.transfer_fault.is_none() {
+            self.transfer_fault = Some(e.message);
+        }
         SafetyEvent {
-            kind: EventKind::TransferFault,
+            kind,
             tick,
             time,
             actuator: None,
@@ -714,7 +763,7 @@ impl<T: TransferSystem> SafetyLayer<T> {
         read: impl FnOnce(&mut T, &mut [f64], &mut [f64]) -> Result<Sample, TransferError>,
     ) -> Result<bool, SafetyEvent> {
         match guarded(|| read(&mut self.inner, force, achieved)) {
-            Err(_) => Err(self.transfer_fault(tick, time)),
+            Err(e) => Err(self.transfer_fault(e, tick, time)),
             Ok(Sample::Missing) => {
                 self.missing += 1;
                 for (k, w) in self.watch.iter().enumerate() {
@@ -759,8 +808,8 @@ impl<T: TransferSystem> SafetyLayer<T> {
         if let Some(ev) = self.check_command(tick, time, cmd) {
             return Err(ev);
         }
-        if guarded(|| self.inner.send(tick, t_wall, cmd)).is_err() {
-            return Err(self.transfer_fault(tick, time));
+        if let Err(e) = guarded(|| self.inner.send(tick, t_wall, cmd)) {
+            return Err(self.transfer_fault(e, tick, time));
         }
         self.sent += 1;
         for (k, c) in cmd.iter().enumerate() {
@@ -827,6 +876,12 @@ impl<T: TransferSystem> SafetyLayer<T> {
         }
         self.state = SafetyState::Tripped;
         self.event = Some(event);
+        // Best effort: a link tells its controller (a panic here changes nothing).
+        let inner = &mut self.inner;
+        let _ = guarded(|| {
+            inner.on_trip();
+            Ok(())
+        });
         self.ramp_state = match self.on_trip {
             TripAction::RampDown { .. } => RampState::Ramping,
             TripAction::Hold => RampState::None,

@@ -8,6 +8,7 @@
 //! the measured force.
 
 use super::TransferError;
+use crate::model::lab::{LinkSettings, TransferKind};
 
 /// One actuator command of a tick (specimen units; wall-clock velocity and acceleration).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -77,6 +78,129 @@ pub trait TransferSystem: Send {
     /// Random seeds used (recorded in run.json).
     fn seeds(&self) -> Vec<(String, u64)> {
         Vec::new()
+    }
+    /// Statistics for run.json (a link's latency percentiles, lost and late replies).
+    fn statistics(&self) -> Vec<(String, f64)> {
+        Vec::new()
+    }
+    /// The safety layer tripped: from now on only ramp-down commands (if any) follow. A link
+    /// tells its controller. Allocation-free.
+    fn on_trip(&mut self) {}
+}
+
+/// What a laboratory needs from a front end that builds network transfer systems
+/// ([`crate::physical::LabControl::transfer_request`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransferRequest {
+    /// Physical substructure.
+    pub substructure: String,
+    /// Kind of transfer system (`lab.transfer`).
+    pub kind: TransferKind,
+    /// `[lab.link]` (network kinds).
+    pub link: Option<LinkSettings>,
+    /// Actuator names, in command order.
+    pub actuators: Vec<String>,
+    /// Controller tick Δt^C, s of wall clock.
+    pub dt_c: f64,
+    /// The actuators' displacement over the partition DOFs `d = T u` (row-major, actuators ×
+    /// DOFs), for transfer systems that speak in DOFs.
+    pub transformation: Vec<f64>,
+}
+
+/// Builds the network transfer systems of laboratories (implemented by the front end that
+/// owns the sockets: the core does no I/O).
+pub trait TransferConnector: Send + Sync {
+    /// Connect the transfer system `request` describes.
+    fn connect(&self, request: &TransferRequest) -> Result<Box<dyn TransferSystem>, TransferError>;
+}
+
+/// Connect every laboratory of `integrator` whose transfer system is on the network, with
+/// `connector`; without one such a laboratory is an error. Call before the first step.
+pub fn connect_labs(
+    integrator: &mut dyn crate::integrators::TimeIntegrator,
+    connector: Option<&dyn TransferConnector>,
+) -> Result<(), String> {
+    let mut result = Ok(());
+    integrator.for_each_lab(&mut |_, lab| {
+        if result.is_err() {
+            return;
+        }
+        result = connect_lab(lab, connector);
+    });
+    result
+}
+
+/// Connect one laboratory (see [`connect_labs`]).
+pub fn connect_lab(
+    lab: &mut dyn crate::physical::LabControl,
+    connector: Option<&dyn TransferConnector>,
+) -> Result<(), String> {
+    let request = lab.transfer_request();
+    if !request.kind.is_network() {
+        return Ok(());
+    }
+    let connector = connector.ok_or_else(|| {
+        format!(
+            "physical substructure `{}`: transfer system `{}` needs the network, which this \
+             front end does not reach",
+            request.substructure,
+            request.kind.name()
+        )
+    })?;
+    let transfer = connector
+        .connect(&request)
+        .map_err(|e| format!("physical substructure `{}`: {e}", request.substructure))?;
+    lab.attach_transfer(transfer)
+}
+
+/// The stand-in of a network transfer system before a front end connected it: every call is
+/// a transfer fault that says so.
+pub struct Unconnected {
+    kind: TransferKind,
+    n: usize,
+}
+
+impl Unconnected {
+    /// A stand-in for `n` actuators of a `kind` transfer system.
+    pub fn new(kind: TransferKind, n: usize) -> Self {
+        Self { kind, n }
+    }
+
+    fn error(&self) -> TransferError {
+        TransferError::new(format!(
+            "transfer system `{}` is not connected (no front end connected the network link)",
+            self.kind.name()
+        ))
+    }
+}
+
+impl TransferSystem for Unconnected {
+    fn describe(&self) -> String {
+        format!("{} link (not connected)", self.kind.name())
+    }
+    fn is_virtual(&self) -> bool {
+        false
+    }
+    fn n_actuators(&self) -> usize {
+        self.n
+    }
+    fn measure_at_rest(&mut self, _: &mut [f64], _: &mut [f64]) -> Result<(), TransferError> {
+        Err(self.error())
+    }
+    fn send(&mut self, _: u64, _: f64, _: &[ActuatorCommand]) -> Result<(), TransferError> {
+        Err(self.error())
+    }
+    fn hold_sample(
+        &mut self,
+        _: u64,
+        _: f64,
+        _: &mut [f64],
+        _: &mut [f64],
+    ) -> Result<Sample, TransferError> {
+        Err(self.error())
+    }
+    fn receive(&mut self, _: u64, _: &mut [f64], _: &mut [f64]) -> Result<Sample, TransferError> {
+        Err(self.error())
     }
 }
 
@@ -229,5 +353,11 @@ impl<T: TransferSystem + ?Sized> TransferSystem for Box<T> {
     }
     fn seeds(&self) -> Vec<(String, u64)> {
         (**self).seeds()
+    }
+    fn statistics(&self) -> Vec<(String, f64)> {
+        (**self).statistics()
+    }
+    fn on_trip(&mut self) {
+        (**self).on_trip()
     }
 }

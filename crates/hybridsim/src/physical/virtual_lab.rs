@@ -188,7 +188,7 @@ impl VirtualLab {
             self.specimen
                 .evaluate(t_wall, &self.u, &self.v, &mut self.f)
         };
-        evaluated.map_err(|e| TransferError(format!("virtual specimen: {e}")))?;
+        evaluated.map_err(|e| TransferError::new(format!("virtual specimen: {e}")))?;
         if let Some(m) = &self.inertia {
             let n = self.u.len();
             for i in 0..n {
@@ -390,7 +390,7 @@ impl TransferSystem for VirtualLab {
         achieved: &mut [f64],
     ) -> Result<Sample, TransferError> {
         if self.last_tick != Some(tick) {
-            return Err(TransferError(format!(
+            return Err(TransferError::new(format!(
                 "virtual lab: no measurement for tick {tick} (last sent {:?})",
                 self.last_tick
             )));
