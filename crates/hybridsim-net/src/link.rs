@@ -46,8 +46,11 @@ pub mod command_status {
     /// (the measurement at rest and the hold of the bumpless start, which read the actuators
     /// without commanding them).
     pub const HOLD: u32 = 1 << 5;
+    /// Measure at rest (with HOLD; the first frame of a test, sequence 0): the targets carry
+    /// the position the runner expects the actuators to rest at.
+    pub const REST: u32 = 1 << 6;
     /// Every defined bit.
-    pub const ALL: u32 = ARMED | TRIPPED | RAMPING | STARTING | END | HOLD;
+    pub const ALL: u32 = ARMED | TRIPPED | RAMPING | STARTING | END | HOLD | REST;
 }
 
 /// Bits of the controller's status and interlock word in a feedback frame.
