@@ -337,6 +337,9 @@ pub enum RunError {
     /// The model could not be turned into a simulation.
     #[error("{0}")]
     Model(#[from] hybridsim::ModelError),
+    /// A network transfer system could not be connected.
+    #[error("{0}")]
+    Connect(String),
     /// The results folder cannot be used (not empty, not a results folder, not writable).
     #[error("{0}")]
     Folder(#[from] crate::folder::FolderError),
@@ -355,6 +358,9 @@ pub struct RunOptions {
     pub heartbeat: Option<Duration>,
     /// Fault injection for tests: panic in the run loop once this many steps are completed.
     pub panic_after_steps: Option<u64>,
+    /// Builds the network transfer systems (`lab.transfer = "udp"`, …); without one such a
+    /// laboratory refuses to start.
+    pub connector: Option<Arc<dyn hybridsim::physical::transfer::TransferConnector>>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
@@ -764,6 +770,8 @@ pub fn run_to_folder_with(
     opts: &RunOptions,
 ) -> Result<RunReport, RunError> {
     let mut sim = Engine::new(loaded.model.clone())?;
+    hybridsim::physical::transfer::connect_labs(sim.integ.as_mut(), opts.connector.as_deref())
+        .map_err(RunError::Connect)?;
     crate::folder::prepare_folder(folder, opts.overwrite)?;
     let factory = opts.writer.clone().unwrap_or_else(crate::file_factory);
     let json_path = folder.join("run.json");

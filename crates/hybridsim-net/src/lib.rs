@@ -7,4 +7,9 @@
 
 #![warn(missing_docs)]
 
+pub mod connector;
+pub mod controller_link;
 pub mod link;
+
+pub use connector::NetConnector;
+pub use controller_link::ControllerLink;

@@ -313,9 +313,10 @@ pub struct LabSpec {
     /// Transfer system (`virtual`, `udp`, `tcp`, `opensees`).
     #[serde(default)]
     pub transfer: Option<String>,
-    /// `[lab.link]`, for a network transfer system.
+    /// `[lab.link]`, for a network transfer system, read as [`LinkSpec`] so that problems
+    /// are reported at `lab.link.…`.
     #[serde(default)]
-    pub link: Option<LinkSpec>,
+    pub link: Option<toml::Value>,
     /// `pseudodynamic` or `real-time`.
     #[serde(default)]
     pub regime: Option<String>,
