@@ -9,6 +9,7 @@
 
 pub mod connector;
 pub mod controller_link;
+pub mod generic_client;
 pub mod link;
 
 pub use connector::NetConnector;
