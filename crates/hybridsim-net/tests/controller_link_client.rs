@@ -151,6 +151,7 @@ fn settings(address: String, mode: LinkMode, timeout: f64) -> LinkSettings {
         mode,
         max_lag: 2,
         udp: false,
+        peer: hybridsim::model::lab::RemotePeer::Adapter,
     }
 }
 

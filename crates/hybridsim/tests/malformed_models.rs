@@ -1741,6 +1741,18 @@ fn malformed_network_links_are_refused() {
             "always lock-step",
         ),
         (
+            "opensees",
+            Some("address = \"127.0.0.1:1\"\npeer = \"matlab\""),
+            "lab.link.peer",
+            "unknown peer",
+        ),
+        (
+            "tcp",
+            Some("address = \"127.0.0.1:1\"\npeer = \"adapter\""),
+            "lab.link.peer",
+            "applies to `transfer = \"opensees\"` only",
+        ),
+        (
             "udp",
             Some("address = \"127.0.0.1:1\"\nspeed = 9"),
             "lab.link.speed",

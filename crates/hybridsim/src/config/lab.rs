@@ -401,6 +401,20 @@ fn link(
              transfer system itself: `udp` or `tcp`)",
         );
     }
+    let peer = match spec.peer.as_deref() {
+        None | Some("adapter") => RemotePeer::Adapter,
+        Some("element_server") => RemotePeer::ElementServer,
+        Some(other) => {
+            diag.push(
+                "lab.link.peer",
+                format!("unknown peer `{other}` (expected `adapter` or `element_server`)"),
+            );
+            RemotePeer::Adapter
+        }
+    };
+    if spec.peer.is_some() && transfer != TransferKind::OpenSees {
+        diag.push("lab.link.peer", "applies to `transfer = \"opensees\"` only");
+    }
     if spec.mode.is_some() && transfer == TransferKind::OpenSees {
         diag.push(
             "lab.link.mode",
@@ -417,6 +431,7 @@ fn link(
         mode,
         max_lag: max_lag as u64,
         udp,
+        peer,
     })
 }
 

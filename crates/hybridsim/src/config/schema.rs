@@ -372,6 +372,9 @@ pub struct LinkSpec {
     /// `tcp` (default) or `udp`, for `transfer = "opensees"`.
     #[serde(default)]
     pub protocol: Option<String>,
+    /// `adapter` (default) or `element_server`, for `transfer = "opensees"`.
+    #[serde(default)]
+    pub peer: Option<String>,
 }
 
 /// `[[lab.fault]]`: a fault injected into the virtual laboratory.
