@@ -248,7 +248,11 @@ fn a_run_without_a_controller_is_refused_or_stopped_with_the_peer_named() {
     let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let address = free.local_addr().unwrap().to_string();
     drop(free);
-    let model = write(&dir, "m.toml", &over_link(&quickstart(), "udp", &address, 0.05));
+    let model = write(
+        &dir,
+        "m.toml",
+        &over_link(&quickstart(), "udp", &address, 0.05),
+    );
     let (ok, err) = run(&["run"], &model, &dir.join("out"));
     assert!(!ok);
     assert!(err.contains(&address), "{err}");
