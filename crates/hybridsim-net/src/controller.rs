@@ -786,6 +786,8 @@ pub struct ControllerServer {
 const POLL: Duration = Duration::from_millis(50);
 /// Step of the nonblocking receive loop while replies wait in the delay queue.
 const QUEUE_STEP: Duration = Duration::from_micros(100);
+/// Step of the nonblocking accept loop of the TCP listener.
+const ACCEPT_STEP: Duration = Duration::from_millis(1);
 /// A TCP peer that does not read its replies for this long loses the connection.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -1224,7 +1226,7 @@ impl ControllerServer {
                             | io::ErrorKind::ConnectionAborted
                     ) =>
                 {
-                    std::thread::sleep(Duration::from_millis(5));
+                    std::thread::sleep(ACCEPT_STEP);
                 }
                 Err(e) => return Err(self.socket_error(e)),
             }
