@@ -283,9 +283,9 @@ impl ServerStatistics {
     /// One line for the operator.
     pub fn describe(&self) -> String {
         format!(
-            "{} session(s), {} frame(s) applied, {} repl(ies) sent, {} refused, {} repeated from \
-             the cache, {} out of order, {} ignored after a disconnect, {} dropped, {} \
-             duplicated, {} lost to a full delay queue, {} stale, {} interlocked",
+            "sessions {}, frames applied {}, replies sent {}, refused {}, repeated from the \
+             cache {}, out of order {}, ignored after a disconnect {}, dropped {}, duplicated \
+             {}, lost to a full delay queue {}, stale {}, interlocked {}",
             self.sessions,
             self.frames,
             self.replies,
@@ -862,6 +862,11 @@ impl ControllerServer {
     /// The actuators served, in command order.
     pub fn actuators(&self) -> &[String] {
         &self.actuators
+    }
+
+    /// What is served (the twin's description: actuators, dynamics, specimen).
+    pub fn describe(&self) -> String {
+        self.session.twin.describe()
     }
 
     /// The options.
