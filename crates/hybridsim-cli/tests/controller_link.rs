@@ -263,3 +263,24 @@ fn a_run_without_a_controller_is_refused_or_stopped_with_the_peer_named() {
     assert!(!ok);
     assert!(err.contains(&address), "{err}");
 }
+
+#[test]
+fn the_two_process_example_completes_over_the_link() {
+    // examples/two_process_udp.toml as the README runs it, on a free port instead of 7400.
+    let dir = scratch("example");
+    let text =
+        std::fs::read_to_string(common::root().join("examples/two_process_udp.toml")).unwrap();
+    let ctl = controller(&common::root().join("examples/two_process_udp.toml"), &[]);
+    let model = write(
+        &dir,
+        "example.toml",
+        &text.replacen("127.0.0.1:7400", &ctl.address, 1),
+    );
+    let out = dir.join("out");
+    let (ok, err) = run(&["run"], &model, &out);
+    assert!(ok, "{err}");
+    let rj = json(&out.join("run.json"));
+    assert_eq!(rj["status"], "completed");
+    assert_eq!(rj["lab"]["transfer"], "udp");
+    assert_eq!(rj["safety"][0]["link"]["missing_replies"], 0.0);
+}
