@@ -245,7 +245,7 @@ impl Default for ControllerOptions {
             once: false,
             idle_timeout: Some(Duration::from_secs(30)),
             faults: Faults::default(),
-            delay_capacity: 4096,
+            delay_capacity: 16_384,
         }
     }
 }

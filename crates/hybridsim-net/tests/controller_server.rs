@@ -170,7 +170,9 @@ fn stream_counts(server: &Running, n: u64) -> BTreeMap<u64, (u32, Vec<u8>)> {
     client.send(0, REST, ActuatorCommand::default());
     let mut k = 1;
     loop {
-        while let Some(r) = client.recv(Duration::from_millis(30)) {
+        // After the last burst, a longer silence: a late reply is not a dropped one.
+        let quiet = Duration::from_millis(if k > n { 500 } else { 30 });
+        while let Some(r) = client.recv(quiet) {
             let e = counts
                 .entry(r.header.sequence)
                 .or_insert((0, r.bytes.clone()));
@@ -353,7 +355,7 @@ fn a_frozen_sensor_repeats_the_last_measurement_while_the_lab_moves() {
         .iter()
         .position(|(r, _)| r.header.time >= at)
         .unwrap();
-    assert!(split > 5);
+    assert!(split >= 2, "replies before the freeze");
     for (r, e) in &replies[..split] {
         assert_same(r.header.sequence, r, *e);
     }
