@@ -103,6 +103,7 @@ fn main() {
     let mut rtt = Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).unwrap();
     let mut lateness = Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).unwrap();
     let (mut lost, mut late, mut stale_echo) = (0u64, 0u64, 0u64);
+    let mut first = Duration::ZERO;
 
     let start = Instant::now();
     for k in 0..=frames {
@@ -161,7 +162,11 @@ fn main() {
                 stale_echo += 1;
                 continue;
             }
-            if arrived > next && k > 0 {
+            if k == 0 {
+                // The measurement at rest begins the session (a fresh twin): apart.
+                first = arrived - sent;
+                answered = true;
+            } else if arrived > next {
                 late += 1;
             } else {
                 rtt.record((arrived - sent).as_nanos().max(1) as u64)
@@ -185,12 +190,16 @@ fn main() {
         frames + 1
     );
     println!(
-        "round trip (µs): p50 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1} ({} replies within their tick)",
+        "round trip (µs, frames 1 on): p50 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1} ({} replies within their tick)",
         us(&rtt, 0.5),
         us(&rtt, 0.99),
         us(&rtt, 0.999),
         rtt.max() as f64 / 1e3,
         rtt.len()
+    );
+    println!(
+        "first frame (the measurement at rest, a session's start): {:.1} µs",
+        first.as_secs_f64() * 1e6
     );
     println!(
         "losses (no reply within the tick): {lost} of {} ({:.4} %); of them late replies {late}, \
