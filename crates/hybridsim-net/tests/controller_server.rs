@@ -314,52 +314,6 @@ fn latency_and_jitter_delay_every_reply_while_the_server_keeps_receiving() {
     server.stop();
 }
 
-#[test]
-fn tcp_latency_delays_replies_while_the_connection_keeps_being_read() {
-    let latency = 0.02;
-    let m = model("");
-    let server = start(
-        &m,
-        ControllerOptions {
-            faults: Faults {
-                latency,
-                ..Faults::default()
-            },
-            ..options(Transport::Tcp)
-        },
-    );
-    let mut reference = twin(&m);
-    let mut client = Tcp::new(server.addr);
-    let sent = Instant::now();
-    let rest = client.exchange(0, REST, ActuatorCommand::default());
-    assert!(sent.elapsed().as_secs_f64() >= latency);
-    assert_same(
-        0,
-        &rest,
-        apply(reference.as_mut(), 0, REST, ActuatorCommand::default()),
-    );
-    let start = Instant::now();
-    for k in 1..=20u64 {
-        client.send(k, ARMED, command(k));
-    }
-    for k in 1..=20u64 {
-        let r = client
-            .recv()
-            .expect("every delayed reply arrives, in order");
-        assert_same(k, &r, apply(reference.as_mut(), k, ARMED, command(k)));
-    }
-    let total = start.elapsed().as_secs_f64();
-    assert!(total >= latency);
-    assert!(total < 10.0 * latency, "{total} s for 20 delayed replies");
-    client.send(21, ARMED | END, command(21));
-    assert_eq!(client.recv().unwrap().header.sequence, 21);
-    assert!(
-        client.closed(),
-        "closed after END, the delayed reply sent first"
-    );
-    server.stop();
-}
-
 /// Frames at about 1 ms of wall clock each until controller time `until`.
 fn paced(
     client: &mut Udp,
@@ -401,7 +355,7 @@ fn a_frozen_sensor_repeats_the_last_measurement_while_the_lab_moves() {
         .iter()
         .position(|(r, _)| r.header.time >= at)
         .unwrap();
-    assert!(split >= 2, "replies before the freeze");
+    assert!(split > 5);
     for (r, e) in &replies[..split] {
         assert_same(r.header.sequence, r, *e);
     }
@@ -895,4 +849,50 @@ fn bad_options_and_labs_are_refused_at_start() {
         hybridsim::model::Model::from_toml(text, "x.toml", &hybridsim::model::NoFiles).unwrap();
     let err = virtual_twin_of(&no_lab, None).err().unwrap();
     assert!(err.contains("no [lab]"), "{err}");
+}
+
+#[test]
+fn tcp_latency_delays_replies_while_the_connection_keeps_being_read() {
+    let latency = 0.02;
+    let m = model("");
+    let server = start(
+        &m,
+        ControllerOptions {
+            faults: Faults {
+                latency,
+                ..Faults::default()
+            },
+            ..options(Transport::Tcp)
+        },
+    );
+    let mut reference = twin(&m);
+    let mut client = Tcp::new(server.addr);
+    let sent = Instant::now();
+    let rest = client.exchange(0, REST, ActuatorCommand::default());
+    assert!(sent.elapsed().as_secs_f64() >= latency);
+    assert_same(
+        0,
+        &rest,
+        apply(reference.as_mut(), 0, REST, ActuatorCommand::default()),
+    );
+    let start = Instant::now();
+    for k in 1..=20u64 {
+        client.send(k, ARMED, command(k));
+    }
+    for k in 1..=20u64 {
+        let r = client
+            .recv()
+            .expect("every delayed reply arrives, in order");
+        assert_same(k, &r, apply(reference.as_mut(), k, ARMED, command(k)));
+    }
+    let total = start.elapsed().as_secs_f64();
+    assert!(total >= latency);
+    assert!(total < 10.0 * latency, "{total} s for 20 delayed replies");
+    client.send(21, ARMED | END, command(21));
+    assert_eq!(client.recv().unwrap().header.sequence, 21);
+    assert!(
+        client.closed(),
+        "closed after END, the delayed reply sent first"
+    );
+    server.stop();
 }
