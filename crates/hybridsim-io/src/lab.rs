@@ -264,7 +264,7 @@ pub fn lab_settings_json(
     lab: &hybridsim::model::lab::LabSettings,
 ) -> serde_json::Map<String, serde_json::Value> {
     let mut m = serde_json::Map::new();
-    m.insert("transfer".into(), format!("{:?}", lab.transfer).into());
+    m.insert("transfer".into(), lab.transfer.name().into());
     m.insert("geometric_scale".into(), lab.geometric_scale.into());
     m.insert("force_scale".into(), lab.force_scale.into());
     m.insert("device_multiplier".into(), lab.device_multiplier.into());
@@ -304,6 +304,7 @@ pub fn safety_json(
     s: &hybridsim::physical::SafetySummary,
 ) -> serde_json::Value {
     use serde_json::{json, Value};
+    let num = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
     let limits = |f: fn(&hybridsim::model::lab::ActuatorLimits) -> f64| {
         s.limits.iter().map(f).collect::<Vec<_>>()
     };
@@ -326,5 +327,15 @@ pub fn safety_json(
         "lab_records_dropped": s.lab_records_dropped,
         "energy_generated": s.energy_generated,
         "energy_bound": if s.energy_bound.is_finite() { json!(s.energy_bound) } else { Value::Null },
+        "transfer_fault": s.transfer_fault,
+        "link": if s.transfer_statistics.is_empty() {
+            Value::Null
+        } else {
+            let mut link = serde_json::Map::new();
+            for (k, v) in &s.transfer_statistics {
+                link.insert(k.clone(), num(*v));
+            }
+            Value::Object(link)
+        },
     })
 }

@@ -42,8 +42,11 @@ struct Engine {
 }
 
 impl Engine {
-    fn new(model: Model) -> Result<Self, ModelError> {
-        let integ = hybridsim::integrators::build(&model)?;
+    fn new(
+        model: Model,
+        connector: Option<&dyn hybridsim::physical::transfer::TransferConnector>,
+    ) -> Result<Self, ModelError> {
+        let integ = hybridsim::integrators::build_with(&model, connector)?;
         let recorder = Recorder::new(&model, integ.as_ref());
         Ok(Self {
             model,
@@ -355,6 +358,9 @@ pub struct RunOptions {
     pub heartbeat: Option<Duration>,
     /// Fault injection for tests: panic in the run loop once this many steps are completed.
     pub panic_after_steps: Option<u64>,
+    /// Builds the network transfer systems (`lab.transfer = "udp"`, …); without one such a
+    /// laboratory refuses to start.
+    pub connector: Option<Arc<dyn hybridsim::physical::transfer::TransferConnector>>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
@@ -763,7 +769,7 @@ pub fn run_to_folder_with(
     abort: &AtomicBool,
     opts: &RunOptions,
 ) -> Result<RunReport, RunError> {
-    let mut sim = Engine::new(loaded.model.clone())?;
+    let mut sim = Engine::new(loaded.model.clone(), opts.connector.as_deref())?;
     crate::folder::prepare_folder(folder, opts.overwrite)?;
     let factory = opts.writer.clone().unwrap_or_else(crate::file_factory);
     let json_path = folder.join("run.json");

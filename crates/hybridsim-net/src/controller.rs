@@ -30,7 +30,9 @@
 //! is reproducible whatever the timing): added latency and uniform jitter (replies wait in a
 //! preallocated delay queue while the server keeps receiving), dropped and duplicated replies,
 //! a frozen sensor (the replies repeat the last measurement while the lab keeps moving), a
-//! disconnect (no more replies; TCP closes the connection) and an interlock.
+//! disconnect (no more replies; TCP closes the connection) and an interlock. Their times are
+//! test time, the `tick·Δt^C` each command frame carries: a fault hits the same tick whatever
+//! the pacing.
 //!
 //! Steady state allocates nothing per frame: the frame buffers, the measurement slices, the
 //! reply cache and the delay queue are sized when the server starts; messages are formatted
@@ -88,8 +90,10 @@ impl Transport {
     }
 }
 
-/// Injected faults of the served link. Times are controller time (seconds of wall clock since
-/// the session's first frame); probabilities are per reply, drawn from `(seed, sequence)`.
+/// Injected faults of the served link. Times are test time: the wall-clock time `tick·Δt^C`
+/// the runner puts in every command frame, so that a fault hits the same tick whatever the
+/// pacing (a lock-step run as fast as possible included); probabilities are per reply, drawn
+/// from `(seed, sequence)`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Faults {
     /// Seed of every random draw.
@@ -98,16 +102,18 @@ pub struct Faults {
     pub latency: f64,
     /// Plus a uniform extra delay in `[0, jitter]` (s).
     pub jitter: f64,
+    /// Latency and jitter act from this test time on (`None`: from the start).
+    pub latency_after: Option<f64>,
     /// Probability that a reply is not sent.
     pub drop: f64,
     /// Probability that a reply is sent twice.
     pub duplicate: f64,
-    /// From this controller time on, the replies repeat the last measurement (a frozen
+    /// From this test time on, the replies repeat the last measurement (a frozen
     /// sensor) while the lab keeps moving.
     pub freeze_after: Option<f64>,
-    /// From this controller time on, no more replies (TCP: the connection is closed).
+    /// From this test time on, no more replies (TCP: the connection is closed).
     pub disconnect_after: Option<f64>,
-    /// From this controller time on, every reply carries `INTERLOCK` and the lab holds.
+    /// From this test time on, every reply carries `INTERLOCK` and the lab holds.
     pub interlock_after: Option<f64>,
 }
 
@@ -117,6 +123,7 @@ impl Default for Faults {
             seed: 1,
             latency: 0.0,
             jitter: 0.0,
+            latency_after: None,
             drop: 0.0,
             duplicate: 0.0,
             freeze_after: None,
@@ -132,6 +139,7 @@ impl Faults {
         let times = [
             ("latency", Some(self.latency)),
             ("jitter", Some(self.jitter)),
+            ("latency-after", self.latency_after),
             ("freeze-after", self.freeze_after),
             ("disconnect-after", self.disconnect_after),
             ("interlock-after", self.interlock_after),
@@ -181,6 +189,9 @@ impl Faults {
         }
         if self.jitter > 0.0 {
             parts.push(format!("jitter up to {} s", self.jitter));
+        }
+        if let (true, Some(t)) = (self.delays(), self.latency_after) {
+            parts.push(format!("delays from {t} s"));
         }
         if self.drop > 0.0 {
             parts.push(format!("drop {}", self.drop));
@@ -509,6 +520,8 @@ struct Session {
     interlock_noted: bool,
     frozen: bool,
     disconnected: bool,
+    /// Test time of the last frame applied (the fault schedule's clock).
+    test_time: f64,
     cmd: Vec<ActuatorCommand>,
     position: Vec<f64>,
     force: Vec<f64>,
@@ -533,6 +546,7 @@ impl Session {
             interlock_noted: false,
             frozen: false,
             disconnected: false,
+            test_time: 0.0,
             cmd: vec![ActuatorCommand::default(); n],
             position: vec![0.0; n],
             force: vec![0.0; n],
@@ -556,6 +570,7 @@ impl Session {
         self.interlock_noted = false;
         self.frozen = false;
         self.disconnected = false;
+        self.test_time = 0.0;
         for x in self
             .position
             .iter_mut()
@@ -599,14 +614,17 @@ impl Session {
             }
         }
         self.last_sequence = Some(s);
-        let time = self.elapsed(now);
+        // Replies carry the controller's clock; faults follow the test time of the frame.
+        let clock = self.elapsed(now);
+        let time = header.time;
+        self.test_time = time;
         if let Some(at) = self.faults.disconnect_after {
             if time >= at {
                 self.disconnected = true;
                 notes(
                     Note::Warning,
                     &format!(
-                        "injected disconnect at controller time {time:.6} s (sequence {s} from \
+                        "injected disconnect at test time {time:.6} s (sequence {s} from \
                          {peer}): no more replies in this session"
                     ),
                 );
@@ -621,7 +639,7 @@ impl Session {
                 notes(
                     Note::Warning,
                     &format!(
-                        "injected interlock at controller time {time:.6} s (sequence {s} from \
+                        "injected interlock at test time {time:.6} s (sequence {s} from \
                          {peer}): every reply carries INTERLOCK, the lab holds"
                     ),
                 );
@@ -706,7 +724,7 @@ impl Session {
                 notes(
                     Note::Warning,
                     &format!(
-                        "injected frozen sensor at controller time {time:.6} s (sequence {s} \
+                        "injected frozen sensor at test time {time:.6} s (sequence {s} \
                          from {peer}): the replies repeat the last measurement"
                     ),
                 );
@@ -719,7 +737,7 @@ impl Session {
         encode_feedback(
             &FeedbackHeader {
                 sequence: s,
-                time,
+                time: clock,
                 status,
             },
             &self.reply_d,
@@ -941,7 +959,7 @@ impl ControllerServer {
                 copies = 2;
             }
         }
-        if f.delays() {
+        if f.delays() && f.latency_after.is_none_or(|t| self.session.test_time >= t) {
             let delay = f.latency + f.jitter * f.uniform(sequence, CHANNEL_JITTER);
             let due = now + Duration::from_secs_f64(delay);
             for _ in 0..copies {

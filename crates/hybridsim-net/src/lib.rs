@@ -8,5 +8,11 @@
 
 #![warn(missing_docs)]
 
+pub mod connector;
 pub mod controller;
+pub mod controller_link;
+pub mod generic_client;
 pub mod link;
+
+pub use connector::NetConnector;
+pub use controller_link::ControllerLink;

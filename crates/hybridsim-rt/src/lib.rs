@@ -241,6 +241,9 @@ pub struct RunOptions {
     /// With realtime pacing on a virtual lab, run without real-time scheduling (deadlines
     /// may be missed; run.json says `soft_realtime`); refused otherwise.
     pub allow_soft_realtime: bool,
+    /// Builds the network transfer systems (`lab.transfer = "udp"`, …): the front end's
+    /// sockets. Without one such a laboratory refuses to start.
+    pub connector: Option<Arc<dyn hybridsim::physical::transfer::TransferConnector>>,
 }
 
 impl Default for RunOptions {
@@ -263,6 +266,7 @@ impl Default for RunOptions {
             inject: None,
             writer_fails_after: None,
             allow_soft_realtime: false,
+            connector: None,
         }
     }
 }
@@ -914,6 +918,12 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     }
     let mut parts = build_partitions(model, Grouping::Partitioned)
         .map_err(|e| StartError::Model(e.to_string()))?;
+    for part in parts.iter_mut() {
+        if let Some(lab) = part.lab_mut() {
+            hybridsim::physical::transfer::connect_lab(lab, opts.connector.as_deref())
+                .map_err(StartError::Model)?;
+        }
+    }
     // With wall-clock pacing the bumpless start (inside the consistent start of PG-α, before
     // the test clock) goes out one command per controller tick too; and a start that would be
     // refused for lack of real-time scheduling is refused before it commands anything.

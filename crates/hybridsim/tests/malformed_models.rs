@@ -1616,3 +1616,149 @@ fn a_synthetic_record_too_long_to_generate_is_refused() {
     );
     check(&text, "ground_motion[0].synthetic.duration", "2e8 samples");
 }
+
+/// [`SPLIT`] + [`LAB`] on the transfer system `transfer` with the `[lab.link]` keys `link`
+/// (no table when `None`).
+fn with_link(transfer: &str, link: Option<&str>) -> String {
+    let table = link.map_or(String::new(), |l| format!("\n[lab.link]\n{l}\n"));
+    lab_edit(
+        "time_scale = 1.0\n",
+        &format!("time_scale = 1.0\ntransfer = \"{transfer}\"\n"),
+    )
+    .replacen(
+        "[safety.actuator.act1]",
+        &format!("{table}\n[safety.actuator.act1]"),
+        1,
+    )
+}
+
+#[test]
+fn network_links_are_read() {
+    use hybridsim::model::lab::{LinkMode, TransferKind};
+    let m = lab_model(&with_link(
+        "udp",
+        Some("address = \"127.0.0.1:5600\"\ntimeout = 0.02\nmode = \"streaming\"\nmax_lag = 3"),
+    ));
+    let lab = &m.lab.as_ref().unwrap().lab;
+    assert_eq!(lab.transfer, TransferKind::Udp);
+    let link = lab.link.as_ref().unwrap();
+    assert_eq!(link.address, "127.0.0.1:5600");
+    assert_eq!(
+        (link.timeout, link.mode, link.max_lag),
+        (0.02, LinkMode::Streaming, 3)
+    );
+    // Defaults: lock-step, a timeout of ten ticks but at least 50 ms.
+    let m = lab_model(&with_link("tcp", Some("address = \"10.0.0.2:5600\"")));
+    let link = m.lab.unwrap().lab.link.unwrap();
+    assert_eq!((link.mode, link.timeout), (LinkMode::LockStep, 0.05));
+    let m = lab_model(&with_link(
+        "opensees",
+        Some("address = \"127.0.0.1:8090\"\nprotocol = \"udp\""),
+    ));
+    assert!(m.lab.unwrap().lab.link.unwrap().udp);
+}
+
+#[test]
+fn malformed_network_links_are_refused() {
+    for (transfer, link, field, phrase) in [
+        ("udp", None, "lab.link", "needs a [lab.link] table"),
+        (
+            "virtual",
+            Some("address = \"127.0.0.1:1\""),
+            "lab.link",
+            "network transfer system only",
+        ),
+        (
+            "carrier-pigeon",
+            None,
+            "lab.transfer",
+            "unknown transfer system",
+        ),
+        (
+            "udp",
+            Some("timeout = 0.1"),
+            "lab.link.address",
+            "is required",
+        ),
+        (
+            "udp",
+            Some("address = \"localhost\""),
+            "lab.link.address",
+            "is not `host:port`",
+        ),
+        (
+            "udp",
+            Some("address = \"127.0.0.1:99999\""),
+            "lab.link.address",
+            "port in 0..=65535",
+        ),
+        (
+            "opensees",
+            Some("address = \"localhost:8090\""),
+            "lab.link.address",
+            "IPv4 dotted quads",
+        ),
+        (
+            "udp",
+            Some("address = \"127.0.0.1:1\"\ntimeout = 0"),
+            "lab.link.timeout",
+            "must be a time",
+        ),
+        (
+            "udp",
+            Some("address = \"127.0.0.1:1\"\ntimeout = nan"),
+            "lab.link.timeout",
+            "must be a time",
+        ),
+        (
+            "udp",
+            Some("address = \"127.0.0.1:1\"\nmode = \"eventually\""),
+            "lab.link.mode",
+            "unknown mode",
+        ),
+        (
+            "udp",
+            Some("address = \"127.0.0.1:1\"\nmax_lag = 0"),
+            "lab.link.max_lag",
+            "must be a number of ticks",
+        ),
+        (
+            "udp",
+            Some("address = \"127.0.0.1:1\"\nprotocol = \"udp\""),
+            "lab.link.protocol",
+            "applies to `transfer = \"opensees\"` only",
+        ),
+        (
+            "opensees",
+            Some("address = \"127.0.0.1:1\"\nprotocol = \"sctp\""),
+            "lab.link.protocol",
+            "unknown protocol",
+        ),
+        (
+            "opensees",
+            Some("address = \"127.0.0.1:1\"\nmode = \"streaming\""),
+            "lab.link.mode",
+            "always lock-step",
+        ),
+        (
+            "opensees",
+            Some("address = \"127.0.0.1:1\"\npeer = \"matlab\""),
+            "lab.link.peer",
+            "unknown peer",
+        ),
+        (
+            "tcp",
+            Some("address = \"127.0.0.1:1\"\npeer = \"adapter\""),
+            "lab.link.peer",
+            "applies to `transfer = \"opensees\"` only",
+        ),
+        (
+            "udp",
+            Some("address = \"127.0.0.1:1\"\nspeed = 9"),
+            "lab.link.speed",
+            "unknown field",
+        ),
+    ] {
+        check(&with_link(transfer, link), field, phrase);
+    }
+}

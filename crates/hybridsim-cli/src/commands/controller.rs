@@ -54,20 +54,23 @@ pub struct Args {
     /// Plus a uniform extra delay in [0, SECONDS].
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
     pub jitter: f64,
+    /// Latency and jitter act from this test time on (seconds; default: from the start).
+    #[arg(long, value_name = "SECONDS")]
+    pub latency_after: Option<f64>,
     /// Drop each reply with probability P.
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     pub drop: f64,
     /// Send each reply twice with probability P.
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     pub duplicate: f64,
-    /// From this controller time on (seconds since the session's first frame) the replies
+    /// From this test time on (the wall-clock time `tick·Δt^C` of the frames) (seconds since the session's first frame) the replies
     /// repeat the last measurement while the lab keeps moving (a frozen sensor).
     #[arg(long, value_name = "SECONDS")]
     pub freeze_after: Option<f64>,
-    /// From this controller time on, no more replies (TCP: the connection is closed).
+    /// From this test time on (the wall-clock time `tick·Δt^C` of the frames), no more replies (TCP: the connection is closed).
     #[arg(long, value_name = "SECONDS")]
     pub disconnect_after: Option<f64>,
-    /// From this controller time on, every reply carries INTERLOCK and the lab holds.
+    /// From this test time on (the wall-clock time `tick·Δt^C` of the frames), every reply carries INTERLOCK and the lab holds.
     #[arg(long, value_name = "SECONDS")]
     pub interlock_after: Option<f64>,
 }
@@ -117,6 +120,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         seed: args.seed,
         latency: args.latency,
         jitter: args.jitter,
+        latency_after: args.latency_after,
         drop: args.drop,
         duplicate: args.duplicate,
         freeze_after: args.freeze_after,

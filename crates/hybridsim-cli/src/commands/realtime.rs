@@ -143,6 +143,7 @@ pub fn run_lab(
         allow_soft_realtime: scheduling.allow_soft_realtime,
         inject: hooks.inject,
         watchdog: hooks.watchdog,
+        connector: Some(std::sync::Arc::new(hybridsim_net::NetConnector)),
         ..Default::default()
     };
     if let Some(lab) = &model.lab {

@@ -61,6 +61,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
     });
     let opts = RunOptions {
         overwrite,
+        connector: Some(Arc::new(hybridsim_net::NetConnector)),
         ..RunOptions::default()
     };
     let report = run_to_folder_with(&loaded, &folder, &progress, abort, &opts);

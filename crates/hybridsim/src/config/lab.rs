@@ -236,7 +236,15 @@ fn lab_table(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> LabSet
         }
     };
     let time_scale = time_scale(spec, ctx, diag);
-    let link = link(transfer, spec.link.as_ref(), &time_scale, diag);
+    let link_spec = spec
+        .link
+        .as_ref()
+        .map(|v| deserialize::<LinkSpec>(v, "lab.link", diag));
+    let link = match link_spec {
+        Some(None) => None,
+        Some(Some(s)) => link(transfer, Some(&s), &time_scale, diag),
+        None => link(transfer, None, &time_scale, diag),
+    };
     let regime = regime(spec, time_scale.lambda, ctx, diag);
     let seed = spec.seed.unwrap_or(0);
     let geometric_scale = spec.geometric_scale.unwrap_or(1.0);
@@ -393,6 +401,20 @@ fn link(
              transfer system itself: `udp` or `tcp`)",
         );
     }
+    let peer = match spec.peer.as_deref() {
+        None | Some("adapter") => RemotePeer::Adapter,
+        Some("element_server") => RemotePeer::ElementServer,
+        Some(other) => {
+            diag.push(
+                "lab.link.peer",
+                format!("unknown peer `{other}` (expected `adapter` or `element_server`)"),
+            );
+            RemotePeer::Adapter
+        }
+    };
+    if spec.peer.is_some() && transfer != TransferKind::OpenSees {
+        diag.push("lab.link.peer", "applies to `transfer = \"opensees\"` only");
+    }
     if spec.mode.is_some() && transfer == TransferKind::OpenSees {
         diag.push(
             "lab.link.mode",
@@ -409,6 +431,7 @@ fn link(
         mode,
         max_lag: max_lag as u64,
         udp,
+        peer,
     })
 }
 

@@ -313,9 +313,10 @@ pub struct LabSpec {
     /// Transfer system (`virtual`, `udp`, `tcp`, `opensees`).
     #[serde(default)]
     pub transfer: Option<String>,
-    /// `[lab.link]`, for a network transfer system.
+    /// `[lab.link]`, for a network transfer system, read as [`LinkSpec`] so that problems
+    /// are reported at `lab.link.…`.
     #[serde(default)]
-    pub link: Option<LinkSpec>,
+    pub link: Option<toml::Value>,
     /// `pseudodynamic` or `real-time`.
     #[serde(default)]
     pub regime: Option<String>,
@@ -371,6 +372,9 @@ pub struct LinkSpec {
     /// `tcp` (default) or `udp`, for `transfer = "opensees"`.
     #[serde(default)]
     pub protocol: Option<String>,
+    /// `adapter` (default) or `element_server`, for `transfer = "opensees"`.
+    #[serde(default)]
+    pub peer: Option<String>,
 }
 
 /// `[[lab.fault]]`: a fault injected into the virtual laboratory.

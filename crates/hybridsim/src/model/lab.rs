@@ -137,6 +137,21 @@ pub struct LinkSettings {
     pub max_lag: u64,
     /// The transport of `transfer = "opensees"`: UDP instead of TCP.
     pub udp: bool,
+    /// What serves a `transfer = "opensees"` link.
+    pub peer: RemotePeer,
+}
+
+/// The server at the other end of a `transfer = "opensees"` link (the `genericClient`
+/// protocol; hybridsim is the client).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemotePeer {
+    /// OpenSees's `adapter` element: per tick a trial (action 3) and a force request (10);
+    /// every tick is one analysis step of the remote model, which must not be committed
+    /// explicitly.
+    Adapter,
+    /// An element server (`hybridsim serve`, OpenFresco's `SimAppElemServer`): per tick a trial
+    /// (3), a force request (10) and a commit (5).
+    ElementServer,
 }
 
 /// Actuator dynamics from command to achieved displacement (wall-clock time).

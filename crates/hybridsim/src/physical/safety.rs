@@ -69,7 +69,7 @@ pub enum EventKind {
     LinkTimeout,
     /// A network link broke its sequence: a reply echoing a command never sent, a reply that
     /// trails the command by more than the allowed lag (stale), a malformed frame.
-    LinkSequence,
+    LinkProtocol,
     /// The peer of a network link disconnected.
     LinkLost,
     /// The controller reported an interlock (its own limits, an emergency stop).
@@ -100,7 +100,7 @@ impl EventKind {
             Self::Watchdog => "watchdog",
             Self::TaskPanic => "task_panic",
             Self::LinkTimeout => "link_timeout",
-            Self::LinkSequence => "link_sequence",
+            Self::LinkProtocol => "link_protocol",
             Self::LinkLost => "link_lost",
             Self::ControllerInterlock => "controller_interlock",
         }
