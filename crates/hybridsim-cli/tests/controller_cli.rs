@@ -379,7 +379,7 @@ fn controller_fault_options_reach_the_tcp_server() {
     let (code, out, err) = c.finish(Duration::from_secs(10));
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
-        err.contains("warning: injected interlock at controller time"),
+        err.contains("warning: injected interlock at test time"),
         "{err}"
     );
     assert!(out.contains("session 1 ended (END"), "{out}");
