@@ -7,7 +7,9 @@
 //!
 //! `cargo bench -p hybridsim-net --bench controller_link`; `HYBRIDSIM_BENCH_FRAMES` (default
 //! 20 000) and `HYBRIDSIM_BENCH_RATE` (Hz, default 4 096) change the run; `--tcp` (after `--`)
-//! measures the TCP link instead.
+//! measures the TCP link instead; `HYBRIDSIM_BENCH_CONTROLLER=HOST:PORT` measures an external
+//! controller (`hybridsim controller examples/quickstart.toml --address 127.0.0.1:7400`, the
+//! two-process setup; one session per run).
 
 use hdrhistogram::Histogram;
 use hybridsim::model::{Model, NoFiles};
@@ -69,24 +71,34 @@ fn main() {
     let rate: f64 = env_or("HYBRIDSIM_BENCH_RATE", 4096.0);
     let tick = Duration::from_secs_f64(1.0 / rate);
 
-    let model = Model::from_toml(QUICKSTART, "quickstart.toml", &NoFiles).unwrap();
-    let (_, actuators, factory) = virtual_twin_of(&model, None).unwrap();
-    let transport = if tcp { Transport::Tcp } else { Transport::Udp };
-    let mut server = ControllerServer::bind(
-        factory,
-        actuators,
-        ControllerOptions {
-            transport,
-            idle_timeout: Some(Duration::from_secs(10)),
-            ..ControllerOptions::default()
-        },
-        Box::new(|_, text| eprintln!("controller: {text}")),
-    )
-    .unwrap();
-    let addr = server.local_addr();
+    // An external controller (`hybridsim controller examples/quickstart.toml --address
+    // 127.0.0.1:7400` in another terminal: the two-process setup), or one on a thread here.
+    let external: Option<std::net::SocketAddr> = std::env::var("HYBRIDSIM_BENCH_CONTROLLER")
+        .ok()
+        .map(|a| a.parse().expect("HYBRIDSIM_BENCH_CONTROLLER: host:port"));
     let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let handle = std::thread::spawn(move || server.serve(&flag));
+    let (addr, handle) = match external {
+        Some(addr) => (addr, None),
+        None => {
+            let model = Model::from_toml(QUICKSTART, "quickstart.toml", &NoFiles).unwrap();
+            let (_, actuators, factory) = virtual_twin_of(&model, None).unwrap();
+            let transport = if tcp { Transport::Tcp } else { Transport::Udp };
+            let mut server = ControllerServer::bind(
+                factory,
+                actuators,
+                ControllerOptions {
+                    transport,
+                    idle_timeout: Some(Duration::from_secs(10)),
+                    ..ControllerOptions::default()
+                },
+                Box::new(|_, text| eprintln!("controller: {text}")),
+            )
+            .unwrap();
+            let addr = server.local_addr();
+            let flag = stop.clone();
+            (addr, Some(std::thread::spawn(move || server.serve(&flag))))
+        }
+    };
 
     let mut link = if tcp {
         let s = TcpStream::connect(addr).unwrap();
@@ -181,7 +193,7 @@ fn main() {
     }
     let elapsed = start.elapsed().as_secs_f64();
     stop.store(true, Ordering::SeqCst);
-    let report = handle.join().unwrap().unwrap();
+    let report = handle.map(|h| h.join().unwrap().unwrap());
 
     let us = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1e3;
     println!(
@@ -214,5 +226,8 @@ fn main() {
         us(&lateness, 0.999),
         lateness.max() as f64 / 1e3
     );
-    println!("server: {}", report.statistics.describe());
+    match report {
+        Some(r) => println!("server (in this process): {}", r.statistics.describe()),
+        None => println!("server: the external controller at {addr}"),
+    }
 }
