@@ -313,3 +313,74 @@ fn controller_refuses_bad_options_and_models_without_a_lab() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--address nowhere"), "{err}");
 }
+
+#[test]
+fn controller_fault_options_reach_the_tcp_server() {
+    let c = Controller::start(&[
+        "examples/quickstart.toml",
+        "--tcp",
+        "--once",
+        "--latency",
+        "0.01",
+        "--interlock-after",
+        "0.05",
+        "--seed",
+        "3",
+    ]);
+    assert!(c.header[1].contains("transport tcp"), "{:?}", c.header);
+    assert!(
+        c.header[3].contains("latency 0.01 s, interlock after 0.05 s; seed 3"),
+        "{:?}",
+        c.header
+    );
+    let mut stream = std::net::TcpStream::connect(c.addr).unwrap();
+    stream.set_nodelay(true).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut exchange = |k: u64, status: u32| -> (u32, Duration) {
+        use std::io::Write;
+        let mut out = [0u8; 56];
+        let header = CommandHeader {
+            sequence: k,
+            time: k as f64 * 1e-3,
+            status,
+        };
+        encode_command(&header, &[command(k)], &mut out).unwrap();
+        let sent = Instant::now();
+        stream.write_all(&out).unwrap();
+        let mut buf = [0u8; 48];
+        stream.read_exact(&mut buf).unwrap();
+        let (mut d, mut f) = ([0.0], [0.0]);
+        let h = decode_feedback(&buf, &mut d, &mut f).unwrap();
+        assert_eq!(h.sequence, k);
+        (h.status, sent.elapsed())
+    };
+    let (status, rtt) = exchange(0, REST);
+    assert_eq!(status, feedback_status::READY);
+    assert!(rtt >= Duration::from_millis(10), "{rtt:?}");
+    let mut k = 1;
+    let interlocked_at = loop {
+        let (status, rtt) = exchange(k, command_status::ARMED);
+        assert!(rtt >= Duration::from_millis(10), "{rtt:?}");
+        if status == feedback_status::INTERLOCK {
+            break k;
+        }
+        assert_eq!(status, feedback_status::READY);
+        k += 1;
+        assert!(k < 1000, "no interlock");
+    };
+    assert!(
+        interlocked_at >= 4,
+        "10 ms per exchange: interlock after 0.05 s"
+    );
+    let (status, _) = exchange(k + 1, command_status::ARMED | command_status::END);
+    assert_eq!(status, feedback_status::INTERLOCK);
+    let (code, out, err) = c.finish(Duration::from_secs(10));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains("warning: injected interlock at test time"),
+        "{err}"
+    );
+    assert!(out.contains("session 1 ended (END"), "{out}");
+}

@@ -256,7 +256,7 @@ impl Default for ControllerOptions {
             once: false,
             idle_timeout: Some(Duration::from_secs(30)),
             faults: Faults::default(),
-            delay_capacity: 4096,
+            delay_capacity: 16_384,
         }
     }
 }
@@ -800,6 +800,9 @@ pub struct ControllerServer {
     last_activity: Instant,
 }
 
+/// Sends one reply: to the address (UDP), or on the connection (TCP, `None`).
+type SendReply<'a> = dyn FnMut(&[u8], Option<SocketAddr>) -> io::Result<()> + 'a;
+
 /// Longest wait between two checks of the stop flag and the idle timeout.
 const POLL: Duration = Duration::from_millis(50);
 /// Step of the nonblocking receive loop while replies wait in the delay queue.
@@ -942,7 +945,7 @@ impl ControllerServer {
         decide: bool,
         now: Instant,
         dest: Option<SocketAddr>,
-        out: &mut dyn FnMut(&[u8], Option<SocketAddr>) -> io::Result<()>,
+        out: &mut SendReply<'_>,
     ) -> io::Result<()> {
         let f = &self.session.faults;
         let mut copies = 1;
@@ -984,11 +987,7 @@ impl ControllerServer {
     }
 
     /// Send the replies due at `now`.
-    fn flush_due(
-        &mut self,
-        now: Instant,
-        out: &mut dyn FnMut(&[u8], Option<SocketAddr>) -> io::Result<()>,
-    ) -> io::Result<()> {
+    fn flush_due(&mut self, now: Instant, out: &mut SendReply<'_>) -> io::Result<()> {
         while let Some(slot) = self.queue.pop_due(now) {
             let result = out(self.queue.frame(slot), self.queue.dest[slot]);
             self.queue.release(slot);
@@ -1034,13 +1033,22 @@ impl ControllerServer {
         let mut last_peer: Option<SocketAddr> = None;
         let mut finished = false;
         let mut nonblocking = false;
+        // A reply that cannot be sent (the peer's port closed, its network unreachable) is
+        // that peer's loss, not the server's end: kept here and reported as a warning.
+        let failed: std::cell::Cell<Option<(SocketAddr, io::Error)>> = Default::default();
         let mut send = |bytes: &[u8], dest: Option<SocketAddr>| -> io::Result<()> {
             let dest = dest.expect("udp replies have an address");
-            match socket.send_to(bytes, dest) {
-                Ok(_) => Ok(()),
-                // The peer's port is closed (ICMP): its loss, not ours.
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Ok(()),
-                Err(e) => Err(e),
+            if let Err(e) = socket.send_to(bytes, dest) {
+                failed.set(Some((dest, e)));
+            }
+            Ok(())
+        };
+        let report_failed = |notes: &mut NoteSink| {
+            if let Some((dest, e)) = failed.take() {
+                notes(
+                    Note::Warning,
+                    &format!("cannot send a reply to {dest}: {e}"),
+                );
             }
         };
         loop {
@@ -1050,6 +1058,7 @@ impl ControllerServer {
             let now = Instant::now();
             self.flush_due(now, &mut send)
                 .map_err(|e| self.socket_error(e))?;
+            report_failed(&mut self.notes);
             if finished && self.queue.is_empty() {
                 return Ok(Ending::SessionEnded);
             }

@@ -170,7 +170,9 @@ fn stream_counts(server: &Running, n: u64) -> BTreeMap<u64, (u32, Vec<u8>)> {
     client.send(0, REST, ActuatorCommand::default());
     let mut k = 1;
     loop {
-        while let Some(r) = client.recv(Duration::from_millis(30)) {
+        // After the last burst, a longer silence: a late reply is not a dropped one.
+        let quiet = Duration::from_millis(if k > n { 500 } else { 30 });
+        while let Some(r) = client.recv(quiet) {
             let e = counts
                 .entry(r.header.sequence)
                 .or_insert((0, r.bytes.clone()));
@@ -853,4 +855,50 @@ fn bad_options_and_labs_are_refused_at_start() {
         hybridsim::model::Model::from_toml(text, "x.toml", &hybridsim::model::NoFiles).unwrap();
     let err = virtual_twin_of(&no_lab, None).err().unwrap();
     assert!(err.contains("no [lab]"), "{err}");
+}
+
+#[test]
+fn tcp_latency_delays_replies_while_the_connection_keeps_being_read() {
+    let latency = 0.02;
+    let m = model("");
+    let server = start(
+        &m,
+        ControllerOptions {
+            faults: Faults {
+                latency,
+                ..Faults::default()
+            },
+            ..options(Transport::Tcp)
+        },
+    );
+    let mut reference = twin(&m);
+    let mut client = Tcp::new(server.addr);
+    let sent = Instant::now();
+    let rest = client.exchange(0, REST, ActuatorCommand::default());
+    assert!(sent.elapsed().as_secs_f64() >= latency);
+    assert_same(
+        0,
+        &rest,
+        apply(reference.as_mut(), 0, REST, ActuatorCommand::default()),
+    );
+    let start = Instant::now();
+    for k in 1..=20u64 {
+        client.send(k, ARMED, command(k));
+    }
+    for k in 1..=20u64 {
+        let r = client
+            .recv()
+            .expect("every delayed reply arrives, in order");
+        assert_same(k, &r, apply(reference.as_mut(), k, ARMED, command(k)));
+    }
+    let total = start.elapsed().as_secs_f64();
+    assert!(total >= latency);
+    assert!(total < 10.0 * latency, "{total} s for 20 delayed replies");
+    client.send(21, ARMED | END, command(21));
+    assert_eq!(client.recv().unwrap().header.sequence, 21);
+    assert!(
+        client.closed(),
+        "closed after END, the delayed reply sent first"
+    );
+    server.stop();
 }

@@ -63,14 +63,14 @@ pub struct Args {
     /// Send each reply twice with probability P.
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     pub duplicate: f64,
-    /// From this test time on (the wall-clock time `tick·Δt^C` of the frames) (seconds since the session's first frame) the replies
-    /// repeat the last measurement while the lab keeps moving (a frozen sensor).
+    /// From this test time on (seconds: the wall-clock time `tick·Δt^C` the frames carry)
+    /// the replies repeat the last measurement while the lab keeps moving (a frozen sensor).
     #[arg(long, value_name = "SECONDS")]
     pub freeze_after: Option<f64>,
-    /// From this test time on (the wall-clock time `tick·Δt^C` of the frames), no more replies (TCP: the connection is closed).
+    /// From this test time on, no more replies (TCP: the connection is closed).
     #[arg(long, value_name = "SECONDS")]
     pub disconnect_after: Option<f64>,
-    /// From this test time on (the wall-clock time `tick·Δt^C` of the frames), every reply carries INTERLOCK and the lab holds.
+    /// From this test time on, every reply carries INTERLOCK and the lab holds.
     #[arg(long, value_name = "SECONDS")]
     pub interlock_after: Option<f64>,
 }
