@@ -309,7 +309,8 @@ fn the_example_of_the_document_is_what_the_encoder_writes() {
         "/../../docs/controller-link.md"
     ))
     .unwrap();
-    let block = doc.split("```").nth(1).expect("the example block");
+    let example = doc.split("## Example").nth(1).expect("the Example section");
+    let block = example.split("```").nth(1).expect("the example block");
     let hex: Vec<u8> = block
         .lines()
         .flat_map(|l| {
