@@ -193,6 +193,120 @@ pub enum ActuatorDynamics {
         /// Internal integration substeps per tick.
         substeps: usize,
     },
+    /// Blocks applied in series, the output of one into the next
+    /// ([`crate::physical::blocks`]); configured as an array of block tables, or as one table of
+    /// a block-only kind or with a `discretization`.
+    Blocks(Vec<BlockSpec>),
+}
+
+/// How a continuous linear block is discretized at the controller tick Δt^C.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Discretization {
+    /// Zero-order hold: exact for an input held constant over each tick.
+    Zoh,
+    /// First-order (triangle) hold: exact for an input linear between ticks.
+    Foh,
+    /// Bilinear (Tustin) transform, optionally prewarped so that the response at
+    /// `prewarp_hz` (Hz) is exact.
+    Tustin {
+        /// Prewarp frequency (Hz), below the Nyquist frequency.
+        prewarp_hz: Option<f64>,
+    },
+}
+
+/// Parameters of the servo-valve + actuator + control–structure interaction plant (Dyke et al.
+/// 1995; Silva et al. 2020), specimen units:
+/// servo-valve `x_v/u = k_v ω_v² / (s² + 2ζ_v ω_v s + ω_v²)`, actuator force
+/// `ḟ = a1 x_v − a2 ẋ − a3 f`, specimen (with the moving piston) `m ẍ + c ẋ + k x = f`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServoValveCsi {
+    /// Servo-valve static gain k_v (valve opening per unit command).
+    pub valve_gain: f64,
+    /// Servo-valve natural frequency ω_v/2π (Hz).
+    pub valve_frequency: f64,
+    /// Servo-valve damping ratio ζ_v.
+    pub valve_damping: f64,
+    /// a1: force rate per unit valve opening.
+    pub a1: f64,
+    /// a2: force rate per unit piston velocity (the velocity feedback of the chamber).
+    pub a2: f64,
+    /// a3: pole of the chamber pressure dynamics (1/s), leakage and compressibility.
+    pub a3: f64,
+    /// m: specimen mass including the moving piston.
+    pub mass: f64,
+    /// c: specimen damping.
+    pub damping: f64,
+    /// k: specimen stiffness.
+    pub stiffness: f64,
+    /// Optional proportional servo loop `u = k_p (d − x)`: the block's input is then the
+    /// displacement command instead of the servo-valve command.
+    pub proportional_gain: Option<f64>,
+}
+
+/// One block of an actuator's dynamics chain ([`ActuatorDynamics::Blocks`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum BlockSpec {
+    /// Single-input single-output state space `ẋ = A x + B u`, `y = C x + D u`.
+    StateSpace {
+        /// A, row by row (n × n).
+        a: Vec<Vec<f64>>,
+        /// B (n).
+        b: Vec<f64>,
+        /// C (n).
+        c: Vec<f64>,
+        /// D.
+        d: f64,
+        /// Discretization.
+        discretization: Discretization,
+    },
+    /// num(s)/den(s), coefficients highest power first (proper, stable).
+    TransferFunction {
+        /// Numerator.
+        num: Vec<f64>,
+        /// Denominator.
+        den: Vec<f64>,
+        /// Discretization.
+        discretization: Discretization,
+    },
+    /// First-order lag 1/(τ s + 1).
+    FirstOrder {
+        /// τ in seconds.
+        tau: f64,
+        /// Discretization.
+        discretization: Discretization,
+    },
+    /// Pure delay (s), fractional ticks interpolated linearly.
+    Delay {
+        /// Delay in seconds.
+        delay: f64,
+    },
+    /// Clamp to `[min, max]`.
+    Saturation {
+        /// Lower bound.
+        min: f64,
+        /// Upper bound.
+        max: f64,
+    },
+    /// Output moves by at most `rate` per second (wall clock).
+    RateLimit {
+        /// Largest rate (units/s).
+        rate: f64,
+    },
+    /// Mid-tread quantizer saturating at ±`range`.
+    Quantizer {
+        /// Step.
+        resolution: f64,
+        /// Full scale.
+        range: f64,
+    },
+    /// Servo-valve + actuator + control–structure interaction plant; its output in the chain is
+    /// the achieved displacement.
+    ServoValveCsi {
+        /// Parameters.
+        params: ServoValveCsi,
+        /// Discretization.
+        discretization: Discretization,
+    },
 }
 
 /// Delay compensation by polynomial extrapolation of the desired displacement.

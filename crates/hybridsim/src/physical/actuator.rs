@@ -4,8 +4,11 @@
 //! Models (Abbiati et al. 2020, §1 "actuator lag, typically 10–20 ms"; the real-time hybrid
 //! simulation benchmark literature for the servo-hydraulic model with control–structure
 //! interaction): pure delay, first-order lag, a general linear transfer function discretized by the
-//! bilinear (Tustin) transform, and a servo-hydraulic actuator coupled with the specimen force.
+//! bilinear (Tustin) transform, and a servo-hydraulic actuator coupled with the specimen force;
+//! or a chain of [`super::blocks`] (linear blocks discretized by ZOH, FOH or Tustin, delays,
+//! saturation, rate limits, quantizers, the servo-valve/CSI plant of Dyke et al. 1995).
 
+use super::blocks::{Block, Series};
 use crate::model::lab::ActuatorDynamics;
 
 /// Actuator state machine.
@@ -60,6 +63,8 @@ pub enum Actuator {
         /// Position, velocity, pressure.
         state: [f64; 3],
     },
+    /// A chain of blocks ([`ActuatorDynamics::Blocks`]).
+    Blocks(Series),
 }
 
 /// Multiply two polynomials (coefficients highest power first).
@@ -131,8 +136,28 @@ pub fn tustin(num: &[f64], den: &[f64], dt: f64) -> (Vec<f64>, Vec<f64>) {
 impl Actuator {
     /// Build for controller tick `dt_c` (s). `k_specimen` (specimen units) feeds the
     /// servo-hydraulic model's in-tick linearization.
+    ///
+    /// A block chain is built as the configuration checked it ([`Actuator::try_new`]); one that
+    /// cannot be built (only a hand-made, unchecked one) becomes an actuator that never moves,
+    /// which the safety layer's tracking checks then report.
     pub fn new(d: &ActuatorDynamics, dt_c: f64, k_specimen: f64) -> Self {
-        match d {
+        Self::try_new(d, dt_c, k_specimen).unwrap_or_else(|_| {
+            Actuator::Blocks(Series::from_blocks(vec![
+                super::blocks::AnyBlock::Saturation(
+                    super::blocks::Saturation::new(0.0, f64::MIN_POSITIVE)
+                        .expect("0 < MIN_POSITIVE"),
+                ),
+            ]))
+        })
+    }
+
+    /// Build for controller tick `dt_c`, or why a block chain cannot be built.
+    pub fn try_new(
+        d: &ActuatorDynamics,
+        dt_c: f64,
+        k_specimen: f64,
+    ) -> Result<Self, super::blocks::BuildError> {
+        Ok(match d {
             ActuatorDynamics::Ideal => Actuator::Ideal,
             ActuatorDynamics::Delay { delay } => {
                 let ticks = delay / dt_c;
@@ -172,7 +197,8 @@ impl Actuator {
                 k_specimen,
                 state: [0.0; 3],
             },
-        }
+            ActuatorDynamics::Blocks(specs) => Actuator::Blocks(Series::new(specs, dt_c)?),
+        })
     }
 
     /// Reset to rest at position `x0` with specimen force `f0` (measure-at-rest, bumpless).
@@ -192,6 +218,9 @@ impl Actuator {
             }
             Actuator::ServoHydraulic { area, state, .. } => {
                 *state = [x0, 0.0, f0 / *area];
+            }
+            Actuator::Blocks(series) => {
+                series.reset(x0);
             }
         }
     }
@@ -280,6 +309,7 @@ impl Actuator {
                 }
                 state[0]
             }
+            Actuator::Blocks(series) => series.step(d),
         }
     }
 

@@ -13,6 +13,7 @@
 //! specimen elements are evaluated directly by the [`NumericalSpecimen`] stand-in.
 
 pub mod actuator;
+pub mod blocks;
 pub mod compensation;
 mod lab_provider;
 mod port;

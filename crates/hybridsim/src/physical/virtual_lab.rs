@@ -263,6 +263,7 @@ impl TransferSystem for VirtualLab {
                         format!("transfer function {num:?}/{den:?}")
                     }
                     ActuatorDynamics::ServoHydraulic { .. } => "servo-hydraulic (CSI)".into(),
+                    ActuatorDynamics::Blocks(b) => format!("{} blocks in series", b.len()),
                 };
                 format!("{}: {dyn_}", c.settings.name)
             })
