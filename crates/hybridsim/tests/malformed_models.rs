@@ -1762,3 +1762,192 @@ fn malformed_network_links_are_refused() {
         check(&with_link(transfer, link), field, phrase);
     }
 }
+
+/// A valid servo-valve/CSI block table with `key` set to `value` (or removed when `value` is
+/// empty).
+fn csi_block(key: &str, value: &str) -> String {
+    let mut params = vec![
+        ("kind", "\"servo_valve_csi\""),
+        ("valve_gain", "2.0e-3"),
+        ("valve_frequency", "100.0"),
+        ("valve_damping", "0.7"),
+        ("a1", "4.0e9"),
+        ("a2", "3.0e7"),
+        ("a3", "200.0"),
+        ("mass", "150.0"),
+        ("damping", "2.0e3"),
+        ("stiffness", "1.0e6"),
+        ("proportional_gain", "50.0"),
+    ];
+    params.retain(|p| p.0 != key);
+    if !value.is_empty() {
+        params.push((key, value));
+    }
+    let body: Vec<String> = params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    format!("{{ {} }}", body.join(", "))
+}
+
+#[test]
+fn block_chains_are_read() {
+    use hybridsim::model::lab::{ActuatorDynamics, BlockSpec, Discretization};
+    let m = lab_model(&with_dynamics(
+        "[{ kind = \"transfer_function\", num = [35530.0], den = [1.0, 263.9, 35530.0], \
+         discretization = \"zoh\" }, { kind = \"delay\", delay = 0.002 }, \
+         { kind = \"quantizer\", resolution = 1e-5, range = 0.1 }]",
+    ));
+    let d = &m.lab.unwrap().lab.actuators[0].dynamics;
+    let ActuatorDynamics::Blocks(b) = d else {
+        panic!("not a chain: {d:?}")
+    };
+    assert_eq!(b.len(), 3);
+    assert!(matches!(
+        b[0],
+        BlockSpec::TransferFunction {
+            discretization: Discretization::Zoh,
+            ..
+        }
+    ));
+    assert_eq!(b[1], BlockSpec::Delay { delay: 0.002 });
+    // One table of today's kinds stays what it was; a block-only kind or a discretization
+    // makes it a one-block chain (Tustin by default).
+    let m = lab_model(&with_dynamics(
+        "{ kind = \"transfer_function\", num = [1.0], den = [0.01, 1.0] }",
+    ));
+    assert!(matches!(
+        m.lab.unwrap().lab.actuators[0].dynamics,
+        ActuatorDynamics::TransferFunction { .. }
+    ));
+    let m = lab_model(&with_dynamics(
+        "{ kind = \"first_order\", tau = 0.01, discretization = \"tustin\", prewarp = 20.0 }",
+    ));
+    assert_eq!(
+        m.lab.unwrap().lab.actuators[0].dynamics,
+        ActuatorDynamics::Blocks(vec![BlockSpec::FirstOrder {
+            tau: 0.01,
+            discretization: Discretization::Tustin {
+                prewarp_hz: Some(20.0)
+            }
+        }])
+    );
+    let m = lab_model(&with_dynamics(&format!(
+        "[{}, {{ kind = \"rate_limit\", rate = 0.5 }}, {{ kind = \"saturation\", min = -0.05, \
+         max = inf }}, {{ kind = \"state_space\", a = [[-100.0]], b = [100.0], c = [1.0] }}]",
+        csi_block("", "")
+    )));
+    let ActuatorDynamics::Blocks(b) = &m.lab.unwrap().lab.actuators[0].dynamics else {
+        panic!("not a chain")
+    };
+    assert_eq!(b.len(), 4);
+}
+
+#[test]
+fn block_chains_are_validated() {
+    let f = "lab.actuator[0].dynamics";
+    let chain = |second: &str| {
+        with_dynamics(&format!(
+            "[{{ kind = \"delay\", delay = 0.001 }}, {second}]"
+        ))
+    };
+    for (block, field, phrase) in [
+        ("{ kind = \"rate_limit\", rate = -1.0 }", "rate", "positive finite rate"),
+        ("{ kind = \"rate_limit\" }", "rate", "needs `rate`"),
+        ("{ kind = \"rate_limit\", rate = 1.0, gain = 2.0 }", "gain", "unknown key"),
+        ("{ kind = \"saturation\", min = 1.0, max = 0.5 }", "max", "greater than min"),
+        ("{ kind = \"saturation\", min = nan, max = 0.5 }", "min", "a number"),
+        ("{ kind = \"quantizer\", resolution = 0.0, range = 1.0 }", "resolution", "positive"),
+        ("{ kind = \"quantizer\", resolution = 0.1, range = 0.01 }", "range", "at least"),
+        ("{ kind = \"quantizer\", resolution = 0.1, range = \"big\" }", "range", "a number"),
+        ("{ kind = \"delay\", delay = -0.1 }", "delay", "finite delay ≥ 0"),
+        ("{ kind = \"delay\", delay = 1000.0 }", "delay", "controller ticks"),
+        ("{ kind = \"lowpass\" }", "kind", "unknown block kind"),
+        ("{ kind = \"servo_hydraulic\" }", "kind", "servo_valve_csi"),
+        ("{ delay = 0.1 }", "kind", "is required"),
+        (
+            "{ kind = \"first_order\", tau = 0.01, discretization = \"euler\" }",
+            "discretization",
+            "\"zoh\", \"foh\" or \"tustin\"",
+        ),
+        (
+            "{ kind = \"first_order\", tau = 0.01, discretization = \"zoh\", prewarp = 5.0 }",
+            "prewarp",
+            "tustin",
+        ),
+        (
+            "{ kind = \"first_order\", tau = 0.01, prewarp = 6000.0 }",
+            "prewarp",
+            "Nyquist",
+        ),
+        (
+            "{ kind = \"transfer_function\", num = [1.0, 0.0, 0.0], den = [1.0, 1.0] }",
+            "num",
+            "proper",
+        ),
+        (
+            "{ kind = \"transfer_function\", num = [1.0], den = [1.0, -1.0] }",
+            "den",
+            "stable",
+        ),
+        (
+            "{ kind = \"state_space\", a = [[0.0, 1.0], [1.0, 0.0]], b = [0.0, 1.0], \
+             c = [1.0, 0.0] }",
+            "a",
+            "stable",
+        ),
+        (
+            "{ kind = \"state_space\", a = [[-1.0, 0.0]], b = [0.0, 1.0], c = [1.0, 0.0] }",
+            "a",
+            "2 rows of 2",
+        ),
+        (
+            "{ kind = \"state_space\", a = [[-1.0, 0.0], [0.0, -2.0]], b = [0.0, 1.0], \
+             c = [1.0] }",
+            "c",
+            "must list 2",
+        ),
+        (
+            "{ kind = \"state_space\", a = [[-1.0, 0.0], [0.0, inf]], b = [0.0, 1.0], \
+             c = [1.0, 0.0] }",
+            "a[1][1]",
+            "finite",
+        ),
+    ] {
+        check(&chain(block), &format!("{f}[1].{field}"), phrase);
+    }
+    // The servo-valve/CSI plant: every parameter, and its stability.
+    for (key, value, phrase) in [
+        ("valve_gain", "0.0", "positive"),
+        ("valve_frequency", "-100.0", "positive"),
+        ("valve_damping", "nan", "positive"),
+        ("a1", "", "needs `a1`"),
+        ("a2", "-1.0", "≥ 0"),
+        ("mass", "inf", "positive finite mass"),
+        ("stiffness", "\"stiff\"", "a number"),
+        ("proportional_gain", "0.0", "positive"),
+        ("spring", "1.0", "unknown key"),
+    ] {
+        check(&chain(&csi_block(key, value)), &format!("{f}[1].{key}"), phrase);
+    }
+    // Without stiffness and leakage (a3 = 0) the open-loop plant has a pole at s = 0.
+    let unstable = csi_block("proportional_gain", "");
+    let unstable = unstable.replace("stiffness = 1.0e6", "stiffness = 0.0");
+    let unstable = unstable.replace("a3 = 200.0", "a3 = 0.0");
+    check(&chain(&unstable), &format!("{f}[1]"), "must be stable");
+    // Too high a proportional gain destabilizes the loop.
+    check(
+        &chain(&csi_block("proportional_gain", "1.0e9")),
+        &format!("{f}[1]"),
+        "with the proportional loop",
+    );
+    // The chain itself.
+    check(&with_dynamics("[]"), f, "1 to 16 blocks");
+    let long = vec!["{ kind = \"delay\", delay = 0.0 }"; 17].join(", ");
+    check(&with_dynamics(&format!("[{long}]")), f, "1 to 16 blocks");
+    check(&with_dynamics("[1.0]"), &format!("{f}[0]"), "block table");
+    check(&with_dynamics("\"fast\""), f, "a table with `kind` or an array");
+    // One table with a block-only kind reports at `dynamics.field`.
+    check(
+        &with_dynamics("{ kind = \"rate_limit\", rate = 0.0 }"),
+        &format!("{f}.rate"),
+        "positive finite rate",
+    );
+}

@@ -603,10 +603,38 @@ fn actuator(
         }
     }
     let coefficients = coefficients(a, f, diag);
-    let dynamics = match &a.dynamics {
-        None => ActuatorDynamics::Ideal,
-        Some(t) => parse_dynamics(t, &format!("{f}.dynamics"), diag),
+    let before = diag.len();
+    let (dynamics, chained) = match &a.dynamics {
+        None => (ActuatorDynamics::Ideal, false),
+        Some(toml::Value::Table(t)) => (parse_dynamics(t, &format!("{f}.dynamics"), diag), false),
+        Some(toml::Value::Array(items)) => {
+            (parse_chain(items, &format!("{f}.dynamics"), diag), true)
+        }
+        Some(v) => {
+            diag.push(
+                format!("{f}.dynamics"),
+                format!(
+                    "must be a table with `kind` or an array of block tables, found {}",
+                    v.type_str()
+                ),
+            );
+            (ActuatorDynamics::Ideal, false)
+        }
     };
+    // A chain that passed every check is built once here, at Δt^C, so that what depends on
+    // the tick (a prewarp frequency below Nyquist, the delay line's length) is reported too.
+    if let ActuatorDynamics::Blocks(specs) = &dynamics {
+        if diag.len() == before && time_scale.dt_c.is_finite() && time_scale.dt_c > 0.0 {
+            if let Err(e) = crate::physical::blocks::Series::new(specs, time_scale.dt_c) {
+                let at = if chained {
+                    format!("{f}.dynamics[{}].{}", e.block, e.field)
+                } else {
+                    format!("{f}.dynamics.{}", e.field)
+                };
+                diag.push(at, e.reason);
+            }
+        }
+    }
     if let ActuatorDynamics::Delay { delay } = dynamics {
         // The virtual actuator keeps one history sample per controller tick of delay.
         let ticks = delay / time_scale.dt_c;
@@ -830,7 +858,9 @@ fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorD
         None => {
             diag.push(
                 format!("{f}.kind"),
-                "is required (ideal, delay, first_order, transfer_function, servo_hydraulic)",
+                "is required (ideal, delay, first_order, transfer_function, servo_hydraulic, \
+                 or a block kind: state_space, saturation, rate_limit, quantizer, \
+                 servo_valve_csi)",
             );
             return ActuatorDynamics::Ideal;
         }
@@ -845,6 +875,10 @@ fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorD
             }
         },
     };
+    let block_only = BLOCK_KINDS.contains(&kind) && !LEGACY_KINDS.contains(&kind);
+    if block_only || t.contains_key("discretization") || t.contains_key("prewarp") {
+        return ActuatorDynamics::Blocks(parse_block(t, f, diag).into_iter().collect());
+    }
     let allowed: &[&str] = match kind {
         "ideal" => &["kind"],
         "delay" => &["kind", "delay"],
@@ -864,7 +898,8 @@ fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorD
                 format!("{f}.kind"),
                 format!(
                     "unknown actuator dynamics `{kind}` (ideal, delay, first_order, \
-                     transfer_function, servo_hydraulic)"
+                     transfer_function, servo_hydraulic, state_space, saturation, rate_limit, \
+                     quantizer, servo_valve_csi)"
                 ),
             );
             return ActuatorDynamics::Ideal;
@@ -983,6 +1018,479 @@ fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorD
             }
         }
     }
+}
+
+/// Longest chain of blocks in one actuator's `dynamics`.
+const MAX_CHAIN: usize = 16;
+
+/// Every kind a block of a chain may have.
+const BLOCK_KINDS: &[&str] = &[
+    "state_space",
+    "transfer_function",
+    "first_order",
+    "delay",
+    "saturation",
+    "rate_limit",
+    "quantizer",
+    "servo_valve_csi",
+];
+
+/// Kinds a single `dynamics` table had before blocks (kept bit for bit without a
+/// `discretization`).
+const LEGACY_KINDS: &[&str] = &[
+    "ideal",
+    "delay",
+    "first_order",
+    "transfer_function",
+    "servo_hydraulic",
+];
+
+/// `dynamics = [ {…}, {…} ]`: 1 to [`MAX_CHAIN`] block tables, applied in series.
+fn parse_chain(items: &[toml::Value], f: &str, diag: &mut Diagnostics) -> ActuatorDynamics {
+    if items.is_empty() || items.len() > MAX_CHAIN {
+        diag.push(
+            f,
+            format!(
+                "must list 1 to {MAX_CHAIN} blocks, found {}",
+                items.len()
+            ),
+        );
+        return ActuatorDynamics::Ideal;
+    }
+    let mut blocks = Vec::with_capacity(items.len());
+    for (j, item) in items.iter().enumerate() {
+        let fj = format!("{f}[{j}]");
+        match item.as_table() {
+            Some(t) => blocks.extend(parse_block(t, &fj, diag)),
+            None => diag.push(
+                fj,
+                format!(
+                    "must be a block table with `kind`, found {}",
+                    item.type_str()
+                ),
+            ),
+        }
+    }
+    ActuatorDynamics::Blocks(blocks)
+}
+
+/// A number at `t[key]` (`default` when absent, else required), accepted by `check` (which
+/// `what` describes); NaN after a recorded problem.
+#[allow(clippy::too_many_arguments)]
+fn block_number(
+    t: &toml::Table,
+    f: &str,
+    kind: &str,
+    key: &str,
+    default: Option<f64>,
+    check: &dyn Fn(f64) -> bool,
+    what: &str,
+    diag: &mut Diagnostics,
+) -> f64 {
+    let x = match t.get(key) {
+        None => match default {
+            Some(d) => return d,
+            None => {
+                diag.push(
+                    format!("{f}.{key}"),
+                    format!("a `{kind}` block needs `{key}`"),
+                );
+                return f64::NAN;
+            }
+        },
+        Some(v) => match toml_number(v) {
+            Some(x) => x,
+            None => {
+                diag.push(
+                    format!("{f}.{key}"),
+                    format!("must be a number, found {}", v.type_str()),
+                );
+                return f64::NAN;
+            }
+        },
+    };
+    if !check(x) {
+        diag.push(format!("{f}.{key}"), format!("must be {what}, found {x}"));
+        return f64::NAN;
+    }
+    x
+}
+
+/// A list of finite numbers at `t[key]` with `len` entries (any count in `1..=MAX_TF_DEGREE`
+/// when `None`).
+fn block_list(
+    t: &toml::Table,
+    f: &str,
+    key: &str,
+    len: Option<usize>,
+    diag: &mut Diagnostics,
+) -> Option<Vec<f64>> {
+    let field = format!("{f}.{key}");
+    let Some(v) = t.get(key) else {
+        diag.push(field, "is required");
+        return None;
+    };
+    let Some(a) = v.as_array() else {
+        diag.push(
+            field,
+            format!("must be a list of numbers, found {}", v.type_str()),
+        );
+        return None;
+    };
+    match len {
+        Some(n) if a.len() != n => {
+            diag.push(
+                field,
+                format!("must list {n} numbers (the state dimension), found {}", a.len()),
+            );
+            return None;
+        }
+        None if a.is_empty() || a.len() > MAX_TF_DEGREE => {
+            diag.push(
+                field,
+                format!(
+                    "must list 1 to {MAX_TF_DEGREE} numbers (the state dimension), found {}",
+                    a.len()
+                ),
+            );
+            return None;
+        }
+        _ => {}
+    }
+    let mut out = Vec::with_capacity(a.len());
+    for (i, x) in a.iter().enumerate() {
+        match toml_number(x) {
+            Some(x) if x.is_finite() => out.push(x),
+            Some(x) => {
+                diag.push(
+                    format!("{field}[{i}]"),
+                    format!("must be finite, found {x}"),
+                );
+                return None;
+            }
+            None => {
+                diag.push(
+                    format!("{field}[{i}]"),
+                    format!("must be a number, found {}", x.type_str()),
+                );
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `discretization` (`"zoh"`, `"foh"` or `"tustin"`, default Tustin) and Tustin's optional
+/// `prewarp` frequency (Hz; below Nyquist, checked when the chain is built at Δt^C).
+fn discretization(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> Discretization {
+    let how = match t.get("discretization") {
+        None => "tustin",
+        Some(v) => match v.as_str() {
+            Some(s @ ("zoh" | "foh" | "tustin")) => s,
+            Some(s) => {
+                diag.push(
+                    format!("{f}.discretization"),
+                    format!("must be \"zoh\", \"foh\" or \"tustin\", found \"{s}\""),
+                );
+                "tustin"
+            }
+            None => {
+                diag.push(
+                    format!("{f}.discretization"),
+                    format!(
+                        "must be \"zoh\", \"foh\" or \"tustin\", found {}",
+                        v.type_str()
+                    ),
+                );
+                "tustin"
+            }
+        },
+    };
+    let prewarp = t.get("prewarp").map(|_| {
+        block_number(
+            t,
+            f,
+            "tustin",
+            "prewarp",
+            None,
+            &|x| x.is_finite() && x > 0.0,
+            "a positive finite frequency (Hz)",
+            diag,
+        )
+    });
+    match how {
+        "zoh" | "foh" => {
+            if prewarp.is_some() {
+                diag.push(
+                    format!("{f}.prewarp"),
+                    format!("applies to `discretization = \"tustin\"` only, not \"{how}\""),
+                );
+            }
+            if how == "zoh" {
+                Discretization::Zoh
+            } else {
+                Discretization::Foh
+            }
+        }
+        _ => Discretization::Tustin {
+            prewarp_hz: prewarp,
+        },
+    }
+}
+
+/// One block table at field `f`: its kind, its parameters (nothing else), each checked;
+/// `None` after a recorded problem with the kind.
+fn parse_block(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> Option<BlockSpec> {
+    let kinds = BLOCK_KINDS.join(", ");
+    let kind = match t.get("kind") {
+        None => {
+            diag.push(format!("{f}.kind"), format!("is required ({kinds})"));
+            return None;
+        }
+        Some(k) => match k.as_str() {
+            Some(k) => k,
+            None => {
+                diag.push(
+                    format!("{f}.kind"),
+                    format!("must be a string, found {}", k.type_str()),
+                );
+                return None;
+            }
+        },
+    };
+    const LINEAR: &[&str] = &["discretization", "prewarp"];
+    let (params, linear): (&[&str], bool) = match kind {
+        "state_space" => (&["a", "b", "c", "d"], true),
+        "transfer_function" => (&["num", "den"], true),
+        "first_order" => (&["tau"], true),
+        "delay" => (&["delay"], false),
+        "saturation" => (&["min", "max"], false),
+        "rate_limit" => (&["rate"], false),
+        "quantizer" => (&["resolution", "range"], false),
+        "servo_valve_csi" => (
+            &[
+                "valve_gain",
+                "valve_frequency",
+                "valve_damping",
+                "a1",
+                "a2",
+                "a3",
+                "mass",
+                "damping",
+                "stiffness",
+                "proportional_gain",
+            ],
+            true,
+        ),
+        "servo_hydraulic" | "ideal" => {
+            diag.push(
+                format!("{f}.kind"),
+                format!(
+                    "`{kind}` is not a block: it stands alone as `dynamics = {{ kind = \
+                     \"{kind}\" }}`{} (blocks: {kinds})",
+                    if kind == "servo_hydraulic" {
+                        "; in a chain use `servo_valve_csi`"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+            return None;
+        }
+        _ => {
+            diag.push(
+                format!("{f}.kind"),
+                format!("unknown block kind `{kind}` ({kinds})"),
+            );
+            return None;
+        }
+    };
+    for k in t.keys() {
+        let k = k.as_str();
+        if k != "kind" && !params.contains(&k) && !(linear && LINEAR.contains(&k)) {
+            let mut expected: Vec<&str> = params.to_vec();
+            if linear {
+                expected.extend(LINEAR);
+            }
+            diag.push(
+                format!("{f}.{k}"),
+                format!(
+                    "unknown key for a `{kind}` block (expected kind, {})",
+                    expected.join(", ")
+                ),
+            );
+        }
+    }
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    let non_negative = |x: f64| x.is_finite() && x >= 0.0;
+    let num = |key: &str, check: &dyn Fn(f64) -> bool, what: &str, diag: &mut Diagnostics| {
+        block_number(t, f, kind, key, None, check, what, diag)
+    };
+    let spec = match kind {
+        "state_space" => {
+            let discretization = discretization(t, f, diag);
+            let b = block_list(t, f, "b", None, diag)?;
+            let n = b.len();
+            let c = block_list(t, f, "c", Some(n), diag)?;
+            let d = block_number(t, f, kind, "d", Some(0.0), &f64::is_finite, "finite", diag);
+            let a = state_matrix(t, f, n, diag)?;
+            let m = nalgebra::DMatrix::from_fn(n, n, |i, j| a[i][j]);
+            match nalgebra::linalg::Schur::try_new(m, 1e-14, 10_000) {
+                None => diag.push(
+                    format!("{f}.a"),
+                    "its eigenvalues could not be computed (no convergence)",
+                ),
+                Some(schur) => {
+                    let eig = schur.complex_eigenvalues();
+                    if let Some(p) = eig.iter().find(|p| !(p.re < 0.0)) {
+                        diag.push(
+                            format!("{f}.a"),
+                            format!(
+                                "the block must be stable (every eigenvalue of A with a \
+                                 negative real part): eigenvalue {} {:+} i",
+                                p.re, p.im
+                            ),
+                        );
+                    }
+                }
+            }
+            BlockSpec::StateSpace {
+                a,
+                b,
+                c,
+                d,
+                discretization,
+            }
+        }
+        "transfer_function" => {
+            let discretization = discretization(t, f, diag);
+            match transfer_function(t, f, diag) {
+                ActuatorDynamics::TransferFunction { num, den } => BlockSpec::TransferFunction {
+                    num,
+                    den,
+                    discretization,
+                },
+                _ => return None,
+            }
+        }
+        "first_order" => BlockSpec::FirstOrder {
+            tau: num("tau", &positive, "a positive finite time constant (s)", diag),
+            discretization: discretization(t, f, diag),
+        },
+        "delay" => BlockSpec::Delay {
+            delay: num("delay", &non_negative, "a finite delay ≥ 0 s", diag),
+        },
+        "saturation" => {
+            let not_nan = |x: f64| !x.is_nan();
+            let min = num("min", &not_nan, "a number (−inf allowed)", diag);
+            let max = num("max", &not_nan, "a number (inf allowed)", diag);
+            if min >= max {
+                diag.push(
+                    format!("{f}.max"),
+                    format!("must be greater than min = {min}, found {max}"),
+                );
+            }
+            BlockSpec::Saturation { min, max }
+        }
+        "rate_limit" => BlockSpec::RateLimit {
+            rate: num("rate", &positive, "a positive finite rate (units/s)", diag),
+        },
+        "quantizer" => {
+            let resolution = num("resolution", &positive, "a positive finite step", diag);
+            let range = num("range", &positive, "a positive finite full scale", diag);
+            if resolution > range {
+                diag.push(
+                    format!("{f}.range"),
+                    format!("must be at least the resolution {resolution}, found {range}"),
+                );
+            }
+            BlockSpec::Quantizer { resolution, range }
+        }
+        _ => {
+            let params = ServoValveCsi {
+                valve_gain: num("valve_gain", &positive, "a positive finite gain", diag),
+                valve_frequency: num(
+                    "valve_frequency",
+                    &positive,
+                    "a positive finite natural frequency (Hz)",
+                    diag,
+                ),
+                valve_damping: num(
+                    "valve_damping",
+                    &positive,
+                    "a positive finite damping ratio",
+                    diag,
+                ),
+                a1: num("a1", &positive, "a positive finite gain", diag),
+                a2: num("a2", &non_negative, "a finite gain ≥ 0", diag),
+                a3: num("a3", &non_negative, "a finite rate ≥ 0 (1/s)", diag),
+                mass: num("mass", &positive, "a positive finite mass", diag),
+                damping: num("damping", &non_negative, "a finite damping ≥ 0", diag),
+                stiffness: num("stiffness", &non_negative, "a finite stiffness ≥ 0", diag),
+                proportional_gain: t.get("proportional_gain").map(|_| {
+                    num(
+                        "proportional_gain",
+                        &positive,
+                        "a positive finite gain",
+                        diag,
+                    )
+                }),
+            };
+            let poly = crate::physical::blocks::servo_valve::characteristic_polynomial(&params);
+            if poly.iter().all(|x| x.is_finite()) {
+                if let Err(reason) = hurwitz(&poly) {
+                    diag.push(
+                        f,
+                        format!(
+                            "the servo-valve/CSI plant must be stable (every pole with a \
+                             negative real part; characteristic polynomial {poly:?}{}): {reason}",
+                            if params.proportional_gain.is_some() {
+                                ", with the proportional loop"
+                            } else {
+                                "; a zero stiffness or a3 = 0 leaves a pole at s = 0"
+                            }
+                        ),
+                    );
+                }
+            }
+            BlockSpec::ServoValveCsi {
+                params,
+                discretization: discretization(t, f, diag),
+            }
+        }
+    };
+    Some(spec)
+}
+
+/// `a` of a state-space block: `n` rows of `n` finite numbers.
+fn state_matrix(
+    t: &toml::Table,
+    f: &str,
+    n: usize,
+    diag: &mut Diagnostics,
+) -> Option<Vec<Vec<f64>>> {
+    let field = format!("{f}.a");
+    let Some(v) = t.get("a") else {
+        diag.push(field, "is required: the state matrix, row by row");
+        return None;
+    };
+    let rows = match v.as_array() {
+        Some(r) if r.len() == n => r,
+        _ => {
+            diag.push(
+                field,
+                format!("must be {n} rows of {n} numbers (n = length of b)"),
+            );
+            return None;
+        }
+    };
+    let mut out = Vec::with_capacity(n);
+    for (i, r) in rows.iter().enumerate() {
+        let mut tbl = toml::Table::new();
+        tbl.insert(format!("a[{i}]"), r.clone());
+        out.push(block_list(&tbl, f, &format!("a[{i}]"), Some(n), diag)?);
+    }
+    Some(out)
 }
 
 /// A TOML integer or float as `f64`.

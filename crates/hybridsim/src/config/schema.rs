@@ -409,9 +409,10 @@ pub struct ActuatorSpec {
     /// `d = Σ c_i u_i` coefficients.
     #[serde(default)]
     pub coefficients: Option<Vec<f64>>,
-    /// Dynamics table with `kind` and its parameters.
+    /// Dynamics: one table with `kind` and its parameters, or an array of block tables applied
+    /// in series.
     #[serde(default)]
-    pub dynamics: Option<toml::Table>,
+    pub dynamics: Option<toml::Value>,
     /// Sensor noise.
     #[serde(default)]
     pub noise: Option<NoiseSpec>,
