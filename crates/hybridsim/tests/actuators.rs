@@ -387,7 +387,10 @@ fn a_block_chain_is_an_actuator() {
     new.reset(0.01, 0.0);
     for k in 0..100 {
         let d = (0.1 * k as f64).sin();
-        assert_eq!(old.tick(d, dt, 0.0).to_bits(), new.tick(d, dt, 0.0).to_bits());
+        assert_eq!(
+            old.tick(d, dt, 0.0).to_bits(),
+            new.tick(d, dt, 0.0).to_bits()
+        );
     }
     let tau = 0.01;
     let mut lag = Actuator::new(

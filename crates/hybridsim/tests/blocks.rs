@@ -61,8 +61,9 @@ fn max_error(b: &mut dyn Block, u: &dyn Fn(f64) -> f64, r: &dyn Fn(f64) -> f64, 
 
 /// Complex polynomial value p(jω) (highest power first).
 fn poly_jw(p: &[f64], w: f64) -> Complex<f64> {
-    p.iter()
-        .fold(Complex::new(0.0, 0.0), |acc, c| acc * Complex::new(0.0, w) + c)
+    p.iter().fold(Complex::new(0.0, 0.0), |acc, c| {
+        acc * Complex::new(0.0, w) + c
+    })
 }
 
 fn poly_mul(a: &[f64], b: &[f64]) -> Vec<f64> {
@@ -148,8 +149,18 @@ fn the_matrix_exponential_matches_closed_forms() {
 fn zoh_is_exact_at_the_samples_for_a_step() {
     let dt = 1.0 / 1024.0;
     let step = |_: f64| 1.0;
-    let e1 = max_error(&mut first_order(Discretization::Zoh, dt), &step, &step_1, dt);
-    let e2 = max_error(&mut second_order(Discretization::Zoh, dt), &step, &step_2, dt);
+    let e1 = max_error(
+        &mut first_order(Discretization::Zoh, dt),
+        &step,
+        &step_1,
+        dt,
+    );
+    let e2 = max_error(
+        &mut second_order(Discretization::Zoh, dt),
+        &step,
+        &step_2,
+        dt,
+    );
     assert!(e1 < 1e-13 && e2 < 1e-13, "ZOH step errors {e1:e}, {e2:e}");
     // Tustin is not exact for a step: the test can tell them apart.
     let t2 = max_error(&mut second_order(TUSTIN, dt), &step, &step_2, dt);
@@ -171,15 +182,35 @@ fn zoh_is_exact_at_the_samples_for_a_step() {
 fn foh_is_exact_for_a_ramp() {
     let dt = 1.0 / 512.0;
     let ramp = |t: f64| t;
-    let e1 = max_error(&mut first_order(Discretization::Foh, dt), &ramp, &ramp_1, dt);
-    let e2 = max_error(&mut second_order(Discretization::Foh, dt), &ramp, &ramp_2, dt);
+    let e1 = max_error(
+        &mut first_order(Discretization::Foh, dt),
+        &ramp,
+        &ramp_1,
+        dt,
+    );
+    let e2 = max_error(
+        &mut second_order(Discretization::Foh, dt),
+        &ramp,
+        &ramp_2,
+        dt,
+    );
     assert!(e1 < 1e-14 && e2 < 1e-14, "FOH ramp errors {e1:e}, {e2:e}");
     // The zero-order hold sees a staircase instead of the ramp: about half a tick late.
-    let z1 = max_error(&mut first_order(Discretization::Zoh, dt), &ramp, &ramp_1, dt);
+    let z1 = max_error(
+        &mut first_order(Discretization::Zoh, dt),
+        &ramp,
+        &ramp_1,
+        dt,
+    );
     assert!(z1 > 0.4 * dt && z1 < 0.6 * dt, "ZOH ramp error {z1:e}");
     // And a FOH step is not exact (the hold ramps between 0 and 1 over the first tick).
     let step = |_: f64| 1.0;
-    let f = max_error(&mut first_order(Discretization::Foh, dt), &step, &step_1, dt);
+    let f = max_error(
+        &mut first_order(Discretization::Foh, dt),
+        &step,
+        &step_1,
+        dt,
+    );
     assert!(f > 1e-3, "FOH step error {f:e}");
 }
 
@@ -193,8 +224,16 @@ fn tustin_warps_frequency_as_the_bilinear_map_predicts() {
     let wa = 2.0 / dt * (w * dt / 2.0).tan();
     let mut b = second_order(TUSTIN, dt);
     let h = sine_response(&mut |u| vec![b.step(u)], w, dt, 6000, 3000)[0];
-    assert!((h - g(wa)).norm() < 1e-9 * g(wa).norm(), "{h} vs G(jω_a) {}", g(wa));
-    assert!((h - g(w)).norm() > 1e-2 * g(w).norm(), "no warping seen: {h} vs {}", g(w));
+    assert!(
+        (h - g(wa)).norm() < 1e-9 * g(wa).norm(),
+        "{h} vs G(jω_a) {}",
+        g(wa)
+    );
+    assert!(
+        (h - g(w)).norm() > 1e-2 * g(w).norm(),
+        "no warping seen: {h} vs {}",
+        g(w)
+    );
     // Prewarped at 12 Hz (the resonance): exact there.
     let f0 = 12.0;
     let w0 = 2.0 * PI * f0;
@@ -262,8 +301,11 @@ fn a_chain_equals_the_product() {
     assert!((hc - h1 * h2).norm() < 1e-9, "{hc} vs {}", h1 * h2);
     // A delay of three ticks in a chain shifts the output by three ticks.
     let mut plain = Series::new(&[spec(&n1, &d1, TUSTIN)], dt).unwrap();
-    let mut delayed =
-        Series::new(&[spec(&n1, &d1, TUSTIN), BlockSpec::Delay { delay: 3.0 * dt }], dt).unwrap();
+    let mut delayed = Series::new(
+        &[spec(&n1, &d1, TUSTIN), BlockSpec::Delay { delay: 3.0 * dt }],
+        dt,
+    )
+    .unwrap();
     let out: Vec<f64> = (0..300).map(|k| plain.step(u(k))).collect();
     for k in 0..300 {
         let y = delayed.step(u(k));
@@ -422,10 +464,19 @@ fn the_servo_valve_csi_plant_matches_its_closed_form() {
     for _ in 0..(4096 * 3) {
         y = b.step(1.0);
     }
-    assert!((y - dc).abs() < 1e-6 * dc, "settled at {y}, closed form {dc}");
+    assert!(
+        (y - dc).abs() < 1e-6 * dc,
+        "settled at {y}, closed form {dc}"
+    );
     assert!((b.force() - p.stiffness * dc).abs() < 1e-6 * p.stiffness * dc);
     // Poles: the ZOH plant's discrete poles are e^{p Δt} of the closed form's.
-    let phi_eig: Vec<Complex<f64>> = b.plant().phi().complex_eigenvalues().iter().copied().collect();
+    let phi_eig: Vec<Complex<f64>> = b
+        .plant()
+        .phi()
+        .complex_eigenvalues()
+        .iter()
+        .copied()
+        .collect();
     let poles = roots(&den);
     assert_eq!(poles.len(), 5);
     for s in &poles {
@@ -435,7 +486,10 @@ fn the_servo_valve_csi_plant_matches_its_closed_form() {
             .iter()
             .map(|e| (e - z).norm())
             .fold(f64::INFINITY, f64::min);
-        assert!(nearest < 1e-8, "pole {s}: no e^(pΔt) = {z} among {phi_eig:?}");
+        assert!(
+            nearest < 1e-8,
+            "pole {s}: no e^(pΔt) = {z} among {phi_eig:?}"
+        );
     }
     // Gain and phase delay at 5 Hz, with Tustin prewarped there (exact at that frequency).
     let f0 = 5.0;
@@ -460,8 +514,16 @@ fn the_servo_valve_csi_plant_matches_its_closed_form() {
     );
     let gx = poly_jw(&num_x, w0) / poly_jw(&den, w0);
     let gf = poly_jw(&num_f, w0) / poly_jw(&den, w0);
-    assert!((h[0] - gx).norm() < 1e-7 * gx.norm(), "x/u: {} vs {gx}", h[0]);
-    assert!((h[1] - gf).norm() < 1e-7 * gf.norm(), "f/u: {} vs {gf}", h[1]);
+    assert!(
+        (h[0] - gx).norm() < 1e-7 * gx.norm(),
+        "x/u: {} vs {gx}",
+        h[0]
+    );
+    assert!(
+        (h[1] - gf).norm() < 1e-7 * gf.norm(),
+        "f/u: {} vs {gf}",
+        h[1]
+    );
     let delay = -h[0].arg() / w0;
     let delay_closed = -gx.arg() / w0;
     assert!(
@@ -474,7 +536,11 @@ fn the_servo_valve_csi_plant_matches_its_closed_form() {
     let kp = 50.0;
     let b = ServoValveCsi::new(&csi(Some(kp)), dt, Discretization::Zoh).unwrap();
     let want = kp * dc / (1.0 + kp * dc);
-    assert!((b.plant().dc_gain(0) - want).abs() < 1e-9, "{}", b.plant().dc_gain(0));
+    assert!(
+        (b.plant().dc_gain(0) - want).abs() < 1e-9,
+        "{}",
+        b.plant().dc_gain(0)
+    );
 }
 
 #[test]

@@ -1849,16 +1849,52 @@ fn block_chains_are_validated() {
         ))
     };
     for (block, field, phrase) in [
-        ("{ kind = \"rate_limit\", rate = -1.0 }", "rate", "positive finite rate"),
+        (
+            "{ kind = \"rate_limit\", rate = -1.0 }",
+            "rate",
+            "positive finite rate",
+        ),
         ("{ kind = \"rate_limit\" }", "rate", "needs `rate`"),
-        ("{ kind = \"rate_limit\", rate = 1.0, gain = 2.0 }", "gain", "unknown key"),
-        ("{ kind = \"saturation\", min = 1.0, max = 0.5 }", "max", "greater than min"),
-        ("{ kind = \"saturation\", min = nan, max = 0.5 }", "min", "a number"),
-        ("{ kind = \"quantizer\", resolution = 0.0, range = 1.0 }", "resolution", "positive"),
-        ("{ kind = \"quantizer\", resolution = 0.1, range = 0.01 }", "range", "at least"),
-        ("{ kind = \"quantizer\", resolution = 0.1, range = \"big\" }", "range", "a number"),
-        ("{ kind = \"delay\", delay = -0.1 }", "delay", "finite delay ≥ 0"),
-        ("{ kind = \"delay\", delay = 1000.0 }", "delay", "controller ticks"),
+        (
+            "{ kind = \"rate_limit\", rate = 1.0, gain = 2.0 }",
+            "gain",
+            "unknown key",
+        ),
+        (
+            "{ kind = \"saturation\", min = 1.0, max = 0.5 }",
+            "max",
+            "greater than min",
+        ),
+        (
+            "{ kind = \"saturation\", min = nan, max = 0.5 }",
+            "min",
+            "a number",
+        ),
+        (
+            "{ kind = \"quantizer\", resolution = 0.0, range = 1.0 }",
+            "resolution",
+            "positive",
+        ),
+        (
+            "{ kind = \"quantizer\", resolution = 0.1, range = 0.01 }",
+            "range",
+            "at least",
+        ),
+        (
+            "{ kind = \"quantizer\", resolution = 0.1, range = \"big\" }",
+            "range",
+            "a number",
+        ),
+        (
+            "{ kind = \"delay\", delay = -0.1 }",
+            "delay",
+            "finite delay ≥ 0",
+        ),
+        (
+            "{ kind = \"delay\", delay = 1000.0 }",
+            "delay",
+            "controller ticks",
+        ),
         ("{ kind = \"lowpass\" }", "kind", "unknown block kind"),
         ("{ kind = \"servo_hydraulic\" }", "kind", "servo_valve_csi"),
         ("{ delay = 0.1 }", "kind", "is required"),
@@ -1925,7 +1961,11 @@ fn block_chains_are_validated() {
         ("proportional_gain", "0.0", "positive"),
         ("spring", "1.0", "unknown key"),
     ] {
-        check(&chain(&csi_block(key, value)), &format!("{f}[1].{key}"), phrase);
+        check(
+            &chain(&csi_block(key, value)),
+            &format!("{f}[1].{key}"),
+            phrase,
+        );
     }
     // Without stiffness and leakage (a3 = 0) the open-loop plant has a pole at s = 0.
     let unstable = csi_block("proportional_gain", "");
@@ -1943,7 +1983,11 @@ fn block_chains_are_validated() {
     let long = vec!["{ kind = \"delay\", delay = 0.0 }"; 17].join(", ");
     check(&with_dynamics(&format!("[{long}]")), f, "1 to 16 blocks");
     check(&with_dynamics("[1.0]"), &format!("{f}[0]"), "block table");
-    check(&with_dynamics("\"fast\""), f, "a table with `kind` or an array");
+    check(
+        &with_dynamics("\"fast\""),
+        f,
+        "a table with `kind` or an array",
+    );
     // One table with a block-only kind reports at `dynamics.field`.
     check(
         &with_dynamics("{ kind = \"rate_limit\", rate = 0.0 }"),

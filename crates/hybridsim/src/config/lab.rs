@@ -1050,10 +1050,7 @@ fn parse_chain(items: &[toml::Value], f: &str, diag: &mut Diagnostics) -> Actuat
     if items.is_empty() || items.len() > MAX_CHAIN {
         diag.push(
             f,
-            format!(
-                "must list 1 to {MAX_CHAIN} blocks, found {}",
-                items.len()
-            ),
+            format!("must list 1 to {MAX_CHAIN} blocks, found {}", items.len()),
         );
         return ActuatorDynamics::Ideal;
     }
@@ -1141,7 +1138,10 @@ fn block_list(
         Some(n) if a.len() != n => {
             diag.push(
                 field,
-                format!("must list {n} numbers (the state dimension), found {}", a.len()),
+                format!(
+                    "must list {n} numbers (the state dimension), found {}",
+                    a.len()
+                ),
             );
             return None;
         }
@@ -1342,7 +1342,7 @@ fn parse_block(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> Option<Block
                 ),
                 Some(schur) => {
                     let eig = schur.complex_eigenvalues();
-                    if let Some(p) = eig.iter().find(|p| !(p.re < 0.0)) {
+                    if let Some(p) = eig.iter().find(|p| p.re.is_nan() || p.re >= 0.0) {
                         diag.push(
                             format!("{f}.a"),
                             format!(
@@ -1374,7 +1374,12 @@ fn parse_block(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> Option<Block
             }
         }
         "first_order" => BlockSpec::FirstOrder {
-            tau: num("tau", &positive, "a positive finite time constant (s)", diag),
+            tau: num(
+                "tau",
+                &positive,
+                "a positive finite time constant (s)",
+                diag,
+            ),
             discretization: discretization(t, f, diag),
         },
         "delay" => BlockSpec::Delay {

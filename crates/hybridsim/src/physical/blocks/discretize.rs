@@ -7,7 +7,7 @@
 //!
 //! - ZOH: `exp([[A, B], [0, 0]] Δt) = [[Φ, Γ], [0, 1]]`, `C_d = C`, `D_d = D`, exact at the
 //!   samples for an input held over each tick.
-//! - FOH (Franklin, Powell & Workman 1998, §6.3.2): with the input linear between samples,
+//! - FOH (Franklin, Powell & Workman 1998, triangle hold): with the input linear between samples,
 //!   `exp([[A, B, 0], [0, 0, 1/Δt], [0, 0, 0]] Δt) = [[Φ, Γ₁, Γ₂], [0, 1, 1], [0, 0, 1]]` gives
 //!   `x_{k+1} = Φ x_k + Γ₁ u_k + Γ₂ (u_{k+1} − u_k)`; the state `ξ_k = x_k − Γ₂ u_k` makes it causal:
 //!   `Γ = Γ₁ + Φ Γ₂ − Γ₂`, `C_d = C`, `D_d = D + C Γ₂`. Exact for a piecewise-linear input.
@@ -30,6 +30,9 @@ pub struct Discrete {
     /// D (p).
     pub d: DVector<f64>,
 }
+
+/// A continuous system `(A, B, C, D)`: A n × n, B n, C p × n, D p.
+pub type Continuous = (DMatrix<f64>, DVector<f64>, DMatrix<f64>, DVector<f64>);
 
 /// Matrix exponential (nalgebra's scaling and squaring with Padé approximants), refusing a
 /// non-finite result.
@@ -130,7 +133,13 @@ pub fn discretize(
             }
         }
     };
-    if out.phi.iter().chain(out.gamma.iter()).chain(out.d.iter()).all(|x| x.is_finite()) {
+    if out
+        .phi
+        .iter()
+        .chain(out.gamma.iter())
+        .chain(out.d.iter())
+        .all(|x| x.is_finite())
+    {
         Ok(out)
     } else {
         Err("the discretized system is not finite".into())
@@ -147,10 +156,7 @@ pub fn strip(p: &[f64]) -> Vec<f64> {
 
 /// Controllable canonical realization `(A, B, C, D)` of a proper `num(s)/den(s)` (coefficients
 /// highest power first, `den` with a non-zero leading coefficient).
-pub fn tf_to_ss(
-    num: &[f64],
-    den: &[f64],
-) -> Result<(DMatrix<f64>, DVector<f64>, DMatrix<f64>, DVector<f64>), String> {
+pub fn tf_to_ss(num: &[f64], den: &[f64]) -> Result<Continuous, String> {
     let den = strip(den);
     let num = strip(num);
     if den[0] == 0.0 {

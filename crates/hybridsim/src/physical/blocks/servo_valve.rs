@@ -11,6 +11,7 @@
 //! `P(s) = (s + a3)(m s² + c s + k) + a2 s`, and `f/u = (m s² + c s + k) x/u`. With the optional
 //! proportional servo loop `u = k_p (d − x)` the input is the displacement command `d`.
 
+use super::discretize::Continuous;
 use super::state_space::StateSpace;
 use super::Block;
 use crate::model::lab::{Discretization, ServoValveCsi as Params};
@@ -24,9 +25,7 @@ pub struct ServoValveCsi {
 }
 
 /// Continuous `(A, B, C, D)` of the plant; C's rows: displacement, force.
-pub fn continuous(
-    p: &Params,
-) -> (DMatrix<f64>, DVector<f64>, DMatrix<f64>, DVector<f64>) {
+pub fn continuous(p: &Params) -> Continuous {
     let w = 2.0 * std::f64::consts::PI * p.valve_frequency;
     let kp = p.proportional_gain.unwrap_or(0.0);
     #[rustfmt::skip]
