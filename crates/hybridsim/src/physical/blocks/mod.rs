@@ -1,5 +1,5 @@
 //! Block models of the transfer system: linear blocks discretized at the controller tick
-//! Δt^C (zero-order hold, first-order hold, Tustin; [`discretize`]), a fractional delay,
+//! Δt^C (zero-order hold, first-order hold, Tustin; [`mod@discretize`]), a fractional delay,
 //! saturation, rate limit, mid-tread quantizer, the servo-valve + actuator +
 //! control–structure-interaction plant (Dyke et al. 1995; Silva et al. 2020), and a [`Series`]
 //! chaining them.
