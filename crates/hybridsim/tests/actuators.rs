@@ -412,3 +412,40 @@ fn a_block_chain_is_an_actuator() {
     let e = Actuator::try_new(&bad, dt, 0.0).unwrap_err();
     assert_eq!((e.block, e.field), (0, "rate"));
 }
+
+/// End to end on the virtual lab (the `abbiati2020_lab_1024hz.toml` example): a delay written as
+/// a one-block chain gives today's delay actuator bit for bit, and a chain of a ZOH servo loop,
+/// a delay, a rate limit and a D/A quantizer runs the test close to the ideal actuator.
+#[test]
+fn block_chains_drive_the_virtual_lab() {
+    fn dynamics(v: &str) -> impl FnOnce(&mut toml::Table) + '_ {
+        move |t: &mut toml::Table| {
+            let parsed: toml::Table = toml::from_str(&format!("dynamics = {v}")).unwrap();
+            t["lab"]["actuator"].as_array_mut().unwrap()[0]
+                .as_table_mut()
+                .unwrap()
+                .insert("dynamics".into(), parsed["dynamics"].clone());
+        }
+    }
+    let table = abbiati2020(dynamics("{ kind = \"delay\", delay = 0.0025 }"));
+    let chain = abbiati2020(dynamics("[{ kind = \"delay\", delay = 0.0025 }]"));
+    assert_eq!(table.len(), chain.len());
+    for (k, (a, b)) in table.iter().zip(&chain).enumerate() {
+        assert_eq!(a.to_bits(), b.to_bits(), "step {k}: {a} vs {b}");
+    }
+    let ideal = abbiati2020(|_| {});
+    let blocks = abbiati2020(dynamics(
+        "[{ kind = \"transfer_function\", num = [35530.0], den = [1.0, 263.9, 35530.0], \
+         discretization = \"zoh\" }, { kind = \"delay\", delay = 0.001 }, \
+         { kind = \"rate_limit\", rate = 10.0 }, \
+         { kind = \"quantizer\", resolution = 1e-6, range = 0.1 }]",
+    ));
+    let peak = ideal.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let e = rms(&ideal, &blocks);
+    assert!(peak > 0.0 && e.is_finite(), "peak {peak}, rms error {e}");
+    assert!(
+        e < 0.1 * peak,
+        "rms error {e} against the ideal actuator, peak {peak}"
+    );
+    assert!(e > 0.0, "the chain changed nothing");
+}
