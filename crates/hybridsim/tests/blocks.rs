@@ -215,6 +215,28 @@ fn foh_is_exact_for_a_ramp() {
 }
 
 #[test]
+fn zoh_and_foh_frequency_responses_match_their_z_transforms() {
+    // For 1/(τ s + 1), a = e^{−Δt/τ}: the ZOH equivalent is (1 − a)/(z − a); the FOH
+    // equivalent, (z − 1)²/(Δt z) · Z{G(s)/s²}, is 1 − τ(z − 1)/Δt + τ(z − 1)²/(Δt (z − a)).
+    let dt = 1.0 / 200.0;
+    let a = (-dt / TAU).exp();
+    for f in [1.0, 9.0, 40.0] {
+        let w = 2.0 * PI * f;
+        let z = Complex::new(0.0, w * dt).exp();
+        let zoh = (1.0 - a) / (z - a);
+        let foh = 1.0 - (z - 1.0) * TAU / dt + (z - 1.0) * (z - 1.0) * TAU / (dt * (z - a));
+        let mut b = first_order(Discretization::Zoh, dt);
+        let h = sine_response(&mut |u| vec![b.step(u)], w, dt, 3000, 2000)[0];
+        assert!((h - zoh).norm() < 1e-10, "ZOH at {f} Hz: {h} vs {zoh}");
+        let mut b = first_order(Discretization::Foh, dt);
+        let h = sine_response(&mut |u| vec![b.step(u)], w, dt, 3000, 2000)[0];
+        assert!((h - foh).norm() < 1e-10, "FOH at {f} Hz: {h} vs {foh}");
+        // The two holds differ (ZOH lags by about half a tick more).
+        assert!((zoh - foh).norm() > 1e-4, "{zoh} vs {foh}");
+    }
+}
+
+#[test]
 fn tustin_warps_frequency_as_the_bilinear_map_predicts() {
     let dt = 1.0 / 256.0;
     let den = [1.0, 2.0 * ZETA * WN, WN * WN];
