@@ -11,6 +11,8 @@ pub mod connector;
 pub mod controller_link;
 pub mod generic_client;
 pub mod link;
+pub mod remote_site;
 
 pub use connector::NetConnector;
 pub use controller_link::ControllerLink;
+pub use remote_site::RemoteSite;
