@@ -58,6 +58,14 @@ enum Command {
         after_help = "Examples:\n  hybridsim analyze spectral examples/split_mass_v1.toml -o out/spectral\n  hybridsim analyze convergence examples/split_mass_v1.toml --until 0.01\n  hybridsim analyze energy examples/split_mass_v2.toml --rho-inf 1"
     )]
     Analyze(commands::analyze::Args),
+    /// Serve the model's laboratory (its virtual twin) on the controller link over UDP or
+    /// TCP, so that `hybridsim run` with `lab.transfer = "udp"` tests it from another
+    /// process; options inject latency, jitter, dropped or duplicated replies, a frozen
+    /// sensor, a disconnect or an interlock.
+    #[command(
+        after_help = "Examples:\n  hybridsim controller examples/quickstart.toml --address 127.0.0.1:7400\n  hybridsim controller model.toml --once --latency 0.002 --jitter 0.001 --drop 0.01 --seed 7\n  hybridsim controller model.toml --tcp --freeze-after 5 --idle-timeout 60"
+    )]
+    Controller(commands::controller::Args),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +77,7 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::execute(args),
         Command::Plot(args) => commands::plot::execute(args),
         Command::Cyclic(args) => commands::cyclic::execute(args),
+        Command::Controller(args) => commands::controller::execute(args),
     };
     match result {
         Ok(code) => code,

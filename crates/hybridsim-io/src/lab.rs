@@ -264,7 +264,7 @@ pub fn lab_settings_json(
     lab: &hybridsim::model::lab::LabSettings,
 ) -> serde_json::Map<String, serde_json::Value> {
     let mut m = serde_json::Map::new();
-    m.insert("transfer".into(), format!("{:?}", lab.transfer).into());
+    m.insert("transfer".into(), lab.transfer.name().into());
     m.insert("geometric_scale".into(), lab.geometric_scale.into());
     m.insert("force_scale".into(), lab.force_scale.into());
     m.insert("device_multiplier".into(), lab.device_multiplier.into());

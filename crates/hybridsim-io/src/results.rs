@@ -42,8 +42,11 @@ struct Engine {
 }
 
 impl Engine {
-    fn new(model: Model) -> Result<Self, ModelError> {
-        let integ = hybridsim::integrators::build(&model)?;
+    fn new(
+        model: Model,
+        connector: Option<&dyn hybridsim::physical::transfer::TransferConnector>,
+    ) -> Result<Self, ModelError> {
+        let integ = hybridsim::integrators::build_with(&model, connector)?;
         let recorder = Recorder::new(&model, integ.as_ref());
         Ok(Self {
             model,
@@ -337,9 +340,6 @@ pub enum RunError {
     /// The model could not be turned into a simulation.
     #[error("{0}")]
     Model(#[from] hybridsim::ModelError),
-    /// A network transfer system could not be connected.
-    #[error("{0}")]
-    Connect(String),
     /// The results folder cannot be used (not empty, not a results folder, not writable).
     #[error("{0}")]
     Folder(#[from] crate::folder::FolderError),
@@ -769,9 +769,7 @@ pub fn run_to_folder_with(
     abort: &AtomicBool,
     opts: &RunOptions,
 ) -> Result<RunReport, RunError> {
-    let mut sim = Engine::new(loaded.model.clone())?;
-    hybridsim::physical::transfer::connect_labs(sim.integ.as_mut(), opts.connector.as_deref())
-        .map_err(RunError::Connect)?;
+    let mut sim = Engine::new(loaded.model.clone(), opts.connector.as_deref())?;
     crate::folder::prepare_folder(folder, opts.overwrite)?;
     let factory = opts.writer.clone().unwrap_or_else(crate::file_factory);
     let json_path = folder.join("run.json");

@@ -243,6 +243,7 @@ impl ControllerLink {
                 format_args!("cannot encode the command: {e}"),
             ));
         }
+        let sent_at = Instant::now();
         let result = match &mut self.transport {
             Transport::Udp(socket) => socket.send(&self.tx).map(|_| ()),
             Transport::Tcp { stream, .. } => stream.write_all(&self.tx),
@@ -255,7 +256,7 @@ impl ControllerLink {
             ));
         }
         self.last_sent = Some(sequence);
-        self.sent_at[(sequence % SEND_RING as u64) as usize] = (sequence, Instant::now());
+        self.sent_at[(sequence % SEND_RING as u64) as usize] = (sequence, sent_at);
         self.counters.frames_sent += 1;
         Ok(())
     }

@@ -257,8 +257,19 @@ pub struct MultiplierInfo {
 ///
 /// A `[lab]` is driven by PG-α only (one command per controller tick, ss per coarse step);
 /// with any other scheme the model is refused here, naming the scheme, instead of running the
-/// specimen numerically while the lab sits idle.
+/// specimen numerically while the lab sits idle. A laboratory on the network cannot start
+/// here (the core reaches no network): see [`build_with`].
 pub fn build(model: &Model) -> Result<Box<dyn TimeIntegrator>, ModelError> {
+    build_with(model, None)
+}
+
+/// [`build`], with the laboratories whose transfer system is on the network (`lab.transfer =
+/// "udp"`, …) connected by `connector` before the integrator's consistent start measures them
+/// at rest; a connection that fails is an error at `lab.link` naming the peer.
+pub fn build_with(
+    model: &Model,
+    connector: Option<&dyn crate::physical::transfer::TransferConnector>,
+) -> Result<Box<dyn TimeIntegrator>, ModelError> {
     let a = &model.analysis;
     let scheme = a.integrator.name();
     let err = |e: String| ModelError::single(&model.source, "analysis", format!("{scheme}: {e}"));
@@ -315,7 +326,13 @@ pub fn build(model: &Model) -> Result<Box<dyn TimeIntegrator>, ModelError> {
             Box::new(Llm::new(ep, &model.imposed_motions, &settings).map_err(err)?)
         }
         IntegratorKind::PgAlpha => {
-            let parts = build_partitions(model, Grouping::Partitioned)?;
+            let mut parts = build_partitions(model, Grouping::Partitioned)?;
+            for part in parts.iter_mut() {
+                if let Some(lab) = part.lab_mut() {
+                    crate::physical::transfer::connect_lab(lab, connector)
+                        .map_err(|e| ModelError::single(&model.source, "lab.link", e))?;
+                }
+            }
             Box::new(PgAlpha::new(parts, &settings).map_err(err)?)
         }
     })

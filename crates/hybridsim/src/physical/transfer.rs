@@ -114,23 +114,10 @@ pub trait TransferConnector: Send + Sync {
     fn connect(&self, request: &TransferRequest) -> Result<Box<dyn TransferSystem>, TransferError>;
 }
 
-/// Connect every laboratory of `integrator` whose transfer system is on the network, with
-/// `connector`; without one such a laboratory is an error. Call before the first step.
-pub fn connect_labs(
-    integrator: &mut dyn crate::integrators::TimeIntegrator,
-    connector: Option<&dyn TransferConnector>,
-) -> Result<(), String> {
-    let mut result = Ok(());
-    integrator.for_each_lab(&mut |_, lab| {
-        if result.is_err() {
-            return;
-        }
-        result = connect_lab(lab, connector);
-    });
-    result
-}
-
-/// Connect one laboratory (see [`connect_labs`]).
+/// Connect one laboratory whose transfer system is on the network with `connector` (a no-op
+/// for the virtual lab); without a connector such a laboratory is an error. Call before the
+/// integrator is built on the partition (its consistent start measures the lab at rest):
+/// [`crate::integrators::build_with`] does.
 pub fn connect_lab(
     lab: &mut dyn crate::physical::LabControl,
     connector: Option<&dyn TransferConnector>,
