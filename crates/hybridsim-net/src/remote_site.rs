@@ -37,8 +37,8 @@
 //! the socket's timeout, the latency histogram is preallocated.
 
 use crate::generic_client::protocol::{
-    self, udp_connect, udp_recv, udp_send, write_full, Action, Frame, Layout, Sizes,
-    UdpReceived, MAX_UDP_DATAGRAM,
+    self, udp_connect, udp_recv, udp_send, write_full, Action, Frame, Layout, Sizes, UdpReceived,
+    MAX_UDP_DATAGRAM,
 };
 use hybridsim::model::lab::{LinkSettings, RemotePeer, TransferKind};
 use hybridsim::physical::transfer::{ActuatorCommand, Sample, TransferRequest, TransferSystem};
@@ -201,9 +201,7 @@ impl RemoteSite {
             }
         } else {
             let mut stream = connect_tcp(addr, start).map_err(|e| io("connect", e))?;
-            stream
-                .set_nodelay(true)
-                .map_err(|e| io("TCP_NODELAY", e))?;
+            stream.set_nodelay(true).map_err(|e| io("TCP_NODELAY", e))?;
             stream
                 .set_write_timeout(Some(start))
                 .map_err(|e| io("write timeout", e))?;
@@ -274,15 +272,14 @@ impl RemoteSite {
                 self.counters.frames_sent += 1;
                 Ok(())
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                Err(self.error(
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Err(self
+                .error(
                     EventKind::LinkTimeout,
                     tick,
                     format_args!(
                         "cannot send action {action}: the site does not read (write timed out)"
                     ),
-                ))
-            }
+                )),
             Err(e) => Err(self.error(
                 EventKind::LinkLost,
                 tick,

@@ -274,7 +274,11 @@ fn drive(site: &mut RemoteSite, peer: RemotePeer, ticks: u64) -> Result<(), Tran
     let (mut f, mut x) = ([0.0; N], rest);
     site.measure_at_rest(&mut f, &mut x)?;
     for k in 0..N {
-        assert_eq!((x[k], f[k]), expected(peer, k, rest[k]), "at rest, actuator {k}");
+        assert_eq!(
+            (x[k], f[k]),
+            expected(peer, k, rest[k]),
+            "at rest, actuator {k}"
+        );
     }
     for tick in 1..=2 {
         let s = site.hold_sample(tick, tick as f64 * 1e-3, &mut f, &mut x)?;
@@ -449,7 +453,12 @@ fn a_short_reply_is_a_protocol_fault() {
     assert!(e.message.contains("at tick 3"), "{}", e.message);
     assert!(took < 2.0, "bounded: {took} s");
     // UDP: a datagram of the wrong length.
-    let (e, _) = fail_with(RemotePeer::ElementServer, true, Fault::ShortThenSilent(3), 1.0);
+    let (e, _) = fail_with(
+        RemotePeer::ElementServer,
+        true,
+        Fault::ShortThenSilent(3),
+        1.0,
+    );
     assert_eq!(e.kind, EventKind::LinkProtocol, "{}", e.message);
     assert!(e.message.contains("datagram of 5 bytes"), "{}", e.message);
 }
@@ -472,8 +481,7 @@ fn nan_in_a_reply_is_a_protocol_fault() {
 #[test]
 fn a_force_request_without_a_trial_is_refused() {
     let (addr, site_thread) = tcp_site(RemotePeer::Adapter, Fault::None);
-    let mut site =
-        RemoteSite::open(&settings(addr, RemotePeer::Adapter, false, 1.0), N).unwrap();
+    let mut site = RemoteSite::open(&settings(addr, RemotePeer::Adapter, false, 1.0), N).unwrap();
     let (mut f, mut x) = ([0.0; N], [0.0; N]);
     site.measure_at_rest(&mut f, &mut x).unwrap();
     let e = site.receive(1, &mut f, &mut x).unwrap_err();
@@ -493,12 +501,7 @@ fn a_refused_connection_is_link_lost() {
         .port();
     let start = Instant::now();
     let e = RemoteSite::open(
-        &settings(
-            format!("127.0.0.1:{port}"),
-            RemotePeer::Adapter,
-            false,
-            0.1,
-        ),
+        &settings(format!("127.0.0.1:{port}"), RemotePeer::Adapter, false, 0.1),
         N,
     )
     .err()
@@ -572,7 +575,10 @@ fn the_steady_state_allocates_nothing() {
             }
             site.hold_sample(206, 0.206, &mut f, &mut x).unwrap();
         });
-        assert_eq!(allocations, 0, "{peer:?} udp={udp}: the steady state allocated");
+        assert_eq!(
+            allocations, 0,
+            "{peer:?} udp={udp}: the steady state allocated"
+        );
         drop(site);
         site_thread.join().unwrap();
     }
