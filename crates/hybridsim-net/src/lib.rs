@@ -13,6 +13,8 @@ pub mod controller;
 pub mod controller_link;
 pub mod generic_client;
 pub mod link;
+pub mod remote_site;
 
 pub use connector::NetConnector;
 pub use controller_link::ControllerLink;
+pub use remote_site::RemoteSite;
