@@ -7,4 +7,5 @@
 
 #![warn(missing_docs)]
 
+pub mod generic_client;
 pub mod link;
