@@ -58,6 +58,12 @@ enum Command {
         after_help = "Examples:\n  hybridsim analyze spectral examples/split_mass_v1.toml -o out/spectral\n  hybridsim analyze convergence examples/split_mass_v1.toml --until 0.01\n  hybridsim analyze energy examples/split_mass_v2.toml --rho-inf 1"
     )]
     Analyze(commands::analyze::Args),
+    /// Serve one substructure of a model file to an OpenSees `genericClient` element (TCP, or
+    /// UDP with --udp): forces, stiffness, damping and mass at the client's trial states.
+    #[command(
+        after_help = "Example:\n  hybridsim serve model.toml --substructure spring --dofs 1:x,2:x --port 8090 --once"
+    )]
+    Serve(commands::serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +75,7 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::execute(args),
         Command::Plot(args) => commands::plot::execute(args),
         Command::Cyclic(args) => commands::cyclic::execute(args),
+        Command::Serve(args) => commands::serve::execute(args),
     };
     match result {
         Ok(code) => code,
