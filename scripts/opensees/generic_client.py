@@ -11,6 +11,11 @@ node 2 after every step, the seconds spent in ``analyze`` and the step count.
 Bouc-Wen mapping (as in reference.py): hybridsim's ``bouc_wen`` (A, beta, gamma, n) is
 ``uniaxialMaterial BoucWen tag 0.0 A n gamma*A^(n-1) beta*A^(n-1) 1.0 0 0 0``.
 
+``--lab``: instead, the physical substructure ``first_storey`` of ``examples/quickstart.toml``
+served with its virtual lab: node 1 alone (mass 60, sine load 20 kN), ``genericClient`` on
+``-node 1 -dof 1``, dt = 1 ms (the lab's controller period), 100 steps; with ``newmark`` the
+analysis is expected to fail at step 1 (Newton's second trial is refused by the server).
+
 ``--served-mass``: the client model puts no mass on node 2 (the server's mass matrix, code 15,
 carries it); by default node 2 has ``mass 1`` in the OpenSees model and the server is run with
 ``--no-mass``.
@@ -39,6 +44,7 @@ def main():
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--dt", type=float, default=0.01)
     p.add_argument("--force", type=float, default=15.0)
+    p.add_argument("--lab", action="store_true")
     p.add_argument("--period", type=float, default=0.5)
     a = p.parse_args()
 
@@ -46,6 +52,8 @@ def main():
 
     ops.wipe()
     ops.model("basic", "-ndm", 1, "-ndf", 1)
+    if a.lab:
+        return lab(a, ops)
     ops.node(1, 0.0)
     ops.node(2, 0.0)
     ops.fix(1, 1)
@@ -86,6 +94,39 @@ def main():
             print(f"analyze failed at step {k + 1}", file=sys.stderr)
             break
         disp.append(ops.nodeDisp(2, 1))
+    seconds = time.perf_counter() - t0
+    ops.wipe()
+    print(json.dumps({"disp": disp, "seconds": seconds, "steps": len(disp)}))
+
+
+def lab(a, ops):
+    ops.node(1, 0.0)
+    ops.mass(1, 60.0)
+    args = ["genericClient", 1, "-node", 1, "-dof", 1, "-server", a.port, "127.0.0.1"]
+    if a.udp:
+        args.append("-udp")
+    ops.element(*args)
+    ops.timeSeries("Trig", 1, 0.0, 1.0e6, a.period)
+    ops.pattern("Plain", 1, 1)
+    ops.load(1, 20.0)
+    ops.constraints("Plain")
+    ops.numberer("Plain")
+    ops.system("FullGeneral")
+    if a.integrator == "newmark":
+        ops.test("NormDispIncr", 1.0e-10, 10, 0)
+        ops.algorithm("Newton")
+        ops.integrator("Newmark", 0.5, 0.25)
+    else:
+        ops.algorithm("Linear")
+        ops.integrator("NewmarkExplicit", 0.5)
+    ops.analysis("Transient")
+    disp = []
+    t0 = time.perf_counter()
+    for k in range(a.steps):
+        if ops.analyze(1, a.dt) != 0:
+            print(f"analyze failed at step {k + 1}", file=sys.stderr)
+            break
+        disp.append(ops.nodeDisp(1, 1))
     seconds = time.perf_counter() - t0
     ops.wipe()
     print(json.dumps({"disp": disp, "seconds": seconds, "steps": len(disp)}))

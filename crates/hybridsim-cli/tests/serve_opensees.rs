@@ -183,10 +183,18 @@ fn relative(reference: &[f64], other: &[f64]) -> f64 {
 
 /// Start `hybridsim serve` on port 0 and return it with the chosen port.
 fn serve(model: &Path, extra: &[&str]) -> (Killer, u16, mpsc::Receiver<String>) {
+    serve_substructure(model, "spring", extra)
+}
+
+fn serve_substructure(
+    model: &Path,
+    name: &str,
+    extra: &[&str],
+) -> (Killer, u16, mpsc::Receiver<String>) {
     let mut c = common::hybridsim();
     c.arg("serve")
         .arg(model)
-        .args(["--substructure", "spring", "--port", "0", "--once"])
+        .args(["--substructure", name, "--port", "0", "--once"])
         .args(["--idle-timeout", "60"])
         .args(extra)
         .stdout(Stdio::piped())
@@ -352,4 +360,131 @@ fn bouc_wen_served_to_opensees_agrees_within_the_material_integration() {
             );
         }
     }
+}
+
+/// Wait (bounded) for the server to exit; its status and output.
+fn finish(mut server: Killer, output: mpsc::Receiver<String>) -> (bool, String) {
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = server.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "serve --once did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    (
+        status.success(),
+        output
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_default(),
+    )
+}
+
+#[test]
+fn lab_specimen_served_to_opensees_explicit_runs_and_newton_is_refused() {
+    if !opensees_available() {
+        return;
+    }
+    let model = common::root().join("examples/quickstart.toml");
+    // NewmarkExplicit: one command per step (the corrector keeps the displacement).
+    let (server, port, output) = serve_substructure(&model, "first_storey", &[]);
+    let port = port.to_string();
+    let v = python(&[
+        "--lab",
+        "--element",
+        "client",
+        "--port",
+        &port,
+        "--integrator",
+        "explicit",
+        "--dt",
+        "0.001",
+        "--steps",
+        "100",
+    ]);
+    let d = disp(&v);
+    assert_eq!(d.len(), 100);
+    assert!(d.iter().all(|x| x.is_finite()) && d[99] > 0.0, "{d:?}");
+    let (ok, text) = finish(server, output);
+    assert!(ok, "{text}");
+    assert!(text.contains("100 committed steps, 0 rejected"), "{text}");
+    assert!(text.contains("virtual lab"), "{text}");
+    // Newmark + Newton: the second trial of step 1 moves the specimen and is refused.
+    let (server, port, output) = serve_substructure(&model, "first_storey", &[]);
+    let port = port.to_string();
+    let mut c = Command::new("python3");
+    c.arg(script()).args([
+        "--lab",
+        "--element",
+        "client",
+        "--port",
+        &port,
+        "--integrator",
+        "newmark",
+        "--dt",
+        "0.001",
+        "--steps",
+        "5",
+    ]);
+    let (_, err, _) = run_bounded(c);
+    assert!(err.contains("analyze failed at step 1"), "{err}");
+    let (ok, text) = finish(server, output);
+    assert!(!ok, "a session with refused trials exits 1");
+    assert!(
+        text.contains("a physical specimen cannot be reverted")
+            && text.contains("message ")
+            && text.contains("127.0.0.1:"),
+        "{text}"
+    );
+}
+
+#[test]
+fn serve_refuses_bad_options_with_clear_errors_and_never_waits_forever() {
+    let dir = common::scratch("serve-options");
+    let (lin, _) = write_models(&dir);
+    let case = |args: &[&str]| {
+        let mut c = common::hybridsim();
+        c.arg("serve").arg(&lin).args(args);
+        run_bounded(c)
+    };
+    let (_, err, ok) = case(&["--substructure", "deck", "--port", "0", "--once"]);
+    assert!(
+        !ok && err.contains("no substructure `deck`") && err.contains("spring.toml"),
+        "{err}"
+    );
+    let (_, err, ok) = case(&["--substructure", "spring", "--dofs", "2:x", "--port", "0"]);
+    assert!(
+        !ok && err.contains("node 1 dof x") && err.contains("internal DOFs"),
+        "{err}"
+    );
+    let (_, err, ok) = case(&[
+        "--substructure",
+        "spring",
+        "--dofs",
+        "1:y,2:x",
+        "--port",
+        "0",
+    ]);
+    assert!(!ok && err.contains("node 1 has no DOF `y`"), "{err}");
+    let (_, err, ok) = case(&["--substructure", "spring", "--dofs", "one:x", "--port", "0"]);
+    assert!(!ok && err.contains("`one` is not an integer"), "{err}");
+    // No client: the wait ends by itself.
+    let start = Instant::now();
+    let (out, _, ok) = case(&[
+        "--substructure",
+        "spring",
+        "--port",
+        "0",
+        "--once",
+        "--idle-timeout",
+        "0.3",
+    ]);
+    assert!(
+        !ok && out.starts_with("listening on 127.0.0.1:") && out.contains("no client within"),
+        "{out}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(20));
 }
