@@ -1,7 +1,7 @@
 //! The `genericClient` server: accepts one OpenSees `genericClient` element (TCP, or UDP as
 //! with `-udp`), reads its sizes and answers its messages from a [`Served`] substructure.
 //!
-//! Per message (see [`protocol`](super::protocol)): `3` stores the trial displacement,
+//! Per message (see [`protocol`]): `3` stores the trial displacement,
 //! velocity, acceleration and time and imposes them; `5` commits; `10`, `12`–`15` reply with
 //! the force and the matrices; `6`–`9`, `11` with the data-acquisition vector, the trial
 //! vectors and the time; `1`, `2`, `4` are no-ops; `99` or the end of the stream ends the
