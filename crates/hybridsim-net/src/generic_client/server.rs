@@ -184,6 +184,17 @@ enum Received {
     Idle,
 }
 
+/// The peer is gone (a reset, a broken pipe, a refused datagram).
+fn gone(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionRefused
+    )
+}
+
 fn is_timeout(e: &io::Error) -> bool {
     matches!(
         e.kind(),
@@ -198,7 +209,7 @@ impl Conn {
                 Ok(n) if n == buf.len() => Ok(Received::Full),
                 Ok(n) => Ok(Received::Eof(n)),
                 Err(e) if is_timeout(&e) => Ok(Received::Idle),
-                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => Ok(Received::Eof(0)),
+                Err(e) if gone(&e) => Ok(Received::Eof(0)),
                 Err(e) => Err(e),
             },
             Conn::Udp {
@@ -220,6 +231,8 @@ impl Conn {
                     "datagram from {from}, not from the session's client (ignored)"
                 ))),
                 Err(e) if is_timeout(&e) => Ok(Received::Idle),
+                // An earlier reply bounced (ICMP port unreachable): the client is gone.
+                Err(e) if gone(&e) => Ok(Received::Eof(0)),
                 Err(e) => Err(e),
             },
         }
@@ -601,8 +614,19 @@ impl<'l> Session<'l> {
             }
             if reply {
                 out.encode();
-                conn.send(out.bytes())?;
-                self.report.replies += 1;
+                match conn.send(out.bytes()) {
+                    Ok(()) => self.report.replies += 1,
+                    Err(e) if gone(&e) || is_timeout(&e) => {
+                        self.end(
+                            SessionEnd::Unreadable(format!(
+                                "the reply to {action} could not be sent ({e})"
+                            )),
+                            commits,
+                        );
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e),
+                }
             }
         }
     }
