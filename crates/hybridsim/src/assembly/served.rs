@@ -191,6 +191,12 @@ impl ServedSubstructure {
                 .collect()
         };
         let lab = sub.physical && model.lab.is_some();
+        if let (true, Some(d)) = (lab, served.iter().find(|d| !free.contains(d))) {
+            return Err(format!(
+                "{d} is fixed in the model: the specimen of physical substructure `{name}` \
+                 cannot be driven on it (serve its free DOFs only)"
+            ));
+        }
         let mut numerical: Vec<(String, ElementRef, Vec<f64>)> = Vec::new();
         let mut specimen_elements: Vec<SpecimenElement> = Vec::new();
         let mut m_r = DMatrix::<f64>::zeros(n, n);
