@@ -66,6 +66,12 @@ enum Command {
         after_help = "Examples:\n  hybridsim controller examples/quickstart.toml --address 127.0.0.1:7400\n  hybridsim controller model.toml --once --latency 0.002 --jitter 0.001 --drop 0.01 --seed 7\n  hybridsim controller model.toml --tcp --freeze-after 5 --idle-timeout 60"
     )]
     Controller(commands::controller::Args),
+    /// Serve one substructure of a model file to an OpenSees `genericClient` element (TCP, or
+    /// UDP with --udp): forces, stiffness, damping and mass at the client's trial states.
+    #[command(
+        after_help = "Example:\n  hybridsim serve model.toml --substructure spring --dofs 1:x,2:x --port 8090 --once"
+    )]
+    Serve(commands::serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +84,7 @@ fn main() -> ExitCode {
         Command::Plot(args) => commands::plot::execute(args),
         Command::Cyclic(args) => commands::cyclic::execute(args),
         Command::Controller(args) => commands::controller::execute(args),
+        Command::Serve(args) => commands::serve::execute(args),
     };
     match result {
         Ok(code) => code,

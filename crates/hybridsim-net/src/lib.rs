@@ -1,10 +1,17 @@
 //! # hybridsim-net — the physical substructure over the network
 //!
-//! The frames of the real-time controller link ([`link`]), documented byte by byte in
-//! `docs/controller-link.md` for whoever implements the controller end, and the server that
-//! serves the virtual laboratory on that link ([`controller`], `hybridsim controller`), so
-//! that a test's two halves run as two processes as with real hardware. The UDP/TCP transfer
-//! systems and the OpenSees `genericClient` server build on them.
+//! The physical substructure over the network:
+//!
+//! - the real-time **controller link** ([`link`]: the frames, byte by byte in
+//!   `docs/controller-link.md`): the runner's end [`controller_link::ControllerLink`]
+//!   (`lab.transfer = "udp" | "tcp"`) and the server that serves a model's virtual laboratory on
+//!   it ([`controller`], `hybridsim controller`), so that a test's two halves run as two
+//!   processes as with hardware;
+//! - the OpenSees/OpenFresco **`genericClient` protocol** ([`generic_client`], both sides): the
+//!   `hybridsim serve` server (`docs/serve.md`) and the client end [`remote_site::RemoteSite`]
+//!   (`lab.transfer = "opensees"`: OpenSees's `adapter` element or another `hybridsim serve`,
+//!   `docs/multisite.md`);
+//! - [`NetConnector`], which the front ends hand to the runners to connect network labs.
 
 #![warn(missing_docs)]
 

@@ -7,6 +7,7 @@ pub mod cyclic;
 pub mod plot;
 pub mod realtime;
 pub mod run;
+pub mod serve;
 pub mod signals;
 
 use anyhow::{bail, Context, Result};

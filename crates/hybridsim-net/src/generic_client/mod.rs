@@ -7,3 +7,8 @@
 //! reuses its sizes, layouts and framing.
 
 pub mod protocol;
+pub mod server;
+
+pub use server::{
+    ServeFailure, ServeOptions, Served, Server, SessionEnd, SessionReport, Transport,
+};

@@ -10,11 +10,13 @@
 
 mod element_partitions;
 mod interface;
+mod served;
 mod state_space;
 mod steklov_poincare;
 
 pub use element_partitions::{build_element_partitions, ElementPartitions};
 pub use interface::{ConstraintLevel, Coupling, Interface, InterfaceDof};
+pub use served::{ServeError, ServedSubstructure};
 pub use state_space::{ElementSlot, ElementWorkspace, Partition, StateSpace};
 pub use steklov_poincare::SteklovPoincare;
 
