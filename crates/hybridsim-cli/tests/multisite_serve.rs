@@ -5,7 +5,6 @@
 //! displacement exactly and answers with the spring's force, so nothing but the transport
 //! differs.
 //!
-//! Skipped with a printed notice when the binary has no `serve` command (built without it).
 //! Every subprocess has a deadline and is killed at the end.
 
 mod common;
@@ -24,23 +23,6 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn serve_available() -> bool {
-    let ok = Command::new(env!("CARGO_BIN_EXE_hybridsim"))
-        .args(["serve", "--help"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: this hybridsim has no `serve` command"
-        );
-    }
-    ok
 }
 
 /// The served side: the spring k1 of the split-mass benchmark on node 1.
@@ -168,9 +150,6 @@ fn bytes(p: &Path) -> Vec<u8> {
 
 #[test]
 fn two_hybridsim_sites_match_the_single_process_run() {
-    if !serve_available() {
-        return;
-    }
     let dir = scratch("two-sites");
     let local = dir.join("local");
     let (ok, err) = run(&model(&dir, "local", None), &local);
