@@ -31,6 +31,7 @@
 //! The steady state allocates nothing: frames are encoded into and decoded from preallocated
 //! buffers, the latency histogram is preallocated, and waiting uses the socket's timeout.
 
+use crate::latency::Latency;
 use crate::link::{
     command_len, command_status, decode_feedback, encode_command, feedback_len, feedback_status,
     CommandHeader, FeedbackHeader, MAX_ACTUATORS,
@@ -94,7 +95,7 @@ pub struct ControllerLink {
     newest_status: u32,
     tripped: bool,
     counters: Counters,
-    latency: hdrhistogram::Histogram<u64>,
+    latency: Latency,
 }
 
 impl ControllerLink {
@@ -194,8 +195,7 @@ impl ControllerLink {
             tripped: false,
             counters: Counters::default(),
             // 1 µs … 100 s at 3 significant figures: allocated once, here.
-            latency: hdrhistogram::Histogram::new_with_bounds(1, 100_000_000, 3)
-                .expect("histogram bounds"),
+            latency: Latency::new(),
         })
     }
 
@@ -405,8 +405,7 @@ impl ControllerLink {
         self.counters.replies += 1;
         let (seq, at) = self.sent_at[(h.sequence % SEND_RING as u64) as usize];
         if seq == h.sequence {
-            let micros = at.elapsed().as_micros().clamp(1, 100_000_000) as u64;
-            let _ = self.latency.record(micros);
+            self.latency.record(at.elapsed());
         }
         if h.status & feedback_status::INTERLOCK != 0 {
             return Err(self.error(
@@ -633,7 +632,6 @@ impl TransferSystem for ControllerLink {
 
     fn statistics(&self) -> Vec<(String, f64)> {
         let c = &self.counters;
-        let h = &self.latency;
         let mut out = vec![
             ("frames_sent".to_string(), c.frames_sent as f64),
             ("replies".to_string(), c.replies as f64),
@@ -643,16 +641,7 @@ impl TransferSystem for ControllerLink {
             ("malformed_replies".to_string(), c.malformed as f64),
             ("timeout_seconds".to_string(), self.timeout.as_secs_f64()),
         ];
-        if !h.is_empty() {
-            for (name, q) in [
-                ("latency_p50_ms", 0.5),
-                ("latency_p99_ms", 0.99),
-                ("latency_p999_ms", 0.999),
-            ] {
-                out.push((name.to_string(), h.value_at_quantile(q) as f64 * 1e-3));
-            }
-            out.push(("latency_max_ms".to_string(), h.max() as f64 * 1e-3));
-        }
+        self.latency.append_statistics(&mut out);
         out
     }
 

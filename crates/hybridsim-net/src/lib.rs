@@ -19,6 +19,7 @@ pub mod connector;
 pub mod controller;
 pub mod controller_link;
 pub mod generic_client;
+pub mod latency;
 pub mod link;
 pub mod remote_site;
 

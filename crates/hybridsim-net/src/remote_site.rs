@@ -40,6 +40,7 @@ use crate::generic_client::protocol::{
     self, udp_connect, udp_recv, udp_send, write_full, Action, Frame, Layout, Sizes, UdpReceived,
     MAX_UDP_DATAGRAM,
 };
+use crate::latency::Latency;
 use hybridsim::model::lab::{LinkSettings, RemotePeer, TransferKind};
 use hybridsim::physical::transfer::{ActuatorCommand, Sample, TransferRequest, TransferSystem};
 use hybridsim::physical::{EventKind, TransferError};
@@ -93,7 +94,7 @@ pub struct RemoteSite {
     /// When that trial was sent.
     trial_at: Instant,
     counters: Counters,
-    latency: hdrhistogram::Histogram<u64>,
+    latency: Latency,
 }
 
 /// The name of a peer kind in messages.
@@ -224,8 +225,7 @@ impl RemoteSite {
             trial_at: Instant::now(),
             counters: Counters::default(),
             // 1 µs … 100 s at 3 significant figures: allocated once, here.
-            latency: hdrhistogram::Histogram::new_with_bounds(1, 100_000_000, 3)
-                .expect("histogram bounds"),
+            latency: Latency::new(),
         })
     }
 
@@ -425,8 +425,7 @@ impl RemoteSite {
         self.send_action(Action::GetForce, tick)?;
         self.read_reply(tick, wait)?;
         self.counters.replies += 1;
-        let micros = self.trial_at.elapsed().as_micros().clamp(1, 100_000_000) as u64;
-        let _ = self.latency.record(micros);
+        self.latency.record(self.trial_at.elapsed());
         let n = self.n;
         let (disp, force_at) = match self.peer_kind {
             RemotePeer::Adapter => (Some(self.daq.disp.start), self.daq.force.start),
@@ -607,7 +606,6 @@ impl TransferSystem for RemoteSite {
 
     fn statistics(&self) -> Vec<(String, f64)> {
         let c = &self.counters;
-        let h = &self.latency;
         let mut out = vec![
             ("frames_sent".to_string(), c.frames_sent as f64),
             ("replies".to_string(), c.replies as f64),
@@ -617,16 +615,7 @@ impl TransferSystem for RemoteSite {
             ("timeout_seconds".to_string(), self.timeout.as_secs_f64()),
             ("data_size".to_string(), self.sizes.data_size as f64),
         ];
-        if !h.is_empty() {
-            for (name, q) in [
-                ("latency_p50_ms", 0.5),
-                ("latency_p99_ms", 0.99),
-                ("latency_p999_ms", 0.999),
-            ] {
-                out.push((name.to_string(), h.value_at_quantile(q) as f64 * 1e-3));
-            }
-            out.push(("latency_max_ms".to_string(), h.max() as f64 * 1e-3));
-        }
+        self.latency.append_statistics(&mut out);
         out
     }
 }
