@@ -916,42 +916,14 @@ fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorD
             );
         }
     }
-    // A number (integer or float) at `key`, or NaN after a problem was recorded; `check`
-    // states the range (true: accepted) and what it is.
+    // A number (integer or float) at `key`, or NaN after a problem was recorded
+    // (`block_number`).
     let number = |key: &str,
                   default: Option<f64>,
                   check: &dyn Fn(f64) -> bool,
                   what: &str,
                   diag: &mut Diagnostics|
-     -> f64 {
-        let x = match t.get(key) {
-            None => match default {
-                Some(d) => return d,
-                None => {
-                    diag.push(
-                        format!("{f}.{key}"),
-                        format!("a `{kind}` actuator needs `{key}`"),
-                    );
-                    return f64::NAN;
-                }
-            },
-            Some(v) => match toml_number(v) {
-                Some(x) => x,
-                None => {
-                    diag.push(
-                        format!("{f}.{key}"),
-                        format!("must be a number, found {}", v.type_str()),
-                    );
-                    return f64::NAN;
-                }
-            },
-        };
-        if !check(x) {
-            diag.push(format!("{f}.{key}"), format!("must be {what}, found {x}"));
-            return f64::NAN;
-        }
-        x
-    };
+     -> f64 { block_number(t, f, kind, key, default, check, what, diag) };
     let positive = |x: f64| x.is_finite() && x > 0.0;
     let non_negative = |x: f64| x.is_finite() && x >= 0.0;
     match kind {
