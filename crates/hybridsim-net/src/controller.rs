@@ -924,6 +924,17 @@ impl ControllerServer {
         })
     }
 
+    /// Nothing to read on a non-blocking socket: sleep until the next delayed reply is due
+    /// (at most [`QUEUE_STEP`]).
+    fn wait_for_queue(&self) {
+        let wait = self
+            .queue
+            .next_due()
+            .map_or(QUEUE_STEP, |d| d.saturating_duration_since(Instant::now()))
+            .min(QUEUE_STEP);
+        std::thread::sleep(wait);
+    }
+
     fn idle(&self, now: Instant) -> bool {
         self.options
             .idle_timeout
@@ -1088,12 +1099,7 @@ impl ControllerServer {
                     ) =>
                 {
                     if nonblocking {
-                        let wait = self
-                            .queue
-                            .next_due()
-                            .map_or(QUEUE_STEP, |d| d.saturating_duration_since(Instant::now()))
-                            .min(QUEUE_STEP);
-                        std::thread::sleep(wait);
+                        self.wait_for_queue();
                     }
                     continue;
                 }
@@ -1368,12 +1374,7 @@ impl ControllerServer {
                     ) =>
                 {
                     if nonblocking {
-                        let wait = self
-                            .queue
-                            .next_due()
-                            .map_or(QUEUE_STEP, |d| d.saturating_duration_since(Instant::now()))
-                            .min(QUEUE_STEP);
-                        std::thread::sleep(wait);
+                        self.wait_for_queue();
                     }
                     continue;
                 }
