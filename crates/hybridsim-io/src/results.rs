@@ -560,6 +560,8 @@ fn lab_json(sim: &Engine, p: &Progress) -> Option<Value> {
             "windows": d.windows,
             "floor": d.floor,
             "energy": d.energy,
+            "energy_mode": d.energy_mode.name(),
+            "energy_window": d.energy_window,
             "energy_default": "1/8 k_hat u_b^2 (estimated actuator-space stiffness, |u| bound)",
         },
         "indicators": p.indicators.iter().map(|i| i.to_json()).collect::<Vec<_>>(),

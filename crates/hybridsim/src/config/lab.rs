@@ -10,6 +10,7 @@ use super::schema::{
 use crate::error::Diagnostics;
 use crate::model::lab::*;
 use crate::model::{AnalysisSettings, ElementInstance, Role, Substructure};
+use crate::physical::safety::DivergenceMonitor;
 use crate::units::Units;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -70,6 +71,10 @@ const MAX_SUBSTEPS: i64 = 10_000;
 
 /// Default divergence floor as a fraction of the displacement bound.
 const DEFAULT_FLOOR_FRACTION: f64 = 0.01;
+
+/// Most physical substeps (controller ticks) in the energy window of `[safety.divergence]`
+/// (one `f64` each, preallocated: 8 MiB).
+pub const MAX_ENERGY_WINDOW_TICKS: usize = 1 << 20;
 
 /// A stiffness with explicit units (`N/m`, `kN/m`, `kN/mm`, `MN/m`, `lbf/in`, `kip/in`) in model
 /// units (force/length of `[units]`).
@@ -1661,7 +1666,7 @@ fn safety_table(
             );
             None
         }
-        Some(d) => Some(divergence(d, diag)),
+        Some(d) => Some(divergence(d, lab.time_scale.dt_p, diag)),
     };
     Some(SafetySettings {
         limits,
@@ -1895,9 +1900,10 @@ fn sensor_checks(
     )
 }
 
-/// `[safety.divergence]`: the displacement and force bounds (required) and the growth
-/// criterion.
-fn divergence(d: &DivergenceSpec, diag: &mut Diagnostics) -> DivergenceSettings {
+/// `[safety.divergence]`: the displacement and force bounds (required), the growth criterion
+/// and the energy criterion (`energy`, `energy_mode`, `energy_window`; the window at most
+/// [`MAX_ENERGY_WINDOW_TICKS`] physical substeps of `dt_p`).
+fn divergence(d: &DivergenceSpec, dt_p: f64, diag: &mut Diagnostics) -> DivergenceSettings {
     let mut req = |x: Option<f64>, key: &str| -> f64 {
         match x {
             Some(x) if finite_positive(x) => x,
@@ -1956,6 +1962,42 @@ fn divergence(d: &DivergenceSpec, diag: &mut Diagnostics) -> DivergenceSettings 
             );
         }
     }
+    let energy_mode = match d.energy_mode.as_deref() {
+        None | Some("window") => EnergyMode::Window,
+        Some("cumulative") => EnergyMode::Cumulative,
+        Some(other) => {
+            diag.push(
+                "safety.divergence.energy_mode",
+                format!(
+                    "unknown mode `{other}` (window: the energy generated over the last \
+                     energy_window seconds; cumulative: since the start)"
+                ),
+            );
+            EnergyMode::Window
+        }
+    };
+    let energy_window = d.energy_window.unwrap_or(DEFAULT_ENERGY_WINDOW);
+    if d.energy_window.is_some() && energy_mode == EnergyMode::Cumulative {
+        diag.push(
+            "safety.divergence.energy_window",
+            "applies only to energy_mode = \"window\" (the cumulative mode has no window)",
+        );
+    } else if !finite_positive(energy_window) {
+        diag.push(
+            "safety.divergence.energy_window",
+            format!("must be a positive time (s), found {energy_window}"),
+        );
+    } else if finite_positive(dt_p)
+        && DivergenceMonitor::window_observations(energy_window, dt_p) > MAX_ENERGY_WINDOW_TICKS
+    {
+        diag.push(
+            "safety.divergence.energy_window",
+            format!(
+                "{energy_window} s is more than {MAX_ENERGY_WINDOW_TICKS} physical substeps of \
+                 {dt_p:e} s (the window is kept one value per controller tick)"
+            ),
+        );
+    }
     DivergenceSettings {
         displacement,
         force,
@@ -1964,6 +2006,8 @@ fn divergence(d: &DivergenceSpec, diag: &mut Diagnostics) -> DivergenceSettings 
         windows: windows.max(1) as usize,
         floor,
         energy: d.energy,
+        energy_mode,
+        energy_window,
     }
 }
 
