@@ -32,9 +32,29 @@ fn window_length_counts_ticks_without_rounding_up_a_whole_tick() {
     assert_eq!(DivergenceMonitor::window_observations(1e-6, 1e-3), 1);
     let m = DivergenceMonitor::new(settings(EnergyMode::Window, 2.0, 1.0)).with_energy_window(1e-3);
     assert_eq!(m.window_len(), 2000);
-    let m = DivergenceMonitor::new(settings(EnergyMode::Cumulative, 2.0, 1.0))
-        .with_energy_window(1e-3);
+    let m =
+        DivergenceMonitor::new(settings(EnergyMode::Cumulative, 2.0, 1.0)).with_energy_window(1e-3);
     assert_eq!(m.window_len(), 0, "the cumulative mode allocates no window");
+}
+
+#[test]
+fn a_window_longer_than_the_ring_is_kept_at_a_stride() {
+    // 10 s at 0.1 ms: 100 000 observations > 65 536 slots, so one value every 2 observations
+    // in 50 000 slots; constant power p then reads between p·(n − 1)·dt and p·(n + 1)·dt.
+    let (p, dt, w) = (1.5, 1e-4, 10.0);
+    let mut m = DivergenceMonitor::new(settings(EnergyMode::Window, w, 1e9)).with_energy_window(dt);
+    assert_eq!((m.window_len(), m.window_stride()), (50_000, 2));
+    m.start_energy(0.0);
+    let n = 100_000usize;
+    for k in 1..=3 * n {
+        let _ = m.observe_energy(p * k as f64 * dt, 0.0);
+        if k > n + 2 {
+            let v = m.energy_peak();
+            assert!(v >= p * (n - 1) as f64 * dt - 1e-6 && v <= p * (n + 1) as f64 * dt + 1e-6);
+        }
+    }
+    let s = hybridsim::physical::safety::MAX_ENERGY_WINDOW_SLOTS;
+    assert_eq!(s, 1 << 16);
 }
 
 #[test]
@@ -137,13 +157,17 @@ fn exponentially_growing_power_trips_when_the_window_integral_says() {
         .unwrap();
     println!("growing power: tripped at t = {trip:.4} s, closed form t* = {t_star:.4} s");
     assert!(t_star > w);
-    assert!(trip >= t_star && trip < t_star + 2.0 * dt, "{trip} vs {t_star}");
+    assert!(
+        trip >= t_star && trip < t_star + 2.0 * dt,
+        "{trip} vs {t_star}"
+    );
 }
 
 #[test]
 fn reset_starts_over_keeping_the_window() {
     let dt = 0.01;
-    let mut m = DivergenceMonitor::new(settings(EnergyMode::Window, 1.0, 5.0)).with_energy_window(dt);
+    let mut m =
+        DivergenceMonitor::new(settings(EnergyMode::Window, 1.0, 5.0)).with_energy_window(dt);
     m.start_energy(0.0);
     for k in 1..=50 {
         let _ = m.observe_energy(k as f64, 0.0);
@@ -189,9 +213,12 @@ fn outcome(m: hybridsim::Model) -> Outcome {
             stopped = true;
             break;
         }
-        for x in sim.integrator.state(lab_part).iter().take(
-            sim.integrator.partitions()[lab_part].state.dofs.len(),
-        ) {
+        for x in sim
+            .integrator
+            .state(lab_part)
+            .iter()
+            .take(sim.integrator.partitions()[lab_part].state.dofs.len())
+        {
             max_u = max_u.max(x.abs());
         }
     }
@@ -326,7 +353,11 @@ fn a_stable_test_generating_energy_stops_only_in_the_cumulative_mode() {
     println!("uncompensated quick start: window {w:?}\ncumulative {c:?}");
     assert!(w.stop.is_none(), "{:?}", w.stop);
     assert!(w.peak < 0.5 * w.bound);
-    assert!(matches!(c.stop, Some((EventKind::DivergenceEnergy, _))), "{:?}", c.stop);
+    assert!(
+        matches!(c.stop, Some((EventKind::DivergenceEnergy, _))),
+        "{:?}",
+        c.stop
+    );
 }
 
 /// The long campaign (`cargo test -p hybridsim --test divergence -- --ignored --nocapture`):
@@ -458,7 +489,10 @@ fn with_divergence(extra: &str) -> Result<hybridsim::Model, String> {
 fn the_window_mode_is_the_default_and_its_fields_are_checked() {
     let d = with_divergence("").unwrap().lab.unwrap().safety.divergence;
     assert_eq!(d.energy_mode, EnergyMode::Window);
-    assert_eq!(d.energy_window, hybridsim::model::lab::DEFAULT_ENERGY_WINDOW);
+    assert_eq!(
+        d.energy_window,
+        hybridsim::model::lab::DEFAULT_ENERGY_WINDOW
+    );
     let d = with_divergence("energy_mode = 'window'\nenergy_window = 0.5")
         .unwrap()
         .lab
@@ -467,14 +501,25 @@ fn the_window_mode_is_the_default_and_its_fields_are_checked() {
         .divergence;
     assert_eq!((d.energy_mode, d.energy_window), (EnergyMode::Window, 0.5));
     for (extra, field, why) in [
-        ("energy_mode = 'sliding'", "safety.divergence.energy_mode", "unknown mode `sliding`"),
-        ("energy_window = 0.0", "safety.divergence.energy_window", "positive"),
-        ("energy_window = -1.0", "safety.divergence.energy_window", "positive"),
-        ("energy_window = nan", "safety.divergence.energy_window", "positive"),
         (
-            "energy_window = 1e9",
+            "energy_mode = 'sliding'",
+            "safety.divergence.energy_mode",
+            "unknown mode `sliding`",
+        ),
+        (
+            "energy_window = 0.0",
             "safety.divergence.energy_window",
-            "physical substeps",
+            "positive",
+        ),
+        (
+            "energy_window = -1.0",
+            "safety.divergence.energy_window",
+            "positive",
+        ),
+        (
+            "energy_window = nan",
+            "safety.divergence.energy_window",
+            "positive",
         ),
         (
             "energy_mode = 'cumulative'\nenergy_window = 2.0",
@@ -515,4 +560,3 @@ fn unstable_delay_scan() {
         }
     }
 }
-

@@ -10,7 +10,6 @@ use super::schema::{
 use crate::error::Diagnostics;
 use crate::model::lab::*;
 use crate::model::{AnalysisSettings, ElementInstance, Role, Substructure};
-use crate::physical::safety::DivergenceMonitor;
 use crate::units::Units;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -71,10 +70,6 @@ const MAX_SUBSTEPS: i64 = 10_000;
 
 /// Default divergence floor as a fraction of the displacement bound.
 const DEFAULT_FLOOR_FRACTION: f64 = 0.01;
-
-/// Most physical substeps (controller ticks) in the energy window of `[safety.divergence]`
-/// (one `f64` each, preallocated: 8 MiB).
-pub const MAX_ENERGY_WINDOW_TICKS: usize = 1 << 20;
 
 /// A stiffness with explicit units (`N/m`, `kN/m`, `kN/mm`, `MN/m`, `lbf/in`, `kip/in`) in model
 /// units (force/length of `[units]`).
@@ -1666,7 +1661,7 @@ fn safety_table(
             );
             None
         }
-        Some(d) => Some(divergence(d, lab.time_scale.dt_p, diag)),
+        Some(d) => Some(divergence(d, diag)),
     };
     Some(SafetySettings {
         limits,
@@ -1901,9 +1896,8 @@ fn sensor_checks(
 }
 
 /// `[safety.divergence]`: the displacement and force bounds (required), the growth criterion
-/// and the energy criterion (`energy`, `energy_mode`, `energy_window`; the window at most
-/// [`MAX_ENERGY_WINDOW_TICKS`] physical substeps of `dt_p`).
-fn divergence(d: &DivergenceSpec, dt_p: f64, diag: &mut Diagnostics) -> DivergenceSettings {
+/// and the energy criterion (`energy`, `energy_mode`, `energy_window`).
+fn divergence(d: &DivergenceSpec, diag: &mut Diagnostics) -> DivergenceSettings {
     let mut req = |x: Option<f64>, key: &str| -> f64 {
         match x {
             Some(x) if finite_positive(x) => x,
@@ -1986,16 +1980,6 @@ fn divergence(d: &DivergenceSpec, dt_p: f64, diag: &mut Diagnostics) -> Divergen
         diag.push(
             "safety.divergence.energy_window",
             format!("must be a positive time (s), found {energy_window}"),
-        );
-    } else if finite_positive(dt_p)
-        && DivergenceMonitor::window_observations(energy_window, dt_p) > MAX_ENERGY_WINDOW_TICKS
-    {
-        diag.push(
-            "safety.divergence.energy_window",
-            format!(
-                "{energy_window} s is more than {MAX_ENERGY_WINDOW_TICKS} physical substeps of \
-                 {dt_p:e} s (the window is kept one value per controller tick)"
-            ),
         );
     }
     DivergenceSettings {
