@@ -8,6 +8,9 @@ use hybridsim::model::lab::{DivergenceSettings, EnergyMode};
 use hybridsim::physical::safety::{DivergenceMonitor, EventKind};
 use hybridsim::Simulation;
 
+#[global_allocator]
+static GLOBAL: common::counting::Counting = common::counting::Counting;
+
 // ---- (c) arithmetic on synthetic signals.
 
 fn settings(mode: EnergyMode, window: f64, bound: f64) -> DivergenceSettings {
@@ -161,6 +164,30 @@ fn exponentially_growing_power_trips_when_the_window_integral_says() {
         trip >= t_star && trip < t_star + 2.0 * dt,
         "{trip} vs {t_star}"
     );
+}
+
+#[test]
+fn observing_does_not_allocate() {
+    // The ring is allocated by `with_energy_window`; per tick nothing is, in either mode and
+    // with a strided window.
+    for (mode, window, dt) in [
+        (EnergyMode::Window, 1.0, 1e-3),
+        (EnergyMode::Window, 100.0, 1e-4),
+        (EnergyMode::Cumulative, 1.0, 1e-3),
+    ] {
+        let mut m = DivergenceMonitor::new(settings(mode, window, 1e9)).with_energy_window(dt);
+        let allocations = common::counting::count(|| {
+            m.reset();
+            m.start_energy(0.5);
+            for k in 0..20_000 {
+                let t = k as f64 * dt;
+                let _ = m.observe_energy(1e-3 * t, 0.25 * (t.sin()).powi(2));
+                let _ = m.observe_displacement(t, &[1e-3 * t.sin(), 0.0]);
+                let _ = m.observe_force(&[1.0]);
+            }
+        });
+        assert_eq!(allocations, 0, "{mode:?}");
+    }
 }
 
 #[test]
