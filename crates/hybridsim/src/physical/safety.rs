@@ -1051,8 +1051,8 @@ impl DivergenceMonitor {
         self.start_energy(0.0);
     }
 
-    /// Restart the energy criterion with `G = reference` at rest (the recoverable elastic energy
-    /// of the force measured at rest, window mode; no work done yet). Allocation-free.
+    /// Restart the energy criterion with `G = reference` at rest (the recoverable-energy
+    /// estimate at rest, window mode; no work done yet). Allocation-free.
     pub fn start_energy(&mut self, reference: f64) {
         self.reference = reference;
         self.ring.fill(reference);
@@ -1074,9 +1074,9 @@ impl DivergenceMonitor {
 
     /// Observe, once per controller tick, the energy generated so far by the physical
     /// substructure (`generated = −W`, the negative of the work of the measured force on the
-    /// commanded displacement, see [`DivergenceSettings`]) and the recoverable elastic energy
-    /// of the force measured now (`stored = Σ F²/(2k̂)`). Cumulative mode: compares
-    /// `generated` with the bound. Window mode: `G = generated + stored`, compares `G` now
+    /// commanded displacement, see [`DivergenceSettings`]) and the recoverable energy now
+    /// (`stored`, the lab provider's secant estimate `Σ ½ (F − F₀)(d − d₀)`). Cumulative
+    /// mode: compares `generated` with the bound. Window mode: `G = generated + stored`, compares `G` now
     /// minus `G` one window ago (the value at rest before the window has filled) with the
     /// bound. `Some(value)` when non-finite or above the bound. Allocation-free.
     pub fn observe_energy(&mut self, generated: f64, stored: f64) -> Option<f64> {
