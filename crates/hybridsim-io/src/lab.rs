@@ -327,6 +327,7 @@ pub fn safety_json(
         "lab_records_dropped": s.lab_records_dropped,
         "energy_generated": s.energy_generated,
         "energy_bound": if s.energy_bound.is_finite() { json!(s.energy_bound) } else { Value::Null },
+        "energy_peak": if s.energy_peak.is_finite() { json!(s.energy_peak) } else { Value::Null },
         "transfer_fault": s.transfer_fault,
         "link": if s.transfer_statistics.is_empty() {
             Value::Null

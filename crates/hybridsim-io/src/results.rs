@@ -560,7 +560,16 @@ fn lab_json(sim: &Engine, p: &Progress) -> Option<Value> {
             "windows": d.windows,
             "floor": d.floor,
             "energy": d.energy,
-            "energy_default": "1/8 k_hat u_b^2 (estimated actuator-space stiffness, |u| bound)",
+            "energy_mode": d.energy_mode.name(),
+            "energy_window": d.energy_window,
+            "energy_default": match d.energy_mode {
+                hybridsim::model::lab::EnergyMode::Window => {
+                    "1/2 k_hat u_b^2 over the window (estimated actuator-space stiffness, |u| bound)"
+                }
+                hybridsim::model::lab::EnergyMode::Cumulative => {
+                    "1/8 k_hat u_b^2 since the start (estimated actuator-space stiffness, |u| bound)"
+                }
+            },
         },
         "indicators": p.indicators.iter().map(|i| i.to_json()).collect::<Vec<_>>(),
     }))

@@ -437,7 +437,8 @@ force = 1.0e6
 #[test]
 fn energy_growth_bound_catches_the_undamped_delayed_test_before_any_limit() {
     // The peak-growth criterion switched off (it would need a million growing windows): only
-    // the energy-growth bound can stop the test before |u| reaches its bound.
+    // the energy criterion (default: windowed, tests/divergence.rs) can stop the test before
+    // |u| reaches its bound.
     let m = example_with(EXAMPLE, |t| {
         t.remove("damping");
         delayed(t, 0.015, false);
@@ -464,20 +465,20 @@ fn energy_growth_bound_catches_the_undamped_delayed_test_before_any_limit() {
         .lab()
         .unwrap()
         .safety_summary();
-    // Default bound ⅛ k̂ u_b² with k̂ = 4e5 N/m, u_b = 0.04 m.
-    let expected_bound = 0.125 * 4.0e5 * u_bound * u_bound;
+    // Default bound of the windowed criterion ½ k̂ u_b² with k̂ = 4e5 N/m, u_b = 0.04 m.
+    let expected_bound = 0.5 * 4.0e5 * u_bound * u_bound;
     println!(
-        "undamped, 15 ms delay, energy criterion only: stopped at t = {:.2} s: {err}; generated \
+        "undamped, 15 ms delay, energy criterion only: stopped at t = {:.2} s: {err}; windowed generated \
          energy {:.3} J (bound {:.3} J), peak |u1| {peak:.4e} m (|u| bound {u_bound} m, stroke \
          {stroke} m), max command sent {:.4e} m",
         sim.integrator.time(),
-        s.energy_generated,
+        s.energy_peak,
         s.energy_bound,
         s.max_sent[0]
     );
     assert!(err.contains("divergence_energy"), "{err}");
     assert!((s.energy_bound - expected_bound).abs() < 1e-9 * expected_bound);
-    assert!(s.energy_generated > s.energy_bound);
+    assert!(s.energy_peak > s.energy_bound);
     assert!(peak < u_bound, "caught before the |u| bound");
     assert!(s.max_sent[0] < stroke);
 }

@@ -1867,8 +1867,8 @@ fn sensor_checks(
     )
 }
 
-/// `[safety.divergence]`: the displacement and force bounds (required) and the growth
-/// criterion.
+/// `[safety.divergence]`: the displacement and force bounds (required), the growth criterion
+/// and the energy criterion (`energy`, `energy_mode`, `energy_window`).
 fn divergence(d: &DivergenceSpec, diag: &mut Diagnostics) -> DivergenceSettings {
     let mut req = |x: Option<f64>, key: &str| -> f64 {
         match x {
@@ -1928,6 +1928,32 @@ fn divergence(d: &DivergenceSpec, diag: &mut Diagnostics) -> DivergenceSettings 
             );
         }
     }
+    let energy_mode = match d.energy_mode.as_deref() {
+        None | Some("window") => EnergyMode::Window,
+        Some("cumulative") => EnergyMode::Cumulative,
+        Some(other) => {
+            diag.push(
+                "safety.divergence.energy_mode",
+                format!(
+                    "unknown mode `{other}` (window: the energy generated over the last \
+                     energy_window seconds; cumulative: since the start)"
+                ),
+            );
+            EnergyMode::Window
+        }
+    };
+    let energy_window = d.energy_window.unwrap_or(DEFAULT_ENERGY_WINDOW);
+    if d.energy_window.is_some() && energy_mode == EnergyMode::Cumulative {
+        diag.push(
+            "safety.divergence.energy_window",
+            "applies only to energy_mode = \"window\" (the cumulative mode has no window)",
+        );
+    } else if !finite_positive(energy_window) {
+        diag.push(
+            "safety.divergence.energy_window",
+            format!("must be a positive time (s), found {energy_window}"),
+        );
+    }
     DivergenceSettings {
         displacement,
         force,
@@ -1936,6 +1962,8 @@ fn divergence(d: &DivergenceSpec, diag: &mut Diagnostics) -> DivergenceSettings 
         windows: windows.max(1) as usize,
         floor,
         energy: d.energy,
+        energy_mode,
+        energy_window,
     }
 }
 

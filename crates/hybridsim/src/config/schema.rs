@@ -589,6 +589,12 @@ pub struct DivergenceSpec {
     /// Bound on the generated energy.
     #[serde(default)]
     pub energy: Option<f64>,
+    /// `window` (default) or `cumulative`.
+    #[serde(default)]
+    pub energy_mode: Option<String>,
+    /// Length of the energy window (s).
+    #[serde(default)]
+    pub energy_window: Option<f64>,
 }
 
 /// `[runner]` (read in a second pass, so that its problems are reported at `runner.…`).

@@ -25,7 +25,7 @@ use super::{
 };
 use crate::elements::DofRef;
 use crate::excitation::TimeFunction;
-use crate::model::lab::{ComplianceCompensation, LabConfig, Regime};
+use crate::model::lab::{ComplianceCompensation, EnergyMode, LabConfig, Regime};
 use crate::model::Model;
 
 /// Preallocated ring of controller-rate records.
@@ -169,11 +169,27 @@ pub struct LabProvider {
     work: f64,
     work_f: Vec<f64>,
     work_d: Vec<f64>,
+    /// Force and displacement per actuator measured at rest (prototype units): the origin of
+    /// the secant estimate of the recoverable energy of the window energy criterion.
+    rest_f: Vec<f64>,
+    rest_d: Vec<f64>,
     /// The wall clock that paces the bumpless start, when a runner gave one.
     clock: Option<Box<dyn super::TickClock>>,
 }
 
 impl LabProvider {
+    /// The secant estimate of the recoverable energy at the last measurement,
+    /// `Σ ½ (F − F₀)(d − d₀)` over the actuators from the state at rest (prototype units; the
+    /// window energy criterion, see `DivergenceSettings`). Exact for a linear elastic
+    /// specimen whatever its stiffness.
+    fn stored_energy(&self) -> f64 {
+        let mut e = 0.0;
+        for k in 0..self.work_f.len() {
+            e += 0.5 * (self.work_f[k] - self.rest_f[k]) * (self.work_d[k] - self.rest_d[k]);
+        }
+        e
+    }
+
     /// Build the provider of physical substructure `name` over its partition `dofs`.
     pub fn new(
         model: &Model,
@@ -362,8 +378,14 @@ impl LabProvider {
             .map(|k| (k * s_f / s_d).abs())
             .fold(0.0f64, f64::max);
         let u_b = cfg.safety.divergence.displacement;
+        // Window mode: ½ k̂ u_b², the elastic energy at the bound (the secant estimate of the
+        // recoverable energy of a specimen no stiffer than k̂ errs by less within the bound).
+        let fraction = match cfg.safety.divergence.energy_mode {
+            EnergyMode::Window => 0.5,
+            EnergyMode::Cumulative => 0.125,
+        };
         let energy_default = if k_hat > 0.0 {
-            0.125 * k_hat * u_b * u_b
+            fraction * k_hat * u_b * u_b
         } else {
             f64::INFINITY
         };
@@ -373,7 +395,10 @@ impl LabProvider {
             delay,
             compliance,
             divergence: DivergenceMonitor::new(cfg.safety.divergence)
-                .with_energy_bound(energy_default),
+                .with_energy_bound(energy_default)
+                .with_energy_window(ts.dt_p),
+            rest_f: vec![0.0; na],
+            rest_d: vec![0.0; na],
             lambda: ts.lambda,
             dt_p: ts.dt_p,
             dt_c: ts.dt_c,
@@ -493,9 +518,7 @@ impl PhysicalSubstructure for LabProvider {
     ) -> Result<(), PortError> {
         self.tick = 0;
         self.event = None;
-        let bound = self.divergence.energy_bound();
-        self.divergence =
-            DivergenceMonitor::new(self.recipe.config.safety.divergence).with_energy_bound(bound);
+        self.divergence.reset();
         self.map.to_actuators(u, &mut self.d);
         // The model's initial position in specimen units: the target of the bumpless start.
         for k in 0..self.d.len() {
@@ -548,8 +571,12 @@ impl PhysicalSubstructure for LabProvider {
             }
             self.work_f[k] = self.force[k] * self.s_f;
             self.work_d[k] = self.d[k];
+            self.rest_f[k] = self.work_f[k];
+            self.rest_d[k] = self.work_d[k];
         }
         self.work = 0.0;
+        let stored = self.stored_energy();
+        self.divergence.start_energy(stored);
         self.dof_forces(t, force);
         Ok(())
     }
@@ -628,7 +655,8 @@ impl PhysicalSubstructure for LabProvider {
             self.work_f[k] = f;
             self.work_d[k] = self.d[k];
         }
-        if let Some(value) = self.divergence.observe_energy(-self.work) {
+        let stored = self.stored_energy();
+        if let Some(value) = self.divergence.observe_energy(-self.work, stored) {
             let ev = SafetyEvent {
                 kind: EventKind::DivergenceEnergy,
                 tick,
@@ -746,6 +774,7 @@ impl LabControl for LabProvider {
             lab_records_dropped: self.records.dropped(),
             energy_generated: -self.work,
             energy_bound: self.divergence.energy_bound(),
+            energy_peak: self.divergence.energy_peak(),
             ramp: self.safety.ramp_state(),
             ramp_commands: self.safety.ramp_commands(),
             second_event: self.safety.second_event(),

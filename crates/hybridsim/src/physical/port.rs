@@ -226,6 +226,10 @@ pub struct SafetySummary {
     pub energy_generated: f64,
     /// Its bound.
     pub energy_bound: f64,
+    /// The largest value the energy criterion compared with its bound (the energy generated
+    /// over a window, net of the recoverable elastic energy, or since the start, by
+    /// `energy_mode`; −∞ before the first tick).
+    pub energy_peak: f64,
     /// How the ramp-down went: `none` (hold, or no trip), `ramping`, `completed` (at the
     /// rest position) or `held` (a second event stopped it).
     pub ramp: RampState,
