@@ -66,6 +66,13 @@ enum Command {
         after_help = "Examples:\n  hybridsim controller examples/quickstart.toml --address 127.0.0.1:7400\n  hybridsim controller model.toml --once --latency 0.002 --jitter 0.001 --drop 0.01 --seed 7\n  hybridsim controller model.toml --tcp --freeze-after 5 --idle-timeout 60"
     )]
     Controller(commands::controller::Args),
+    /// Score a results folder with the vRTHS benchmark criteria J1–J9 (Silva et al. 2020):
+    /// delay, normalized RMS and peak tracking errors from lab.csv, normalized RMS and peak
+    /// response errors against a reference folder; writes evaluation.json.
+    #[command(
+        after_help = "Examples:\n  hybridsim evaluate out/compensated --reference out/ideal\n  hybridsim evaluate out/test --reference out/ideal --response u.frame.1.x --response u.frame.2.x --json"
+    )]
+    Evaluate(commands::evaluate::Args),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +85,7 @@ fn main() -> ExitCode {
         Command::Plot(args) => commands::plot::execute(args),
         Command::Cyclic(args) => commands::cyclic::execute(args),
         Command::Controller(args) => commands::controller::execute(args),
+        Command::Evaluate(args) => commands::evaluate::execute(args),
     };
     match result {
         Ok(code) => code,
