@@ -20,7 +20,8 @@ fn run_quickstart(dir: &Path, dynamics: Option<&str>, noise: bool, compensation:
             }
             continue;
         }
-        if (l.starts_with("noise =") && !noise) || (l.starts_with("compensation =") && !compensation)
+        if (l.starts_with("noise =") && !noise)
+            || (l.starts_with("compensation =") && !compensation)
         {
             continue;
         }
@@ -37,11 +38,7 @@ fn run_quickstart(dir: &Path, dynamics: Option<&str>, noise: bool, compensation:
         .arg(dir.join("out"))
         .output()
         .unwrap();
-    assert!(
-        o.status.success(),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 fn evaluate(results: &Path, reference: &Path, extra: &[&str]) -> std::process::Output {
@@ -62,8 +59,18 @@ fn evaluate_scores_the_quick_start_with_and_without_delay_compensation() {
     let plain = base.join("plain");
     let comp = base.join("comp");
     run_quickstart(&ideal, None, false, false);
-    run_quickstart(&plain, Some(r#"{ kind = "delay", delay = 0.004 }"#), true, false);
-    run_quickstart(&comp, Some(r#"{ kind = "delay", delay = 0.004 }"#), true, true);
+    run_quickstart(
+        &plain,
+        Some(r#"{ kind = "delay", delay = 0.004 }"#),
+        true,
+        false,
+    );
+    run_quickstart(
+        &comp,
+        Some(r#"{ kind = "delay", delay = 0.004 }"#),
+        true,
+        true,
+    );
 
     let mut crit = Vec::new();
     for dir in [&plain, &comp] {
@@ -71,7 +78,10 @@ fn evaluate_scores_the_quick_start_with_and_without_delay_compensation() {
         let stdout = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         println!("{stdout}");
-        assert!(stdout.contains("J1 delay") && stdout.contains("J4"), "{stdout}");
+        assert!(
+            stdout.contains("J1 delay") && stdout.contains("J4"),
+            "{stdout}"
+        );
         let j = json(&dir.join("out/evaluation.json"));
         crit.push(j["criteria"].clone());
         assert_eq!(j["tracking"][0]["actuator"], "storey1");
@@ -83,7 +93,10 @@ fn evaluate_scores_the_quick_start_with_and_without_delay_compensation() {
     assert!(comp["J1"].as_f64().unwrap().abs() <= 0.001, "{comp}");
     for j in ["J2", "J3", "J4"] {
         let (p, c) = (plain[j].as_f64().unwrap(), comp[j].as_f64().unwrap());
-        assert!(p > 0.0 && c < p, "{j}: compensated {c} not below uncompensated {p}");
+        assert!(
+            p > 0.0 && c < p,
+            "{j}: compensated {c} not below uncompensated {p}"
+        );
     }
 
     // The reference against itself: zero response errors; its tracking is ideal too.
@@ -103,21 +116,35 @@ fn evaluate_scores_the_quick_start_with_and_without_delay_compensation() {
 /// A hand-made results folder: lab.csv with one actuator whose measurement is the desired
 /// signal delayed by `lag` ticks and scaled by `gain`, and results.csv with three storeys
 /// `u.frame.{1,2,3}.x` equal to `scale[i]` times a reference signal.
-fn folder(dir: &Path, lag: usize, gain: f64, scale: [f64; 3], times: impl Fn(usize) -> f64) -> PathBuf {
+fn folder(
+    dir: &Path,
+    lag: usize,
+    gain: f64,
+    scale: [f64; 3],
+    times: impl Fn(usize) -> f64,
+) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let dt = 0.001;
     let n: usize = 3000;
     let s = |k: usize| {
         let t = k as f64 * dt;
-        (2.0 * std::f64::consts::PI * 2.0 * t).sin() + 0.3 * (2.0 * std::f64::consts::PI * 5.3 * t).sin()
+        (2.0 * std::f64::consts::PI * 2.0 * t).sin()
+            + 0.3 * (2.0 * std::f64::consts::PI * 5.3 * t).sin()
     };
     let mut lab = String::from("time[s],wall_time[s],desired.a1[m],measured.a1[m]\n");
     for k in 0..n {
         let m = gain * s(k.saturating_sub(lag));
-        lab.push_str(&format!("{},{},{},{}\n", k as f64 * dt, k as f64 * dt, s(k), m));
+        lab.push_str(&format!(
+            "{},{},{},{}\n",
+            k as f64 * dt,
+            k as f64 * dt,
+            s(k),
+            m
+        ));
     }
     std::fs::write(dir.join("lab.csv"), lab).unwrap();
-    let mut res = String::from("time[s],u.frame.1.x[m],u.frame.2.x[m],u.frame.3.x[m],u.frame.0.x[m]\n");
+    let mut res =
+        String::from("time[s],u.frame.1.x[m],u.frame.2.x[m],u.frame.3.x[m],u.frame.0.x[m]\n");
     for k in 0..n / 10 {
         let r = s(10 * k);
         res.push_str(&format!(
@@ -195,15 +222,28 @@ fn evaluate_names_the_file_and_column_of_folders_that_do_not_match() {
     let keep: Vec<&str> = text.lines().take(100).collect();
     std::fs::write(short.join("results.csv"), keep.join("\n") + "\n").unwrap();
     let e = fail(evaluate(&short, &reference, &[]));
-    assert!(e.contains("short/results.csv") && e.contains("99 rows"), "{e}");
+    assert!(
+        e.contains("short/results.csv") && e.contains("99 rows"),
+        "{e}"
+    );
     // An unknown response column.
-    let e = fail(evaluate(&reference, &reference, &["--response", "u.nope.1.x"]));
-    assert!(e.contains("ref/results.csv") && e.contains("u.nope.1.x"), "{e}");
+    let e = fail(evaluate(
+        &reference,
+        &reference,
+        &["--response", "u.nope.1.x"],
+    ));
+    assert!(
+        e.contains("ref/results.csv") && e.contains("u.nope.1.x"),
+        "{e}"
+    );
     // A folder without lab.csv (a run without [lab]).
     let nolab = folder(&base.join("nolab"), 0, 1.0, [1.0; 3], t);
     std::fs::remove_file(nolab.join("lab.csv")).unwrap();
     let e = fail(evaluate(&nolab, &reference, &[]));
-    assert!(e.contains("nolab/lab.csv") && e.contains("no such file"), "{e}");
+    assert!(
+        e.contains("nolab/lab.csv") && e.contains("no such file"),
+        "{e}"
+    );
     // A measured column missing from lab.csv.
     let nomeas = folder(&base.join("nomeas"), 0, 1.0, [1.0; 3], t);
     let text = std::fs::read_to_string(nomeas.join("lab.csv")).unwrap();
@@ -213,7 +253,10 @@ fn evaluate_names_the_file_and_column_of_folders_that_do_not_match() {
     )
     .unwrap();
     let e = fail(evaluate(&nomeas, &reference, &[]));
-    assert!(e.contains("nomeas/lab.csv") && e.contains("measured.a1"), "{e}");
+    assert!(
+        e.contains("nomeas/lab.csv") && e.contains("measured.a1"),
+        "{e}"
+    );
     // A reference folder that does not exist.
     let e = fail(evaluate(&reference, &base.join("missing"), &[]));
     assert!(e.contains("missing/results.csv"), "{e}");

@@ -3,8 +3,8 @@
 //! known normalized RMS and peak errors, and unusable series give errors, never panics.
 
 use hybridsim::analysis::tracking::{
-    cross_correlation_delay, normalized_peak_error, normalized_rms_error,
-    response_criteria, response_criterion_numbers, tracking_criteria, CriteriaError,
+    cross_correlation_delay, normalized_peak_error, normalized_rms_error, response_criteria,
+    response_criterion_numbers, tracking_criteria, CriteriaError,
 };
 
 /// A broadband test signal (three incommensurate sines under a ramp-up), `n` samples of `dt`.
@@ -64,8 +64,16 @@ fn a_scaled_measurement_gives_the_known_rms_and_peak_errors() {
         let m: Vec<f64> = d.iter().map(|x| (1.0 + a) * x).collect();
         let c = tracking_criteria(&d, &m, dt, 100).unwrap();
         assert_eq!(c.j1_delay, 0.0);
-        assert!((c.j2_nrms - a.abs()).abs() < 1e-12, "J2 {} for a = {a}", c.j2_nrms);
-        assert!((c.j3_peak - a.abs()).abs() < 1e-12, "J3 {} for a = {a}", c.j3_peak);
+        assert!(
+            (c.j2_nrms - a.abs()).abs() < 1e-12,
+            "J2 {} for a = {a}",
+            c.j2_nrms
+        );
+        assert!(
+            (c.j3_peak - a.abs()).abs() < 1e-12,
+            "J3 {} for a = {a}",
+            c.j3_peak
+        );
     }
 }
 
@@ -100,7 +108,11 @@ fn the_delay_of_a_sine_maps_to_its_rms_tracking_error() {
     let c = tracking_criteria(&d, &m, dt, 64).unwrap();
     assert_eq!(c.j1_delay, tau);
     let expect = 2.0 * (w * tau / 2.0).sin().abs();
-    assert!((c.j2_nrms - expect).abs() < 1e-9, "{} vs {expect}", c.j2_nrms);
+    assert!(
+        (c.j2_nrms - expect).abs() < 1e-9,
+        "{} vs {expect}",
+        c.j2_nrms
+    );
 }
 
 #[test]
@@ -112,7 +124,10 @@ fn response_criteria_number_like_the_benchmark_for_three_storeys() {
     let r = signal(1000, 0.01);
     let x: Vec<f64> = r.iter().map(|v| 0.9 * v).collect();
     let c = response_criteria(&x, &r).unwrap();
-    assert!((c.nrms - 0.1).abs() < 1e-12 && (c.peak - 0.1).abs() < 1e-12, "{c:?}");
+    assert!(
+        (c.nrms - 0.1).abs() < 1e-12 && (c.peak - 0.1).abs() < 1e-12,
+        "{c:?}"
+    );
     let same = response_criteria(&r, &r).unwrap();
     assert_eq!((same.nrms, same.peak), (0.0, 0.0));
 }

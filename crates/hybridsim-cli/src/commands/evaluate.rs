@@ -90,12 +90,7 @@ fn sampling_interval(t: &ResultsTable, file: &Path) -> Result<f64> {
 }
 
 /// Both results.csv on the same time steps, or an error naming the file, column and row.
-fn check_aligned(
-    a: &ResultsTable,
-    a_file: &Path,
-    r: &ResultsTable,
-    r_file: &Path,
-) -> Result<()> {
+fn check_aligned(a: &ResultsTable, a_file: &Path, r: &ResultsTable, r_file: &Path) -> Result<()> {
     let ta = column(a, a_file, "time", "the time axis")?;
     let tr = column(r, r_file, "time", "the time axis")?;
     if ta.len() != tr.len() {
@@ -284,7 +279,10 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         );
     }
     println!("response against the reference (results.csv):");
-    println!("  {:<32} {:>8} {:>12} {:>8} {:>12}", "column", "", "NRMS", "", "peak");
+    println!(
+        "  {:<32} {:>8} {:>12} {:>8} {:>12}",
+        "column", "", "NRMS", "", "peak"
+    );
     for (n, u, jr, jp, c) in &response {
         println!(
             "  {:<32} {:>8} {:>11.4}% {:>8} {:>11.4}%",

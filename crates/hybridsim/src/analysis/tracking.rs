@@ -1,6 +1,6 @@
 //! Evaluation criteria of a real-time hybrid test: the tracking of the transfer system and the
 //! accuracy of the response against a reference run, after the virtual RTHS (vRTHS) benchmark
-//! control problem of Silva, Dyke, Zhang et al. (2020).
+//! control problem of Silva et al. (2020).
 //!
 //! The benchmark scores a test with nine numbers:
 //!

@@ -299,7 +299,10 @@ impl LabProvider {
             .collect();
         // lab.csv header: specimen units of each actuator's first DOF.
         let u = &model.units;
-        let mut columns = vec![format!("time[{}]", u.time), format!("wall_time[{}]", u.time)];
+        let mut columns = vec![
+            format!("time[{}]", u.time),
+            format!("wall_time[{}]", u.time),
+        ];
         for &i in &act {
             let a = &config.lab.actuators[i];
             let dof = a.dofs.first().map_or("x", |d| d.1.as_str());
