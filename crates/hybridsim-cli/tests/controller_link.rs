@@ -101,6 +101,44 @@ fn run(command: &[&str], model: &Path, out: &Path) -> (bool, String) {
     )
 }
 
+/// The lines of a lab.csv without its noise-free columns (`achieved_true.…`, `force_true.…`);
+/// with `nan`, a panic unless those columns are all NaN.
+fn measured_columns(p: &Path, nan: bool) -> Vec<String> {
+    let text = String::from_utf8(bytes(p)).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let truth: Vec<bool> = header
+        .iter()
+        .map(|h| h.starts_with("achieved_true.") || h.starts_with("force_true."))
+        .collect();
+    assert!(
+        truth.iter().any(|t| *t),
+        "{}: no noise-free column",
+        p.display()
+    );
+    std::iter::once(lines_without(&header, &truth))
+        .chain(lines.map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            if nan {
+                for (c, t) in cells.iter().zip(&truth) {
+                    assert!(!t || *c == "NaN", "{}: `{c}` over a link", p.display());
+                }
+            }
+            lines_without(&cells, &truth)
+        }))
+        .collect()
+}
+
+fn lines_without(cells: &[&str], drop: &[bool]) -> String {
+    cells
+        .iter()
+        .zip(drop)
+        .filter(|(_, d)| !**d)
+        .map(|(c, _)| *c)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn bytes(p: &Path) -> Vec<u8> {
     std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
@@ -126,12 +164,20 @@ fn a_test_through_the_controller_link_is_bit_identical_to_the_in_process_test() 
         let out = dir.join(format!("{transfer}-{}", runner[0]));
         let (ok, err) = run(runner, &model, &out);
         assert!(ok, "{transfer} {runner:?}: {err}");
-        for file in ["results.csv", "lab.csv"] {
-            assert!(
-                bytes(&out.join(file)) == bytes(&dir.join("local").join(file)),
-                "{transfer} {runner:?}: {file} differs from the in-process test"
-            );
-        }
+        assert!(
+            bytes(&out.join("results.csv")) == bytes(&dir.join("local").join("results.csv")),
+            "{transfer} {runner:?}: results.csv differs from the in-process test"
+        );
+        // lab.csv: identical but for the noise-free columns, which only the in-process
+        // virtual lab knows (NaN over a link).
+        let (linked, in_process) = (
+            measured_columns(&out.join("lab.csv"), true),
+            measured_columns(&dir.join("local").join("lab.csv"), false),
+        );
+        assert!(
+            linked == in_process,
+            "{transfer} {runner:?}: lab.csv differs from the in-process test"
+        );
         let rj = json(&out.join("run.json"));
         assert_eq!(rj["status"], "completed", "{transfer} {runner:?}");
         let link = &rj["safety"][0]["link"];
