@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{hybridsim, json, scratch};
+use common::{hybridsim, json, lab_without_noise_free, scratch};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -101,44 +101,6 @@ fn run(command: &[&str], model: &Path, out: &Path) -> (bool, String) {
     )
 }
 
-/// The lines of a lab.csv without its noise-free columns (`achieved_true.…`, `force_true.…`);
-/// with `nan`, a panic unless those columns are all NaN.
-fn measured_columns(p: &Path, nan: bool) -> Vec<String> {
-    let text = String::from_utf8(bytes(p)).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let truth: Vec<bool> = header
-        .iter()
-        .map(|h| h.starts_with("achieved_true.") || h.starts_with("force_true."))
-        .collect();
-    assert!(
-        truth.iter().any(|t| *t),
-        "{}: no noise-free column",
-        p.display()
-    );
-    std::iter::once(lines_without(&header, &truth))
-        .chain(lines.map(|l| {
-            let cells: Vec<&str> = l.split(',').collect();
-            if nan {
-                for (c, t) in cells.iter().zip(&truth) {
-                    assert!(!t || *c == "NaN", "{}: `{c}` over a link", p.display());
-                }
-            }
-            lines_without(&cells, &truth)
-        }))
-        .collect()
-}
-
-fn lines_without(cells: &[&str], drop: &[bool]) -> String {
-    cells
-        .iter()
-        .zip(drop)
-        .filter(|(_, d)| !**d)
-        .map(|(c, _)| *c)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 fn bytes(p: &Path) -> Vec<u8> {
     std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
@@ -171,8 +133,8 @@ fn a_test_through_the_controller_link_is_bit_identical_to_the_in_process_test() 
         // lab.csv: identical but for the noise-free columns, which only the in-process
         // virtual lab knows (NaN over a link).
         let (linked, in_process) = (
-            measured_columns(&out.join("lab.csv"), true),
-            measured_columns(&dir.join("local").join("lab.csv"), false),
+            lab_without_noise_free(&out.join("lab.csv"), true),
+            lab_without_noise_free(&dir.join("local").join("lab.csv"), false),
         );
         assert!(
             linked == in_process,
