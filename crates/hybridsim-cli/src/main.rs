@@ -72,6 +72,13 @@ enum Command {
         after_help = "Example:\n  hybridsim serve model.toml --substructure spring --dofs 1:x,2:x --port 8090 --once"
     )]
     Serve(commands::serve::Args),
+    /// Score a results folder with the vRTHS benchmark criteria J1–J9 (Silva et al. 2020):
+    /// delay, normalized RMS and peak tracking errors from lab.csv, normalized RMS and peak
+    /// response errors against a reference folder; writes evaluation.json.
+    #[command(
+        after_help = "Examples:\n  hybridsim evaluate out/compensated --reference out/ideal\n  hybridsim evaluate out/test --reference out/ideal --response u.frame.1.x --response u.frame.2.x --json"
+    )]
+    Evaluate(commands::evaluate::Args),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +92,7 @@ fn main() -> ExitCode {
         Command::Cyclic(args) => commands::cyclic::execute(args),
         Command::Controller(args) => commands::controller::execute(args),
         Command::Serve(args) => commands::serve::execute(args),
+        Command::Evaluate(args) => commands::evaluate::execute(args),
     };
     match result {
         Ok(code) => code,

@@ -158,9 +158,9 @@ fn check(case: &str, out: &Output, folder: &Path, e: &Expect) {
     // The ramp in lab.csv: one command per controller tick after the trip, within the
     // ramp rate and the limits.
     let (wall, safety, command) = (
-        col(&header, "wall_time"),
-        col(&header, "safety.storey1"),
-        col(&header, "compensated.storey1"),
+        col(&header, "wall_time[s]"),
+        col(&header, "safety.storey1[-]"),
+        col(&header, "compensated.storey1[m]"),
     );
     if !e.every_step {
         // Nothing more fits on the disk: the ramp is in run.json only.

@@ -23,13 +23,13 @@ fn run_quickstart_writes_controller_rate_lab_records_and_indicators() {
     assert!(stdout.contains("time scale: dt_N"), "{stdout}");
     let (header, rows) = read_csv(&dir.join("lab.csv"));
     for name in [
-        "time",
-        "wall_time",
-        "desired.storey1",
-        "compensated.storey1",
-        "measured.storey1",
-        "force.storey1",
-        "safety.storey1",
+        "time[s]",
+        "wall_time[s]",
+        "desired.storey1[m]",
+        "compensated.storey1[m]",
+        "measured.storey1[m]",
+        "force.storey1[kN]",
+        "safety.storey1[-]",
     ] {
         col(&header, name);
     }
@@ -38,8 +38,8 @@ fn run_quickstart_writes_controller_rate_lab_records_and_indicators() {
     // Δt^C = Δt^P = 1 ms.
     let approach = 2 * 16 + 1;
     assert_eq!(rows.len(), 1 + approach + 20_000);
-    let t = col(&header, "time");
-    let w = col(&header, "wall_time");
+    let t = col(&header, "time[s]");
+    let w = col(&header, "wall_time[s]");
     for (k, r) in rows.iter().enumerate() {
         assert_eq!(r.len(), header.len());
         // The lab clock runs from the first tick of the bumpless start.
@@ -54,14 +54,14 @@ fn run_quickstart_writes_controller_rate_lab_records_and_indicators() {
             "row {k}: t = {}",
             r[t]
         );
-        assert_eq!(r[col(&header, "safety.storey1")], 0.0);
+        assert_eq!(r[col(&header, "safety.storey1[-]")], 0.0);
     }
     // The compensated command differs from the desired one (delay compensation) and the
     // measured displacement follows the desired one closely.
     let (d, c, m) = (
-        col(&header, "desired.storey1"),
-        col(&header, "compensated.storey1"),
-        col(&header, "measured.storey1"),
+        col(&header, "desired.storey1[m]"),
+        col(&header, "compensated.storey1[m]"),
+        col(&header, "measured.storey1[m]"),
     );
     let peak = rows.iter().map(|r| r[d].abs()).fold(0.0, f64::max);
     assert!(peak > 1e-3);
@@ -70,6 +70,26 @@ fn run_quickstart_writes_controller_rate_lab_records_and_indicators() {
     assert!(
         err < 0.05 * peak,
         "peak tracking error {err} vs peak {peak}"
+    );
+
+    // The noise-free columns of the virtual lab: NaN during the bumpless start, then the
+    // achieved displacement (no displacement noise or ADC here: equal to the measured one)
+    // and the force before the load cell's 0.5 kN RMS noise.
+    let (xt, f, ft) = (
+        col(&header, "achieved_true.storey1[m]"),
+        col(&header, "force.storey1[kN]"),
+        col(&header, "force_true.storey1[kN]"),
+    );
+    for r in &rows[..1 + approach] {
+        assert!(r[xt].is_nan() && r[ft].is_nan());
+    }
+    let test = &rows[1 + approach..];
+    assert!(test.iter().all(|r| r[xt] == r[m]));
+    let n = test.len() as f64;
+    let noise_rms = (test.iter().map(|r| (r[f] - r[ft]).powi(2)).sum::<f64>() / n).sqrt();
+    assert!(
+        (noise_rms - 0.5).abs() < 0.05,
+        "measured − noise-free force: RMS {noise_rms} kN, declared 0.5 kN"
     );
 
     let json: serde_json::Value =
@@ -155,5 +175,5 @@ fn run_stops_on_a_stroke_breach_with_the_event_in_run_json() {
     // The rest row, the 16 rows of the hold before the bumpless start (nothing sent), one
     // per accepted command and the row of the refused one.
     assert_eq!(lab.len() as u64, sent + 2 + 16);
-    assert_eq!(lab.last().unwrap()[col(&header, "safety.storey1")], 1.0);
+    assert_eq!(lab.last().unwrap()[col(&header, "safety.storey1[-]")], 1.0);
 }

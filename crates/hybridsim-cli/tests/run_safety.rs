@@ -337,12 +337,12 @@ fn a_safety_event_at_rest_keeps_the_at_rest_record_in_lab_csv() {
     let (header, lab) = read_csv(&out_dir.join("lab.csv"));
     let rest = &lab[0];
     assert_eq!(
-        rest[col(&header, "time")],
+        rest[col(&header, "time[s]")],
         0.0,
         "the first row is the record at rest"
     );
-    assert_eq!(rest[col(&header, "safety.storey1")], 1.0);
-    assert!(rest[col(&header, "force.storey1")].abs() > 0.01);
+    assert_eq!(rest[col(&header, "safety.storey1[-]")], 1.0);
+    assert!(rest[col(&header, "force.storey1[kN]")].abs() > 0.01);
 }
 
 #[test]

@@ -3,7 +3,11 @@
 //!
 //! `lab.csv` has one row per controller tick Δt^C: `time` (simulation), `wall_time`, and per
 //! actuator `desired`, `compensated` (the final command), `measured` displacement, measured
-//! `force` and the `safety` state (0 armed, 1 tripped), in specimen units.
+//! `force`, the `safety` state (0 armed, 1 tripped, 2 a second event), and the noise-free
+//! `achieved_true` displacement and `force_true` (the virtual lab's values before sensor noise,
+//! ADC and injected sensor faults; `NaN` for hardware and links, and during the bumpless
+//! start), in specimen units. Headers carry units as in `results.csv`:
+//! `measured.storey1[m]`, `force_true.storey1[kN]`, `safety.storey1[-]`.
 //!
 //! Indicators per actuator (tracking of the transfer system, as used in real-time hybrid
 //! testing):
@@ -141,7 +145,7 @@ pub fn tracking(
 
 /// Collects lab rows (on the writer thread) for the indicators and plots at the end.
 pub struct LabLog {
-    /// Column names.
+    /// Column names (without units).
     pub columns: Vec<String>,
     /// Actuator names.
     pub actuators: Vec<String>,
@@ -149,9 +153,16 @@ pub struct LabLog {
 }
 
 impl LabLog {
-    /// A log for `columns` as produced by the lab provider (`time`, `wall_time`, then five
-    /// columns per actuator).
+    /// A log for `columns` as produced by the lab provider (`time`, `wall_time`, then seven
+    /// columns per actuator; header cells `name[unit]`, stored here without the unit).
     pub fn new(columns: Vec<String>) -> Self {
+        let columns: Vec<String> = columns
+            .into_iter()
+            .map(|c| match c.rfind('[') {
+                Some(i) if c.ends_with(']') => c[..i].to_string(),
+                _ => c,
+            })
+            .collect();
         let actuators = columns
             .iter()
             .filter_map(|c| c.strip_prefix("desired.").map(str::to_string))

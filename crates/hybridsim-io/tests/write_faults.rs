@@ -219,11 +219,12 @@ fn a_panic_in_the_run_loop_trips_the_lab_and_ends_with_a_truthful_run_json() {
     assert_eq!(lab.len() as u64, j["lab_rows_on_disk"][0].as_u64().unwrap());
     // The rest row, one per tick of the 1001 steps (5 each), and the trip's own record(s).
     assert!(lab.len() > 5 * 1001, "{}", lab.len());
-    assert_eq!(
-        *lab.last().unwrap().last().unwrap(),
-        1.0,
-        "tripped in lab.csv"
-    );
+    // Column 6: `safety.storey1[-]` (time, wall time, desired, compensated, measured, force).
+    let header = std::fs::read_to_string(folder.join("lab.csv")).unwrap();
+    assert!(header.starts_with(
+        "time[s],wall_time[s],desired.storey1[m],compensated.storey1[m],measured.storey1[m],force.storey1[kN],safety.storey1[-],"
+    ));
+    assert_eq!(lab.last().unwrap()[6], 1.0, "tripped in lab.csv");
 }
 
 #[test]

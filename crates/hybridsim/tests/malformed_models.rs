@@ -1553,15 +1553,15 @@ fn the_divergence_floor_defaults_to_one_percent_of_the_displacement_bound() {
 #[test]
 fn a_lab_ring_beyond_the_runner_bound_is_refused_by_check() {
     // Issue 10: the real-time runner's lab ring is `results_ring × ss / every` rows: a file
-    // `check` accepted aborted on a 587 GB allocation. Here 2^20 rows × 1 000 ticks × 7
-    // columns × 8 bytes.
+    // `check` accepted aborted on a 587 GB allocation. Here 2^20 rows × 1 000 ticks × 9
+    // lab columns (time, wall time, seven per actuator) × 8 bytes, plus the results ring.
     let text = lab_edit("subcycles = 10", "subcycles = 1000");
     let text = edit(&text, "increment = 2.0e-3", "increment = 1.0e-9");
     let text = edit(&text, "delay = 0.0015", "delay = 0.0");
     lab_model(&text);
     let big = append(&text, "[runner]\nresults_ring = 1048576\n");
     let issue = check(&big, "runner.results_ring", "more than the 2048 MiB");
-    assert!(issue.reason.contains("56056 MiB"), "{issue}");
+    assert!(issue.reason.contains("72056 MiB"), "{issue}");
     // `every` divides the lab ring.
     let every = edit(&big, "[analysis]", "[output]\nevery = 1000\n\n[analysis]");
     lab_model(&every);

@@ -4,6 +4,7 @@ pub mod analyze;
 pub mod check;
 pub mod controller;
 pub mod cyclic;
+pub mod evaluate;
 pub mod plot;
 pub mod realtime;
 pub mod run;

@@ -71,3 +71,41 @@ pub fn limit_file_size(c: &mut Command, bytes: u64) {
         });
     }
 }
+
+/// The lines of a lab.csv without its noise-free columns (`achieved_true.…`, `force_true.…`);
+/// with `nan`, a panic unless those columns are all NaN.
+pub fn lab_without_noise_free(p: &Path, nan: bool) -> Vec<String> {
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let truth: Vec<bool> = header
+        .iter()
+        .map(|h| h.starts_with("achieved_true.") || h.starts_with("force_true."))
+        .collect();
+    assert!(
+        truth.iter().any(|t| *t),
+        "{}: no noise-free column",
+        p.display()
+    );
+    std::iter::once(lines_without(&header, &truth))
+        .chain(lines.map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            if nan {
+                for (c, t) in cells.iter().zip(&truth) {
+                    assert!(!t || *c == "NaN", "{}: `{c}` over a link", p.display());
+                }
+            }
+            lines_without(&cells, &truth)
+        }))
+        .collect()
+}
+
+fn lines_without(cells: &[&str], drop: &[bool]) -> String {
+    cells
+        .iter()
+        .zip(drop)
+        .filter(|(_, d)| !**d)
+        .map(|(c, _)| *c)
+        .collect::<Vec<_>>()
+        .join(",")
+}

@@ -8,13 +8,15 @@
 //!   estimated/true physical stiffness ratio and a loop delay of k ticks can be imposed;
 //! - [`mod@convergence`]: global error against an exact or fine-step reference for a sequence of
 //!   time steps, with fitted slopes (Abbiati et al. 2019, Figs 1 and 6);
-//! - [`energy`]: total mechanical energy history and its drift (Abbiati et al. 2019, Fig 9).
+//! - [`energy`]: total mechanical energy history and its drift (Abbiati et al. 2019, Fig 9);
+//! - [`tracking`]: the evaluation criteria J1–J9 of a real-time hybrid test (Silva et al. 2020).
 //!
 //! These are offline tools: they allocate freely and never run inside a real-time loop.
 
 pub mod convergence;
 pub mod energy;
 pub mod spectral;
+pub mod tracking;
 
 pub use convergence::{convergence, ConvergenceOptions, ConvergenceReport, Reference};
 pub use energy::{energy_history, EnergyReport};

@@ -623,10 +623,14 @@ pub fn lab_ring_rows(results_ring: usize, ss: usize, every: usize) -> u128 {
 }
 
 /// Columns of the lab record of a partition with `actuators` actuators: time, wall time and
-/// desired, compensated, measured, force and safety state of each actuator.
+/// desired, compensated, measured, force, safety state, noise-free achieved displacement and
+/// noise-free force of each actuator.
 pub fn lab_columns(actuators: usize) -> usize {
-    2 + 5 * actuators
+    2 + LAB_COLUMNS_PER_ACTUATOR * actuators
 }
+
+/// Columns per actuator in the lab record (see [`lab_columns`]).
+pub const LAB_COLUMNS_PER_ACTUATOR: usize = 7;
 
 /// Pacing of the runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -25,7 +25,9 @@ use super::{
 };
 use crate::elements::DofRef;
 use crate::excitation::TimeFunction;
-use crate::model::lab::{ComplianceCompensation, EnergyMode, LabConfig, Regime};
+use crate::model::lab::{
+    ComplianceCompensation, EnergyMode, LabConfig, Regime, LAB_COLUMNS_PER_ACTUATOR,
+};
 use crate::model::Model;
 
 /// Preallocated ring of controller-rate records.
@@ -62,7 +64,8 @@ impl LabRecords {
 
     /// One controller tick's row in the order of [`LabControl::lab_columns`]: simulation and
     /// wall time, then per actuator the desired displacement, the command sent (compensated),
-    /// the measured displacement and force, and the safety state.
+    /// the measured displacement and force, the safety state, and the noise-free achieved
+    /// displacement and force of `truth` (NaN when the transfer system does not know them).
     #[allow(clippy::too_many_arguments)]
     fn push_tick(
         &mut self,
@@ -73,17 +76,21 @@ impl LabRecords {
         achieved: &[f64],
         force: &[f64],
         safety: f64,
+        truth: Option<(&[f64], &[f64])>,
     ) {
         let row = self.push();
         row[0] = t;
         row[1] = wall;
         for (k, c) in cmd.iter().enumerate() {
-            let o = 2 + 5 * k;
+            let o = 2 + LAB_COLUMNS_PER_ACTUATOR * k;
             row[o] = desired(k);
             row[o + 1] = c.d;
             row[o + 2] = achieved[k];
             row[o + 3] = force[k];
             row[o + 4] = safety;
+            let (x, f) = truth.map_or((f64::NAN, f64::NAN), |(x, f)| (x[k], f[k]));
+            row[o + 5] = x;
+            row[o + 6] = f;
         }
     }
 
@@ -139,6 +146,8 @@ struct Recipe {
     inertia: Option<Vec<f64>>,
     k_specimen: Vec<f64>,
     lab_ring: usize,
+    /// The lab.csv header cells, `name[unit]`.
+    columns: Vec<String>,
 }
 
 /// The lab-side restoring-force provider of one physical substructure.
@@ -162,6 +171,9 @@ pub struct LabProvider {
     cmd: Vec<ActuatorCommand>,
     force: Vec<f64>,
     achieved: Vec<f64>,
+    /// Noise-free achieved displacement and force of the last tick (virtual lab).
+    achieved_true: Vec<f64>,
+    force_true: Vec<f64>,
     records: LabRecords,
     event: Option<SafetyEvent>,
     /// Work of the measured force on the commanded prototype displacement since the start
@@ -303,7 +315,30 @@ impl LabProvider {
                 s * s_d / s_f
             })
             .collect();
+        // lab.csv header: specimen units of each actuator's first DOF.
+        let u = &model.units;
+        let mut columns = vec![
+            format!("time[{}]", u.time),
+            format!("wall_time[{}]", u.time),
+        ];
+        for &i in &act {
+            let a = &config.lab.actuators[i];
+            let dof = a.dofs.first().map_or("x", |d| d.1.as_str());
+            let (du, fu) = (u.displacement_unit(dof), u.force_unit(dof));
+            for (what, unit) in [
+                ("desired", &du),
+                ("compensated", &du),
+                ("measured", &du),
+                ("force", &fu),
+                ("safety", &"-".to_string()),
+                ("achieved_true", &du),
+                ("force_true", &fu),
+            ] {
+                columns.push(format!("{what}.{}[{unit}]", a.name));
+            }
+        }
         let recipe = Recipe {
+            columns,
             name: name.to_string(),
             dofs: dofs.to_vec(),
             specimen,
@@ -367,7 +402,7 @@ impl LabProvider {
             })
             .collect();
         let compliance = settings.iter().map(|a| a.compliance_compensation).collect();
-        let ncol = 2 + 5 * na;
+        let ncol = 2 + LAB_COLUMNS_PER_ACTUATOR * na;
         let s_d = cfg.lab.geometric_scale;
         let s_f = cfg.lab.force_scale * cfg.lab.device_multiplier;
         // Default energy bound: ⅛ k̂ u_b², k̂ the largest estimated actuator-space stiffness in
@@ -412,6 +447,8 @@ impl LabProvider {
             cmd: vec![ActuatorCommand::default(); na],
             force: vec![0.0; na],
             achieved: vec![0.0; na],
+            achieved_true: vec![f64::NAN; na],
+            force_true: vec![f64::NAN; na],
             records: LabRecords::new(ncol, recipe.lab_ring),
             event: None,
             work: 0.0,
@@ -476,6 +513,10 @@ impl LabProvider {
         } else {
             0.0
         };
+        let truth = self
+            .safety
+            .inner()
+            .noise_free(&mut self.force_true, &mut self.achieved_true);
         let desired = &self.desired;
         self.records.push_tick(
             t,
@@ -485,6 +526,7 @@ impl LabProvider {
             &self.achieved,
             &self.force,
             tripped,
+            truth.then_some((self.achieved_true.as_slice(), self.force_true.as_slice())),
         );
     }
 
@@ -533,7 +575,9 @@ impl PhysicalSubstructure for LabProvider {
         let mut recorded: Option<u64> = None;
         let mut on_tick = |tick: u64, cmd: &[ActuatorCommand], f: &[f64], x: &[f64]| {
             recorded = Some(tick);
-            records.push_tick(t, tick as f64 * dt_c, |k| cmd[k].d, cmd, x, f, 0.0);
+            // The bumpless start's rows have no noise-free columns (NaN): the safety layer
+            // drives it and does not hand the transfer system to this observer.
+            records.push_tick(t, tick as f64 * dt_c, |k| cmd[k].d, cmd, x, f, 0.0, None);
         };
         let clock = &mut self.clock;
         let mut pace = || {
@@ -698,13 +742,7 @@ impl PhysicalSubstructure for LabProvider {
 
 impl LabControl for LabProvider {
     fn lab_columns(&self) -> Vec<String> {
-        let mut out = vec!["time".to_string(), "wall_time".to_string()];
-        for name in self.actuator_names() {
-            for what in ["desired", "compensated", "measured", "force", "safety"] {
-                out.push(format!("{what}.{name}"));
-            }
-        }
-        out
+        self.recipe.columns.clone()
     }
 
     fn set_tick_clock(&mut self, clock: Box<dyn super::TickClock>) {

@@ -86,6 +86,12 @@ pub trait TransferSystem: Send {
     /// The safety layer tripped: from now on only ramp-down commands (if any) follow. A link
     /// tells its controller. Allocation-free.
     fn on_trip(&mut self) {}
+    /// The noise-free force and achieved displacement of the last tick (before sensor noise,
+    /// ADC and injected sensor faults), when the transfer system knows them (the virtual
+    /// lab); `false` (slices untouched) for hardware and links. Allocation-free.
+    fn noise_free(&self, _force: &mut [f64], _achieved: &mut [f64]) -> bool {
+        false
+    }
 }
 
 /// What a laboratory needs from a front end that builds network transfer systems
@@ -346,5 +352,8 @@ impl<T: TransferSystem + ?Sized> TransferSystem for Box<T> {
     }
     fn on_trip(&mut self) {
         (**self).on_trip()
+    }
+    fn noise_free(&self, force: &mut [f64], achieved: &mut [f64]) -> bool {
+        (**self).noise_free(force, achieved)
     }
 }

@@ -12,6 +12,11 @@
 //! §2.2; 2020, §1). Scaled specimens: specimen displacement = prototype/`geometric_scale`, specimen
 //! force = prototype/`force_scale` (1:2 pier: ×2 and ×4, Abbiati et al. 2020, §3).
 //!
+//! `lab.csv` shows, beside the measured channels, the noise-free ones
+//! ([`TransferSystem::noise_free`]): the achieved displacement as the actuator dynamics left it
+//! (before LVDT noise and ADC) and the specimen's force at the actuator (before load-cell
+//! noise, ADC and injected sensor faults).
+//!
 //! Every random draw is a counter-based function of `(seed, tick, channel)`: a run, a threaded
 //! run and a re-run give the same noise, independent of thread timing.
 
@@ -55,6 +60,8 @@ struct Channel {
     v_prev: f64,
     force: f64,
     achieved: f64,
+    /// The force before noise, ADC and injected sensor faults.
+    force_true: f64,
 }
 
 /// The virtual laboratory.
@@ -115,6 +122,7 @@ impl VirtualLab {
                 v_prev: 0.0,
                 force: 0.0,
                 achieved: 0.0,
+                force_true: 0.0,
             })
             .collect();
         Self {
@@ -219,9 +227,11 @@ impl VirtualLab {
                 )
             });
             if fault == Some(InjectedFaultKind::FrozenSensor) {
+                self.channels[k].force_true = self.fa[k];
                 continue;
             }
             let ch = &mut self.channels[k];
+            ch.force_true = self.fa[k];
             let s = &ch.settings;
             let mut f = self.fa[k];
             if let Some(InjectedFaultKind::Overload { force }) = fault {
@@ -411,6 +421,16 @@ impl TransferSystem for VirtualLab {
 
     fn potential_energy(&self) -> Option<f64> {
         self.specimen.potential_energy()
+    }
+
+    fn noise_free(&self, force: &mut [f64], achieved: &mut [f64]) -> bool {
+        // The piston's displacement as the actuator dynamics left it, and the specimen's
+        // force at the actuator, before noise, ADC and sensor faults.
+        for (k, ch) in self.channels.iter().enumerate() {
+            force[k] = ch.force_true;
+            achieved[k] = ch.x_prev;
+        }
+        true
     }
 
     fn seeds(&self) -> Vec<(String, u64)> {
