@@ -1129,6 +1129,12 @@ fn block_list(
         }
         _ => {}
     }
+    finite_numbers(a, &field, diag)
+}
+
+/// The numbers of the TOML list `a` at `field`, each finite; the first problem is recorded at
+/// `field[i]` and gives `None`.
+fn finite_numbers(a: &[toml::Value], field: &str, diag: &mut Diagnostics) -> Option<Vec<f64>> {
     let mut out = Vec::with_capacity(a.len());
     for (i, x) in a.iter().enumerate() {
         match toml_number(x) {
@@ -1506,27 +1512,7 @@ fn transfer_function(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> Actuat
             );
             return None;
         }
-        let mut out = Vec::with_capacity(a.len());
-        for (i, x) in a.iter().enumerate() {
-            match toml_number(x) {
-                Some(x) if x.is_finite() => out.push(x),
-                Some(x) => {
-                    diag.push(
-                        format!("{field}[{i}]"),
-                        format!("must be finite, found {x}"),
-                    );
-                    return None;
-                }
-                None => {
-                    diag.push(
-                        format!("{field}[{i}]"),
-                        format!("must be a number, found {}", x.type_str()),
-                    );
-                    return None;
-                }
-            }
-        }
-        Some(out)
+        finite_numbers(a, &field, diag)
     };
     let num = list("num", diag);
     let den = list("den", diag);
