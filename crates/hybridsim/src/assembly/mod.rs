@@ -65,6 +65,30 @@ pub enum Grouping {
 }
 
 /// Build the partitions of `model`. Rayleigh damping is added as one extra damping element per
+/// The Rayleigh damping `C = α M_R + β K_R` of substructure `name` over `dofs` as one linear
+/// damping element (`rayleigh@name`), in the `(name, element, initial state)` form of the
+/// partition builders; none when `C` vanishes.
+pub(crate) fn rayleigh_element(
+    name: &str,
+    dofs: &[DofRef],
+    m_r: &DMatrix<f64>,
+    k_r: &DMatrix<f64>,
+    (alpha, beta): (f64, f64),
+) -> Option<(String, ElementRef, Vec<f64>)> {
+    let n = dofs.len();
+    let c = m_r * alpha + k_r * beta;
+    (c.amax() > 0.0).then(|| {
+        let element: ElementRef = Arc::new(LinearSuperelement::new(
+            dofs.to_vec(),
+            DMatrix::zeros(n, n),
+            c,
+            DMatrix::zeros(n, n),
+            None,
+        ));
+        (format!("rayleigh@{name}"), element, Vec::new())
+    })
+}
+
 /// partition over the participating elements.
 pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partition>, ModelError> {
     let groups: Vec<(String, bool, Vec<usize>)> = match grouping {
@@ -135,21 +159,8 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
                 inst.initial_state.clone(),
             ));
         }
-        if let (Some((alpha, beta)), true) = (rayleigh, any_rayleigh) {
-            let c = m_r * alpha + k_r * beta;
-            if c.amax() > 0.0 {
-                numerical.push((
-                    format!("rayleigh@{name}"),
-                    Arc::new(LinearSuperelement::new(
-                        dofs.clone(),
-                        DMatrix::zeros(n, n),
-                        c,
-                        DMatrix::zeros(n, n),
-                        None,
-                    )),
-                    Vec::new(),
-                ));
-            }
+        if let (Some(coefficients), true) = (rayleigh, any_rayleigh) {
+            numerical.extend(rayleigh_element(name, &dofs, &m_r, &k_r, coefficients));
         }
         let estimate = if *physical {
             model

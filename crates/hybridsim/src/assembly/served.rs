@@ -28,11 +28,10 @@
 //! Nothing here does I/O; `set_trial`, `force`, `tangent` and `commit` do not allocate.
 
 use super::{collect_dofs, rayleigh_coefficients};
-use crate::elements::{ElementDriver, ElementRef, LinearSuperelement};
+use crate::elements::{ElementDriver, ElementRef};
 use crate::model::{Model, Role};
 use crate::physical::{PhysicalPort, SpecimenElement};
 use nalgebra::DMatrix;
-use std::sync::Arc;
 
 /// Why a served call was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -243,21 +242,14 @@ impl ServedSubstructure {
             ));
         }
         let rayleigh = rayleigh_coefficients(model).map_err(|e| e.to_string())?;
-        if let (Some((alpha, beta)), true) = (rayleigh, any_rayleigh) {
-            let c = m_r * alpha + k_r * beta;
-            if c.amax() > 0.0 {
-                numerical.push((
-                    format!("rayleigh@{name}"),
-                    Arc::new(LinearSuperelement::new(
-                        served.clone(),
-                        DMatrix::zeros(n, n),
-                        c,
-                        DMatrix::zeros(n, n),
-                        None,
-                    )),
-                    Vec::new(),
-                ));
-            }
+        if let (Some(coefficients), true) = (rayleigh, any_rayleigh) {
+            numerical.extend(super::rayleigh_element(
+                name,
+                &served,
+                &m_r,
+                &k_r,
+                coefficients,
+            ));
         }
         let mut k0 = vec![0.0; n * n];
         let mut c0 = vec![0.0; n * n];
