@@ -522,7 +522,6 @@ fn the_connector_builds_a_remote_site() {
         link: Some(settings(addr, RemotePeer::ElementServer, false, 1.0)),
         actuators: vec!["a".into(), "b".into()],
         dt_c: 1e-3,
-        transformation: vec![1.0, 0.0, 0.0, 1.0],
     };
     let mut t = NetConnector.connect(&request).expect("connect");
     assert_eq!(t.n_actuators(), 2);

@@ -918,12 +918,8 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     }
     let mut parts = build_partitions(model, Grouping::Partitioned)
         .map_err(|e| StartError::Model(e.to_string()))?;
-    for part in parts.iter_mut() {
-        if let Some(lab) = part.lab_mut() {
-            hybridsim::physical::transfer::connect_lab(lab, opts.connector.as_deref())
-                .map_err(StartError::Model)?;
-        }
-    }
+    hybridsim::integrators::connect_labs(&mut parts, opts.connector.as_deref())
+        .map_err(StartError::Model)?;
     // With wall-clock pacing the bumpless start (inside the consistent start of PG-α, before
     // the test clock) goes out one command per controller tick too; and a start that would be
     // refused for lack of real-time scheduling is refused before it commands anything.

@@ -149,6 +149,21 @@ impl StepClock {
     }
 }
 
+/// Connect the laboratories of `parts` whose transfer system is on the network with
+/// `connector` ([`crate::physical::transfer::connect_lab`]), before an integrator is built on
+/// them (its consistent start measures them at rest).
+pub fn connect_labs(
+    parts: &mut [Partition],
+    connector: Option<&dyn crate::physical::transfer::TransferConnector>,
+) -> Result<(), String> {
+    for part in parts.iter_mut() {
+        if let Some(lab) = part.lab_mut() {
+            crate::physical::transfer::connect_lab(lab, connector)?;
+        }
+    }
+    Ok(())
+}
+
 /// [`TimeIntegrator::for_each_lab`] over a set of partitions.
 pub(crate) fn labs_of(parts: &mut [Partition], f: &mut dyn FnMut(usize, &mut dyn LabControl)) {
     for (k, p) in parts.iter_mut().enumerate() {
@@ -327,12 +342,8 @@ pub fn build_with(
         }
         IntegratorKind::PgAlpha => {
             let mut parts = build_partitions(model, Grouping::Partitioned)?;
-            for part in parts.iter_mut() {
-                if let Some(lab) = part.lab_mut() {
-                    crate::physical::transfer::connect_lab(lab, connector)
-                        .map_err(|e| ModelError::single(&model.source, "lab.link", e))?;
-                }
-            }
+            connect_labs(&mut parts, connector)
+                .map_err(|e| ModelError::single(&model.source, "lab.link", e))?;
             Box::new(PgAlpha::new(parts, &settings).map_err(err)?)
         }
     })

@@ -842,7 +842,6 @@ impl LabControl for LabProvider {
             link: lab.link.clone(),
             actuators: self.actuator_names(),
             dt_c: self.dt_c,
-            transformation: self.recipe.t.clone(),
         }
     }
 

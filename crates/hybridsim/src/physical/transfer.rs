@@ -108,9 +108,6 @@ pub struct TransferRequest {
     pub actuators: Vec<String>,
     /// Controller tick Δt^C, s of wall clock.
     pub dt_c: f64,
-    /// The actuators' displacement over the partition DOFs `d = T u` (row-major, actuators ×
-    /// DOFs), for transfer systems that speak in DOFs.
-    pub transformation: Vec<f64>,
 }
 
 /// Builds the network transfer systems of laboratories (implemented by the front end that
