@@ -7,7 +7,9 @@
 //!   controller rate (the spacing of its `wall_time` column);
 //! - the response criteria from results.csv of both folders, aligned on their `time` column
 //!   (the same time steps are required): for each response column, the normalized RMS error
-//!   (J4…) and the normalized peak error (…J9 for three columns). By default every
+//!   and the normalized peak error, numbered as the benchmark does for its three storeys (the
+//!   first column, the tested storey: J4 and J5; the others: J6, J7 RMS and J8, J9 peak). By
+//!   default every
 //!   displacement column (`u.…`) whose reference is not zero everywhere; `--response` picks
 //!   columns by name (without the `[unit]`), in the order given.
 //!
