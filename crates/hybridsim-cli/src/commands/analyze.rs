@@ -331,6 +331,7 @@ fn spectral(a: SpectralArgs) -> Result<ExitCode> {
         "mode_omegas": r.mode_omegas,
         "estimate_ratio": r.estimate_ratio,
         "delay_ticks": r.delay_ticks,
+        "linearized_at_rest": r.linearized_elements,
         "state_length": r.state_len,
         "max_rho": r.max_rho(),
         "max_rho_without_drift": r.max_rho_without_drift(),
@@ -424,6 +425,12 @@ fn spectral(a: SpectralArgs) -> Result<ExitCode> {
         r.reference_label,
         r.state_len
     );
+    if !r.linearized_elements.is_empty() {
+        println!(
+            "nonlinear elements analysed through their tangent at rest (initial stiffness): {}",
+            r.linearized_elements.join(", ")
+        );
+    }
     println!(
         "max spectral radius {:.12}, without drift modes {:.12}; drift modes {}",
         r.max_rho(),

@@ -92,7 +92,7 @@ fn run_to(model: &Model, dt: f64, until: f64) -> Result<Vec<(DofRef, f64)>, Anal
             format!("{until} is not a whole multiple of the time step {dt}"),
         ));
     }
-    let mut m = model.clone();
+    let mut m = super::numerical_twin(model);
     m.analysis.time_step = dt;
     m.analysis.duration = until;
     let mut integ = integrators::build(&m)?;
@@ -148,6 +148,7 @@ fn exact_available(model: &Model, linear: bool) -> bool {
     linear
         && model.loads.is_empty()
         && model.ground_motions.is_empty()
+        && super::imposed_motions_at_rest(model)
         && model.elements.iter().all(|e| e.element.n_states() == 0)
 }
 
@@ -189,7 +190,8 @@ pub fn convergence(
                     model,
                     "reference",
                     "the exact reference needs a linear model in free vibration (no load, no \
-                     ground motion, no element with extra states); use the fine reference",
+                     ground motion, no moving imposed motion, no element with extra states); use \
+                     the fine reference",
                 ));
             }
             true
@@ -210,21 +212,51 @@ pub fn convergence(
             .fold(f64::INFINITY, f64::min);
         let dt_ref = dt_min / opts.fine_factor.max(1) as f64;
         let mut m = model.clone();
-        m.analysis.integrator = IntegratorKind::MgAlpha;
-        m.analysis.rho_inf = 1.0;
-        m.analysis.corrections = if linear { 1 } else { 3 };
-        (
-            run_to(&m, dt_ref, opts.until)?,
-            format!(
-                "monolithic trapezoidal rule (MG-α, ρ∞ = 1, {} correction(s)) with Δt = {dt_ref:e}",
-                m.analysis.corrections
-            ),
-        )
+        if model.imposed_motions.is_empty() {
+            m.analysis.integrator = IntegratorKind::MgAlpha;
+            m.analysis.rho_inf = 1.0;
+            m.analysis.corrections = if linear { 1 } else { 3 };
+            (
+                run_to(&m, dt_ref, opts.until)?,
+                format!(
+                    "monolithic trapezoidal rule (MG-α, ρ∞ = 1, {} correction(s)) with Δt = {dt_ref:e}",
+                    m.analysis.corrections
+                ),
+            )
+        } else {
+            // Imposed motions are prescribed by the LLM scheme only (massless supports make the
+            // monolithic D singular): the reference is the scheme itself at the fine step
+            // (self-convergence).
+            if !linear {
+                m.analysis.corrections = m.analysis.corrections.max(3);
+            }
+            (
+                run_to(&m, dt_ref, opts.until)?,
+                format!(
+                    "the same scheme at Δt = {dt_ref:e} (self-convergence: the imposed motions \
+                     need a scheme that prescribes them)"
+                ),
+            )
+        }
     };
-    let scale = reference
-        .iter()
-        .fold(0.0f64, |m, (_, u)| m.max(u.abs()))
-        .max(f64::MIN_POSITIVE);
+    let scale = reference.iter().fold(0.0f64, |m, (_, u)| m.max(u.abs()));
+    if scale == 0.0 || !scale.is_finite() {
+        return Err(AnalysisError::input(
+            model,
+            "until",
+            format!(
+                "the reference displacements at t = {} are {}: nothing to measure the error \
+                 against (give an initial displacement or velocity, a load or a ground motion \
+                 that acts before then, or a later --until)",
+                opts.until,
+                if scale == 0.0 {
+                    "all zero"
+                } else {
+                    "not finite"
+                }
+            ),
+        ));
+    }
     let mut errors = Vec::new();
     let mut scheme = String::new();
     for dt in &opts.time_steps {
@@ -238,7 +270,7 @@ pub fn convergence(
         }
         errors.push((*dt, e));
         if scheme.is_empty() {
-            let mut m = model.clone();
+            let mut m = super::numerical_twin(model);
             m.analysis.time_step = *dt;
             scheme = integrators::build(&m)?.name().to_string();
         }

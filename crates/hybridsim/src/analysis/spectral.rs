@@ -161,6 +161,9 @@ pub struct SpectralReport {
     pub points: Vec<SpectralPoint>,
     /// Tolerance of the stability flag.
     pub tolerance: f64,
+    /// Nonlinear elements analysed through their tangent at rest
+    /// ([`super::linearized_at_rest`]); empty for a linear model.
+    pub linearized_elements: Vec<String>,
 }
 
 impl SpectralReport {
@@ -189,9 +192,10 @@ impl SpectralReport {
     }
 }
 
-/// Undamped circular frequencies of the linearized coupled model, ascending.
+/// Undamped circular frequencies of the linearized coupled model, ascending, with the
+/// imposed-motion DOFs restrained (as the scheme's homogeneous problem has them).
 pub fn mode_omegas(model: &Model) -> Result<Vec<f64>, AnalysisError> {
-    let lin = linearize(model);
+    let lin = linearize(&super::free_vibration(model));
     let modes = crate::modal::modes(&lin.m, &lin.k)
         .map_err(|e| AnalysisError::input(model, "element", format!("no modes: {e}")))?;
     Ok(modes.omega)
@@ -617,7 +621,27 @@ pub fn eigenvalues(a: &DMatrix<f64>) -> Option<Vec<Complex<f64>>> {
     None
 }
 
-/// Analyse one amplification matrix at Ω (`omega`) with time step `dt`.
+/// The principal root of each mode at the previous Ω of a sweep, `(Ω_i, λ)`, for the
+/// continuation that follows every principal root from Ω → 0.
+type Followed = Vec<Option<(f64, Complex<f64>)>>;
+
+/// Where the principal root of a mode is expected at `Ω_i = om`: the exact root `e^{iΩ_i}` when
+/// nothing was followed yet (Ω → 0, where the principal root of a consistent scheme tends to it),
+/// else the previous root `λ_prev` carried to `om` as `λ_prev^(om/Ω_prev)` (a root whose
+/// frequency and damping errors change slowly with Ω moves that way along the sweep).
+fn predicted_root(om: f64, previous: Option<(f64, Complex<f64>)>) -> Complex<f64> {
+    match previous {
+        Some((om_prev, l)) if om_prev > 0.0 && l.norm() > 0.0 => {
+            let r = om / om_prev;
+            let (modulus, arg) = (l.norm(), l.arg().abs());
+            Complex::from_polar(modulus.powf(r), (arg * r).min(std::f64::consts::PI))
+        }
+        _ => Complex::new(om.cos(), om.sin()),
+    }
+}
+
+/// Analyse one amplification matrix at Ω (`omega`) with time step `dt`; `followed` carries the
+/// principal roots from the previous (smaller) Ω of the sweep and is updated.
 fn analyse_point(
     a: &DMatrix<f64>,
     integrator: &mut dyn TimeIntegrator,
@@ -625,6 +649,7 @@ fn analyse_point(
     dt: f64,
     mode_omegas: &[f64],
     tolerance: f64,
+    followed: &mut Followed,
 ) -> Option<SpectralPoint> {
     let lambdas = eigenvalues(a)?;
     let n_drift = drift_modes(a, integrator);
@@ -648,7 +673,7 @@ fn analyse_point(
         if *w <= 0.0 || om > std::f64::consts::PI {
             continue;
         }
-        let target = Complex::new(om.cos(), om.sin());
+        let target = predicted_root(om, followed.get(mi).copied().flatten());
         let best = roots
             .iter()
             .enumerate()
@@ -659,6 +684,9 @@ fn analyse_point(
         let lambda = roots[i].0;
         if roots[i].1 == RootKind::Other {
             roots[i].1 = RootKind::Principal(mi + 1);
+        }
+        if let Some(slot) = followed.get_mut(mi) {
+            *slot = Some((om, Complex::new(lambda.re, lambda.im.abs())));
         }
         let omega_bar = lambda.arg().abs();
         let zeta_bar = -lambda.norm().ln() / omega_bar;
@@ -744,6 +772,8 @@ pub fn spectral_sweep(
             "the sweep needs positive, finite values of Ω = ωΔt",
         ));
     }
+    let (linearized, linearized_elements) = super::linearized_at_rest(model);
+    let model = &linearized;
     let omegas_modes = mode_omegas(model)?;
     let (reference_omega, reference_label) = match opts.reference {
         FrequencyReference::Mode(i) => {
@@ -771,30 +801,59 @@ pub fn spectral_sweep(
             format!("the reference frequency must be positive, found {reference_omega} (a rigid-body mode?)"),
         ));
     }
-    let mut points = Vec::new();
+    // The principal root of each mode is followed continuously from Ω → 0: the sweep is
+    // analysed in increasing Ω, preceded by tracking-only points from Ω = 0.01 when it starts
+    // higher (at large Ω a spurious root can lie closer to e^{iΩ} than the principal root does:
+    // the generalized-α spurious root near −ρ∞ does so from Ω ≈ 2.45 at ρ∞ = 1).
+    let mut order: Vec<usize> = (0..opts.omegas.len()).collect();
+    order.sort_by(|i, j| opts.omegas[*i].total_cmp(&opts.omegas[*j]));
+    let first = opts.omegas[order[0]];
+    let start = 1e-2;
+    let mut lead_in = Vec::new();
+    if first > start * 1.5 {
+        let n = ((first / start).ln() / 1.2f64.ln()).ceil() as usize;
+        lead_in = log_sweep(start, first, n.max(2) + 1);
+        lead_in.pop();
+    }
+    let mut followed: Followed = vec![None; omegas_modes.len()];
+    let mut points: Vec<Option<SpectralPoint>> = vec![None; opts.omegas.len()];
     let mut state_len = 0;
     let mut scheme = String::new();
-    for (k, om) in opts.omegas.iter().enumerate() {
+    let steps: Vec<(Option<usize>, f64)> = lead_in
+        .iter()
+        .map(|o| (None, *o))
+        .chain(order.iter().map(|k| (Some(*k), opts.omegas[*k])))
+        .collect();
+    for (n, (slot, om)) in steps.into_iter().enumerate() {
         let dt = om / reference_omega;
         let mut integ = build_for_analysis(model, dt, opts)?;
         let a = amplification_matrix(integ.as_mut())?;
-        if k == 0 {
+        if n == 0 {
             check_linear_step(model, &a, integ.as_mut())?;
             state_len = a.nrows();
             scheme = integ.name().to_string();
         }
-        let point = analyse_point(&a, integ.as_mut(), *om, dt, &omegas_modes, opts.tolerance)
-            .ok_or_else(|| {
-                AnalysisError::input(
-                    model,
-                    "omega",
-                    format!(
-                        "the eigenvalues of the amplification matrix at Ω = {om} did not converge"
-                    ),
-                )
-            })?;
-        points.push(point);
+        let point = analyse_point(
+            &a,
+            integ.as_mut(),
+            om,
+            dt,
+            &omegas_modes,
+            opts.tolerance,
+            &mut followed,
+        )
+        .ok_or_else(|| {
+            AnalysisError::input(
+                model,
+                "omega",
+                format!("the eigenvalues of the amplification matrix at Ω = {om} did not converge"),
+            )
+        })?;
+        if let Some(k) = slot {
+            points[k] = Some(point);
+        }
     }
+    let points: Vec<SpectralPoint> = points.into_iter().flatten().collect();
     Ok(SpectralReport {
         scheme,
         rho_inf: model.analysis.rho_inf,
@@ -807,6 +866,7 @@ pub fn spectral_sweep(
         state_len,
         points,
         tolerance: opts.tolerance,
+        linearized_elements,
     })
 }
 

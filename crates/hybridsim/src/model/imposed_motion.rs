@@ -63,6 +63,11 @@ pub struct PiecewiseCubic {
 }
 
 impl PiecewiseCubic {
+    /// Whether the displacement is zero at every time (every coefficient zero).
+    pub fn is_zero(&self) -> bool {
+        self.c.iter().all(|c| c.iter().all(|x| *x == 0.0))
+    }
+
     /// Exact double integral of piecewise-linear accelerations `a` at times `t`, starting at
     /// rest at the origin at `t[0]`.
     pub fn from_accelerations(t: &[f64], a: &[f64]) -> Self {
@@ -203,6 +208,15 @@ pub enum MotionHistory {
 }
 
 impl MotionHistory {
+    /// Whether the prescribed motion is zero at every time (a support held at rest), so that
+    /// the model with the DOF fixed has the same response.
+    pub fn is_zero(&self) -> bool {
+        match self {
+            Self::Sine { amplitude, .. } | Self::RampedSine { amplitude, .. } => *amplitude == 0.0,
+            Self::Sampled(p) => p.is_zero(),
+        }
+    }
+
     /// Displacement sine `A sin(2π f t)` (`amplitude` in length units, `frequency` in 1/time).
     pub fn sine(amplitude: f64, frequency: f64) -> Self {
         Self::Sine {
