@@ -311,7 +311,7 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
                 inst.initial_state.clone(),
             ));
             if inst.rayleigh {
-                if let Some(k) = inst.element.linear_stiffness() {
+                if let Some(k) = crate::elements::rayleigh_stiffness(inst.element.as_ref()) {
                     scatter(&mut k_r, &k, &map);
                 }
                 if let Some(m) = inst.element.mass() {

@@ -149,7 +149,7 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
                 if let Some(m) = inst.element.mass() {
                     scatter(&mut m_r, &m, &map);
                 }
-                if let Some(k) = inst.element.linear_stiffness() {
+                if let Some(k) = crate::elements::rayleigh_stiffness(inst.element.as_ref()) {
                     scatter(&mut k_r, &k, &map);
                 }
             }
@@ -258,7 +258,7 @@ pub fn linearize(model: &Model) -> LinearizedModel {
             if let Some(me) = inst.element.mass() {
                 scatter(&mut m_rayleigh, &me, &map);
             }
-            if let Some(ke) = inst.element.linear_stiffness() {
+            if let Some(ke) = crate::elements::rayleigh_stiffness(inst.element.as_ref()) {
                 scatter(&mut k_rayleigh, &ke, &map);
             }
         }

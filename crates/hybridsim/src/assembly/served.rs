@@ -231,7 +231,7 @@ impl ServedSubstructure {
                 if let Some(m) = inst.element.mass() {
                     scatter(&mut m_r, &m);
                 }
-                if let Some(k) = inst.element.linear_stiffness() {
+                if let Some(k) = crate::elements::rayleigh_stiffness(inst.element.as_ref()) {
                     scatter(&mut k_r, &k);
                 }
             }

@@ -127,6 +127,21 @@ impl<T: Element + Clone + 'static> ElementClone for T {
     }
 }
 
+/// The stiffness that stiffness-proportional Rayleigh damping `β K` uses for an element: its
+/// constant stiffness when linear, else its initial stiffness `K0` at rest (extra states
+/// condensed, [`driver::initial_matrices`]), as OpenSees's `rayleigh` with `βK_init` does for a
+/// hysteretic element. `None` for an element without stiffness (a mass, a dashpot).
+pub fn rayleigh_stiffness(element: &dyn Element) -> Option<DMatrix<f64>> {
+    if let Some(k) = element.linear_stiffness() {
+        return Some(k);
+    }
+    if element.mass().is_some() || element.linear_damping().is_some() {
+        return None;
+    }
+    let (k0, _) = driver::initial_matrices(element);
+    (k0.amax() > 0.0).then_some(k0)
+}
+
 /// An element of a substructure (see the module docs for the sign conventions).
 pub trait Element: Send + Sync + fmt::Debug + ElementClone {
     /// Registry name of the element kind (`spring`, `mass`, …).
