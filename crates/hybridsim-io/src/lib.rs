@@ -15,6 +15,7 @@
 
 pub mod csv;
 mod folder;
+pub mod inputs;
 pub mod lab;
 mod results;
 mod rowfile;
@@ -96,6 +97,8 @@ pub struct LoadedModel {
     pub text: String,
     /// SHA-256 of the text, hex.
     pub sha256: String,
+    /// SHA-256 of each ground-motion record file: `(path as written, hash)`.
+    pub record_sha256: Vec<(String, String)>,
 }
 
 /// Read and validate a model file.
@@ -110,13 +113,15 @@ pub fn load_model(path: &Path) -> Result<LoadedModel, ModelError> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    let model = Model::from_toml(&text, &name, &FolderResolver { base })?;
+    let model = Model::from_toml(&text, &name, &FolderResolver { base: base.clone() })?;
     let sha256 = hex(&Sha256::digest(text.as_bytes()));
+    let record_sha256 = inputs::record_hashes(&model, &base);
     Ok(LoadedModel {
         model,
         path: path.to_path_buf(),
         text,
         sha256,
+        record_sha256,
     })
 }
 

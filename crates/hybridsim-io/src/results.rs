@@ -661,9 +661,8 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
         "substructures": parts,
         "interface": interface,
         "rayleigh": rayleigh.map(|(alpha, beta)| json!({"alpha": alpha, "beta": beta})),
-        "ground_motions": m.ground_motions.iter().map(|g| json!({
-            "direction": g.direction, "description": g.description, "pga_g": g.pga_g, "seed": g.seed,
-        })).collect::<Vec<_>>(),
+        "ground_motions": crate::inputs::ground_motion_json(m, &loaded.record_sha256),
+        "warnings": crate::inputs::warnings_json(m),
         "random_seeds": seeds,
         "status": status,
         "error": error,
@@ -818,6 +817,7 @@ pub fn run_to_folder_with(
     let model_copy = folder.join("model.toml");
     let files = (|| {
         std::fs::write(&model_copy, &loaded.text).map_err(io_err(&model_copy))?;
+        crate::inputs::write_ground_motions(folder, &loaded.model).map_err(io_err(folder))?;
         let results = RowFile::create(&factory, &csv_path, &header).map_err(io_err(&csv_path))?;
         let mut labs = Vec::new();
         for (i, (_, name, cols)) in lab_parts.iter().enumerate() {

@@ -206,6 +206,8 @@ pub struct RunOptions {
     pub model_text: Option<String>,
     /// Model hash for run.json.
     pub model_sha256: Option<String>,
+    /// SHA-256 of each ground-motion record file, `(path as written, hash)`, for run.json.
+    pub record_sha256: Vec<(String, String)>,
     /// Operator abort (Ctrl-C): checked every coarse step; takes the safety path.
     pub abort: Arc<AtomicBool>,
     /// Keep every results row in memory (tests).
@@ -253,6 +255,7 @@ impl Default for RunOptions {
             folder: None,
             model_text: None,
             model_sha256: None,
+            record_sha256: Vec::new(),
             abort: Arc::new(AtomicBool::new(false)),
             keep_rows: false,
             results_ring: None,
@@ -1060,6 +1063,7 @@ pub fn run_integrator(
             let p = f.join("model.toml");
             std::fs::write(&p, text).map_err(io(&p))?;
         }
+        hybridsim_io::inputs::write_ground_motions(f, model).map_err(io(f))?;
     }
     let results_file = DiskFile::create(
         opts.folder.as_ref().map(|f| f.join("results.csv")),
@@ -2007,7 +2011,9 @@ fn base_json(
         "pacing": if realtime { "realtime" } else { "fast" },
         "time_scale": hybridsim_io::lab::time_scale_json(&lab.lab),
         "lab": lab_fields,
-        "random_seeds": seeds,
+    "random_seeds": seeds,
+        "ground_motions": hybridsim_io::inputs::ground_motion_json(model, &opts.record_sha256),
+        "warnings": hybridsim_io::inputs::warnings_json(model),
         "status": "running",
         "watchdog": {
             "seconds": grace.as_secs_f64(),

@@ -61,6 +61,7 @@ impl std::error::Error for ModelError {}
 pub struct Diagnostics {
     file: String,
     issues: Vec<ModelIssue>,
+    warnings: Vec<ModelIssue>,
 }
 
 impl Diagnostics {
@@ -69,7 +70,23 @@ impl Diagnostics {
         Self {
             file: file.into(),
             issues: Vec::new(),
+            warnings: Vec::new(),
         }
+    }
+
+    /// Record a warning at `field`: a value that is valid but probably not meant (a PGA of
+    /// 3 g, a run longer than its record). Warnings never stop a model from loading.
+    pub fn warn(&mut self, field: impl Into<String>, reason: impl Into<String>) {
+        self.warnings.push(ModelIssue {
+            file: self.file.clone(),
+            field: field.into(),
+            reason: reason.into(),
+        });
+    }
+
+    /// The warnings recorded so far, taken out.
+    pub fn take_warnings(&mut self) -> Vec<ModelIssue> {
+        std::mem::take(&mut self.warnings)
     }
 
     /// The file the problems are reported against.

@@ -3,6 +3,7 @@ mod common;
 use common::*;
 use hybridsim::assembly::{linearize, rayleigh_coefficients};
 use hybridsim::modal;
+use hybridsim::model::SourceResolver;
 
 const FRAME: &str = r#"
 [[node]]
@@ -252,4 +253,69 @@ fn a_seeded_synthetic_record_is_reproducible_and_recorded() {
     let (ra, rb, rc) = (run_bits(a), run_bits(b), run_bits(c));
     assert_eq!(ra, rb);
     assert_ne!(ra, rc);
+}
+
+/// Issue 18: plausible-but-probably-wrong values load with a warning that names the field: a
+/// PGA of 3 g (meant 0.3), a run longer than its record, a time step coarser than the record's
+/// samples. A plain model has none.
+#[test]
+fn implausible_ground_motions_draw_warnings_at_their_fields() {
+    let text = |pga: f64, dt: f64, duration: f64| {
+        format!(
+            r#"
+[[node]]
+id = 1
+dofs = ["x"]
+[[element]]
+type = "mass"
+node = 1
+mass = 1.0
+[[element]]
+type = "spring"
+nodes = [1]
+dof = "x"
+k = 100.0
+[[ground_motion]]
+direction = "x"
+record = "elcentro.txt"
+record_units = "g"
+pga = {pga}
+[analysis]
+integrator = "mg-alpha"
+time_step = {dt}
+duration = {duration}
+"#
+        )
+    };
+    struct Record;
+    impl SourceResolver for Record {
+        fn read_to_string(&self, _: &str) -> Result<String, String> {
+            // 10 s at 0.01 s, peak 0.2 g.
+            Ok((0..=1000)
+                .map(|k| format!("{} {}\n", k as f64 * 0.01, 0.2 * (k as f64 * 0.3).sin()))
+                .collect())
+        }
+    }
+    let load = |t: String| hybridsim::Model::from_toml(&t, "gm.toml", &Record).unwrap();
+    let fine = load(text(0.3, 0.005, 10.0));
+    assert!(fine.warnings.is_empty(), "{:?}", fine.warnings);
+    let src = fine.ground_motions[0].record.as_ref().unwrap();
+    assert_eq!(src.path, "elcentro.txt");
+    assert_eq!(src.dt, Some(0.01));
+    let m = load(text(3.0, 0.02, 12.0));
+    let fields: Vec<&str> = m.warnings.iter().map(|w| w.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        vec![
+            "ground_motion[0].pga",
+            "analysis.duration",
+            "ground_motion[0].record"
+        ],
+        "{:?}",
+        m.warnings
+    );
+    assert!(m.warnings[0].reason.contains("3.000 g") && m.warnings[0].reason.contains("0.3"));
+    assert!(m.warnings[1].reason.contains("free vibration"));
+    assert!(m.warnings[2].reason.contains("coarser"));
+    assert_eq!(m.warnings[0].file, "gm.toml");
 }

@@ -14,12 +14,17 @@ pub mod signals;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 
-/// Read and validate a model file, with the file's problems as the error.
+/// Read and validate a model file, with the file's problems as the error; its plausibility
+/// warnings (valid values that are probably not meant) go to standard error.
 pub fn load(path: &Path) -> Result<hybridsim_io::LoadedModel> {
     if !path.exists() {
         bail!("{}: no such model file", path.display());
     }
-    hybridsim_io::load_model(path)
+    let loaded = hybridsim_io::load_model(path)
         .map_err(|e| anyhow::anyhow!("{e}"))
-        .with_context(|| format!("reading {}", path.display()))
+        .with_context(|| format!("reading {}", path.display()))?;
+    for w in &loaded.model.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(loaded)
 }

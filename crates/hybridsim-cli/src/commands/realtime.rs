@@ -137,6 +137,7 @@ pub fn run_lab(
         folder: Some(folder.to_path_buf()),
         model_text: Some(loaded.text.clone()),
         model_sha256: Some(loaded.sha256.clone()),
+        record_sha256: loaded.record_sha256.clone(),
         abort,
         max_steps,
         require_realtime: scheduling.require_realtime,

@@ -5,7 +5,7 @@ use super::finite_positive;
 use super::schema::{GroundMotionSpec, SyntheticSpec};
 use crate::error::Diagnostics;
 use crate::excitation::{self, KanaiTajimi, TimeFunction, TimeSeries};
-use crate::model::{GroundMotion, SourceResolver};
+use crate::model::{GroundMotion, RecordSource, SourceResolver};
 use crate::units::Units;
 use std::collections::BTreeMap;
 
@@ -74,6 +74,7 @@ fn ground_motion(
             return None;
         }
     }
+    let mut source = None;
     let (mut series_g, description, seed) = match (&gm.record, &gm.synthetic) {
         (Some(_), Some(_)) | (None, None) => {
             diag.push(f, "give exactly one of `record` or `synthetic`");
@@ -89,12 +90,18 @@ fn ground_motion(
             }
             synthetic(s, f, diag)?
         }
-        (Some(path), None) => (
-            record(path, gm.record_units.as_deref(), f, g, files, diag)?,
-            format!("record {path}"),
-            None,
-        ),
+        (Some(path), None) => {
+            let series = record(path, gm.record_units.as_deref(), f, g, files, diag)?;
+            source = Some(RecordSource {
+                path: path.clone(),
+                dt: series.dt(),
+                end_time: series.end_time(),
+                scale: 1.0,
+            });
+            (series, format!("record {path}"), None)
+        }
     };
+    let raw_peak = series_g.peak_abs();
     if let Some(p) = gm.pga {
         if let Err(e) = series_g.scaled_to_peak(p) {
             diag.push(format!("{f}.pga"), e.to_string());
@@ -104,6 +111,29 @@ fn ground_motion(
         series_g.scale(s);
     }
     let pga_g = series_g.peak_abs();
+    if let Some(src) = source.as_mut() {
+        src.scale = if raw_peak > 0.0 {
+            pga_g / raw_peak
+        } else {
+            1.0
+        };
+    }
+    if pga_g > PLAUSIBLE_PGA_G {
+        let field = if gm.pga.is_some() {
+            format!("{f}.pga")
+        } else if gm.scale.is_some() {
+            format!("{f}.scale")
+        } else {
+            format!("{f}.record")
+        };
+        diag.warn(
+            field,
+            format!(
+                "the peak ground acceleration is {pga_g:.3} g, above {PLAUSIBLE_PGA_G} g (the \
+                 strongest records reach about 2 g); `pga` is in g: 0.3 means 0.3 g"
+            ),
+        );
+    }
     series_g.scale(g);
     Some(GroundMotion {
         direction: gm.direction.clone(),
@@ -111,7 +141,49 @@ fn ground_motion(
         description,
         seed,
         pga_g,
+        record: source,
     })
+}
+
+/// Peak ground accelerations above this (in g) draw a warning: a slip of the decimal point
+/// (`pga = 3.0` for 0.3 g) rather than a record.
+pub const PLAUSIBLE_PGA_G: f64 = 2.0;
+
+/// Warnings of the ground motions against the analysis: a run longer than a record (the rest
+/// is free vibration under zero acceleration) and a time step coarser than the record's
+/// (samples skipped, peaks lost).
+pub(super) fn check_against_analysis(
+    motions: &[GroundMotion],
+    time_step: f64,
+    duration: f64,
+    diag: &mut Diagnostics,
+) {
+    for (i, gm) in motions.iter().enumerate() {
+        let Some(src) = &gm.record else { continue };
+        let f = format!("ground_motion[{i}].record");
+        if duration > src.end_time * (1.0 + 1e-9) + 1e-12 {
+            diag.warn(
+                "analysis.duration",
+                format!(
+                    "{duration} is longer than the record `{}` ({} to its last sample): the rest \
+                     of the run is free vibration under zero ground acceleration",
+                    src.path, src.end_time
+                ),
+            );
+        }
+        if let Some(dt) = src.dt {
+            if time_step > dt * (1.0 + 1e-9) {
+                diag.warn(
+                    f,
+                    format!(
+                        "the analysis time step {time_step} is coarser than the record's sample \
+                         interval {dt}: the motion is sampled at the steps only, so peaks between \
+                         them are lost"
+                    ),
+                );
+            }
+        }
+    }
 }
 
 /// Most samples of a synthetic record (10^7: 80 MB, over 13 hours at 200 Hz).

@@ -200,10 +200,15 @@ fn build(
         ),
         &mut diag,
     );
+    if let Some(a) = analysis.as_ref() {
+        ground_motion::check_against_analysis(&ground_motions, a.time_step, a.duration, &mut diag);
+    }
     if diag.has_errors() {
         return Err(diag.into_error());
     }
+    let warnings = diag.take_warnings();
     Ok(Model {
+        warnings,
         title: spec.title.unwrap_or_default(),
         source: source.to_string(),
         units,

@@ -135,6 +135,23 @@ pub struct GroundMotion {
     pub seed: Option<u64>,
     /// Peak ground acceleration in g.
     pub pga_g: f64,
+    /// The record file the motion was read from (as written in the model file, relative to
+    /// it), with its sample interval and duration; `None` for a synthetic motion.
+    pub record: Option<RecordSource>,
+}
+
+/// Where a recorded ground motion came from: enough for a results folder to say which record
+/// was used (the front end hashes the file).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordSource {
+    /// Path as written in the model file.
+    pub path: String,
+    /// Sample interval of the record (None when not uniform).
+    pub dt: Option<f64>,
+    /// Time of the last sample.
+    pub end_time: f64,
+    /// Scale applied to the record's values (to its `pga`, or its `scale`).
+    pub scale: f64,
 }
 
 /// Integrator choice.
@@ -242,6 +259,9 @@ pub struct Model {
     pub mass_shares: Vec<imposed_motion::MassShare>,
     /// Transfer system, safety limits and runner (`[lab]`, `[safety]`, `[runner]`).
     pub lab: Option<lab::LabConfig>,
+    /// Plausibility warnings of the model file (valid values that are probably not meant),
+    /// for the front ends to show and record.
+    pub warnings: Vec<crate::error::ModelIssue>,
 }
 
 /// Largest `analysis.subcycles`: every coarse step runs ss physical substeps and the lab keeps
