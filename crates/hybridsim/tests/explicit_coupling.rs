@@ -10,7 +10,7 @@ const EXAMPLE: &str = "rths_explicit_frame.toml";
 
 // The example's frame.
 const M: [f64; 3] = [2.0e3, 2.0e3, 1.5e3];
-const K1: f64 = 2.0e6; // specimen
+const K1: f64 = 1.0e6; // specimen
 const K2: f64 = 1.6e6;
 const K3: f64 = 1.2e6;
 const ALPHA: f64 = 0.3;

@@ -101,7 +101,8 @@ pub const RHO_TOLERANCE: f64 = 1e-10;
 /// actuator delay ([`ExplicitLoop::matrix`]).
 #[derive(Debug, Clone)]
 pub struct ExplicitLoop {
-    /// One step of the numerical model, `𝕐_{n+1} = A 𝕐_n + B f`.
+    /// One step of the numerical model, `𝕐_{n+1} = A 𝕐_n + B f` (`𝕐 = [Y; Ẏ; V]`, or
+    /// `[Y; Ẏ]` when `V` feeds nothing back, as with ρ∞ = 1).
     pub a: DMatrix<f64>,
     /// Its force input over the physical DOFs (`3N × n_p`).
     pub b: DMatrix<f64>,
@@ -206,6 +207,16 @@ impl ExplicitLoop {
             b.column_mut(i).copy_from_slice(&out);
         }
         let _ = n;
+        // With α_m = γ (ρ∞ = 1) the filtered rate V feeds nothing back: its spurious root
+        // (α_m − 1)/α_m = −1 is an output of the loop, not a mode of it, and is left out.
+        let (a, b) = if a.view((0, 2 * size), (2 * size, size)).amax() == 0.0 {
+            (
+                a.view((0, 0), (2 * size, 2 * size)).clone_owned(),
+                b.rows(0, 2 * size).clone_owned(),
+            )
+        } else {
+            (a, b)
+        };
         Ok(Self {
             a,
             b,
