@@ -117,3 +117,50 @@ fn spectral_radius_is_below_one_without_delay_and_grows_with_it() {
         (c0 - c1) / DT
     );
 }
+
+/// PG-α (split-mass benchmark, 5 % damping, Δt^P = Δt^C = 1 ms, no compensation): the
+/// analysis brackets the critical delay to whole substeps; runs with the delay one substep
+/// below it stay bounded, runs one substep above it diverge.
+#[test]
+fn pg_alpha_critical_delay_in_whole_substeps_matches_the_runs() {
+    let with_delay = |tau: f64, duration: f64| {
+        example_with("split_mass_delayed_actuator.toml", |t| {
+            let a = actuator(t);
+            a.remove("compensation");
+            a.insert(
+                "dynamics".into(),
+                toml::Value::Table(format!("kind = 'delay'\ndelay = {tau}").parse().unwrap()),
+            );
+            set(t, "analysis", "duration", duration);
+        })
+    };
+    let dt_p = 1e-3;
+    let report = critical_delay(
+        &with_delay(0.0, 1.0),
+        &LoopDelayOptions {
+            max_delay: Some(40.0 * dt_p),
+            ..LoopDelayOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(!report.continuous);
+    assert!(report.points[0].rho <= 1.0 + 1e-10, "ρ(0) = {}", report.points[0].rho);
+    let k = report.critical_samples().expect("unstable within 40 substeps").round() as i64;
+    println!("pg-alpha: critical delay {k} substeps");
+    let diverges = |tau: f64| {
+        let mut sim = Simulation::new(with_delay(tau, 20.0)).unwrap_or_else(|e| panic!("{e}"));
+        let n = sim.n_steps() as usize;
+        let mut u = Vec::with_capacity(n);
+        for _ in 0..n {
+            if sim.step().is_err() {
+                return true;
+            }
+            sim.integrator.for_each_lab(&mut |_, lab| lab.drain_lab(&mut |_| {}));
+            u.push(sim.integrator.state(0).iter().take(2).fold(0.0f64, |m, x| m.max(x.abs())));
+        }
+        let peak = |a: usize, b: usize| u[a..b].iter().fold(0.0f64, |m, x| m.max(*x));
+        peak(4 * n / 5, n) > peak(n / 5, 2 * n / 5)
+    };
+    assert!(!diverges((k - 1) as f64 * dt_p), "bounded at {} substeps", k - 1);
+    assert!(diverges((k + 1) as f64 * dt_p), "diverging at {} substeps", k + 1);
+}
