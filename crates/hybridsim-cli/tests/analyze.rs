@@ -259,7 +259,14 @@ fn delay_prints_the_critical_delay_and_writes_the_sweep() {
     assert!(rho[0] < 1.0 && *rho.last().unwrap() > 1.0, "{rho:?}");
     // A model with another scheme is refused, naming the field.
     let o = hybridsim()
-        .args(["analyze", "delay", "examples/quickstart.toml", "--format", "none", "-o"])
+        .args([
+            "analyze",
+            "delay",
+            "examples/quickstart.toml",
+            "--format",
+            "none",
+            "-o",
+        ])
         .arg(out.join("refused"))
         .output()
         .unwrap();

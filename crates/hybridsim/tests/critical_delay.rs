@@ -37,14 +37,16 @@ fn frame(tau: f64, force_delay: i64, duration: f64) -> hybridsim::Model {
 /// Run the virtual lab with an actuator delay `tau`: whether the response diverges (a safety
 /// stop, or the peak of the last fifth of the run above the peak of the second fifth).
 fn diverges(tau: f64, force_delay: i64, duration: f64) -> bool {
-    let mut sim = Simulation::new(frame(tau, force_delay, duration)).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim =
+        Simulation::new(frame(tau, force_delay, duration)).unwrap_or_else(|e| panic!("{e}"));
     let n = sim.n_steps() as usize;
     let mut u = Vec::with_capacity(n);
     for _ in 0..n {
         if sim.step().is_err() {
             return true;
         }
-        sim.integrator.for_each_lab(&mut |_, lab| lab.drain_lab(&mut |_| {}));
+        sim.integrator
+            .for_each_lab(&mut |_, lab| lab.drain_lab(&mut |_| {}));
         u.push(sim.integrator.state(0)[2].abs());
     }
     let peak = |a: usize, b: usize| u[a..b].iter().fold(0.0f64, |m, x| m.max(*x));
@@ -101,7 +103,10 @@ fn spectral_radius_is_below_one_without_delay_and_grows_with_it() {
     // Continuous in τ across a whole sample (the linear interpolation of the delay).
     let a = lp.spectral_radius(3.0 * DT - 1e-9 * DT);
     let b = lp.spectral_radius(3.0 * DT);
-    assert!((a - b).abs() < 1e-6, "ρ jumps at a whole sample: {a} vs {b}");
+    assert!(
+        (a - b).abs() < 1e-6,
+        "ρ jumps at a whole sample: {a} vs {b}"
+    );
     // A larger force delay lowers the critical actuator delay by about one sample.
     let c1 = critical_delay(&frame(0.0, 1, 1.0), &LoopDelayOptions::default())
         .unwrap()
@@ -144,8 +149,15 @@ fn pg_alpha_critical_delay_in_whole_substeps_matches_the_runs() {
     )
     .unwrap();
     assert!(!report.continuous);
-    assert!(report.points[0].rho <= 1.0 + 1e-10, "ρ(0) = {}", report.points[0].rho);
-    let k = report.critical_samples().expect("unstable within 40 substeps").round() as i64;
+    assert!(
+        report.points[0].rho <= 1.0 + 1e-10,
+        "ρ(0) = {}",
+        report.points[0].rho
+    );
+    let k = report
+        .critical_samples()
+        .expect("unstable within 40 substeps")
+        .round() as i64;
     println!("pg-alpha: critical delay {k} substeps");
     let diverges = |tau: f64| {
         let mut sim = Simulation::new(with_delay(tau, 20.0)).unwrap_or_else(|e| panic!("{e}"));
@@ -155,12 +167,27 @@ fn pg_alpha_critical_delay_in_whole_substeps_matches_the_runs() {
             if sim.step().is_err() {
                 return true;
             }
-            sim.integrator.for_each_lab(&mut |_, lab| lab.drain_lab(&mut |_| {}));
-            u.push(sim.integrator.state(0).iter().take(2).fold(0.0f64, |m, x| m.max(x.abs())));
+            sim.integrator
+                .for_each_lab(&mut |_, lab| lab.drain_lab(&mut |_| {}));
+            u.push(
+                sim.integrator
+                    .state(0)
+                    .iter()
+                    .take(2)
+                    .fold(0.0f64, |m, x| m.max(x.abs())),
+            );
         }
         let peak = |a: usize, b: usize| u[a..b].iter().fold(0.0f64, |m, x| m.max(*x));
         peak(4 * n / 5, n) > peak(n / 5, 2 * n / 5)
     };
-    assert!(!diverges((k - 1) as f64 * dt_p), "bounded at {} substeps", k - 1);
-    assert!(diverges((k + 1) as f64 * dt_p), "diverging at {} substeps", k + 1);
+    assert!(
+        !diverges((k - 1) as f64 * dt_p),
+        "bounded at {} substeps",
+        k - 1
+    );
+    assert!(
+        diverges((k + 1) as f64 * dt_p),
+        "diverging at {} substeps",
+        k + 1
+    );
 }

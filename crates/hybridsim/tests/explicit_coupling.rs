@@ -83,7 +83,8 @@ fn reference(rho_inf: f64, d: usize, steps: usize) -> Vec<[f64; 3]> {
     y[2] = U3_0;
     let specimen = |y: &DVector<f64>| K1 * y[0];
     // Forces of the last d + 1 ticks, oldest first; before tick 0 the force at rest.
-    let mut ring: std::collections::VecDeque<f64> = std::iter::repeat_n(specimen(&y), d + 1).collect();
+    let mut ring: std::collections::VecDeque<f64> =
+        std::iter::repeat_n(specimen(&y), d + 1).collect();
     let mut rhs = load(0.0) - &j * &y;
     rhs[n] -= specimen(&y);
     let mut ydot = big_m.clone().lu().solve(&rhs).unwrap();
@@ -140,9 +141,14 @@ fn explicit_loop_equals_the_hand_written_reference_loop_to_round_off() {
         let want = reference(rho_inf, d as usize, got.len());
         let e = max_relative_difference(&got, &want);
         let peak = want.iter().fold(0.0f64, |m, r| m.max(r[0].abs()));
-        println!("ρ∞ = {rho_inf}, force_delay = {d}: max relative difference {e:e} (peak u1 {peak:e})");
+        println!(
+            "ρ∞ = {rho_inf}, force_delay = {d}: max relative difference {e:e} (peak u1 {peak:e})"
+        );
         assert!(peak > 1e-4, "the test must move the specimen");
-        assert!(e <= 1e-12, "ρ∞ = {rho_inf}, d = {d}: relative difference {e:e}");
+        assert!(
+            e <= 1e-12,
+            "ρ∞ = {rho_inf}, d = {d}: relative difference {e:e}"
+        );
         // Exactly one command per controller tick reached the lab.
         let port = sim.integrator.partitions()[1].physical.as_ref().unwrap();
         assert_eq!(port.commands(), sim.n_steps());
@@ -155,7 +161,10 @@ fn the_force_delay_changes_the_response() {
     let (a, _) = run_explicit(linear_example(1.0, 0, 1.0));
     let (b, _) = run_explicit(linear_example(1.0, 1, 1.0));
     let e = max_relative_difference(&a, &b);
-    assert!(e > 1e-4, "force_delay 0 and 1 gave the same response ({e:e})");
+    assert!(
+        e > 1e-4,
+        "force_delay 0 and 1 gave the same response ({e:e})"
+    );
 }
 
 #[test]
@@ -172,7 +181,10 @@ fn the_example_runs_on_the_virtual_lab_with_one_command_per_tick() {
         sim.integrator
             .for_each_lab(&mut |_, lab| lab.drain_lab(&mut |_| records += 1));
     }
-    assert!(peak > 1e-4 && peak < 0.04, "peak first-floor displacement {peak}");
+    assert!(
+        peak > 1e-4 && peak < 0.04,
+        "peak first-floor displacement {peak}"
+    );
     let mut armed = true;
     sim.integrator.for_each_lab(&mut |_, lab| {
         let s = lab.safety_summary();
@@ -222,7 +234,10 @@ fn models_that_cannot_use_the_scheme_are_refused_naming_the_field() {
         "lab.time_scale",
     );
     assert!(e.contains("λ = 1"), "{e}");
-    refused(|t| set(t, "analysis", "force_delay", -1), "analysis.force_delay");
+    refused(
+        |t| set(t, "analysis", "force_delay", -1),
+        "analysis.force_delay",
+    );
     refused(|t| set(t, "analysis", "subcycles", 2), "analysis.subcycles");
     refused(
         |t| set(t, "analysis", "integrator", "pg-alpha"),

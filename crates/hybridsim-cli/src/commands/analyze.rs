@@ -744,7 +744,12 @@ fn delay(a: DelayArgs) -> Result<ExitCode> {
         "{file}: {}, sample {:e} {}, force delay {} sample(s)",
         r.scheme, r.sample, u.time, r.force_delay
     );
-    println!("{:>14} {:>10} {:>14}", format!("delay [{}]", u.time), "samples", "ρ");
+    println!(
+        "{:>14} {:>10} {:>14}",
+        format!("delay [{}]", u.time),
+        "samples",
+        "ρ"
+    );
     // At most about 40 rows on the terminal; every point is in delay.csv.
     let every = r.points.len().div_ceil(40).max(1);
     for (i, p) in r.points.iter().enumerate() {

@@ -97,6 +97,12 @@ impl LoopDelayReport {
 /// Threshold of instability: ρ above `1 + RHO_TOLERANCE`.
 pub const RHO_TOLERANCE: f64 = 1e-10;
 
+/// Whether a spectral radius is unstable (above `1 + RHO_TOLERANCE`, or not a number: the
+/// eigenvalue iteration failed, which is never taken for stable).
+pub fn unstable_rho(rho: f64) -> bool {
+    rho.is_nan() || rho > 1.0 + RHO_TOLERANCE
+}
+
 /// The closed loop of an explicit RTHS test of a linear model, ready to be evaluated at any
 /// actuator delay ([`ExplicitLoop::matrix`]).
 #[derive(Debug, Clone)]
@@ -157,7 +163,12 @@ impl ExplicitLoop {
                 .dofs
                 .iter()
                 .map(|d| {
-                    let r = part.state.dofs.iter().position(|x| x == d).unwrap_or(usize::MAX);
+                    let r = part
+                        .state
+                        .dofs
+                        .iter()
+                        .position(|x| x == d)
+                        .unwrap_or(usize::MAX);
                     rows.iter().position(|x| *x == r).unwrap_or(usize::MAX)
                 })
                 .collect();
@@ -177,12 +188,15 @@ impl ExplicitLoop {
         let mut a = DMatrix::zeros(3 * size, 3 * size);
         let mut e = vec![0.0; 3 * size];
         let mut out = vec![0.0; 3 * size];
-        let step_err = |e: crate::physical::PortError| AnalysisError::input(model, "analysis", e.to_string());
+        let step_err =
+            |e: crate::physical::PortError| AnalysisError::input(model, "analysis", e.to_string());
         for j in 0..3 * size {
             e.iter_mut().for_each(|x| *x = 0.0);
             e[j] = 1.0;
             from.import(&e);
-            stepper.step(&mut part, &from, t1, None, &mut to).map_err(step_err)?;
+            stepper
+                .step(&mut part, &from, t1, None, &mut to)
+                .map_err(step_err)?;
             to.export(&mut out);
             a.column_mut(j).copy_from_slice(&out);
         }
@@ -366,7 +380,7 @@ fn explicit_critical_delay(
             rho: lp.spectral_radius(tau),
         });
     }
-    let unstable = |rho: f64| !(rho <= 1.0 + RHO_TOLERANCE);
+    let unstable = unstable_rho;
     let critical = match points.iter().position(|p| unstable(p.rho)) {
         None => None,
         Some(0) => Some(0.0),
@@ -421,7 +435,7 @@ fn pg_alpha_critical_delay(
             samples: k as f64,
             rho,
         });
-        if critical.is_none() && !(rho <= 1.0 + RHO_TOLERANCE) {
+        if critical.is_none() && unstable_rho(rho) {
             critical = Some(k as f64 * dt_p);
         }
     }

@@ -10,7 +10,7 @@
 //!   time steps, with fitted slopes (Abbiati et al. 2019, Figs 1 and 6);
 //! - [`energy`]: total mechanical energy history and its drift (Abbiati et al. 2019, Fig 9);
 //! - [`tracking`]: the evaluation criteria J1–J9 of a real-time hybrid test (Silva et al. 2020);
-//! - [`critical_delay`]: closed-loop spectral radius of a real-time hybrid test against the
+//! - [`mod@critical_delay`]: closed-loop spectral radius of a real-time hybrid test against the
 //!   actuator delay, and the critical delay at which it exceeds 1.
 //!
 //! These are offline tools: they allocate freely and never run inside a real-time loop.

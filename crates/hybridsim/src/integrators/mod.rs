@@ -430,8 +430,9 @@ fn build_explicit_rths(
 ) -> Result<Box<dyn TimeIntegrator>, ModelError> {
     let (numerical, physical) = explicit_rths_partitions(model, connector)?;
     let settings = StepSettings::from_analysis(&model.analysis);
-    let e = ExplicitRths::new(numerical, physical, &settings, model.analysis.force_delay)
-        .map_err(|e| ModelError::single(&model.source, "analysis", format!("explicit-rths: {e}")))?;
+    let e = ExplicitRths::new(numerical, physical, &settings, model.analysis.force_delay).map_err(
+        |e| ModelError::single(&model.source, "analysis", format!("explicit-rths: {e}")),
+    )?;
     Ok(Box::new(e))
 }
 
