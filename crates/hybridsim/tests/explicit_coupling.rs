@@ -2,8 +2,12 @@
 //! reference loop on a linear frame to round-off, for force_delay 0 and 1; one command per
 //! controller tick through the lab; clear errors for models that cannot use it.
 mod common;
+use common::counting::count;
 use common::*;
 use hybridsim::Simulation;
+
+#[global_allocator]
+static GLOBAL: common::counting::Counting = common::counting::Counting;
 use nalgebra::{DMatrix, DVector};
 
 const EXAMPLE: &str = "rths_explicit_frame.toml";
@@ -260,4 +264,26 @@ fn models_that_cannot_use_the_scheme_are_refused_naming_the_field() {
         "analysis.integrator",
     );
     assert!(e.contains("physical"), "{e}");
+}
+
+#[test]
+fn a_tick_of_the_explicit_loop_does_not_allocate() {
+    // The example on the virtual lab (5 ms delayed actuator, safety armed), force_delay 1 and
+    // 3, with recording and the runner's drain of the lab records.
+    for d in [1i64, 3] {
+        let model = example_with(EXAMPLE, |t| set(t, "analysis", "force_delay", d));
+        let mut sim = Simulation::new(model).unwrap_or_else(|e| panic!("{e}"));
+        let mut row = vec![0.0; sim.columns().len()];
+        sim.step().unwrap();
+        sim.record(&mut row);
+        let n = count(|| {
+            for _ in 0..500 {
+                sim.step().unwrap();
+                sim.record(&mut row);
+                sim.integrator
+                    .for_each_lab(&mut |_, lab| lab.drain_lab(&mut |_| {}));
+            }
+        });
+        assert_eq!(n, 0, "force_delay {d}: {n} allocations in 500 ticks");
+    }
 }
