@@ -215,3 +215,62 @@ fn bad_inputs_get_clear_errors() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn delay_prints_the_critical_delay_and_writes_the_sweep() {
+    let out = scratch("delay");
+    let o = hybridsim()
+        .args([
+            "analyze",
+            "delay",
+            "examples/rths_explicit_frame.toml",
+            "--max-delay",
+            "0.0125",
+            "--points-per-sample",
+            "2",
+            "--format",
+            "none",
+            "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        text.contains("critical actuator delay: 1.0485") && text.contains("10.737 samples"),
+        "{text}"
+    );
+    let s = json(&out.join("summary.json"));
+    assert_eq!(s["scheme"], "explicit-rths");
+    assert_eq!(s["force_delay"], 1);
+    let c = s["critical_delay_samples"].as_f64().unwrap();
+    assert!((c - 10.737).abs() < 1e-3, "{c}");
+    let csv = std::fs::read_to_string(out.join("delay.csv")).unwrap();
+    let rho: Vec<f64> = column(&csv, "spectral_radius")
+        .iter()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert_eq!(rho.len(), 27);
+    assert!(rho[0] < 1.0 && *rho.last().unwrap() > 1.0, "{rho:?}");
+    // A model with another scheme is refused, naming the field.
+    let o = hybridsim()
+        .args([
+            "analyze",
+            "delay",
+            "examples/quickstart.toml",
+            "--format",
+            "none",
+            "-o",
+        ])
+        .arg(out.join("refused"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("lab.actuator[0]"), "{err}");
+}

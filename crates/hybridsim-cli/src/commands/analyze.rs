@@ -1,6 +1,7 @@
-//! `hybridsim analyze spectral|convergence|energy MODEL [options] -o DIR`: algorithm analysis
-//! of the model's configured scheme (Abbiati et al. 2019, §2.1.2 and §2.2.2, Figs 1–3 and 6–9),
-//! written as CSV files, `summary.json` and PNG/SVG charts.
+//! `hybridsim analyze spectral|convergence|energy|delay MODEL [options] -o DIR`: algorithm
+//! analysis of the model's configured scheme (Abbiati et al. 2019, §2.1.2 and §2.2.2, Figs 1–3
+//! and 6–9) and the critical actuator delay of its real-time loop, written as CSV files,
+//! `summary.json` and PNG/SVG charts.
 
 use anyhow::{bail, Context, Result};
 use hybridsim::analysis::spectral::log_sweep;
@@ -43,6 +44,30 @@ pub enum Kind {
         after_help = "Example:\n  hybridsim analyze energy examples/split_mass_v2.toml --rho-inf 1"
     )]
     Energy(EnergyArgs),
+    /// Closed-loop spectral radius against the actuator's pure delay and the critical delay
+    /// at which it exceeds 1 (explicit-rths: continuous delay, as the lab interpolates it, plus
+    /// the scheme's force_delay; pg-alpha: whole physical substeps). Needs a linear model.
+    #[command(
+        after_help = "Examples:\n  hybridsim analyze delay examples/rths_explicit_frame.toml -o out/delay\n  hybridsim analyze delay examples/rths_explicit_frame.toml --max-delay 0.02 --points-per-sample 8"
+    )]
+    Delay(DelayArgs),
+}
+
+/// `analyze delay`.
+#[derive(clap::Args)]
+pub struct DelayArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Largest actuator delay of the sweep, in model time units (default: 40 controller
+    /// samples).
+    #[arg(long)]
+    max_delay: Option<f64>,
+    /// Sweep points per controller sample (explicit-rths).
+    #[arg(long, default_value_t = 4)]
+    points_per_sample: usize,
+    /// Override [analysis].force_delay (explicit-rths), in controller samples.
+    #[arg(long)]
+    force_delay: Option<usize>,
 }
 
 /// Options shared by every analysis.
@@ -157,6 +182,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         Kind::Spectral(a) => spectral(a),
         Kind::Convergence(a) => convergence_cmd(a),
         Kind::Energy(a) => energy(a),
+        Kind::Delay(a) => delay(a),
     }
 }
 
@@ -646,6 +672,128 @@ fn energy(a: EnergyArgs) -> Result<ExitCode> {
     );
     println!(
         "wrote energy.csv ({} plots) in {}",
+        written.len(),
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn delay(a: DelayArgs) -> Result<ExitCode> {
+    use hybridsim::analysis::{critical_delay, LoopDelayOptions};
+    let (mut model, out) = prepare(&a.common, "delay")?;
+    let file = a.common.model.display().to_string();
+    if let Some(d) = a.force_delay {
+        if model.analysis.integrator != hybridsim::model::IntegratorKind::ExplicitRths {
+            bail!("{file}: option --force-delay: only applies to integrator = \"explicit-rths\"");
+        }
+        model.analysis.force_delay = d;
+    }
+    if let Some(m) = a.max_delay {
+        if !(m.is_finite() && m > 0.0) {
+            bail!("{file}: option --max-delay: must be positive, found {m}");
+        }
+    }
+    if a.points_per_sample == 0 {
+        bail!("{file}: option --points-per-sample: must be at least 1");
+    }
+    let opts = LoopDelayOptions {
+        max_delay: a.max_delay,
+        points_per_sample: a.points_per_sample,
+        ..LoopDelayOptions::default()
+    };
+    let r = critical_delay(&model, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let u = &model.units;
+    let mut csv = format!("delay [{}],delay [samples],spectral_radius\n", u.time);
+    for p in &r.points {
+        let _ = writeln!(csv, "{},{},{}", num(p.delay), num(p.samples), num(p.rho));
+    }
+    write(&out.join("delay.csv"), &csv)?;
+    let summary = json!({
+        "analysis": "delay",
+        "model": file,
+        "scheme": r.scheme,
+        "rho_inf": model.analysis.rho_inf,
+        "sample": r.sample,
+        "force_delay": r.force_delay,
+        "critical_delay": r.critical,
+        "critical_delay_samples": r.critical_samples(),
+        "continuous": r.continuous,
+    });
+    write(
+        &out.join("summary.json"),
+        &serde_json::to_string_pretty(&summary)?,
+    )?;
+    let time_label = format!("actuator delay [{}]", u.time);
+    let charts = [Chart {
+        title: format!(
+            "{} — {}, force delay {} sample(s): closed-loop spectral radius",
+            model.title_or_source(),
+            r.scheme,
+            r.force_delay
+        ),
+        x: axis(&time_label, false),
+        y: axis("spectral radius ρ [-]", false),
+        series: vec![
+            series(
+                "ρ",
+                r.points.iter().map(|p| p.delay).collect(),
+                r.points.iter().map(|p| p.rho).collect(),
+            ),
+            series(
+                "ρ = 1",
+                vec![0.0, r.points.last().map_or(0.0, |p| p.delay)],
+                vec![1.0, 1.0],
+            ),
+        ],
+    }];
+    let written = plots(a.common.format, &out, "delay", &charts)?;
+    println!(
+        "{file}: {}, sample {:e} {}, force delay {} sample(s)",
+        r.scheme, r.sample, u.time, r.force_delay
+    );
+    println!(
+        "{:>14} {:>10} {:>14}",
+        format!("delay [{}]", u.time),
+        "samples",
+        "ρ"
+    );
+    // At most about 40 rows on the terminal; every point is in delay.csv.
+    let every = r.points.len().div_ceil(40).max(1);
+    for (i, p) in r.points.iter().enumerate() {
+        let last = i + 1 == r.points.len();
+        if i % every == 0 || last {
+            println!(
+                "{:>14.6e} {:>10.3} {:>14.10} {}",
+                p.delay,
+                p.samples,
+                p.rho,
+                if p.rho > 1.0 + hybridsim::analysis::critical_delay::RHO_TOLERANCE {
+                    "unstable"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    match (r.critical, r.critical_samples()) {
+        (Some(c), Some(s)) if r.continuous => println!(
+            "critical actuator delay: {c:.6e} {} = {s:.3} samples (ρ > 1 beyond it)",
+            u.time
+        ),
+        (Some(c), Some(s)) => println!(
+            "critical actuator delay: {c:.6e} {} = {s:.0} samples (first unstable whole \
+             substep; stable at {:.0})",
+            u.time,
+            s - 1.0
+        ),
+        _ => println!(
+            "stable over the whole sweep (up to {:.6e} {})",
+            r.points.last().map_or(0.0, |p| p.delay),
+            u.time
+        ),
+    }
+    println!(
+        "wrote delay.csv, summary.json ({} plots) in {}",
         written.len(),
         out.display()
     );

@@ -9,16 +9,20 @@
 //! - [`mod@convergence`]: global error against an exact or fine-step reference for a sequence of
 //!   time steps, with fitted slopes (Abbiati et al. 2019, Figs 1 and 6);
 //! - [`energy`]: total mechanical energy history and its drift (Abbiati et al. 2019, Fig 9);
-//! - [`tracking`]: the evaluation criteria J1–J9 of a real-time hybrid test (Silva et al. 2020).
+//! - [`tracking`]: the evaluation criteria J1–J9 of a real-time hybrid test (Silva et al. 2020);
+//! - [`mod@critical_delay`]: closed-loop spectral radius of a real-time hybrid test against the
+//!   actuator delay, and the critical delay at which it exceeds 1.
 //!
 //! These are offline tools: they allocate freely and never run inside a real-time loop.
 
 pub mod convergence;
+pub mod critical_delay;
 pub mod energy;
 pub mod spectral;
 pub mod tracking;
 
 pub use convergence::{convergence, ConvergenceOptions, ConvergenceReport, Reference};
+pub use critical_delay::{critical_delay, LoopDelayOptions, LoopDelayReport};
 pub use energy::{energy_history, EnergyReport};
 pub use spectral::{
     spectral_sweep, DelayLine, DelayedProvider, FrequencyReference, RootKind, SpectralOptions,

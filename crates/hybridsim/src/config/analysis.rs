@@ -5,7 +5,7 @@ use super::schema::{AnalysisSpec, OutputSpec};
 use crate::error::Diagnostics;
 use crate::model::{
     AnalysisSettings, IntegratorKind, OutputSettings, StartMode, Substructure, LSRT2_GAMMA_HIGH,
-    LSRT2_GAMMA_LOW, MAX_SUBCYCLES,
+    LSRT2_GAMMA_LOW, MAX_FORCE_DELAY, MAX_SUBCYCLES,
 };
 
 /// Whether the model file asks for the LLM integrator (`[analysis] integrator = "llm"`).
@@ -53,6 +53,7 @@ pub(super) fn analysis(
     if integrator == IntegratorKind::PgAlpha {
         check_partition(substructures, diag);
     }
+    let force_delay = force_delay(a, integrator, substructures, diag);
     if diag.len() > before {
         return None;
     }
@@ -65,6 +66,7 @@ pub(super) fn analysis(
         corrections: corrections as usize,
         start,
         lsrt2_gamma,
+        force_delay,
     })
 }
 
@@ -75,11 +77,13 @@ fn integrator(a: &AnalysisSpec, diag: &mut Diagnostics) -> IntegratorKind {
         "pg-alpha" => IntegratorKind::PgAlpha,
         "lsrt2" => IntegratorKind::Lsrt2,
         "llm" => IntegratorKind::Llm,
+        "explicit-rths" => IntegratorKind::ExplicitRths,
         other => {
             diag.push(
                 "analysis.integrator",
                 format!(
-                    "unknown integrator `{other}` (mg-alpha, pg-alpha, lsrt2, trapezoidal, llm)"
+                    "unknown integrator `{other}` (mg-alpha, pg-alpha, lsrt2, trapezoidal, llm, \
+                     explicit-rths)"
                 ),
             );
             IntegratorKind::MgAlpha
@@ -167,6 +171,45 @@ fn lsrt2_gamma(a: &AnalysisSpec, integrator: IntegratorKind, diag: &mut Diagnost
         );
     }
     lsrt2_gamma
+}
+
+/// `force_delay` (controller samples, 0 to [`MAX_FORCE_DELAY`], default 0), only for
+/// `explicit-rths`, which also needs a physical substructure to couple.
+fn force_delay(
+    a: &AnalysisSpec,
+    integrator: IntegratorKind,
+    substructures: &[Substructure],
+    diag: &mut Diagnostics,
+) -> usize {
+    let explicit = integrator == IntegratorKind::ExplicitRths;
+    if explicit && !substructures.iter().any(|s| s.physical) {
+        diag.push(
+            "analysis.integrator",
+            "explicit-rths couples a physical substructure to the numerical model; none is \
+             declared (add `physical = true` to a [substructure.NAME] and a [lab])",
+        );
+    }
+    let Some(d) = a.force_delay else {
+        return 0;
+    };
+    if !explicit {
+        diag.push(
+            "analysis.force_delay",
+            "only applies to integrator = \"explicit-rths\"",
+        );
+        return 0;
+    }
+    if !(0..=MAX_FORCE_DELAY).contains(&d) {
+        diag.push(
+            "analysis.force_delay",
+            format!(
+                "must be a whole number of controller samples from 0 to {MAX_FORCE_DELAY}, \
+                 found {d}"
+            ),
+        );
+        return 0;
+    }
+    d as usize
 }
 
 /// pg-alpha: at least two substructures, exactly one of them numerical.

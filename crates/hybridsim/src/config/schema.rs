@@ -247,6 +247,10 @@ pub struct AnalysisSpec {
     /// Basic solver of the `llm` integrator: `trapezoidal` (default) or `generalized-alpha`.
     #[serde(default)]
     pub basic_solver: Option<String>,
+    /// `explicit-rths`: controller samples between measuring a force and applying it
+    /// (default 0).
+    #[serde(default)]
+    pub force_delay: Option<i64>,
 }
 
 /// `[output]`.

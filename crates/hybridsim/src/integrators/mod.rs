@@ -12,6 +12,7 @@
 //! the amplification matrix of any scheme can be built numerically ([`crate::analysis::spectral::amplification_matrix`]).
 
 mod alpha;
+mod explicit_rths;
 mod llm;
 mod lsrt2;
 mod mg_alpha;
@@ -19,6 +20,7 @@ mod pg_alpha;
 mod step_error;
 
 pub use alpha::{AlphaParameters, AlphaState, AlphaStepper};
+pub use explicit_rths::ExplicitRths;
 pub use llm::{Llm, LlmRun};
 pub use lsrt2::Lsrt2;
 pub use mg_alpha::MgAlpha;
@@ -270,7 +272,8 @@ pub struct MultiplierInfo {
 
 /// Build the integrator the model's `[analysis]` asks for.
 ///
-/// A `[lab]` is driven by PG-α only (one command per controller tick, ss per coarse step);
+/// A `[lab]` is driven by PG-α (one command per controller tick, ss per coarse step) and by
+/// the explicit RTHS coupling ([`ExplicitRths`], one command per step at Δt = Δt^C);
 /// with any other scheme the model is refused here, naming the scheme, instead of running the
 /// specimen numerically while the lab sits idle. A laboratory on the network cannot start
 /// here (the core reaches no network): see [`build_with`].
@@ -288,6 +291,9 @@ pub fn build_with(
     let a = &model.analysis;
     let scheme = a.integrator.name();
     let err = |e: String| ModelError::single(&model.source, "analysis", format!("{scheme}: {e}"));
+    if a.integrator == IntegratorKind::ExplicitRths {
+        return build_explicit_rths(model, connector);
+    }
     if model.lab.is_some() && a.integrator != IntegratorKind::PgAlpha {
         let physical: Vec<&str> = model
             .substructures
@@ -304,7 +310,7 @@ pub fn build_with(
                 "it is monolithic and evaluates the restoring force at two stages per step, \
                  which a specimen cannot provide once per controller tick"
             }
-            IntegratorKind::Llm | IntegratorKind::PgAlpha => {
+            IntegratorKind::Llm | IntegratorKind::PgAlpha | IntegratorKind::ExplicitRths => {
                 "its physical elements are evaluated by numerical stand-ins: the laboratory \
                  behind them is not driven by this scheme yet"
             }
@@ -314,7 +320,8 @@ pub fn build_with(
             "analysis.integrator",
             format!(
                 "`{scheme}` cannot drive the [lab] of physical substructure{} {}: {why}; \
-                 use `pg-alpha`, or remove [lab] to simulate the specimen numerically",
+                 use `pg-alpha` or `explicit-rths`, or remove [lab] to simulate the specimen \
+                 numerically",
                 if physical.len() == 1 { "" } else { "s" },
                 physical
                     .iter()
@@ -346,7 +353,87 @@ pub fn build_with(
                 .map_err(|e| ModelError::single(&model.source, "lab.link", e))?;
             Box::new(PgAlpha::new(parts, &settings).map_err(err)?)
         }
+        IntegratorKind::ExplicitRths => unreachable!("built above"),
     })
+}
+
+/// The partitions of the explicit RTHS coupling ([`ExplicitRths`]) of `model`: the numerical
+/// model — every element but the specimens, over all DOFs, with the Rayleigh coefficients of
+/// the whole model — and the physical partitions with their ports (network labs connected by
+/// `connector`). Checks that the model can use the scheme: a `[lab]` at λ = 1 (so that
+/// Δt = Δt^C with ss = 1), no imposed motions.
+pub fn explicit_rths_partitions(
+    model: &Model,
+    connector: Option<&dyn crate::physical::transfer::TransferConnector>,
+) -> Result<(Partition, Vec<Partition>), ModelError> {
+    let a = &model.analysis;
+    let refuse = |field: &str, why: String| ModelError::single(&model.source, field, why);
+    let Some(lab) = &model.lab else {
+        return Err(refuse(
+            "analysis.integrator",
+            "explicit-rths steps the numerical model at the controller rate of a laboratory: \
+             add a [lab] (time_scale = 1) for the physical substructure, or use pg-alpha to \
+             simulate the specimen numerically"
+                .into(),
+        ));
+    };
+    let ts = lab.lab.time_scale;
+    if (ts.lambda - 1.0).abs() > 1e-12 {
+        return Err(refuse(
+            "lab.time_scale",
+            format!(
+                "explicit-rths runs in real time, one numerical step per controller tick \
+                 (Δt = Δt^C): it needs λ = 1, found λ = {}",
+                ts.lambda
+            ),
+        ));
+    }
+    if a.subcycles != 1 {
+        return Err(refuse(
+            "analysis.subcycles",
+            format!(
+                "explicit-rths steps once per controller tick: ss must be 1, found {}",
+                a.subcycles
+            ),
+        ));
+    }
+    if !model.imposed_motions.is_empty() {
+        return Err(refuse(
+            "imposed_motion",
+            "explicit-rths does not support imposed motions (use pg-alpha or llm)".into(),
+        ));
+    }
+    let mut numerical_model = model.clone();
+    numerical_model.elements.retain(|e| {
+        !(model.substructures[e.substructure].physical && e.role == crate::model::Role::Specimen)
+    });
+    if let Some((alpha, beta)) = crate::assembly::rayleigh_coefficients(model)? {
+        numerical_model.rayleigh = Some(crate::model::Rayleigh::Coefficients { alpha, beta });
+    }
+    numerical_model.lab = None;
+    let numerical = build_partitions(&numerical_model, Grouping::Monolithic)?
+        .into_iter()
+        .next()
+        .expect("one partition");
+    let mut physical: Vec<Partition> = build_partitions(model, Grouping::Partitioned)?
+        .into_iter()
+        .filter(|p| p.state.physical)
+        .collect();
+    connect_labs(&mut physical, connector)
+        .map_err(|e| ModelError::single(&model.source, "lab.link", e))?;
+    Ok((numerical, physical))
+}
+
+fn build_explicit_rths(
+    model: &Model,
+    connector: Option<&dyn crate::physical::transfer::TransferConnector>,
+) -> Result<Box<dyn TimeIntegrator>, ModelError> {
+    let (numerical, physical) = explicit_rths_partitions(model, connector)?;
+    let settings = StepSettings::from_analysis(&model.analysis);
+    let e = ExplicitRths::new(numerical, physical, &settings, model.analysis.force_delay).map_err(
+        |e| ModelError::single(&model.source, "analysis", format!("explicit-rths: {e}")),
+    )?;
+    Ok(Box::new(e))
 }
 
 pub(crate) fn check_finite(

@@ -166,6 +166,10 @@ pub enum IntegratorKind {
     /// Element-level partitioning with localized Lagrange multipliers (Hovmand et al. 2022), basic
     /// solver trapezoidal (ρ∞ = 1) or generalized-α.
     Llm,
+    /// Explicit real-time hybrid coupling: the whole numerical model stepped at the controller
+    /// rate with the measured force fed back `force_delay` controller samples later
+    /// ([`crate::integrators::ExplicitRths`]).
+    ExplicitRths,
 }
 
 impl IntegratorKind {
@@ -176,6 +180,7 @@ impl IntegratorKind {
             Self::PgAlpha => "pg-alpha",
             Self::Lsrt2 => "lsrt2",
             Self::Llm => "llm",
+            Self::ExplicitRths => "explicit-rths",
         }
     }
 }
@@ -208,6 +213,9 @@ pub struct AnalysisSettings {
     pub start: StartMode,
     /// LSRT2 γ.
     pub lsrt2_gamma: f64,
+    /// `explicit-rths`: controller samples between the measurement of a force and the step
+    /// it loads (0: the force measured at the last tick).
+    pub force_delay: usize,
 }
 
 impl AnalysisSettings {
@@ -267,6 +275,9 @@ pub struct Model {
 /// Largest `analysis.subcycles`: every coarse step runs ss physical substeps and the lab keeps
 /// a ring of 4·ss records, so an absurd ss would exhaust time and memory.
 pub const MAX_SUBCYCLES: i64 = 10_000;
+
+/// Largest `analysis.force_delay` (controller samples) of `explicit-rths`.
+pub const MAX_FORCE_DELAY: i64 = 1_000;
 
 /// LSRT2 γ = 1 − √2/2.
 pub const LSRT2_GAMMA_LOW: f64 = 1.0 - std::f64::consts::FRAC_1_SQRT_2;
