@@ -30,7 +30,7 @@
 //! refused, naming the field).
 
 use super::spectral::{self, amplification_matrix, build_for_analysis, SpectralOptions};
-use super::{free_vibration, is_linear, AnalysisError};
+use super::{free_vibration_with_lab, is_linear, AnalysisError};
 use crate::assembly::Coupling;
 use crate::integrators::{AlphaParameters, AlphaState, AlphaStepper};
 use crate::model::lab::ActuatorDynamics;
@@ -128,7 +128,7 @@ impl ExplicitLoop {
     /// Build for `model` (integrator `explicit-rths`, linear).
     pub fn new(model: &Model) -> Result<Self, AnalysisError> {
         check_loop_model(model)?;
-        let m = free_vibration(model);
+        let m = free_vibration_with_lab(model);
         let (mut part, physical) = crate::integrators::explicit_rths_partitions(&m, None)?;
         let a_s = &m.analysis;
         let dt = a_s.time_step;

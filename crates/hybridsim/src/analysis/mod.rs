@@ -82,6 +82,16 @@ pub(crate) fn free_vibration(model: &Model) -> Model {
     m
 }
 
+/// [`free_vibration`] keeping the `[lab]` and the scheme: for the analyses that model the
+/// laboratory loop themselves (the critical loop delay).
+pub(crate) fn free_vibration_with_lab(model: &Model) -> Model {
+    let mut m = model.clone();
+    m.loads.clear();
+    m.ground_motions.clear();
+    restrain_imposed(&mut m);
+    m
+}
+
 /// The model with its physical substructures simulated numerically (no `[lab]`): the analyses
 /// study the coupling scheme, whose algorithmic state a transfer system's noise, safety layer
 /// and network link are not part of (a loop delay and a stiffness mismatch enter through the
@@ -89,6 +99,11 @@ pub(crate) fn free_vibration(model: &Model) -> Model {
 pub(crate) fn numerical_twin(model: &Model) -> Model {
     let mut m = model.clone();
     m.lab = None;
+    // Without its lab, an explicit RTHS loop is the monolithic generalized-α step it uses on the
+    // numerical model, with the specimen computed in the same step.
+    if m.analysis.integrator == crate::model::IntegratorKind::ExplicitRths {
+        m.analysis.integrator = crate::model::IntegratorKind::MgAlpha;
+    }
     m
 }
 
