@@ -665,7 +665,7 @@ fn actuator(
     };
     let (inverse_compensation, adaptive_compensation) = match &a.compensation {
         None => (None, None),
-        Some(c) => model_compensation(c, f, delay_compensation.is_some(), diag),
+        Some(c) => model_compensation(c, f, delay_compensation.is_some(), time_scale.ss, diag),
     };
     let controller = a
         .controller
@@ -812,12 +812,22 @@ fn compensation(
             Some(toml::Value::Integer(n)) if (1..=MAX_NODE_SPACING).contains(n) => {
                 NodeSpacing::Ticks(*n as usize)
             }
-            Some(toml::Value::String(s)) if s == "coarse_step" => NodeSpacing::CoarseStep,
+            Some(toml::Value::String(s)) if s == "coarse_step" => NodeSpacing::CoarseSteps(1),
+            Some(toml::Value::Table(t))
+                if t.len() == 1
+                    && t.get("coarse_steps").and_then(|v| v.as_integer()).is_some_and(|n| {
+                        (1..=MAX_NODE_SPACING).contains(&n)
+                    }) =>
+            {
+                NodeSpacing::CoarseSteps(t["coarse_steps"].as_integer().unwrap_or(1) as usize)
+            }
             Some(v) => {
                 diag.push(
                     fs,
                     format!(
-                        "must be a number of controller ticks from 1 to {MAX_NODE_SPACING} or                          \"coarse_step\", found {v}"
+                        "must be a number of controller ticks from 1 to {MAX_NODE_SPACING}, \
+                         \"coarse_step\" or {{ coarse_steps = N }} (N from 1 to \
+                         {MAX_NODE_SPACING}), found {v}"
                     ),
                 );
                 NodeSpacing::Ticks(1)
@@ -884,6 +894,7 @@ fn model_compensation(
     c: &CompensationSpec,
     f: &str,
     has_delay: bool,
+    ss: usize,
     diag: &mut Diagnostics,
 ) -> (Option<InverseCompensation>, Option<AdaptiveCompensation>) {
     let mut inverse = None;
@@ -1038,7 +1049,23 @@ fn model_compensation(
                 format!("must be a finite velocity ≥ 0, found {min_velocity}"),
             );
         }
+        let spacing = a.difference_spacing.unwrap_or(ss.max(1) as i64);
+        if !(1..=MAX_NODE_SPACING).contains(&spacing) {
+            diag.push(
+                format!("{fa}.difference_spacing"),
+                format!("must be a number of ticks from 1 to {MAX_NODE_SPACING}, found {spacing}"),
+            );
+        } else if 2 * spacing >= a.window {
+            diag.push(
+                format!("{fa}.window"),
+                format!(
+                    "must span more than two difference spacings ({spacing} ticks each), found {}",
+                    a.window
+                ),
+            );
+        }
         adaptive = Some(AdaptiveCompensation {
+            difference_spacing: spacing.clamp(1, MAX_NODE_SPACING) as usize,
             window: a.window.clamp(3, MAX_ADAPTIVE_WINDOW) as usize,
             update_every: every.clamp(1, MAX_ADAPTIVE_WINDOW) as usize,
             initial,

@@ -539,6 +539,9 @@ pub struct AdaptiveSpec {
     /// RMS target velocity below which no identification is made (default 0).
     #[serde(default)]
     pub min_velocity: Option<f64>,
+    /// Spacing of the backward differences (ticks; default one coarse step).
+    #[serde(default)]
+    pub difference_spacing: Option<i64>,
 }
 
 /// `[lab.actuator.compensation.delay]`.

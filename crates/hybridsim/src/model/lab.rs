@@ -356,10 +356,10 @@ pub struct DelayCompensation {
 pub enum NodeSpacing {
     /// This many controller ticks (≥ 1).
     Ticks(usize),
-    /// One coarse (numerical) step, `ss` ticks: the nodes are the targets of the same phase of
-    /// the last coarse steps, so that the command follows the extrapolated coarse-step
+    /// This many coarse (numerical) steps of `ss` ticks: the nodes are the targets of the same
+    /// phase of past coarse steps, so that the command follows the extrapolated coarse-step
     /// sequence and stays continuous across coarse steps.
-    CoarseStep,
+    CoarseSteps(usize),
 }
 
 /// Start-up policy of the polynomial extrapolation.
@@ -434,6 +434,8 @@ pub struct AdaptiveCompensation {
     /// Identification only while the target's RMS velocity over the window exceeds this
     /// (units/s; at rest the regression is ill-conditioned).
     pub min_velocity: f64,
+    /// Spacing h (ticks) of the backward differences that give the derivatives.
+    pub difference_spacing: usize,
 }
 
 /// A servo controller of one actuator of the virtual laboratory: the plant input (the

@@ -15,10 +15,14 @@
 //! is then clamped to its bounds (the paper bounds the coefficients; clamping the unconstrained
 //! solution is this implementation's simplification).
 //!
-//! Derivatives are backward differences at Δt^C, of the measured displacement in the regression
-//! and of the target in the command, so that the identified filter is applied exactly as it
-//! was fitted: with `w = (1 − z⁻¹)/Δt`, `z^D = 1 + D Δt w + D(D+1)/2 Δt² w² + …`, and for a
-//! pure delay of `D` ticks the fit gives `a1/a0 = D Δt` in the low-frequency limit.
+//! Derivatives are backward differences over `h` ticks (`difference_spacing`), of the measured
+//! displacement in the regression and of the target in the command, so that the identified
+//! filter is applied exactly as it was fitted: with `w = (1 − z^{−h})/(h Δt)`,
+//! `z^D = 1 + D Δt w + D(D+h)/2 Δt² w² + …`, and for a pure delay of `D` ticks the fit gives
+//! `a1/a0 = D Δt` in the low-frequency limit. One tick is the natural spacing for smooth
+//! targets; a target that changes slope at every coarse step (the substeps of a partitioned
+//! integrator) has second differences that spike there, which the least squares then weighs
+//! most — differences over one coarse step (`h = ss`) see a smooth sequence.
 //!
 //! Numerics: the regressors are scaled to unit norm and the normal equations regularized
 //! slightly towards the current coefficients (ridge `μ = 10⁻⁶` on the correlation matrix), so
@@ -46,16 +50,23 @@ pub struct AdaptiveTimeSeries {
     head: usize,
     count: usize,
     since_update: usize,
-    /// Last three targets, newest first.
-    target: [f64; 3],
+    /// Ring (length `2h + 1`) of the last targets.
+    target: Vec<f64>,
+    target_head: usize,
+    /// Difference spacing h (ticks).
+    h: usize,
     updates: u64,
 }
 
 impl AdaptiveTimeSeries {
     /// Built at the controller tick `dt_c`.
     pub fn new(s: &AdaptiveCompensation, dt_c: f64) -> Self {
-        let n = s.window.max(3) + 2;
+        let h = s.difference_spacing.max(1);
+        let n = s.window.max(3) + 2 * h;
         Self {
+            target: vec![0.0; 2 * h + 1],
+            target_head: 0,
+            h,
             settings: *s,
             dt: dt_c,
             coef: s.initial,
@@ -65,15 +76,32 @@ impl AdaptiveTimeSeries {
             head: 0,
             count: 0,
             since_update: 0,
-            target: [0.0; 3],
             updates: 0,
         }
+    }
+
+    /// The value `back` entries before the newest of `ring` (newest at `head`).
+    fn back(ring: &[f64], head: usize, back: usize) -> f64 {
+        let n = ring.len();
+        ring[(head + n - back % n) % n]
+    }
+
+    /// Backward first and second differences over `h` ticks of the newest entry of `ring`,
+    /// `offset` entries back.
+    fn differences(&self, ring: &[f64], head: usize, offset: usize) -> [f64; 3] {
+        let h = self.h;
+        let hd = h as f64 * self.dt;
+        let x0 = Self::back(ring, head, offset);
+        let x1 = Self::back(ring, head, offset + h);
+        let x2 = Self::back(ring, head, offset + 2 * h);
+        [x0, (x0 - x1) / hd, (x0 - 2.0 * x1 + x2) / (hd * hd)]
     }
 
     /// At rest at `x0`: the initial coefficients, an empty window.
     pub fn reset(&mut self, x0: f64) {
         self.coef = self.settings.initial;
-        self.target = [x0; 3];
+        self.target.iter_mut().for_each(|t| *t = x0);
+        self.target_head = 0;
         self.head = 0;
         self.count = 0;
         self.since_update = 0;
@@ -82,11 +110,10 @@ impl AdaptiveTimeSeries {
 
     /// The command for the target `x` of this tick.
     pub fn apply(&mut self, x: f64) -> f64 {
-        self.target = [x, self.target[0], self.target[1]];
-        let [x0, x1, x2] = self.target;
-        let v = (x0 - x1) / self.dt;
-        let a = (x0 - 2.0 * x1 + x2) / (self.dt * self.dt);
-        self.coef[0] * x + self.coef[1] * v + self.coef[2] * a
+        self.target_head = (self.target_head + 1) % self.target.len();
+        self.target[self.target_head] = x;
+        let [x0, v, a] = self.differences(&self.target, self.target_head, 0);
+        self.coef[0] * x0 + self.coef[1] * v + self.coef[2] * a
     }
 
     /// Record the command `u` sent this tick and the displacement `x_m` measured after it;
@@ -96,7 +123,7 @@ impl AdaptiveTimeSeries {
         self.head = (self.head + 1) % n;
         self.measured[self.head] = x_m;
         self.command[self.head] = u;
-        self.target_velocity[self.head] = (self.target[0] - self.target[1]) / self.dt;
+        self.target_velocity[self.head] = self.differences(&self.target, self.target_head, 0)[1];
         self.count = self.count.saturating_add(1);
         self.since_update += 1;
         if self.since_update >= self.settings.update_every.max(1) && self.count >= n {
@@ -107,17 +134,13 @@ impl AdaptiveTimeSeries {
 
     fn identify(&mut self) {
         let n = self.measured.len();
-        let q = n - 2;
-        let dt = self.dt;
-        let at = |ring: &[f64], back: usize| ring[(self.head + n - back) % n];
+        let q = n - 2 * self.h;
+        let at = |ring: &[f64], back: usize| Self::back(ring, self.head, back);
         let mut nn = [[0.0f64; 3]; 3];
         let mut b = [0.0f64; 3];
         let mut vv = 0.0;
         for i in 0..q {
-            let x0 = at(&self.measured, i);
-            let x1 = at(&self.measured, i + 1);
-            let x2 = at(&self.measured, i + 2);
-            let phi = [x0, (x0 - x1) / dt, (x0 - 2.0 * x1 + x2) / (dt * dt)];
+            let phi = self.differences(&self.measured, self.head, i);
             let u = at(&self.command, i);
             for r in 0..3 {
                 b[r] += phi[r] * u;

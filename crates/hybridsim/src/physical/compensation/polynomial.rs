@@ -63,7 +63,7 @@ impl DelayCompensator {
     pub fn with_subcycles(c: &DelayCompensation, dt_c: f64, ss: usize) -> Self {
         let spacing = match c.node_spacing {
             NodeSpacing::Ticks(s) => s.max(1),
-            NodeSpacing::CoarseStep => ss.max(1),
+            NodeSpacing::CoarseSteps(n) => n.max(1) * ss.max(1),
         };
         let m = c.estimate / (spacing as f64 * dt_c);
         let p = c.order.min(3);
