@@ -80,8 +80,8 @@ fn a_controller_and_ats_lab_steps_without_allocating() {
             "dynamics = { kind = 'first_order', tau = 0.005 }\n\
              compensation = { adaptive = { window = 200, update_every = 5 } }\n\
              [controller]\n\
-             feedback = [{ kind = 'pid', kp = 3.0, ki = 30.0, kd = 0.001, derivative_filter = 10.0, min = -1.0, max = 1.0 }]\n\
-             feedforward = [{ kind = 'lead_lag', gain = 0.2, zero = 50.0, pole = 500.0 }]\n\
+             feedback = [{ kind = 'pid', kp = 2.0, ki = 20.0, kd = 0.0005, derivative_time_constant = 0.002, min = -1.0, max = 1.0 }]\n\
+             feedforward = [{ kind = 'lead_lag', gain = 0.3, zero = 50.0, pole = 200.0 }]\n\
              [signals]\n\
              target = [{ kind = 'rate_limit', rate = 1.5 }]\n\
              command = [{ kind = 'quantizer', resolution = 1e-7, range = 0.3 }]\n\

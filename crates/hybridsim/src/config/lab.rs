@@ -1055,7 +1055,7 @@ fn model_compensation(
                 format!("{fa}.difference_spacing"),
                 format!("must be a number of ticks from 1 to {MAX_NODE_SPACING}, found {spacing}"),
             );
-        } else if 2 * spacing >= a.window {
+        } else if (3..=MAX_ADAPTIVE_WINDOW).contains(&a.window) && 2 * spacing >= a.window {
             diag.push(
                 format!("{fa}.window"),
                 format!(
