@@ -11,7 +11,12 @@ use hybridsim::physical::compensation::DelayCompensator;
 use hybridsim::physical::SafetySummary;
 use hybridsim::Simulation;
 
-fn comp(order: usize, estimate: f64, node_spacing: NodeSpacing, startup: StartupPolicy) -> DelayCompensation {
+fn comp(
+    order: usize,
+    estimate: f64,
+    node_spacing: NodeSpacing,
+    startup: StartupPolicy,
+) -> DelayCompensation {
     DelayCompensation {
         order,
         estimate,
@@ -41,10 +46,17 @@ fn extrapolate(nodes: &[f64], p: usize, m: f64) -> f64 {
 #[test]
 fn coarse_step_nodes_extrapolate_the_coarse_sequence_and_interpolate_within_the_step() {
     let (ss, dt, tau) = (5usize, 1e-3, 0.004);
-    let coarse: Vec<f64> = (0..60).map(|n| (0.37 * n as f64).sin() + 0.02 * (n * n) as f64).collect();
+    let coarse: Vec<f64> = (0..60)
+        .map(|n| (0.37 * n as f64).sin() + 0.02 * (n * n) as f64)
+        .collect();
     for p in 1..=3 {
         let mut c = DelayCompensator::with_subcycles(
-            &comp(p, tau, NodeSpacing::CoarseSteps(1), StartupPolicy::Passthrough),
+            &comp(
+                p,
+                tau,
+                NodeSpacing::CoarseSteps(1),
+                StartupPolicy::Passthrough,
+            ),
             dt,
             ss,
         );
@@ -62,7 +74,10 @@ fn coarse_step_nodes_extrapolate_the_coarse_sequence_and_interpolate_within_the_
                     let e_n = extrapolate(&hist(n), p, m);
                     let e_n1 = extrapolate(&hist(n + 1), p, m);
                     let expected = (1.0 - theta) * e_n + theta * e_n1;
-                    assert!((u - expected).abs() < 1e-12, "p {p}, step {n}, phase {j}: {u} vs {expected}");
+                    assert!(
+                        (u - expected).abs() < 1e-12,
+                        "p {p}, step {n}, phase {j}: {u} vs {expected}"
+                    );
                     // Per-tick increments are (E_{n+1} − E_n)/ss: no jump at the coarse step.
                     assert!(((u - previous) - (e_n1 - e_n) / ss as f64).abs() < 1e-12);
                 }
@@ -78,7 +93,10 @@ fn start_up_policies() {
     let x0 = 0.5;
     let targets = [0.6, 0.8, 1.1, 1.5, 2.0];
     // hold_order, spacing 1, order 3, two ticks ahead: order 0, 1, 2, then 3.
-    let mut c = DelayCompensator::new(&comp(3, 2.0 * dt, NodeSpacing::Ticks(1), StartupPolicy::HoldOrder), dt);
+    let mut c = DelayCompensator::new(
+        &comp(3, 2.0 * dt, NodeSpacing::Ticks(1), StartupPolicy::HoldOrder),
+        dt,
+    );
     c.reset(x0);
     let mut seen: Vec<f64> = Vec::new();
     for (k, &d) in targets.iter().enumerate() {
@@ -89,12 +107,28 @@ fn start_up_policies() {
         assert!((u - expected).abs() < 1e-12, "tick {k}: {u} vs {expected}");
     }
     // rest_history: the full order from the first tick, through the rest position.
-    let mut c = DelayCompensator::new(&comp(2, 2.0 * dt, NodeSpacing::Ticks(1), StartupPolicy::RestHistory), dt);
+    let mut c = DelayCompensator::new(
+        &comp(
+            2,
+            2.0 * dt,
+            NodeSpacing::Ticks(1),
+            StartupPolicy::RestHistory,
+        ),
+        dt,
+    );
     c.reset(x0);
     let u = c.apply(0.6);
     assert!((u - extrapolate(&[0.6, x0, x0], 2, 2.0)).abs() < 1e-12);
     // passthrough (the default): the target itself for the first order·spacing + 1 ticks.
-    let mut c = DelayCompensator::new(&comp(2, 2.0 * dt, NodeSpacing::Ticks(2), StartupPolicy::Passthrough), dt);
+    let mut c = DelayCompensator::new(
+        &comp(
+            2,
+            2.0 * dt,
+            NodeSpacing::Ticks(2),
+            StartupPolicy::Passthrough,
+        ),
+        dt,
+    );
     c.reset(x0);
     for (k, &d) in targets.iter().enumerate() {
         let u = c.apply(d);
@@ -188,7 +222,10 @@ fn every_compensator_keeps_the_quick_start_within_its_velocity_limit() {
             .windows(2)
             .map(|w| (w[1][2] - w[0][2]).abs())
             .fold(0.0, f64::max);
-        eprintln!("{name}: {outcome:?} jump {:e} desired jump {desired_jump:e}", summary.largest_command_jump[0]);
+        eprintln!(
+            "{name}: {outcome:?} jump {:e} desired jump {desired_jump:e}",
+            summary.largest_command_jump[0]
+        );
         if outcome.is_err() {
             failures.push(name.clone());
             continue;
@@ -199,7 +236,10 @@ fn every_compensator_keeps_the_quick_start_within_its_velocity_limit() {
             .windows(2)
             .map(|w| (w[1][3] - w[0][3]).abs())
             .fold(0.0, f64::max);
-        assert!((jump - from_rows).abs() <= 1e-15 + 1e-12 * jump, "{name}: {jump} vs {from_rows}");
+        assert!(
+            (jump - from_rows).abs() <= 1e-15 + 1e-12 * jump,
+            "{name}: {jump} vs {from_rows}"
+        );
         assert!(jump / dt < velocity_limit, "{name}: {} m/s", jump / dt);
         report.push(format!("{name}: largest command jump {jump:.3e} m/tick"));
     }
@@ -225,11 +265,15 @@ fn every_compensator_keeps_the_quick_start_within_its_velocity_limit() {
             summary.largest_command_jump[0]
         ));
         if spacing == "1" {
-            tick_spaced.push(outcome.is_err() || summary.largest_command_jump[0] / dt > velocity_limit);
+            tick_spaced
+                .push(outcome.is_err() || summary.largest_command_jump[0] / dt > velocity_limit);
         }
     }
     eprintln!("{}", report.join("\n"));
-    assert!(tick_spaced.iter().any(|&tripped| tripped), "{tick_spaced:?}");
+    assert!(
+        tick_spaced.iter().any(|&tripped| tripped),
+        "{tick_spaced:?}"
+    );
 }
 
 /// The inverse of the true first-order plant: the achieved displacement tracks the target with
@@ -240,7 +284,11 @@ fn inverse_of_the_true_plant_removes_its_lag() {
     let tau = 0.01;
     let criteria = |compensate: bool| {
         let model = quickstart(6.0, |a| {
-            insert(a, "dynamics", &format!("{{ kind = 'first_order', tau = {tau} }}"));
+            insert(
+                a,
+                "dynamics",
+                &format!("{{ kind = 'first_order', tau = {tau} }}"),
+            );
             if compensate {
                 insert(
                     a,
@@ -271,7 +319,10 @@ fn inverse_of_the_true_plant_removes_its_lag() {
     assert!(plain.j1_delay >= 5.0 * dt, "{plain:?}");
     assert_eq!(inverse.j1_delay, 0.0, "{inverse:?}");
     assert!((amplitude - 1.0).abs() < 0.01, "{amplitude}");
-    assert!(inverse.j2_nrms < 0.1 * plain.j2_nrms, "{inverse:?} vs {plain:?}");
+    assert!(
+        inverse.j2_nrms < 0.1 * plain.j2_nrms,
+        "{inverse:?} vs {plain:?}"
+    );
 }
 
 /// ATS on an actuator with a pure delay of 4 ticks and a gain of 0.8: the estimated delay
@@ -313,7 +364,10 @@ fn adaptive_time_series_estimates_delay_and_amplitude_and_removes_the_delay() {
     assert!(outcome.is_ok(), "{outcome:?}");
     let plain = criteria(&rows);
     let (rows, summary_ats, outcome) = run(true);
-    assert!(outcome.is_ok() && summary_ats.event.is_none(), "{outcome:?}");
+    assert!(
+        outcome.is_ok() && summary_ats.event.is_none(),
+        "{outcome:?}"
+    );
     let ats = criteria(&rows);
     let stat = |k: &str| {
         summary_ats

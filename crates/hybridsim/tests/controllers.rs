@@ -73,12 +73,24 @@ fn pid_step_response_matches_its_closed_forms() {
     for k in 0..200 {
         let u = pid.step(1.0);
         let expected = kp + ki * dt * (k as f64 + 0.5) + b * a.powi(k);
-        assert!((u - expected).abs() < 1e-12 * expected.abs().max(1.0), "tick {k}: {u} vs {expected}");
+        assert!(
+            (u - expected).abs() < 1e-12 * expected.abs().max(1.0),
+            "tick {k}: {u} vs {expected}"
+        );
     }
     // ZOH: the samples of the continuous step response of the derivative,
     // (k_d/T_f) e^{−t/T_f}, and the forward-Euler integral k_i Δt k.
-    let mut pid = Pid::new(kp, ki, kd, tf, f64::NEG_INFINITY, f64::INFINITY, dt, Discretization::Zoh)
-        .unwrap();
+    let mut pid = Pid::new(
+        kp,
+        ki,
+        kd,
+        tf,
+        f64::NEG_INFINITY,
+        f64::INFINITY,
+        dt,
+        Discretization::Zoh,
+    )
+    .unwrap();
     pid.reset(0.0);
     for k in 0..200 {
         let u = pid.step(1.0);
@@ -117,13 +129,26 @@ fn pid_output_limit_with_anti_windup_recovers_at_once() {
     for _ in 0..1000 {
         assert!(pid.step(5.0) <= 2.0);
     }
-    assert!(pid.integral() < 2.0, "integral wound up to {}", pid.integral());
+    assert!(
+        pid.integral() < 2.0,
+        "integral wound up to {}",
+        pid.integral()
+    );
     // The error reverses: without windup the output leaves the limit on the first tick.
     let u = pid.step(-1.0);
     assert!(u < 2.0 - 0.9, "{u}");
     // Without a limit the same controller winds up.
-    let mut free = Pid::new(1.0, 10.0, 0.0, 0.0, f64::NEG_INFINITY, f64::INFINITY, dt, TUSTIN)
-        .unwrap();
+    let mut free = Pid::new(
+        1.0,
+        10.0,
+        0.0,
+        0.0,
+        f64::NEG_INFINITY,
+        f64::INFINITY,
+        dt,
+        TUSTIN,
+    )
+    .unwrap();
     free.reset(0.0);
     for _ in 0..1000 {
         free.step(5.0);
@@ -238,7 +263,11 @@ fn pi_servo_loop_in_the_virtual_lab_equals_a_hand_written_reference_loop() {
     let (kp, ki, tau, dt) = (3.0, 40.0, 0.01, 1e-3);
     let model = example_with("quickstart.toml", |t| {
         let a = actuator(t);
-        insert(a, "dynamics", &format!("{{ kind = 'first_order', tau = {tau} }}"));
+        insert(
+            a,
+            "dynamics",
+            &format!("{{ kind = 'first_order', tau = {tau} }}"),
+        );
         a.remove("compensation");
         insert(
             a,
@@ -263,7 +292,12 @@ fn pi_servo_loop_in_the_virtual_lab_equals_a_hand_written_reference_loop() {
         e_prev = e;
         let u = kp * e + integral;
         x += a * (u - x);
-        assert!((x - r[7]).abs() < 1e-12 * (1.0 + x.abs()), "{} vs {}", x, r[7]);
+        assert!(
+            (x - r[7]).abs() < 1e-12 * (1.0 + x.abs()),
+            "{} vs {}",
+            x,
+            r[7]
+        );
         m_prev = r[4];
         peak = peak.max(d.abs());
     }

@@ -1998,14 +1998,14 @@ fn block_chains_are_validated() {
 
 /// [`SPLIT`] + [`LAB`] with `extra` lines added to actuator `act1` (after its dynamics).
 fn with_actuator_lines(extra: &str) -> String {
-    with_dynamics(&format!("{{ kind = \"first_order\", tau = 0.01 }}\n{extra}"))
+    with_dynamics(&format!(
+        "{{ kind = \"first_order\", tau = 0.01 }}\n{extra}"
+    ))
 }
 
 #[test]
 fn controllers_signals_and_compensators_are_read() {
-    use hybridsim::model::lab::{
-        ActuatorModel, BlockSpec, NodeSpacing, StartupPolicy,
-    };
+    use hybridsim::model::lab::{ActuatorModel, BlockSpec, NodeSpacing, StartupPolicy};
     let m = lab_model(&with_actuator_lines(
         "controller = { feedback = [{ kind = \"pid\", kp = 2.0, ki = 10.0, kd = 0.01, \
          derivative_filter = 10.0, max = 1.0 }], feedforward = { kind = \"lead_lag\", \
@@ -2053,8 +2053,13 @@ fn controllers_signals_and_compensators_are_read() {
     let m = lab_model(&with_actuator_lines(
         "compensation = { adaptive = { window = 400 } }",
     ));
-    let ats = m.lab.unwrap().lab.actuators[0].adaptive_compensation.unwrap();
-    assert_eq!((ats.window, ats.update_every, ats.initial), (400, 1, [1.0, 0.0, 0.0]));
+    let ats = m.lab.unwrap().lab.actuators[0]
+        .adaptive_compensation
+        .unwrap();
+    assert_eq!(
+        (ats.window, ats.update_every, ats.initial),
+        (400, 1, [1.0, 0.0, 0.0])
+    );
 }
 
 #[test]

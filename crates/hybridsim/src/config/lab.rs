@@ -815,9 +815,9 @@ fn compensation(
             Some(toml::Value::String(s)) if s == "coarse_step" => NodeSpacing::CoarseSteps(1),
             Some(toml::Value::Table(t))
                 if t.len() == 1
-                    && t.get("coarse_steps").and_then(|v| v.as_integer()).is_some_and(|n| {
-                        (1..=MAX_NODE_SPACING).contains(&n)
-                    }) =>
+                    && t.get("coarse_steps")
+                        .and_then(|v| v.as_integer())
+                        .is_some_and(|n| (1..=MAX_NODE_SPACING).contains(&n)) =>
             {
                 NodeSpacing::CoarseSteps(t["coarse_steps"].as_integer().unwrap_or(1) as usize)
             }
@@ -952,9 +952,7 @@ fn model_compensation(
             other => {
                 diag.push(
                     format!("{fi}.model"),
-                    format!(
-                        "unknown actuator model `{other}` (first_order, second_order)"
-                    ),
+                    format!("unknown actuator model `{other}` (first_order, second_order)"),
                 );
                 None
             }
@@ -997,8 +995,8 @@ fn model_compensation(
                 format!("must be a number of ticks from 1 to {MAX_ADAPTIVE_WINDOW}, found {every}"),
             );
         }
-        let triple = |v: &Option<Vec<f64>>, key: &str, default: [f64; 3], diag: &mut Diagnostics| {
-            match v {
+        let triple =
+            |v: &Option<Vec<f64>>, key: &str, default: [f64; 3], diag: &mut Diagnostics| match v {
                 None => default,
                 Some(v) if v.len() == 3 && v.iter().all(|x| x.is_finite()) => [v[0], v[1], v[2]],
                 Some(v) => {
@@ -1008,8 +1006,7 @@ fn model_compensation(
                     );
                     default
                 }
-            }
-        };
+            };
         let initial = triple(&a.initial, "initial", [1.0, 0.0, 0.0], diag);
         let lower = triple(&a.lower, "lower", [0.1, 0.0, 0.0], diag);
         let upper = triple(&a.upper, "upper", [10.0, 0.1, 0.01], diag);
@@ -1121,7 +1118,11 @@ fn block_chain(
     };
     let mut blocks = Vec::with_capacity(items.len());
     for (j, t) in items.iter().enumerate() {
-        let fj = if single { f.to_string() } else { format!("{f}[{j}]") };
+        let fj = if single {
+            f.to_string()
+        } else {
+            format!("{f}[{j}]")
+        };
         blocks.extend(parse_block(t, &fj, diag));
     }
     if diag.len() == before && time_scale.dt_c.is_finite() && time_scale.dt_c > 0.0 {
@@ -1854,8 +1855,26 @@ fn parse_block(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> Option<Block
                 }
             };
             let not_nan = |x: f64| !x.is_nan();
-            let min = block_number(t, f, kind, "min", Some(f64::NEG_INFINITY), &not_nan, "a number", diag);
-            let max = block_number(t, f, kind, "max", Some(f64::INFINITY), &not_nan, "a number", diag);
+            let min = block_number(
+                t,
+                f,
+                kind,
+                "min",
+                Some(f64::NEG_INFINITY),
+                &not_nan,
+                "a number",
+                diag,
+            );
+            let max = block_number(
+                t,
+                f,
+                kind,
+                "max",
+                Some(f64::INFINITY),
+                &not_nan,
+                "a number",
+                diag,
+            );
             if min >= max {
                 diag.push(
                     format!("{f}.max"),
@@ -1873,7 +1892,12 @@ fn parse_block(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> Option<Block
             }
         }
         "lead_lag" => {
-            let gain = num("gain", &|x: f64| x.is_finite() && x != 0.0, "a finite non-zero gain", diag);
+            let gain = num(
+                "gain",
+                &|x: f64| x.is_finite() && x != 0.0,
+                "a finite non-zero gain",
+                diag,
+            );
             let by_pole = t.contains_key("zero") || t.contains_key("pole");
             let by_phase = t.contains_key("frequency") || t.contains_key("phase");
             let (zero, pole) = if by_pole && by_phase {
@@ -1883,7 +1907,12 @@ fn parse_block(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> Option<Block
                 );
                 (f64::NAN, f64::NAN)
             } else if by_phase {
-                let fr = num("frequency", &positive, "a positive finite frequency (Hz)", diag);
+                let fr = num(
+                    "frequency",
+                    &positive,
+                    "a positive finite frequency (Hz)",
+                    diag,
+                );
                 let ph = num(
                     "phase",
                     &|x: f64| x.is_finite() && x.abs() < 90.0 && x != 0.0,

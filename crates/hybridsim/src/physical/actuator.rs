@@ -356,15 +356,17 @@ impl ServoLoop {
         error: &[BlockSpec],
         dt_c: f64,
     ) -> Result<Self, ServoLoopError> {
-        let chain = |what: &'static str, specs: &[BlockSpec]| -> Result<Option<Series>, ServoLoopError> {
-            if specs.is_empty() {
-                Ok(None)
-            } else {
-                Series::new(specs, dt_c).map(Some).map_err(|e| (what, e))
-            }
-        };
+        let chain =
+            |what: &'static str, specs: &[BlockSpec]| -> Result<Option<Series>, ServoLoopError> {
+                if specs.is_empty() {
+                    Ok(None)
+                } else {
+                    Series::new(specs, dt_c).map(Some).map_err(|e| (what, e))
+                }
+            };
         Ok(Self {
-            feedback: chain("feedback", &c.feedback)?.unwrap_or_else(|| Series::from_blocks(Vec::new())),
+            feedback: chain("feedback", &c.feedback)?
+                .unwrap_or_else(|| Series::from_blocks(Vec::new())),
             feedforward: chain("feedforward", &c.feedforward)?,
             error: chain("error", error)?,
         })
@@ -402,7 +404,11 @@ impl ServoLoop {
         let mut ff = 0.0;
         if let Some(c) = &mut self.feedforward {
             let x1 = c.reset(1.0);
-            let g = if x1.is_finite() && x1 != 0.0 { 1.0 / x1 } else { 0.0 };
+            let g = if x1.is_finite() && x1 != 0.0 {
+                1.0 / x1
+            } else {
+                0.0
+            };
             ff = g * d;
             c.reset(ff);
         }

@@ -1,4 +1,4 @@
-//! Phase lead/lag compensator `C(s) = K (s + z)/(s + p)` (Ogata 2010, §6.8 and §7.11): a lead
+//! Phase lead/lag compensator `C(s) = K (s + z)/(s + p)` (Ogata 2010): a lead
 //! when `z < p` (phase advance, largest at `ω_m = √(z p)`), a lag when `z > p`. Lab engineers
 //! often give it by its centre frequency `f_m` (Hz) and the phase `φ_m` it adds there (positive:
 //! lead, negative: lag): with `α = (1 − sin φ_m)/(1 + sin φ_m)`, `z = ω_m √α`, `p = ω_m/√α`,

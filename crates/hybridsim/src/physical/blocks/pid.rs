@@ -2,7 +2,7 @@
 //!
 //! `C(s) = k_p + k_i/s + k_d s/(T_f s + 1)`,
 //!
-//! the textbook parallel form (Åström & Hägglund 1995, §3.3): the derivative is filtered by a
+//! the textbook parallel form (Åström & Hägglund 1995): the derivative is filtered by a
 //! first-order lag of time constant `T_f` (given directly, or as `T_f = k_d/(k_p N)` from the
 //! derivative filter number `N`, typically 5–20), so that `C` is proper and its high-frequency
 //! gain is bounded by `k_p + k_d/T_f`.
@@ -17,7 +17,7 @@
 //!
 //! Output limit `[min, max]`: the output is clamped, and the integral is not advanced on a tick
 //! where that would drive an already saturated output further out (conditional integration, the
-//! clamping anti-windup of Åström & Hägglund 1995, §3.5).
+//! clamping anti-windup described by Åström & Hägglund 1995).
 
 use super::{Block, StateSpace};
 use crate::model::lab::Discretization;
@@ -150,7 +150,11 @@ impl Block for Pid {
             0.0
         } else {
             self.integral = 0.0;
-            let e = if self.kp != 0.0 { output / self.kp } else { 0.0 };
+            let e = if self.kp != 0.0 {
+                output / self.kp
+            } else {
+                0.0
+            };
             self.e_prev = e;
             e
         }

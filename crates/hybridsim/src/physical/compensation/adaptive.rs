@@ -11,7 +11,7 @@
 //! displacement `x^m_i` and its derivatives — the inverse of the actuator seen through the
 //! data. For an actuator with amplitude factor `g` and delay `τ`, `x^m(t) = g u(t − τ)`, so
 //! `u(t) = x^m(t + τ)/g ≈ (x^m + τ ẋ^m + τ²/2 ẍ^m)/g`: `a0 = 1/g` is the amplitude factor of the
-//! compensation and `τ = a1/a0` the delay estimate (Chae et al. 2013, eqs 5–9). Each coefficient
+//! compensation and `τ = a1/a0` the delay estimate (Chae et al. 2013). Each coefficient
 //! is then clamped to its bounds (the paper bounds the coefficients; clamping the unconstrained
 //! solution is this implementation's simplification).
 //!
