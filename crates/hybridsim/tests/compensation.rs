@@ -28,14 +28,14 @@ fn comp(
 /// Order-`p` Lagrange extrapolation of `nodes` (newest first, unit spacing) `m` ahead.
 fn extrapolate(nodes: &[f64], p: usize, m: f64) -> f64 {
     let mut out = 0.0;
-    for i in 0..=p {
+    for (i, node) in nodes.iter().enumerate().take(p + 1) {
         let mut l = 1.0;
         for j in 0..=p {
             if j != i {
                 l *= (m + j as f64) / (j as f64 - i as f64);
             }
         }
-        out += l * nodes[i];
+        out += l * node;
     }
     out
 }

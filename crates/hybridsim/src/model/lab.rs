@@ -325,7 +325,7 @@ pub enum BlockSpec {
         /// Discretization.
         discretization: Discretization,
     },
-    /// Phase lead/lag `K (s + z)/(s + p)` ([`crate::physical::blocks::lead_lag`]).
+    /// Phase lead/lag `K (s + z)/(s + p)` ([`mod@crate::physical::blocks::lead_lag`]).
     LeadLag {
         /// K, the high-frequency gain.
         gain: f64,

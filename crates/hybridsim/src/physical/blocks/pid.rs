@@ -84,7 +84,7 @@ impl Pid {
                     None => 2.0 / dt,
                     Some(f) => {
                         let w = 2.0 * std::f64::consts::PI * f;
-                        if !(w * dt / 2.0 < std::f64::consts::FRAC_PI_2) {
+                        if w.is_nan() || w * dt / 2.0 >= std::f64::consts::FRAC_PI_2 {
                             return Err(format!(
                                 "prewarp frequency {f} Hz must lie below the Nyquist \
                                  frequency {} Hz",

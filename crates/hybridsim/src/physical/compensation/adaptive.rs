@@ -203,10 +203,11 @@ impl AdaptiveTimeSeries {
 
 /// Solve the 3 × 3 system `m x = rhs` by Gaussian elimination with partial pivoting; `None`
 /// when singular.
+#[allow(clippy::needless_range_loop)] // rows and columns of a 3 × 3 matrix
 fn solve3(mut m: [[f64; 3]; 3], mut rhs: [f64; 3]) -> Option<[f64; 3]> {
     for col in 0..3 {
         let piv = (col..3).max_by(|&a, &b| m[a][col].abs().total_cmp(&m[b][col].abs()))?;
-        if !(m[piv][col].abs() > 1e-300) {
+        if m[piv][col].is_nan() || m[piv][col].abs() <= 1e-300 {
             return None;
         }
         m.swap(col, piv);
