@@ -329,6 +329,16 @@ pub fn safety_json(
         "second_event": s.second_event.as_ref().map(event_json),
         "actuators": s.actuators,
         "max_command_sent": s.max_sent,
+        "largest_command_jump": s.largest_command_jump,
+        "compensation": if s.compensation_statistics.is_empty() {
+            Value::Null
+        } else {
+            let mut c = serde_json::Map::new();
+            for (k, v) in &s.compensation_statistics {
+                c.insert(k.clone(), num(*v));
+            }
+            Value::Object(c)
+        },
         "displacement_limits": limits(|l| l.displacement),
         "velocity_limits": limits(|l| l.velocity),
         "force_limits": limits(|l| l.force),

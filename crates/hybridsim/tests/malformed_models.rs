@@ -1995,3 +1995,247 @@ fn block_chains_are_validated() {
         "positive finite rate",
     );
 }
+
+/// [`SPLIT`] + [`LAB`] with `extra` lines added to actuator `act1` (after its dynamics).
+fn with_actuator_lines(extra: &str) -> String {
+    with_dynamics(&format!(
+        "{{ kind = \"first_order\", tau = 0.01 }}\n{extra}"
+    ))
+}
+
+#[test]
+fn controllers_signals_and_compensators_are_read() {
+    use hybridsim::model::lab::{ActuatorModel, BlockSpec, NodeSpacing, StartupPolicy};
+    let m = lab_model(&with_actuator_lines(
+        "controller = { feedback = [{ kind = \"pid\", kp = 2.0, ki = 10.0, kd = 0.01, \
+         derivative_filter = 10.0, max = 1.0 }], feedforward = { kind = \"lead_lag\", \
+         gain = 1.0, frequency = 10.0, phase = 30.0 } }\n\
+         signals = { target = [{ kind = \"rate_limit\", rate = 0.4 }], \
+         measurement = [{ kind = \"quantizer\", resolution = 1e-6, range = 0.1 }] }\n\
+         compensation = { delay = { order = 3, estimate = 0.002, \
+         node_spacing = { coarse_steps = 2 }, startup = \"hold_order\" }, \
+         inverse = { model = \"second_order\", frequency = 30.0, damping = 0.7, \
+         filter_time_constant = 0.001 } }",
+    ));
+    let a = &m.lab.unwrap().lab.actuators[0];
+    let c = a.controller.as_ref().unwrap();
+    let BlockSpec::Pid {
+        kp,
+        derivative_time_constant,
+        max,
+        ..
+    } = c.feedback[0]
+    else {
+        panic!("{:?}", c.feedback)
+    };
+    assert_eq!((kp, max), (2.0, 1.0));
+    // T_f = kd/(kp N).
+    assert!((derivative_time_constant - 0.01 / 20.0).abs() < 1e-15);
+    assert!(matches!(c.feedforward[0], BlockSpec::LeadLag { .. }));
+    assert_eq!(a.signals.target.len(), 1);
+    assert_eq!(a.signals.measurement.len(), 1);
+    let d = a.delay_compensation.unwrap();
+    assert_eq!(d.node_spacing, NodeSpacing::CoarseSteps(2));
+    assert_eq!(d.startup, StartupPolicy::HoldOrder);
+    assert!(matches!(
+        a.inverse_compensation.unwrap().model,
+        ActuatorModel::SecondOrder { .. }
+    ));
+    // The existing keys keep their meaning: one-tick nodes, pass-through start.
+    let m = lab_model(&with_actuator_lines(
+        "compensation = { delay = { order = 2, estimate = 0.002 } }",
+    ));
+    let d = m.lab.unwrap().lab.actuators[0].delay_compensation.unwrap();
+    assert_eq!(
+        (d.node_spacing, d.startup),
+        (NodeSpacing::Ticks(1), StartupPolicy::Passthrough)
+    );
+    let m = lab_model(&with_actuator_lines(
+        "compensation = { adaptive = { window = 400 } }",
+    ));
+    let ats = m.lab.unwrap().lab.actuators[0]
+        .adaptive_compensation
+        .unwrap();
+    assert_eq!(
+        (ats.window, ats.update_every, ats.initial),
+        (400, 1, [1.0, 0.0, 0.0])
+    );
+}
+
+#[test]
+fn controllers_signals_and_compensators_are_validated() {
+    let f = "lab.actuator[0]";
+    for (extra, field, phrase) in [
+        // Controller blocks.
+        (
+            "controller = { feedback = [{ kind = \"pid\", kp = 1.0, kd = 0.1 }] }",
+            "controller.feedback[0].kd",
+            "improper",
+        ),
+        (
+            "controller = { feedback = [{ kind = \"pid\" }] }",
+            "controller.feedback[0]",
+            "at least one of kp, ki, kd",
+        ),
+        (
+            "controller = { feedback = [{ kind = \"pid\", ki = 1.0, kd = 0.1, derivative_filter = 8.0 }] }",
+            "controller.feedback[0].derivative_filter",
+            "needs kp ≠ 0",
+        ),
+        (
+            "controller = { feedback = [{ kind = \"pid\", kp = 1.0, kd = 0.1, derivative_filter = 8.0, \
+             derivative_time_constant = 0.01 }] }",
+            "controller.feedback[0].derivative_time_constant",
+            "not both",
+        ),
+        (
+            "controller = { feedback = [{ kind = \"pid\", kp = nan }] }",
+            "controller.feedback[0].kp",
+            "finite",
+        ),
+        (
+            "controller = { feedback = [{ kind = \"pid\", kp = 1.0, min = 1.0, max = -1.0 }] }",
+            "controller.feedback[0].max",
+            "greater than min",
+        ),
+        (
+            "controller = { feedback = [{ kind = \"pid\", kp = 1.0, gain = 2.0 }] }",
+            "controller.feedback[0].gain",
+            "unknown key",
+        ),
+        (
+            "controller = { feedback = [{ kind = \"lead_lag\", gain = 1.0, zero = 5.0, pole = -3.0 }] }",
+            "controller.feedback[0].pole",
+            "unstable",
+        ),
+        (
+            "controller = { feedback = [{ kind = \"lead_lag\", gain = 1.0, frequency = 5.0, phase = 95.0 }] }",
+            "controller.feedback[0].phase",
+            "between −90 and 90",
+        ),
+        (
+            "controller = { feedback = [{ kind = \"lead_lag\", gain = 1.0, zero = 5.0, frequency = 5.0 }] }",
+            "controller.feedback[0]",
+            "not both",
+        ),
+        (
+            "controller = { feedback = [{ kind = \"transfer_function\", num = [1.0], den = [1.0, -2.0] }] }",
+            "controller.feedback[0].den",
+            "stable",
+        ),
+        (
+            "controller = { feedforward = [{ kind = \"lead_lag\", gain = 1.0, zero = 5.0, pole = 50.0 }] }",
+            "controller.feedback",
+            "is required",
+        ),
+        (
+            "controller = { feedback = [{ kind = \"pid\", kp = 1.0 }], gains = 2 }",
+            "controller.gains",
+            "unknown key",
+        ),
+        ("controller = 3", "controller", "must be a table"),
+        // Signals.
+        (
+            "signals = { error = [{ kind = \"saturation\", min = -1.0, max = 1.0 }] }",
+            "signals.error",
+            "needs `controller`",
+        ),
+        (
+            "signals = { target = [{ kind = \"rate_limit\", rate = 0.0 }] }",
+            "signals.target[0].rate",
+            "positive",
+        ),
+        (
+            "signals = { command = [{ kind = \"filter\" }] }",
+            "signals.command[0].kind",
+            "unknown block kind",
+        ),
+        ("signals = { feedback = [] }", "signals.feedback", "unknown key"),
+        // Polynomial extrapolation.
+        (
+            "compensation = { delay = { order = 4, estimate = 0.001 } }",
+            "compensation.delay.order",
+            "0, 1, 2 or 3",
+        ),
+        (
+            "compensation = { delay = { order = 2, estimate = 0.001, node_spacing = 0 } }",
+            "compensation.delay.node_spacing",
+            "coarse_step",
+        ),
+        (
+            "compensation = { delay = { order = 2, estimate = 0.001, node_spacing = \"step\" } }",
+            "compensation.delay.node_spacing",
+            "coarse_steps = N",
+        ),
+        (
+            "compensation = { delay = { order = 2, estimate = 0.001, startup = \"zero\" } }",
+            "compensation.delay.startup",
+            "hold_order",
+        ),
+        // Inverse.
+        (
+            "compensation = { inverse = { model = \"third_order\", filter_time_constant = 0.001 } }",
+            "compensation.inverse.model",
+            "unknown actuator model",
+        ),
+        (
+            "compensation = { inverse = { model = \"first_order\", filter_time_constant = 0.001 } }",
+            "compensation.inverse.tau",
+            "is required",
+        ),
+        (
+            "compensation = { inverse = { model = \"first_order\", tau = 0.01, filter_time_constant = 0.0 } }",
+            "compensation.inverse.filter_time_constant",
+            "positive",
+        ),
+        (
+            "compensation = { inverse = { model = \"first_order\", tau = 0.01, damping = 0.5, \
+             filter_time_constant = 0.001 } }",
+            "compensation.inverse.damping",
+            "does not apply",
+        ),
+        // Adaptive.
+        (
+            "compensation = { adaptive = { window = 2 } }",
+            "compensation.adaptive.window",
+            "from 3",
+        ),
+        (
+            "compensation = { adaptive = { window = 100, update_every = 0 } }",
+            "compensation.adaptive.update_every",
+            "from 1",
+        ),
+        (
+            "compensation = { adaptive = { window = 100, lower = [0.5, 0.0] } }",
+            "compensation.adaptive.lower",
+            "three finite numbers",
+        ),
+        (
+            "compensation = { adaptive = { window = 100, lower = [0.5, 0.2, 0.0], upper = [2.0, 0.1, 0.01] } }",
+            "compensation.adaptive.upper",
+            "below the lower bound",
+        ),
+        (
+            "compensation = { adaptive = { window = 100, initial = [20.0, 0.0, 0.0] } }",
+            "compensation.adaptive.initial",
+            "outside its bounds",
+        ),
+        (
+            "compensation = { adaptive = { window = 100, lower = [0.0, 0.0, 0.0], initial = [0.0, 0.0, 0.0] } }",
+            "compensation.adaptive.lower",
+            "must stay positive",
+        ),
+        (
+            "compensation = { adaptive = { window = 10, difference_spacing = 5 } }",
+            "compensation.adaptive.window",
+            "two difference spacings",
+        ),
+        (
+            "compensation = { delay = { order = 1, estimate = 0.001 }, adaptive = { window = 100 } }",
+            "compensation.adaptive",
+            "cannot be combined",
+        ),
+    ] {
+        check(&with_actuator_lines(extra), &format!("{f}.{field}"), phrase);
+    }
+}

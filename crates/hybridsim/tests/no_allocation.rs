@@ -64,3 +64,53 @@ fn steps_and_recording_do_not_allocate() {
         assert_eq!(records, 0, "{integrator}: recording allocates");
     }
 }
+
+/// The quick start with a servo controller (PID feedback, lead/lag feedforward), blocks on
+/// the target, command, error and measurement, and the adaptive time series compensator:
+/// its steps allocate nothing either (the ATS window fills and is re-identified inside the
+/// counted steps).
+#[test]
+fn a_controller_and_ats_lab_steps_without_allocating() {
+    let m = example_with("quickstart.toml", |t| {
+        set(t, "analysis", "duration", 4.0);
+        let a = t["lab"]["actuator"].as_array_mut().unwrap()[0]
+            .as_table_mut()
+            .unwrap();
+        let edit: toml::Table = toml::from_str(
+            "dynamics = { kind = 'first_order', tau = 0.005 }\n\
+             compensation = { adaptive = { window = 200, update_every = 5 } }\n\
+             [controller]\n\
+             feedback = [{ kind = 'pid', kp = 2.0, ki = 20.0, kd = 0.0005, derivative_time_constant = 0.002, min = -1.0, max = 1.0 }]\n\
+             feedforward = [{ kind = 'lead_lag', gain = 0.3, zero = 50.0, pole = 200.0 }]\n\
+             [signals]\n\
+             target = [{ kind = 'rate_limit', rate = 1.5 }]\n\
+             command = [{ kind = 'quantizer', resolution = 1e-7, range = 0.3 }]\n\
+             error = [{ kind = 'saturation', min = -0.05, max = 0.05 }]\n\
+             measurement = [{ kind = 'quantizer', resolution = 1e-7, range = 0.3 }]\n",
+        )
+        .unwrap();
+        for (k, v) in edit {
+            a.insert(k, v);
+        }
+    });
+    let mut sim = hybridsim::Simulation::new(m).unwrap();
+    let mut row = vec![0.0; sim.columns().len()];
+    sim.step().unwrap();
+    sim.record(&mut row);
+    let steps = count(|| {
+        for _ in 0..500 {
+            sim.step().unwrap();
+        }
+    });
+    println!("controller + ATS lab: {steps} allocations in 500 steps");
+    assert_eq!(steps, 0, "the controller + ATS lab step allocates");
+    let mut updates = 0.0;
+    sim.integrator.for_each_lab(&mut |_, lab| {
+        for (k, v) in lab.safety_summary().compensation_statistics {
+            if k.ends_with("ats_updates") {
+                updates = v;
+            }
+        }
+    });
+    assert!(updates > 100.0, "the ATS identified {updates} times");
+}

@@ -240,6 +240,8 @@ fn overshooting_compensator_at_a_reversal_is_caught() {
         &DelayCompensation {
             order: 2,
             estimate: 0.04,
+            node_spacing: hybridsim::model::lab::NodeSpacing::Ticks(1),
+            startup: hybridsim::model::lab::StartupPolicy::Passthrough,
         },
         1e-3,
     );

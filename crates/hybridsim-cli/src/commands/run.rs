@@ -100,6 +100,18 @@ pub fn execute(args: Args) -> Result<ExitCode> {
                 ),
                 Some(ev) => println!("safety: tripped: {ev}"),
             }
+            println!(
+                "largest command jump per tick: {}",
+                s.actuators
+                    .iter()
+                    .zip(&s.largest_command_jump)
+                    .map(|(a, j)| format!("{a} {j:.4e}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            for (k, v) in &s.compensation_statistics {
+                println!("compensation: {k} = {v:.6e}");
+            }
         }
     }
     if let Some(e) = &report.error {

@@ -663,6 +663,25 @@ fn actuator(
         None => (None, None),
         Some(c) => compensation(c, f, ctx.units, diag),
     };
+    let (inverse_compensation, adaptive_compensation) = match &a.compensation {
+        None => (None, None),
+        Some(c) => model_compensation(c, f, delay_compensation.is_some(), time_scale.ss, diag),
+    };
+    let controller = a
+        .controller
+        .as_ref()
+        .map(|v| controller(v, &format!("{f}.controller"), time_scale, diag));
+    let signals = a
+        .signals
+        .as_ref()
+        .map(|v| signals(v, &format!("{f}.signals"), time_scale, diag))
+        .unwrap_or_default();
+    if controller.is_none() && !signals.error.is_empty() {
+        diag.push(
+            format!("{f}.signals.error"),
+            "acts on the servo controller's error: it needs `controller`",
+        );
+    }
     ActuatorSettings {
         name: a.name.clone(),
         dofs: a.dofs.clone(),
@@ -677,6 +696,10 @@ fn actuator(
         loading_stiffness,
         delay_compensation,
         compliance_compensation,
+        inverse_compensation,
+        adaptive_compensation,
+        controller,
+        signals,
         capacity: capacity(a.capacity.as_ref(), f, diag),
     }
 }
@@ -783,9 +806,52 @@ fn compensation(
                 format!("must be a delay ≥ 0 s, found {}", d.estimate),
             );
         }
+        let fs = format!("{f}.compensation.delay.node_spacing");
+        let node_spacing = match &d.node_spacing {
+            None => NodeSpacing::Ticks(1),
+            Some(toml::Value::Integer(n)) if (1..=MAX_NODE_SPACING).contains(n) => {
+                NodeSpacing::Ticks(*n as usize)
+            }
+            Some(toml::Value::String(s)) if s == "coarse_step" => NodeSpacing::CoarseSteps(1),
+            Some(toml::Value::Table(t))
+                if t.len() == 1
+                    && t.get("coarse_steps")
+                        .and_then(|v| v.as_integer())
+                        .is_some_and(|n| (1..=MAX_NODE_SPACING).contains(&n)) =>
+            {
+                NodeSpacing::CoarseSteps(t["coarse_steps"].as_integer().unwrap_or(1) as usize)
+            }
+            Some(v) => {
+                diag.push(
+                    fs,
+                    format!(
+                        "must be a number of controller ticks from 1 to {MAX_NODE_SPACING}, \
+                         \"coarse_step\" or {{ coarse_steps = N }} (N from 1 to \
+                         {MAX_NODE_SPACING}), found {v}"
+                    ),
+                );
+                NodeSpacing::Ticks(1)
+            }
+        };
+        let startup = match d.startup.as_deref() {
+            None | Some("passthrough") => StartupPolicy::Passthrough,
+            Some("hold_order") => StartupPolicy::HoldOrder,
+            Some("rest_history") => StartupPolicy::RestHistory,
+            Some(s) => {
+                diag.push(
+                    format!("{f}.compensation.delay.startup"),
+                    format!(
+                        "must be \"passthrough\", \"hold_order\" or \"rest_history\", found \"{s}\""
+                    ),
+                );
+                StartupPolicy::Passthrough
+            }
+        };
         delay_compensation = Some(DelayCompensation {
             order: d.order.clamp(0, 3) as usize,
             estimate: d.estimate,
+            node_spacing,
+            startup,
         });
     }
     if let Some(k) = &c.compliance {
@@ -813,6 +879,333 @@ fn compensation(
         }
     }
     (delay_compensation, compliance_compensation)
+}
+
+/// Largest node spacing of the polynomial extrapolation, in ticks.
+const MAX_NODE_SPACING: i64 = 100_000;
+
+/// Longest identification window of the adaptive compensator, in ticks.
+const MAX_ADAPTIVE_WINDOW: i64 = 1_000_000;
+
+/// `compensation.inverse` and `compensation.adaptive`; the adaptive compensator replaces the
+/// others (it identifies the delay itself), so it may not be combined with `delay` or
+/// `inverse`.
+fn model_compensation(
+    c: &CompensationSpec,
+    f: &str,
+    has_delay: bool,
+    ss: usize,
+    diag: &mut Diagnostics,
+) -> (Option<InverseCompensation>, Option<AdaptiveCompensation>) {
+    let mut inverse = None;
+    if let Some(i) = &c.inverse {
+        let fi = format!("{f}.compensation.inverse");
+        let positive = |x: Option<f64>, key: &str, what: &str, diag: &mut Diagnostics| -> f64 {
+            match x {
+                Some(x) if x.is_finite() && x > 0.0 => x,
+                Some(x) => {
+                    diag.push(format!("{fi}.{key}"), format!("must be {what}, found {x}"));
+                    f64::NAN
+                }
+                None => {
+                    diag.push(
+                        format!("{fi}.{key}"),
+                        format!("is required by `model = \"{}\"`", i.model),
+                    );
+                    f64::NAN
+                }
+            }
+        };
+        let unused = |key: &str, set: bool, diag: &mut Diagnostics| {
+            if set {
+                diag.push(
+                    format!("{fi}.{key}"),
+                    format!("does not apply to `model = \"{}\"`", i.model),
+                );
+            }
+        };
+        let model = match i.model.as_str() {
+            "first_order" => {
+                unused("frequency", i.frequency.is_some(), diag);
+                unused("damping", i.damping.is_some(), diag);
+                Some(ActuatorModel::FirstOrder {
+                    tau: positive(i.tau, "tau", "a positive finite time constant (s)", diag),
+                })
+            }
+            "second_order" => {
+                unused("tau", i.tau.is_some(), diag);
+                Some(ActuatorModel::SecondOrder {
+                    frequency: positive(
+                        i.frequency,
+                        "frequency",
+                        "a positive finite natural frequency (Hz)",
+                        diag,
+                    ),
+                    damping: positive(
+                        i.damping,
+                        "damping",
+                        "a positive finite damping ratio",
+                        diag,
+                    ),
+                })
+            }
+            other => {
+                diag.push(
+                    format!("{fi}.model"),
+                    format!("unknown actuator model `{other}` (first_order, second_order)"),
+                );
+                None
+            }
+        };
+        let tf = i.filter_time_constant;
+        if !(tf.is_finite() && tf > 0.0) {
+            diag.push(
+                format!("{fi}.filter_time_constant"),
+                format!("must be a positive finite time constant (s), found {tf}"),
+            );
+        }
+        inverse = model.map(|model| InverseCompensation {
+            model,
+            filter_time_constant: tf,
+        });
+    }
+    let mut adaptive = None;
+    if let Some(a) = &c.adaptive {
+        let fa = format!("{f}.compensation.adaptive");
+        if has_delay || c.inverse.is_some() {
+            diag.push(
+                fa.clone(),
+                "identifies the delay itself: it cannot be combined with `delay` or `inverse` \
+                 compensation",
+            );
+        }
+        if !(3..=MAX_ADAPTIVE_WINDOW).contains(&a.window) {
+            diag.push(
+                format!("{fa}.window"),
+                format!(
+                    "must be a number of controller ticks from 3 to {MAX_ADAPTIVE_WINDOW}, found {}",
+                    a.window
+                ),
+            );
+        }
+        let every = a.update_every.unwrap_or(1);
+        if !(1..=MAX_ADAPTIVE_WINDOW).contains(&every) {
+            diag.push(
+                format!("{fa}.update_every"),
+                format!("must be a number of ticks from 1 to {MAX_ADAPTIVE_WINDOW}, found {every}"),
+            );
+        }
+        let triple =
+            |v: &Option<Vec<f64>>, key: &str, default: [f64; 3], diag: &mut Diagnostics| match v {
+                None => default,
+                Some(v) if v.len() == 3 && v.iter().all(|x| x.is_finite()) => [v[0], v[1], v[2]],
+                Some(v) => {
+                    diag.push(
+                        format!("{fa}.{key}"),
+                        format!("must list three finite numbers (a0, a1, a2), found {v:?}"),
+                    );
+                    default
+                }
+            };
+        let initial = triple(&a.initial, "initial", [1.0, 0.0, 0.0], diag);
+        let lower = triple(&a.lower, "lower", [0.1, 0.0, 0.0], diag);
+        let upper = triple(&a.upper, "upper", [10.0, 0.1, 0.01], diag);
+        for (i, name) in ["a0", "a1", "a2"].iter().enumerate() {
+            if lower[i] > upper[i] {
+                diag.push(
+                    format!("{fa}.upper"),
+                    format!(
+                        "{name}: the upper bound {} lies below the lower bound {}",
+                        upper[i], lower[i]
+                    ),
+                );
+            } else if !(lower[i]..=upper[i]).contains(&initial[i]) {
+                diag.push(
+                    format!("{fa}.initial"),
+                    format!(
+                        "{name} = {} lies outside its bounds [{}, {}]",
+                        initial[i], lower[i], upper[i]
+                    ),
+                );
+            }
+        }
+        if lower[0] <= 0.0 {
+            diag.push(
+                format!("{fa}.lower"),
+                format!(
+                    "a0 (the amplitude factor) must stay positive: its lower bound must be > 0, \
+                     found {}",
+                    lower[0]
+                ),
+            );
+        }
+        let min_velocity = a.min_velocity.unwrap_or(0.0);
+        if !(min_velocity.is_finite() && min_velocity >= 0.0) {
+            diag.push(
+                format!("{fa}.min_velocity"),
+                format!("must be a finite velocity ≥ 0, found {min_velocity}"),
+            );
+        }
+        let spacing = a.difference_spacing.unwrap_or(ss.max(1) as i64);
+        if !(1..=MAX_NODE_SPACING).contains(&spacing) {
+            diag.push(
+                format!("{fa}.difference_spacing"),
+                format!("must be a number of ticks from 1 to {MAX_NODE_SPACING}, found {spacing}"),
+            );
+        } else if (3..=MAX_ADAPTIVE_WINDOW).contains(&a.window) && 2 * spacing >= a.window {
+            diag.push(
+                format!("{fa}.window"),
+                format!(
+                    "must span more than two difference spacings ({spacing} ticks each), found {}",
+                    a.window
+                ),
+            );
+        }
+        adaptive = Some(AdaptiveCompensation {
+            difference_spacing: spacing.clamp(1, MAX_NODE_SPACING) as usize,
+            window: a.window.clamp(3, MAX_ADAPTIVE_WINDOW) as usize,
+            update_every: every.clamp(1, MAX_ADAPTIVE_WINDOW) as usize,
+            initial,
+            lower,
+            upper,
+            min_velocity,
+        });
+    }
+    (inverse, adaptive)
+}
+
+/// A chain of blocks at `f`: an array of block tables (or one block table), each checked, then
+/// built at Δt^C so that what depends on the tick is reported at its block.
+fn block_chain(
+    v: &toml::Value,
+    f: &str,
+    time_scale: &TimeScale,
+    diag: &mut Diagnostics,
+) -> Vec<BlockSpec> {
+    let before = diag.len();
+    let (items, single): (Vec<&toml::Table>, bool) = match v {
+        toml::Value::Table(t) => (vec![t], true),
+        toml::Value::Array(a) => {
+            if a.is_empty() || a.len() > MAX_CHAIN {
+                diag.push(
+                    f,
+                    format!("must list 1 to {MAX_CHAIN} blocks, found {}", a.len()),
+                );
+                return Vec::new();
+            }
+            let mut items = Vec::with_capacity(a.len());
+            for (j, x) in a.iter().enumerate() {
+                match x.as_table() {
+                    Some(t) => items.push(t),
+                    None => diag.push(
+                        format!("{f}[{j}]"),
+                        format!("must be a block table with `kind`, found {}", x.type_str()),
+                    ),
+                }
+            }
+            (items, false)
+        }
+        other => {
+            diag.push(
+                f,
+                format!(
+                    "must be an array of block tables, found {}",
+                    other.type_str()
+                ),
+            );
+            return Vec::new();
+        }
+    };
+    let mut blocks = Vec::with_capacity(items.len());
+    for (j, t) in items.iter().enumerate() {
+        let fj = if single {
+            f.to_string()
+        } else {
+            format!("{f}[{j}]")
+        };
+        blocks.extend(parse_block(t, &fj, diag));
+    }
+    if diag.len() == before && time_scale.dt_c.is_finite() && time_scale.dt_c > 0.0 {
+        if let Err(e) = crate::physical::blocks::Series::new(&blocks, time_scale.dt_c) {
+            let at = if single {
+                format!("{f}.{}", e.field)
+            } else {
+                format!("{f}[{}].{}", e.block, e.field)
+            };
+            diag.push(at, e.reason);
+        }
+    }
+    blocks
+}
+
+/// The keys of the table at `f` (an error for anything but a table, or an unknown key).
+fn sub_table<'a>(
+    v: &'a toml::Value,
+    f: &str,
+    keys: &[&str],
+    diag: &mut Diagnostics,
+) -> Option<&'a toml::Table> {
+    let Some(t) = v.as_table() else {
+        diag.push(f, format!("must be a table, found {}", v.type_str()));
+        return None;
+    };
+    for k in t.keys() {
+        if !keys.contains(&k.as_str()) {
+            diag.push(
+                format!("{f}.{k}"),
+                format!("unknown key (expected {})", keys.join(", ")),
+            );
+        }
+    }
+    Some(t)
+}
+
+/// `controller = { feedback = [blocks], feedforward = [blocks] }`.
+fn controller(
+    v: &toml::Value,
+    f: &str,
+    time_scale: &TimeScale,
+    diag: &mut Diagnostics,
+) -> ControllerSettings {
+    let mut c = ControllerSettings::default();
+    let Some(t) = sub_table(v, f, &["feedback", "feedforward"], diag) else {
+        return c;
+    };
+    match t.get("feedback") {
+        Some(x) => c.feedback = block_chain(x, &format!("{f}.feedback"), time_scale, diag),
+        None => diag.push(
+            format!("{f}.feedback"),
+            "is required: the blocks acting on the error (e.g. [{ kind = \"pid\", kp = 1.0 }])",
+        ),
+    }
+    if let Some(x) = t.get("feedforward") {
+        c.feedforward = block_chain(x, &format!("{f}.feedforward"), time_scale, diag);
+    }
+    c
+}
+
+/// `signals = { target, command, error, measurement }`, each a chain of blocks.
+fn signals(
+    v: &toml::Value,
+    f: &str,
+    time_scale: &TimeScale,
+    diag: &mut Diagnostics,
+) -> SignalChains {
+    let mut s = SignalChains::default();
+    let Some(t) = sub_table(v, f, &["target", "command", "error", "measurement"], diag) else {
+        return s;
+    };
+    for (key, chain) in [
+        ("target", &mut s.target),
+        ("command", &mut s.command),
+        ("error", &mut s.error),
+        ("measurement", &mut s.measurement),
+    ] {
+        if let Some(x) = t.get(key) {
+            *chain = block_chain(x, &format!("{f}.{key}"), time_scale, diag);
+        }
+    }
+    s
 }
 
 /// `[[lab.force_control]]`: DOFs of a physical substructure not driven by an actuator.
@@ -1005,6 +1398,8 @@ const BLOCK_KINDS: &[&str] = &[
     "rate_limit",
     "quantizer",
     "servo_valve_csi",
+    "pid",
+    "lead_lag",
 ];
 
 /// Kinds a single `dynamics` table had before blocks (kept bit for bit without a
@@ -1245,6 +1640,19 @@ fn parse_block(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> Option<Block
         "saturation" => (&["min", "max"], false),
         "rate_limit" => (&["rate"], false),
         "quantizer" => (&["resolution", "range"], false),
+        "pid" => (
+            &[
+                "kp",
+                "ki",
+                "kd",
+                "derivative_filter",
+                "derivative_time_constant",
+                "min",
+                "max",
+            ],
+            true,
+        ),
+        "lead_lag" => (&["gain", "zero", "pole", "frequency", "phase"], true),
         "servo_valve_csi" => (
             &[
                 "valve_gain",
@@ -1388,6 +1796,146 @@ fn parse_block(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> Option<Block
                 );
             }
             BlockSpec::Quantizer { resolution, range }
+        }
+        "pid" => {
+            let finite = |x: f64| x.is_finite();
+            let kp = block_number(t, f, kind, "kp", Some(0.0), &finite, "finite", diag);
+            let ki = block_number(t, f, kind, "ki", Some(0.0), &finite, "finite", diag);
+            let kd = block_number(t, f, kind, "kd", Some(0.0), &finite, "finite", diag);
+            if kp == 0.0 && ki == 0.0 && kd == 0.0 {
+                diag.push(
+                    f.to_string(),
+                    "a `pid` block needs at least one of kp, ki, kd non-zero",
+                );
+            }
+            let n = t.get("derivative_filter").map(|_| {
+                num(
+                    "derivative_filter",
+                    &positive,
+                    "a positive finite filter number N (T_f = kd/(kp N))",
+                    diag,
+                )
+            });
+            let tf = t.get("derivative_time_constant").map(|_| {
+                num(
+                    "derivative_time_constant",
+                    &positive,
+                    "a positive finite time constant (s)",
+                    diag,
+                )
+            });
+            let derivative_time_constant = match (n, tf) {
+                (Some(_), Some(_)) => {
+                    diag.push(
+                        format!("{f}.derivative_time_constant"),
+                        "give either derivative_filter (N) or derivative_time_constant, not both",
+                    );
+                    f64::NAN
+                }
+                (Some(n), None) => {
+                    if kp == 0.0 {
+                        diag.push(
+                            format!("{f}.derivative_filter"),
+                            "N sets T_f = kd/(kp N) and needs kp ≠ 0: give \
+                             derivative_time_constant instead",
+                        );
+                    }
+                    (kd / (kp * n)).abs()
+                }
+                (None, Some(tf)) => tf,
+                (None, None) => {
+                    if kd != 0.0 {
+                        diag.push(
+                            format!("{f}.kd"),
+                            "a derivative needs its filter (derivative_filter N, or \
+                             derivative_time_constant T_f): kd·s alone is improper",
+                        );
+                    }
+                    0.0
+                }
+            };
+            let not_nan = |x: f64| !x.is_nan();
+            let min = block_number(
+                t,
+                f,
+                kind,
+                "min",
+                Some(f64::NEG_INFINITY),
+                &not_nan,
+                "a number",
+                diag,
+            );
+            let max = block_number(
+                t,
+                f,
+                kind,
+                "max",
+                Some(f64::INFINITY),
+                &not_nan,
+                "a number",
+                diag,
+            );
+            if min >= max {
+                diag.push(
+                    format!("{f}.max"),
+                    format!("must be greater than min = {min}, found {max}"),
+                );
+            }
+            BlockSpec::Pid {
+                kp,
+                ki,
+                kd,
+                derivative_time_constant,
+                min,
+                max,
+                discretization: discretization(t, f, diag),
+            }
+        }
+        "lead_lag" => {
+            let gain = num(
+                "gain",
+                &|x: f64| x.is_finite() && x != 0.0,
+                "a finite non-zero gain",
+                diag,
+            );
+            let by_pole = t.contains_key("zero") || t.contains_key("pole");
+            let by_phase = t.contains_key("frequency") || t.contains_key("phase");
+            let (zero, pole) = if by_pole && by_phase {
+                diag.push(
+                    f.to_string(),
+                    "give either zero and pole, or frequency and phase, not both",
+                );
+                (f64::NAN, f64::NAN)
+            } else if by_phase {
+                let fr = num(
+                    "frequency",
+                    &positive,
+                    "a positive finite frequency (Hz)",
+                    diag,
+                );
+                let ph = num(
+                    "phase",
+                    &|x: f64| x.is_finite() && x.abs() < 90.0 && x != 0.0,
+                    "a phase in degrees strictly between −90 and 90, not 0 (positive: lead)",
+                    diag,
+                );
+                crate::physical::blocks::zero_pole_from_phase(fr, ph)
+            } else {
+                let zero = num("zero", &positive, "a positive finite zero (rad/s)", diag);
+                let pole = num(
+                    "pole",
+                    &positive,
+                    "a positive finite pole (rad/s): a pole at or right of zero is unstable",
+                    diag,
+                );
+                (zero, pole)
+            };
+            BlockSpec::LeadLag {
+                gain,
+                zero,
+                pole,
+                discretization: discretization(t, f, diag),
+            }
         }
         _ => {
             let params = ServoValveCsi {

@@ -432,6 +432,12 @@ pub struct ActuatorSpec {
     /// Declared capacity (required).
     #[serde(default)]
     pub capacity: Option<CapacitySpec>,
+    /// Servo controller of the virtual lab: `{ feedback = [blocks], feedforward = [blocks] }`.
+    #[serde(default)]
+    pub controller: Option<toml::Value>,
+    /// Block chains on the signals: `{ target, command, error, measurement }`.
+    #[serde(default)]
+    pub signals: Option<toml::Value>,
 }
 
 /// `[lab.actuator.capacity]`: what the hardware can do (specimen units, wall-clock rates).
@@ -489,6 +495,57 @@ pub struct CompensationSpec {
     /// Compliance compensation.
     #[serde(default)]
     pub compliance: Option<ComplianceSpec>,
+    /// Model-based inverse compensation.
+    #[serde(default)]
+    pub inverse: Option<InverseSpec>,
+    /// Adaptive time series compensation.
+    #[serde(default)]
+    pub adaptive: Option<AdaptiveSpec>,
+}
+
+/// `[lab.actuator.compensation.inverse]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InverseSpec {
+    /// `"first_order"` or `"second_order"`.
+    pub model: String,
+    /// τ of the first-order model (s).
+    #[serde(default)]
+    pub tau: Option<f64>,
+    /// Natural frequency of the second-order model (Hz).
+    #[serde(default)]
+    pub frequency: Option<f64>,
+    /// Damping ratio of the second-order model.
+    #[serde(default)]
+    pub damping: Option<f64>,
+    /// Time constant of the low-pass that makes the inverse proper (s).
+    pub filter_time_constant: f64,
+}
+
+/// `[lab.actuator.compensation.adaptive]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdaptiveSpec {
+    /// Ticks in the identification window.
+    pub window: i64,
+    /// Ticks between identifications (default 1).
+    #[serde(default)]
+    pub update_every: Option<i64>,
+    /// Initial (a0, a1, a2) (default [1, 0, 0]).
+    #[serde(default)]
+    pub initial: Option<Vec<f64>>,
+    /// Lower bounds (default [0.1, 0, 0]).
+    #[serde(default)]
+    pub lower: Option<Vec<f64>>,
+    /// Upper bounds (default [10, 0.1, 0.01]).
+    #[serde(default)]
+    pub upper: Option<Vec<f64>>,
+    /// RMS target velocity below which no identification is made (default 0).
+    #[serde(default)]
+    pub min_velocity: Option<f64>,
+    /// Spacing of the backward differences (ticks; default one coarse step).
+    #[serde(default)]
+    pub difference_spacing: Option<i64>,
 }
 
 /// `[lab.actuator.compensation.delay]`.
@@ -499,6 +556,12 @@ pub struct DelayCompSpec {
     pub order: i64,
     /// Estimated delay in seconds.
     pub estimate: f64,
+    /// Node spacing: ticks (integer ≥ 1) or `"coarse_step"`.
+    #[serde(default)]
+    pub node_spacing: Option<toml::Value>,
+    /// Start-up policy: `"passthrough"` (default), `"hold_order"`, `"rest_history"`.
+    #[serde(default)]
+    pub startup: Option<String>,
 }
 
 /// `[lab.actuator.compensation.compliance]`.

@@ -307,6 +307,35 @@ pub enum BlockSpec {
         /// Discretization.
         discretization: Discretization,
     },
+    /// PID controller `k_p + k_i/s + k_d s/(T_f s + 1)` with an output limit and clamping
+    /// anti-windup ([`crate::physical::blocks::Pid`]).
+    Pid {
+        /// Proportional gain.
+        kp: f64,
+        /// Integral gain (1/s).
+        ki: f64,
+        /// Derivative gain (s).
+        kd: f64,
+        /// Derivative filter time constant T_f (s); unused when `kd = 0`.
+        derivative_time_constant: f64,
+        /// Lower output limit (−∞: none).
+        min: f64,
+        /// Upper output limit (∞: none).
+        max: f64,
+        /// Discretization.
+        discretization: Discretization,
+    },
+    /// Phase lead/lag `K (s + z)/(s + p)` ([`mod@crate::physical::blocks::lead_lag`]).
+    LeadLag {
+        /// K, the high-frequency gain.
+        gain: f64,
+        /// z (rad/s).
+        zero: f64,
+        /// p (rad/s), positive.
+        pole: f64,
+        /// Discretization.
+        discretization: Discretization,
+    },
 }
 
 /// Delay compensation by polynomial extrapolation of the desired displacement.
@@ -316,6 +345,133 @@ pub struct DelayCompensation {
     pub order: usize,
     /// Estimated delay in seconds (wall clock).
     pub estimate: f64,
+    /// Distance between the extrapolation nodes (default: one controller tick).
+    pub node_spacing: NodeSpacing,
+    /// What the compensator does before it has seen `order · spacing + 1` targets.
+    pub startup: StartupPolicy,
+}
+
+/// Distance between the nodes of the polynomial extrapolation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeSpacing {
+    /// This many controller ticks (≥ 1).
+    Ticks(usize),
+    /// This many coarse (numerical) steps of `ss` ticks: the nodes are the targets of the same
+    /// phase of past coarse steps, so that the command follows the extrapolated coarse-step
+    /// sequence and stays continuous across coarse steps.
+    CoarseSteps(usize),
+}
+
+/// Start-up policy of the polynomial extrapolation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartupPolicy {
+    /// The target itself until `order · spacing + 1` targets have been seen (the default, and
+    /// the behaviour of earlier versions).
+    Passthrough,
+    /// The highest order the targets seen so far support (order 0 — the target — at the start,
+    /// then 1, 2, …).
+    HoldOrder,
+    /// The full order from the start, the history filled with the rest position (the specimen
+    /// was at rest before the test).
+    RestHistory,
+}
+
+impl StartupPolicy {
+    /// The configuration name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Passthrough => "passthrough",
+            Self::HoldOrder => "hold_order",
+            Self::RestHistory => "rest_history",
+        }
+    }
+}
+
+/// Model-based inverse compensation: the command is the target passed through the inverse of
+/// a low-order actuator model `G(s)` (unit DC gain), made proper by a low-pass
+/// `1/(T_f s + 1)^r` (`r` the relative degree) and discretized by Tustin.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InverseCompensation {
+    /// The actuator model inverted.
+    pub model: ActuatorModel,
+    /// Time constant T_f of the low-pass that makes the inverse proper (s, wall clock).
+    pub filter_time_constant: f64,
+}
+
+/// A low-order actuator model with unit DC gain, for [`InverseCompensation`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ActuatorModel {
+    /// `1/(τ s + 1)`.
+    FirstOrder {
+        /// τ (s).
+        tau: f64,
+    },
+    /// `ω²/(s² + 2ζω s + ω²)`.
+    SecondOrder {
+        /// ω/2π (Hz).
+        frequency: f64,
+        /// ζ.
+        damping: f64,
+    },
+}
+
+/// Adaptive time series (ATS) compensation, Chae, Kazemibidokhti & Ricles (2013): the command
+/// is `u_k = a0 x_k + a1 ẋ_k + a2 ẍ_k` of the target `x`, with `(a0, a1, a2)` identified every
+/// `update_every` ticks by least squares over the last `window` ticks of (measured displacement
+/// and its derivatives → command sent), each clamped to its bounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdaptiveCompensation {
+    /// Ticks in the identification window.
+    pub window: usize,
+    /// Ticks between identifications.
+    pub update_every: usize,
+    /// Initial (a0, a1, a2) (a1 in s, a2 in s²).
+    pub initial: [f64; 3],
+    /// Lower bounds on (a0, a1, a2).
+    pub lower: [f64; 3],
+    /// Upper bounds on (a0, a1, a2).
+    pub upper: [f64; 3],
+    /// Identification only while the target's RMS velocity over the window exceeds this
+    /// (units/s; at rest the regression is ill-conditioned).
+    pub min_velocity: f64,
+    /// Spacing h (ticks) of the backward differences that give the derivatives.
+    pub difference_spacing: usize,
+}
+
+/// A servo controller of one actuator of the virtual laboratory: the plant input (the
+/// actuator `dynamics`' input, e.g. the servo-valve command) is
+/// `feedforward(command) + feedback(error(command − measured))`, the measured displacement
+/// being the displacement channel (noise, ADC, `signals.measurement`) of the previous tick.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ControllerSettings {
+    /// Blocks on the error, in series (PID, lead/lag, …).
+    pub feedback: Vec<BlockSpec>,
+    /// Blocks on the command, in series (empty: no feedforward).
+    pub feedforward: Vec<BlockSpec>,
+}
+
+/// Block chains placed on the signals of one actuator (`[lab.actuator.signals]`); empty
+/// chains leave the signal untouched.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SignalChains {
+    /// On the target (desired displacement), before compensation.
+    pub target: Vec<BlockSpec>,
+    /// On the command after compensation, before the safety check (the D/A).
+    pub command: Vec<BlockSpec>,
+    /// On the controller's error (needs a controller).
+    pub error: Vec<BlockSpec>,
+    /// On the measured displacement after the ADC (the A/D).
+    pub measurement: Vec<BlockSpec>,
+}
+
+impl SignalChains {
+    /// Whether no chain is set.
+    pub fn is_empty(&self) -> bool {
+        self.target.is_empty()
+            && self.command.is_empty()
+            && self.error.is_empty()
+            && self.measurement.is_empty()
+    }
 }
 
 /// Compliance compensation of the loading system (Abbiati et al. 2020, eq 15, E29):
@@ -358,6 +514,14 @@ pub struct ActuatorSettings {
     pub delay_compensation: Option<DelayCompensation>,
     /// Compliance compensation.
     pub compliance_compensation: Option<ComplianceCompensation>,
+    /// Model-based inverse compensation.
+    pub inverse_compensation: Option<InverseCompensation>,
+    /// Adaptive time series compensation.
+    pub adaptive_compensation: Option<AdaptiveCompensation>,
+    /// Servo controller of the virtual lab (none: the command drives the dynamics directly).
+    pub controller: Option<ControllerSettings>,
+    /// Blocks on the target, command, error and measurement.
+    pub signals: SignalChains,
     /// Declared capacity of the actuator (what the hardware can do); the safety limits must
     /// lie within it.
     pub capacity: ActuatorCapacity,

@@ -9,7 +9,7 @@
 //! saturation, rate limits, quantizers, the servo-valve/CSI plant of Dyke et al. 1995).
 
 use super::blocks::{Block, Series};
-use crate::model::lab::ActuatorDynamics;
+use crate::model::lab::{ActuatorDynamics, BlockSpec, ControllerSettings};
 
 /// Actuator state machine.
 #[derive(Debug, Clone)]
@@ -201,27 +201,33 @@ impl Actuator {
         })
     }
 
-    /// Reset to rest at position `x0` with specimen force `f0` (measure-at-rest, bumpless).
-    pub fn reset(&mut self, x0: f64, f0: f64) {
+    /// Reset to rest at position `x0` with specimen force `f0` (measure-at-rest, bumpless);
+    /// returns the constant input that keeps it there (for a block chain, the input its
+    /// blocks need, e.g. the servo-valve command; `x0` for the other models).
+    pub fn reset(&mut self, x0: f64, f0: f64) -> f64 {
         match self {
-            Actuator::Ideal => {}
+            Actuator::Ideal => x0,
             Actuator::Delay { history, head, .. } => {
                 history.iter_mut().for_each(|h| *h = x0);
                 *head = 0;
+                x0
             }
-            Actuator::FirstOrder { x, .. } => *x = x0,
+            Actuator::FirstOrder { x, .. } => {
+                *x = x0;
+                x0
+            }
             Actuator::Linear { b, a, xs, ys } => {
                 xs.iter_mut().for_each(|v| *v = x0);
                 // Steady state y = G(1) x0 for a stable filter.
                 let g: f64 = b.iter().sum::<f64>() / a.iter().sum::<f64>();
                 ys.iter_mut().for_each(|v| *v = g * x0);
+                x0
             }
             Actuator::ServoHydraulic { area, state, .. } => {
                 *state = [x0, 0.0, f0 / *area];
+                x0
             }
-            Actuator::Blocks(series) => {
-                series.reset(x0);
-            }
+            Actuator::Blocks(series) => series.reset(x0),
         }
     }
 
@@ -321,6 +327,94 @@ impl Actuator {
             Actuator::Delay { ticks, .. } => ticks * dt_c,
             Actuator::FirstOrder { a, .. } => -dt_c / (1.0 - a).ln(),
             _ => f64::NAN,
+        }
+    }
+}
+
+/// The servo loop of one actuator of the virtual lab (`[lab.actuator.controller]`): the input
+/// of the actuator's dynamics (the plant) is
+///
+/// `u_k = feedforward(d_k) + feedback(error_chain(d_k − x^m_{k−1}))`,
+///
+/// `d_k` the command of this tick and `x^m_{k−1}` the displacement channel of the previous
+/// tick as the controller reads it (noise, ADC, `signals.measurement`): a discrete loop closed
+/// over one controller sample, as a digital servo controller runs it.
+#[derive(Debug, Clone)]
+pub struct ServoLoop {
+    feedback: Series,
+    feedforward: Option<Series>,
+    error: Option<Series>,
+}
+
+/// Where a servo loop could not be built: `"feedback"`, `"feedforward"` or `"error"`, and why.
+pub type ServoLoopError = (&'static str, super::blocks::BuildError);
+
+impl ServoLoop {
+    /// Build `c` (and the `error` chain) at the controller tick `dt_c`.
+    pub fn try_new(
+        c: &ControllerSettings,
+        error: &[BlockSpec],
+        dt_c: f64,
+    ) -> Result<Self, ServoLoopError> {
+        let chain =
+            |what: &'static str, specs: &[BlockSpec]| -> Result<Option<Series>, ServoLoopError> {
+                if specs.is_empty() {
+                    Ok(None)
+                } else {
+                    Series::new(specs, dt_c).map(Some).map_err(|e| (what, e))
+                }
+            };
+        Ok(Self {
+            feedback: chain("feedback", &c.feedback)?
+                .unwrap_or_else(|| Series::from_blocks(Vec::new())),
+            feedforward: chain("feedforward", &c.feedforward)?,
+            error: chain("error", error)?,
+        })
+    }
+
+    /// As [`ServoLoop::try_new`]; a loop that cannot be built (only a hand-made, unchecked one)
+    /// commands zero, which the safety layer's tracking checks then report.
+    pub fn new(c: &ControllerSettings, error: &[BlockSpec], dt_c: f64) -> Self {
+        Self::try_new(c, error, dt_c).unwrap_or_else(|_| Self {
+            feedback: Series::from_blocks(vec![super::blocks::AnyBlock::Saturation(
+                super::blocks::Saturation::new(0.0, f64::MIN_POSITIVE).expect("0 < MIN_POSITIVE"),
+            )]),
+            feedforward: None,
+            error: None,
+        })
+    }
+
+    /// The plant input for command `d` and the previous tick's measured displacement `x_m`.
+    pub fn step(&mut self, d: f64, x_m: f64) -> f64 {
+        let mut e = d - x_m;
+        if let Some(c) = &mut self.error {
+            e = c.step(e);
+        }
+        let mut u = self.feedback.step(e);
+        if let Some(c) = &mut self.feedforward {
+            u += c.step(d);
+        }
+        u
+    }
+
+    /// At rest with command `d` and plant input `u0` (what holds the plant there): the
+    /// feedforward at its steady state for `d` (its DC gain found from its own reset), the
+    /// feedback supplying the rest (a controller with integral action at zero error).
+    pub fn reset(&mut self, d: f64, u0: f64) {
+        let mut ff = 0.0;
+        if let Some(c) = &mut self.feedforward {
+            let x1 = c.reset(1.0);
+            let g = if x1.is_finite() && x1 != 0.0 {
+                1.0 / x1
+            } else {
+                0.0
+            };
+            ff = g * d;
+            c.reset(ff);
+        }
+        let e = self.feedback.reset(u0 - ff);
+        if let Some(c) = &mut self.error {
+            c.reset(e);
         }
     }
 }

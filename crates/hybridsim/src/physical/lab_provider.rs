@@ -3,7 +3,10 @@
 //!
 //! 1. the DOF→actuator transform `d = T u` and the scale factors (prototype → specimen units,
 //!    wall-clock rates `ṽ/λ`, `ã/λ²`; A17),
-//! 2. compensation (polynomial delay extrapolation, compliance per Abbiati et al. 2020, eq 15),
+//! 2. compensation: the `signals.target` blocks, adaptive time series (Chae et al. 2013),
+//!    polynomial delay extrapolation, model-based inverse, compliance (Abbiati et al. 2020,
+//!    eq 15), then the `signals.command` blocks (the D/A); the largest change of the command in
+//!    one tick is kept per actuator (`largest_command_jump`),
 //! 3. the safety layer (final command checked in specimen units; measurement checked),
 //! 4. the transfer system (the [`VirtualLab`] by default),
 //! 5. forces back to the DOFs `f = Tᵀ F · force_scale · device_multiplier`, plus the constant
@@ -13,7 +16,8 @@
 //! compensated, measured displacement, measured force, safety state) into a preallocated ring
 //! that the runner drains after each coarse step (`lab.csv`).
 
-use super::compensation::{compliance, DelayCompensator};
+use super::blocks::{Block, Series};
+use super::compensation::{compliance, AdaptiveTimeSeries, DelayCompensator, InverseCompensator};
 use super::safety::{
     DivergenceMonitor, EventKind, SafetyEvent, SafetyLayer, SafetyState, SensorSettings,
 };
@@ -157,6 +161,17 @@ pub struct LabProvider {
     safety: SafetyLayer<Box<dyn TransferSystem>>,
     delay: Vec<Option<DelayCompensator>>,
     compliance: Vec<Option<ComplianceCompensation>>,
+    /// Model-based inverse compensation per actuator.
+    inverse: Vec<Option<InverseCompensator>>,
+    /// Adaptive time series compensation per actuator.
+    adaptive: Vec<Option<AdaptiveTimeSeries>>,
+    /// Blocks on the target (before compensation) and on the command (after it, the D/A).
+    target_chain: Vec<Option<Series>>,
+    command_chain: Vec<Option<Series>>,
+    /// The last command sent and the largest change of the command in one tick per actuator
+    /// since the start (specimen units).
+    last_command: Vec<f64>,
+    largest_jump: Vec<f64>,
     divergence: DivergenceMonitor,
     lambda: f64,
     dt_p: f64,
@@ -398,10 +413,53 @@ impl LabProvider {
             .map(|a| {
                 a.delay_compensation
                     .as_ref()
-                    .map(|c| DelayCompensator::new(c, ts.dt_c))
+                    .map(|c| DelayCompensator::with_subcycles(c, ts.dt_c, ts.ss))
             })
             .collect();
         let compliance = settings.iter().map(|a| a.compliance_compensation).collect();
+        let inverse = settings
+            .iter()
+            .map(|a| {
+                a.inverse_compensation
+                    .as_ref()
+                    .map(|c| {
+                        InverseCompensator::new(c, ts.dt_c).map_err(|e| {
+                            format!("actuator `{}`: inverse compensation: {e}", a.name)
+                        })
+                    })
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let adaptive = settings
+            .iter()
+            .map(|a| {
+                a.adaptive_compensation
+                    .as_ref()
+                    .map(|c| AdaptiveTimeSeries::new(c, ts.dt_c))
+            })
+            .collect();
+        let chain = |a: &crate::model::lab::ActuatorSettings,
+                     what: &str,
+                     specs: &[crate::model::lab::BlockSpec]|
+         -> Result<Option<Series>, String> {
+            if specs.is_empty() {
+                return Ok(None);
+            }
+            Series::new(specs, ts.dt_c).map(Some).map_err(|e| {
+                format!(
+                    "actuator `{}`: signals.{what}[{}].{}: {}",
+                    a.name, e.block, e.field, e.reason
+                )
+            })
+        };
+        let target_chain = settings
+            .iter()
+            .map(|a| chain(a, "target", &a.signals.target))
+            .collect::<Result<Vec<_>, _>>()?;
+        let command_chain = settings
+            .iter()
+            .map(|a| chain(a, "command", &a.signals.command))
+            .collect::<Result<Vec<_>, _>>()?;
         let ncol = 2 + LAB_COLUMNS_PER_ACTUATOR * na;
         let s_d = cfg.lab.geometric_scale;
         let s_f = cfg.lab.force_scale * cfg.lab.device_multiplier;
@@ -429,6 +487,12 @@ impl LabProvider {
             safety,
             delay,
             compliance,
+            inverse,
+            adaptive,
+            target_chain,
+            command_chain,
+            last_command: vec![0.0; na],
+            largest_jump: vec![0.0; na],
             divergence: DivergenceMonitor::new(cfg.safety.divergence)
                 .with_energy_bound(energy_default)
                 .with_energy_window(ts.dt_p),
@@ -530,6 +594,24 @@ impl LabProvider {
         );
     }
 
+    /// The online estimates of the adaptive compensators (`NAME.ats_delay` in s,
+    /// `NAME.ats_amplitude_factor`, `NAME.ats_a0|a1|a2`, `NAME.ats_updates`).
+    fn compensation_statistics(&self) -> Vec<(String, f64)> {
+        let mut out = Vec::new();
+        for (k, name) in self.actuator_names().iter().enumerate() {
+            if let Some(c) = &self.adaptive[k] {
+                let [a0, a1, a2] = c.coefficients();
+                out.push((format!("{name}.ats_delay"), c.delay()));
+                out.push((format!("{name}.ats_amplitude_factor"), c.amplitude_factor()));
+                out.push((format!("{name}.ats_a0"), a0));
+                out.push((format!("{name}.ats_a1"), a1));
+                out.push((format!("{name}.ats_a2"), a2));
+                out.push((format!("{name}.ats_updates"), c.updates() as f64));
+            }
+        }
+        out
+    }
+
     fn fail(&mut self, ev: SafetyEvent, t: f64) -> PortError {
         self.event = Some(ev);
         self.record(t);
@@ -613,6 +695,20 @@ impl PhysicalSubstructure for LabProvider {
             if let Some(c) = &mut self.delay[k] {
                 c.reset(target[k]);
             }
+            if let Some(c) = &mut self.inverse[k] {
+                c.reset(target[k]);
+            }
+            if let Some(c) = &mut self.adaptive[k] {
+                c.reset(target[k]);
+            }
+            if let Some(c) = &mut self.target_chain[k] {
+                c.reset(target[k]);
+            }
+            if let Some(c) = &mut self.command_chain[k] {
+                c.reset(target[k]);
+            }
+            self.last_command[k] = target[k];
+            self.largest_jump[k] = 0.0;
             self.work_f[k] = self.force[k] * self.s_f;
             self.work_d[k] = self.d[k];
             self.rest_f[k] = self.work_f[k];
@@ -668,12 +764,29 @@ impl PhysicalSubstructure for LabProvider {
             self.vd_prev[k] = vd;
             self.desired[k] = d;
             let mut dc = d;
+            if let Some(c) = &mut self.target_chain[k] {
+                dc = c.step(dc);
+            }
+            if let Some(c) = &mut self.adaptive[k] {
+                dc = c.apply(dc);
+            }
             if let Some(c) = &mut self.delay[k] {
+                dc = c.apply(dc);
+            }
+            if let Some(c) = &mut self.inverse[k] {
                 dc = c.apply(dc);
             }
             if let Some(c) = &self.compliance[k] {
                 dc = compliance(c, dc, self.force[k]);
             }
+            if let Some(c) = &mut self.command_chain[k] {
+                dc = c.step(dc);
+            }
+            let jump = (dc - self.last_command[k]).abs();
+            if jump > self.largest_jump[k] {
+                self.largest_jump[k] = jump;
+            }
+            self.last_command[k] = dc;
             self.cmd[k] = ActuatorCommand {
                 d: dc,
                 v: if lam == 1.0 { vd } else { vd / lam },
@@ -690,6 +803,11 @@ impl PhysicalSubstructure for LabProvider {
             &mut self.achieved,
         ) {
             return Err(self.fail(ev, t));
+        }
+        for k in 0..self.d.len() {
+            if let Some(c) = &mut self.adaptive[k] {
+                c.observe(self.cmd[k].d, self.achieved[k]);
+            }
         }
         // Energy-growth bound: work of the measured force on the commanded prototype
         // displacement (trapezoidal rule), checked on every measurement.
@@ -818,6 +936,8 @@ impl LabControl for LabProvider {
             second_event: self.safety.second_event(),
             transfer_fault: self.safety.transfer_fault_message().map(str::to_string),
             transfer_statistics: self.safety.inner().statistics(),
+            largest_command_jump: self.largest_jump.clone(),
+            compensation_statistics: self.compensation_statistics(),
         }
     }
 

@@ -242,6 +242,11 @@ pub struct SafetySummary {
     pub transfer_fault: Option<String>,
     /// The transfer system's statistics (link latency and losses; empty for the virtual lab).
     pub transfer_statistics: Vec<(String, f64)>,
+    /// Per actuator, the largest change of the command sent in one controller tick (specimen
+    /// units), the bumpless start excluded.
+    pub largest_command_jump: Vec<f64>,
+    /// Online estimates of the compensators (adaptive time series: delay, amplitude factor).
+    pub compensation_statistics: Vec<(String, f64)>,
 }
 
 /// Progress of a paced ramp-down.

@@ -1,12 +1,15 @@
 //! The virtual laboratory: the default transfer system, so that every example runs without
 //! hardware.
 //!
-//! Per controller tick Δt^C (wall clock): every actuator's dynamics turn the command into an
-//! achieved displacement ([`super::actuator`]); a compliant loading system (stiffness `k_ls`)
+//! Per controller tick Δt^C (wall clock): every actuator's dynamics turn the command — or,
+//! under a servo controller ([`ServoLoop`], `[lab.actuator.controller]`), the controller's
+//! output for the command and the previous tick's measured displacement — into an achieved
+//! displacement ([`super::actuator`]); a compliant loading system (stiffness `k_ls`)
 //! leaves the specimen at `x_s = x_a − F/k_ls` (previous-tick force, an explicit one-tick
 //! coupling); the specimen — any element set of the model, evaluated at the prototype scale —
 //! gives its force; load cells and LVDTs add seeded Gaussian noise, saturate at their range and
-//! quantize at their resolution (ADC). Rates are wall-clock rates: the specimen sees the
+//! quantize at their resolution (ADC), then pass the displacement through the
+//! `signals.measurement` blocks (the A/D). Rates are wall-clock rates: the specimen sees the
 //! prototype velocity divided by λ and integrates its own states over wall time, so a viscous
 //! specimen's force scales with 1/λ while a rate-independent one does not (Abbiati et al. 2019,
 //! §2.2; 2020, §1). Scaled specimens: specimen displacement = prototype/`geometric_scale`, specimen
@@ -20,7 +23,8 @@
 //! Every random draw is a counter-based function of `(seed, tick, channel)`: a run, a threaded
 //! run and a re-run give the same noise, independent of thread timing.
 
-use super::actuator::Actuator;
+use super::actuator::{Actuator, ServoLoop};
+use super::blocks::{Block, Series};
 use super::transfer::{ActuatorCommand, DofMap, Sample, TransferSystem};
 use super::{NumericalSpecimen, PhysicalSubstructure, TransferError};
 use crate::model::lab::{ActuatorDynamics, ActuatorSettings, InjectedFault, InjectedFaultKind};
@@ -62,6 +66,10 @@ struct Channel {
     achieved: f64,
     /// The force before noise, ADC and injected sensor faults.
     force_true: f64,
+    /// The servo controller between the command and the dynamics, if any.
+    servo: Option<ServoLoop>,
+    /// Blocks on the measured displacement after the ADC.
+    measurement: Option<Series>,
 }
 
 /// The virtual laboratory.
@@ -123,6 +131,15 @@ impl VirtualLab {
                 force: 0.0,
                 achieved: 0.0,
                 force_true: 0.0,
+                servo: s
+                    .controller
+                    .as_ref()
+                    .map(|c| ServoLoop::new(c, &s.signals.error, dt_c)),
+                measurement: if s.signals.measurement.is_empty() {
+                    None
+                } else {
+                    Series::new(&s.signals.measurement, dt_c).ok()
+                },
             })
             .collect();
         Self {
@@ -250,6 +267,9 @@ impl VirtualLab {
                 adc(f, s.force_resolution, s.force_range)
             };
             ch.achieved = adc(x, s.displacement_resolution, s.displacement_range);
+            if let Some(m) = &mut ch.measurement {
+                ch.achieved = m.step(ch.achieved);
+            }
         }
     }
 
@@ -275,7 +295,12 @@ impl TransferSystem for VirtualLab {
                     ActuatorDynamics::ServoHydraulic { .. } => "servo-hydraulic (CSI)".into(),
                     ActuatorDynamics::Blocks(b) => format!("{} blocks in series", b.len()),
                 };
-                format!("{}: {dyn_}", c.settings.name)
+                let servo = if c.servo.is_some() {
+                    " under a servo controller"
+                } else {
+                    ""
+                };
+                format!("{}: {dyn_}{servo}", c.settings.name)
             })
             .collect();
         format!(
@@ -310,7 +335,13 @@ impl TransferSystem for VirtualLab {
         }
         self.evaluate(0.0, true)?;
         for (k, ch) in self.channels.iter_mut().enumerate() {
-            ch.actuator.reset(position[k], self.fa[k]);
+            let u0 = ch.actuator.reset(position[k], self.fa[k]);
+            if let Some(servo) = &mut ch.servo {
+                servo.reset(position[k], u0);
+            }
+            if let Some(m) = &mut ch.measurement {
+                m.reset(position[k]);
+            }
         }
         self.sense(0);
         for (k, ch) in self.channels.iter().enumerate() {
@@ -356,12 +387,18 @@ impl TransferSystem for VirtualLab {
             let xa = if stuck {
                 ch.x_prev
             } else {
-                ch.actuator.tick(cmd[k].d, dt, f_prev)
+                // With a servo controller, the dynamics' input is the controller's output for
+                // the command and the previous tick's measured displacement.
+                let u = match &mut ch.servo {
+                    Some(servo) => servo.step(cmd[k].d, ch.achieved),
+                    None => cmd[k].d,
+                };
+                ch.actuator.tick(u, dt, f_prev)
             };
             let (v, a) = match ch.actuator {
                 _ if stuck => (0.0, 0.0),
                 // Ideal actuators follow the commanded rates exactly.
-                Actuator::Ideal => (cmd[k].v, cmd[k].a),
+                Actuator::Ideal if ch.servo.is_none() => (cmd[k].v, cmd[k].a),
                 _ => {
                     let v = (xa - ch.x_prev) / dt;
                     (v, (v - ch.v_prev) / dt)

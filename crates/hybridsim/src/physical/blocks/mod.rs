@@ -1,14 +1,16 @@
 //! Block models of the transfer system: linear blocks discretized at the controller tick
 //! Δt^C (zero-order hold, first-order hold, Tustin; [`mod@discretize`]), a fractional delay,
 //! saturation, rate limit, mid-tread quantizer, the servo-valve + actuator +
-//! control–structure-interaction plant (Dyke et al. 1995; Silva et al. 2020), and a [`Series`]
-//! chaining them.
+//! control–structure-interaction plant (Dyke et al. 1995; Silva et al. 2020), the controllers
+//! ([`Pid`], [`mod@lead_lag`]), and a [`Series`] chaining them.
 //!
 //! Every block is built once (all buffers allocated then) and stepped once per controller tick
 //! without allocating, locking or printing.
 
 pub mod delay;
 pub mod discretize;
+pub mod lead_lag;
+pub mod pid;
 pub mod quantizer;
 pub mod rate_limit;
 pub mod saturation;
@@ -18,6 +20,8 @@ pub mod state_space;
 
 pub use delay::Delay;
 pub use discretize::{discretize, expm, tf_to_ss, Discrete};
+pub use lead_lag::{lead_lag, zero_pole_from_phase};
+pub use pid::Pid;
 pub use quantizer::Quantizer;
 pub use rate_limit::RateLimit;
 pub use saturation::Saturation;
@@ -64,6 +68,8 @@ pub enum AnyBlock {
     Quantizer(Quantizer),
     /// Servo-valve/CSI plant.
     ServoValveCsi(ServoValveCsi),
+    /// PID controller.
+    Pid(Pid),
 }
 
 impl AnyBlock {
@@ -130,6 +136,36 @@ impl AnyBlock {
                 ServoValveCsi::new(params, dt, *discretization)
                     .map_err(|e| (linear_field(discretization), e))?,
             ),
+            BlockSpec::Pid {
+                kp,
+                ki,
+                kd,
+                derivative_time_constant,
+                min,
+                max,
+                discretization,
+            } => AnyBlock::Pid(
+                Pid::new(
+                    *kp,
+                    *ki,
+                    *kd,
+                    *derivative_time_constant,
+                    *min,
+                    *max,
+                    dt,
+                    *discretization,
+                )
+                .map_err(|e| (linear_field(discretization), e))?,
+            ),
+            BlockSpec::LeadLag {
+                gain,
+                zero,
+                pole,
+                discretization,
+            } => AnyBlock::Linear(
+                lead_lag(*gain, *zero, *pole, dt, *discretization)
+                    .map_err(|e| (linear_field(discretization), e))?,
+            ),
         })
     }
 }
@@ -143,6 +179,7 @@ impl Block for AnyBlock {
             AnyBlock::RateLimit(b) => b.step(u),
             AnyBlock::Quantizer(b) => b.step(u),
             AnyBlock::ServoValveCsi(b) => b.step(u),
+            AnyBlock::Pid(b) => b.step(u),
         }
     }
 
@@ -154,6 +191,7 @@ impl Block for AnyBlock {
             AnyBlock::RateLimit(b) => b.reset(output),
             AnyBlock::Quantizer(b) => b.reset(output),
             AnyBlock::ServoValveCsi(b) => b.reset(output),
+            AnyBlock::Pid(b) => b.reset(output),
         }
     }
 }
