@@ -11,6 +11,9 @@ use hybridsim::physical::setup::{
 };
 use hybridsim::Simulation;
 
+#[global_allocator]
+static GLOBAL: common::counting::Counting = common::counting::Counting;
+
 const L: [f64; 3] = [1.5, 1.2, 0.9];
 const B: f64 = 0.8;
 
@@ -487,4 +490,44 @@ fn the_virtual_lab_measures_forces_through_the_nonlinear_geometry() {
     }
     // The commands were not the linear map's: the large-displacement terms acted.
     assert!(largest_nonlinearity > 1e-5, "{largest_nonlinearity}");
+}
+
+#[test]
+fn scale_factors_per_dof_cancel_on_the_virtual_lab() {
+    // A half-scale specimen (geometric scale 2, force scale 4 by default) with extra per-DOF
+    // factors: the virtual lab evaluates the model's own specimen, so the scales cancel and the
+    // test still reproduces the numerical model to round-off, while the commands are in
+    // specimen units.
+    let dofs = [(2, "x"), (2, "y"), (2, "rz")];
+    let reference = histories(model(&beam_model("")), &dofs);
+    let scaled = BEAM_LAB
+        .replace(
+            "time_scale = 2.0",
+            "time_scale = 2.0\ngeometric_scale = 2.0",
+        )
+        .replace(
+            "beam_length = 0.8",
+            "beam_length = 0.8\ndisplacement_scale = [1.0, 2.0, 1.5]\nforce_scale = [1.0, 0.5, 3.0]",
+        );
+    let lab = histories(model(&beam_model(&scaled)), &dofs);
+    for k in 0..3 {
+        let peak = reference[k].iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let e = max_abs_diff(&lab[k], &reference[k]);
+        assert!(e < 1e-10 * peak, "dof {k}: {e} (peak {peak})");
+    }
+}
+
+#[test]
+fn a_nonlinear_setup_tick_does_not_allocate() {
+    let mut sim = Simulation::new(model(&beam_model(BEAM_LAB))).unwrap();
+    sim.step().unwrap();
+    let allocations = common::counting::count(|| {
+        for _ in 0..100 {
+            sim.step().unwrap();
+        }
+    });
+    assert_eq!(
+        allocations, 0,
+        "allocations in 100 steps (200 controller ticks)"
+    );
 }

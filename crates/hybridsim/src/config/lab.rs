@@ -2250,6 +2250,14 @@ fn setups(
     diag: &mut Diagnostics,
 ) -> Vec<SetupSettings> {
     let mut out = Vec::new();
+    // Actuators a setup names, valid or not: a broken setup is reported once, not again as
+    // actuators without DOFs.
+    let claimed: Vec<&str> = values
+        .iter()
+        .filter_map(|v| v.get("actuators").and_then(|a| a.as_array()))
+        .flatten()
+        .filter_map(|a| a.as_str())
+        .collect();
     for (i, value) in values.iter().enumerate() {
         let f = format!("lab.setup[{i}]");
         let Some(spec) = deserialize::<SetupSpec>(value, &f, diag) else {
@@ -2260,7 +2268,7 @@ fn setups(
         }
     }
     for (i, a) in actuators.iter().enumerate() {
-        if a.setup.is_none() && a.dofs.is_empty() {
+        if a.setup.is_none() && a.dofs.is_empty() && !claimed.contains(&a.name.as_str()) {
             diag.push(
                 format!("lab.actuator[{i}].dofs"),
                 "lists no DOF (give `dofs`, or name the actuator in a [[lab.setup]])",
