@@ -187,7 +187,8 @@ fn solve(n: usize, a: &mut [f64], b: &mut [f64], transpose: bool) -> Result<(), 
     }
     let singular =
         || "the configuration is singular (the actuators' Jacobian has no inverse)".to_string();
-    if !(big > 0.0) || !big.is_finite() {
+    let nan = m.iter().flatten().any(|x| x.is_nan());
+    if nan || big == 0.0 || !big.is_finite() {
         return Err(singular());
     }
     for c in 0..n {
@@ -201,8 +202,9 @@ fn solve(n: usize, a: &mut [f64], b: &mut [f64], transpose: bool) -> Result<(), 
         b.swap(c, p);
         for r in c + 1..n {
             let l = m[r][c] / m[c][c];
-            for k in c..n {
-                m[r][k] -= l * m[c][k];
+            let pivot = m[c];
+            for (x, p) in m[r].iter_mut().zip(pivot).take(n).skip(c) {
+                *x -= l * p;
             }
             b[r] -= l * b[c];
         }
