@@ -531,3 +531,19 @@ fn a_nonlinear_setup_tick_does_not_allocate() {
         "allocations in 100 steps (200 controller ticks)"
     );
 }
+
+#[test]
+fn the_loading_beam_example_runs_close_to_the_numerical_model() {
+    const EXAMPLE: &str = "loading_beam_three_actuators.toml";
+    let dofs = [(2, "x"), (2, "y"), (2, "rz")];
+    let reference = histories(example_with(EXAMPLE, without_lab), &dofs);
+    let lab = histories(example_with(EXAMPLE, |_| {}), &dofs);
+    for k in 0..3 {
+        let peak = reference[k].iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let e = max_abs_diff(&lab[k], &reference[k]);
+        assert!(
+            e < 0.1 * peak,
+            "dof {k}: lab with lag and noise off by {e} (peak {peak})"
+        );
+    }
+}
