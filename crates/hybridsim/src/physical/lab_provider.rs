@@ -490,6 +490,30 @@ impl LabProvider {
             .collect()
     }
 
+    /// The kinematic setups of this substructure (`[[lab.setup]]`), `""` without any.
+    fn describe_setups(&self) -> String {
+        let lab = &self.recipe.config.lab;
+        let mut seen = Vec::new();
+        let mut out = String::new();
+        for &i in &self.recipe.act {
+            let Some(j) = lab.actuators[i].setup else {
+                continue;
+            };
+            if seen.contains(&j) {
+                continue;
+            }
+            seen.push(j);
+            let s = &lab.setups[j];
+            out += &format!(
+                "; setup `{}` ({:?} geometry) on {}",
+                s.kind.name(),
+                s.geometry,
+                s.actuators.join(", ")
+            );
+        }
+        out
+    }
+
     /// Actuator names in lab.csv order.
     pub fn actuator_names(&self) -> Vec<String> {
         self.recipe
@@ -559,7 +583,7 @@ impl PhysicalSubstructure for LabProvider {
             c.geometric_scale,
             c.force_scale,
             c.device_multiplier,
-        )
+        ) + &self.describe_setups()
     }
 
     #[allow(clippy::needless_range_loop)] // parallel per-actuator arrays
