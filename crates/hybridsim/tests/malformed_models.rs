@@ -2147,3 +2147,19 @@ fn actuator_for_an_unknown_substructure() {
         "`pier` is not a physical substructure",
     );
 }
+
+#[test]
+fn setup_dof_driven_by_another_actuator() {
+    let text = append(
+        &with_setup(),
+        "[[lab.actuator]]\nname = \"act2\"\ndofs = [[1, \"x\"]]\n\
+         capacity = { stroke = 0.075, velocity = 0.6, force = 2.5e4 }\n\n\
+         [safety.actuator.act2]\ndisplacement = 0.05\nvelocity = 0.5\nforce = 2.0e4\n\
+         increment = 2.0e-3\n",
+    );
+    check(
+        &text,
+        "lab.setup[0].dofs",
+        "also drives a DOF of this setup",
+    );
+}
