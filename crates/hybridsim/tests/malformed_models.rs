@@ -2239,3 +2239,172 @@ fn controllers_signals_and_compensators_are_validated() {
         check(&with_actuator_lines(extra), &format!("{f}.{field}"), phrase);
     }
 }
+
+
+// ---------------------------------------------------------------------------------------------
+// Experimental setups and actuator → substructure assignment.
+
+/// [`SPLIT`] + [`LAB`] with `act1` driven through a one-actuator setup at 30°.
+fn with_setup() -> String {
+    let lab = edit(
+        LAB,
+        "name = \"act1\"\ndofs = [[1, \"x\"]]\n",
+        "name = \"act1\"\n",
+    );
+    append(
+        &append(SPLIT, &lab),
+        "[[lab.setup]]\nkind = \"one_actuator\"\ngeometry = \"nonlinear\"\nactuators = [\"act1\"]\n\
+         dofs = [[1, \"x\"]]\nlengths = [1.0]\nangle = 30.0\n",
+    )
+}
+
+#[test]
+fn a_one_actuator_setup_is_read() {
+    let model = Model::from_toml(&with_setup(), SOURCE, &NoFiles).unwrap_or_else(|e| panic!("{e}"));
+    let lab = model.lab.unwrap().lab;
+    assert_eq!(lab.setups.len(), 1);
+    assert_eq!(lab.actuators[0].setup, Some(0));
+    assert_eq!(lab.actuators[0].dofs, vec![(1, "x".to_string())]);
+    assert_eq!(lab.actuators[0].substructure.as_deref(), Some("specimen"));
+}
+
+#[test]
+fn setup_of_unknown_kind() {
+    let text = edit(
+        &with_setup(),
+        "kind = \"one_actuator\"",
+        "kind = \"four_actuators_3d\"",
+    );
+    check(
+        &text,
+        "lab.setup[0].kind",
+        "unknown setup `four_actuators_3d`",
+    );
+}
+
+#[test]
+fn setup_with_unknown_geometry() {
+    let text = edit(
+        &with_setup(),
+        "geometry = \"nonlinear\"",
+        "geometry = \"curved\"",
+    );
+    check(&text, "lab.setup[0].geometry", "unknown geometry `curved`");
+}
+
+#[test]
+fn setup_in_a_singular_configuration() {
+    let text = edit(&with_setup(), "angle = 30.0", "angle = 90.0");
+    check(&text, "lab.setup[0].angle", "singular");
+}
+
+#[test]
+fn setup_with_a_negative_actuator_length() {
+    let text = edit(&with_setup(), "lengths = [1.0]", "lengths = [-1.0]");
+    check(
+        &text,
+        "lab.setup[0].lengths",
+        "positive, finite actuator length",
+    );
+}
+
+#[test]
+fn setup_with_a_parameter_of_another_kind() {
+    let text = edit(&with_setup(), "angle = 30.0", "beam_length = 0.5");
+    check(
+        &text,
+        "lab.setup[0].beam_length",
+        "does not apply to a `one_actuator`",
+    );
+}
+
+#[test]
+fn setup_missing_its_beam_length_and_actuators() {
+    let text = edit(
+        &with_setup(),
+        "kind = \"one_actuator\"",
+        "kind = \"three_actuators_2d\"",
+    );
+    let text = edit(&text, "angle = 30.0", "");
+    // 1 actuator, 1 DOF and 1 length for a three-actuator setup, and no beam length.
+    check_with(
+        &text,
+        &NoFiles,
+        4,
+        "lab.setup[0].beam_length",
+        "is required",
+    );
+}
+
+#[test]
+fn setup_naming_an_unknown_actuator() {
+    let text = edit(
+        &with_setup(),
+        "actuators = [\"act1\"]",
+        "actuators = [\"act9\"]",
+    );
+    // act1 is then in no setup and has no DOFs either.
+    check_with(
+        &text,
+        &NoFiles,
+        2,
+        "lab.setup[0].actuators",
+        "no [[lab.actuator]] defines",
+    );
+}
+
+#[test]
+fn setup_actuator_with_its_own_dofs() {
+    let text = edit(
+        &with_setup(),
+        "name = \"act1\"\n",
+        "name = \"act1\"\ndofs = [[1, \"x\"]]\n",
+    );
+    check(&text, "lab.actuator[0].dofs", "gives its DOFs");
+}
+
+#[test]
+fn actuator_without_dofs_or_setup() {
+    let text = append(
+        SPLIT,
+        &edit(
+            LAB,
+            "name = \"act1\"\ndofs = [[1, \"x\"]]\n",
+            "name = \"act1\"\n",
+        ),
+    );
+    check(&text, "lab.actuator[0].dofs", "lists no DOF");
+}
+
+#[test]
+fn actuator_for_an_unknown_substructure() {
+    let text = append(
+        SPLIT,
+        &edit(
+            LAB,
+            "name = \"act1\"\n",
+            "name = \"act1\"\nsubstructure = \"pier\"\n",
+        ),
+    );
+    check(
+        &text,
+        "lab.actuator[0].substructure",
+        "`pier` is not a physical substructure",
+    );
+}
+
+#[test]
+fn setup_dof_driven_by_another_actuator() {
+    let text = append(
+        &with_setup(),
+        "[[lab.actuator]]\nname = \"act2\"\ndofs = [[1, \"x\"]]\n\
+         capacity = { stroke = 0.075, velocity = 0.6, force = 2.5e4 }\n\n\
+         [safety.actuator.act2]\ndisplacement = 0.05\nvelocity = 0.5\nforce = 2.0e4\n\
+         increment = 2.0e-3\n",
+    );
+    check(
+        &text,
+        "lab.setup[0].dofs",
+        "also drives a DOF of this setup",
+    );
+}

@@ -5,7 +5,7 @@
 use super::finite_positive;
 use super::schema::{
     ActuatorSpec, AdcSpec, CapacitySpec, CompensationSpec, DivergenceSpec, FaultSpec,
-    ForceControlSpec, LabSpec, LimitsSpec, LinkSpec, NoiseSpec, RunnerSpec, SafetySpec,
+    ForceControlSpec, LabSpec, LimitsSpec, LinkSpec, NoiseSpec, RunnerSpec, SafetySpec, SetupSpec,
 };
 use crate::error::Diagnostics;
 use crate::model::lab::*;
@@ -109,6 +109,8 @@ pub(super) struct LabContext<'a> {
     pub every: usize,
     /// Free DOFs of the model (at least three results columns each).
     pub free_dofs: usize,
+    /// Each physical substructure's name and DOFs (actuator → substructure assignment).
+    pub physical_substructures: Vec<(String, Vec<(i64, String)>)>,
 }
 
 impl<'a> LabContext<'a> {
@@ -133,6 +135,23 @@ impl<'a> LabContext<'a> {
             .filter(|(_, e)| e.role == Role::Specimen && e.element.kind() == "mass")
             .map(|(i, e)| format!("element[{i}] ({})", e.name))
             .collect();
+        let physical_substructures = substructures
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.physical)
+            .map(|(k, s)| {
+                let mut dofs: Vec<(i64, String)> = Vec::new();
+                for e in elements.iter().filter(|e| e.substructure == k) {
+                    for d in e.element.dofs() {
+                        let d = (d.node, d.dof.clone());
+                        if !dofs.contains(&d) {
+                            dofs.push(d);
+                        }
+                    }
+                }
+                (s.name.clone(), dofs)
+            })
+            .collect();
         let (dt_n, ss, duration) = analysis
             .map(|a| (a.time_step, a.subcycles, a.duration))
             .unwrap_or((1.0, 1, 1.0));
@@ -146,6 +165,7 @@ impl<'a> LabContext<'a> {
             specimen_masses,
             every: usize::try_from(every).unwrap_or(usize::MAX).max(1),
             free_dofs,
+            physical_substructures,
         }
     }
 }
@@ -285,6 +305,8 @@ fn lab_table(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> LabSet
         }
         actuators.push(actuator(a, &f, ctx, &time_scale, diag));
     }
+    let setups = setups(&spec.setup, &mut actuators, ctx, diag);
+    assign_substructures(&mut actuators, &setups, ctx, diag);
     let force_control = force_control(&spec.force_control, &actuators, ctx, diag);
     let faults = faults(&spec.fault, transfer, &actuators, diag);
     LabSettings {
@@ -299,6 +321,7 @@ fn lab_table(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> LabSet
         force_control,
         faults,
         link,
+        setups,
     }
 }
 
@@ -588,9 +611,7 @@ fn actuator(
     time_scale: &TimeScale,
     diag: &mut Diagnostics,
 ) -> ActuatorSettings {
-    if a.dofs.is_empty() {
-        diag.push(format!("{f}.dofs"), "lists no DOF");
-    }
+    // An actuator without DOFs must belong to a `[[lab.setup]]` (checked by `setups`).
     for d in &a.dofs {
         if !ctx.physical_dofs.contains(d) {
             diag.push(
@@ -701,11 +722,16 @@ fn actuator(
         controller,
         signals,
         capacity: capacity(a.capacity.as_ref(), f, diag),
+        substructure: a.substructure.clone(),
+        setup: None,
     }
 }
 
 /// `coefficients` of `d = Σ c_i u_i` (`[1.0]` for a single DOF).
 fn coefficients(a: &ActuatorSpec, f: &str, diag: &mut Diagnostics) -> Vec<f64> {
+    if a.dofs.is_empty() && a.coefficients.is_none() {
+        return Vec::new();
+    }
     match &a.coefficients {
         None if a.dofs.len() == 1 => vec![1.0],
         None => {
@@ -2759,5 +2785,358 @@ fn ring_bound(
                 MAX_RING_BYTES >> 20
             ),
         );
+    }
+}
+
+/// `[[lab.setup]]`: kinematic experimental setups. Each names its actuators (which then give no
+/// `dofs` of their own), its DOFs and its geometry; the actuators take the setup's DOFs. An
+/// actuator that belongs to no setup must list its DOFs.
+fn setups(
+    values: &[toml::Value],
+    actuators: &mut [ActuatorSettings],
+    ctx: &LabContext,
+    diag: &mut Diagnostics,
+) -> Vec<SetupSettings> {
+    let mut out = Vec::new();
+    // Actuators a setup names, valid or not: a broken setup is reported once, not again as
+    // actuators without DOFs.
+    let claimed: Vec<&str> = values
+        .iter()
+        .filter_map(|v| v.get("actuators").and_then(|a| a.as_array()))
+        .flatten()
+        .filter_map(|a| a.as_str())
+        .collect();
+    for (i, value) in values.iter().enumerate() {
+        let f = format!("lab.setup[{i}]");
+        let Some(spec) = deserialize::<SetupSpec>(value, &f, diag) else {
+            continue;
+        };
+        if let Some(s) = setup(&spec, &f, out.len(), actuators, ctx, diag) {
+            out.push(s);
+        }
+    }
+    for (i, a) in actuators.iter().enumerate() {
+        if a.setup.is_none() && a.dofs.is_empty() && !claimed.contains(&a.name.as_str()) {
+            diag.push(
+                format!("lab.actuator[{i}].dofs"),
+                "lists no DOF (give `dofs`, or name the actuator in a [[lab.setup]])",
+            );
+        }
+    }
+    out
+}
+
+/// Largest |angle| of a one-actuator setup, degrees.
+const MAX_SETUP_ANGLE: f64 = 360.0;
+
+/// One `[[lab.setup]]` at field `f`, to be stored at index `index`.
+fn setup(
+    spec: &SetupSpec,
+    f: &str,
+    index: usize,
+    actuators: &mut [ActuatorSettings],
+    ctx: &LabContext,
+    diag: &mut Diagnostics,
+) -> Option<SetupSettings> {
+    let before = diag.len();
+    let n = match spec.kind.as_str() {
+        "one_actuator" => 1,
+        "two_actuators_2d" => 2,
+        "three_actuators_2d" | "inverted_v_brace_2d" => 3,
+        other => {
+            diag.push(
+                format!("{f}.kind"),
+                format!(
+                    "unknown setup `{other}` (expected `one_actuator`, `two_actuators_2d`, \
+                     `three_actuators_2d` or `inverted_v_brace_2d`)"
+                ),
+            );
+            return None;
+        }
+    };
+    let kind_name = spec.kind.as_str();
+    let geometry = match spec.geometry.as_deref().unwrap_or("linear") {
+        "linear" => Geometry::Linear,
+        "nonlinear" => Geometry::Nonlinear,
+        other => {
+            diag.push(
+                format!("{f}.geometry"),
+                format!("unknown geometry `{other}` (expected `linear` or `nonlinear`)"),
+            );
+            Geometry::Linear
+        }
+    };
+    for (key, len) in [
+        ("actuators", spec.actuators.len()),
+        ("dofs", spec.dofs.len()),
+        ("lengths", spec.lengths.len()),
+    ] {
+        if len != n {
+            diag.push(
+                format!("{f}.{key}"),
+                format!("a `{kind_name}` setup has {n} actuator(s) and DOF(s); found {len} {key}"),
+            );
+        }
+    }
+    let mut members = Vec::new();
+    for name in &spec.actuators {
+        match actuators.iter().position(|a| &a.name == name) {
+            None => diag.push(
+                format!("{f}.actuators"),
+                format!("names actuator `{name}`, which no [[lab.actuator]] defines"),
+            ),
+            Some(k) if members.contains(&k) => diag.push(
+                format!("{f}.actuators"),
+                format!("names actuator `{name}` twice"),
+            ),
+            Some(k) => {
+                if let Some(other) = actuators[k].setup {
+                    diag.push(
+                        format!("{f}.actuators"),
+                        format!("actuator `{name}` already belongs to lab.setup[{other}]"),
+                    );
+                } else if !actuators[k].dofs.is_empty() {
+                    diag.push(
+                        format!("lab.actuator[{k}].dofs"),
+                        format!(
+                            "actuator `{name}` belongs to {f}, which gives its DOFs: remove \
+                             `dofs` (and `coefficients`)"
+                        ),
+                    );
+                }
+                members.push(k);
+            }
+        }
+    }
+    for (j, d) in spec.dofs.iter().enumerate() {
+        if !ctx.physical_dofs.contains(d) {
+            diag.push(
+                format!("{f}.dofs"),
+                format!(
+                    "node {} dof {} is not a DOF of a physical substructure",
+                    d.0, d.1
+                ),
+            );
+        }
+        if spec.dofs[..j].contains(d) {
+            diag.push(
+                format!("{f}.dofs"),
+                format!("lists node {} dof {} twice", d.0, d.1),
+            );
+        }
+    }
+    for (j, l) in spec.lengths.iter().enumerate() {
+        if !(l.is_finite() && *l > 0.0) {
+            diag.push(
+                format!("{f}.lengths"),
+                format!("entry {j} must be a positive, finite actuator length, found {l}"),
+            );
+        }
+    }
+    let takes = |key: &str| match key {
+        "angle" => kind_name == "one_actuator",
+        "beam_length" => n == 3,
+        _ => kind_name == "inverted_v_brace_2d",
+    };
+    for (key, value) in [
+        ("angle", spec.angle),
+        ("beam_length", spec.beam_length),
+        ("arm_height", spec.arm_height),
+    ] {
+        match value {
+            Some(_) if !takes(key) => diag.push(
+                format!("{f}.{key}"),
+                format!("does not apply to a `{kind_name}` setup"),
+            ),
+            None if takes(key) && key != "angle" => diag.push(
+                format!("{f}.{key}"),
+                format!("is required by a `{kind_name}` setup"),
+            ),
+            _ => {}
+        }
+    }
+    let angle = spec.angle.unwrap_or(0.0);
+    if !(angle.is_finite() && angle.abs() <= MAX_SETUP_ANGLE) {
+        diag.push(
+            format!("{f}.angle"),
+            format!("must be finite degrees within ±{MAX_SETUP_ANGLE}, found {angle}"),
+        );
+    }
+    let beam_length = spec.beam_length.unwrap_or(1.0);
+    if !(beam_length.is_finite() && beam_length > 0.0) {
+        diag.push(
+            format!("{f}.beam_length"),
+            format!("must be positive and finite, found {beam_length}"),
+        );
+    }
+    let arm_height = spec.arm_height.unwrap_or(0.0);
+    if !arm_height.is_finite() {
+        diag.push(
+            format!("{f}.arm_height"),
+            format!("must be finite, found {arm_height}"),
+        );
+    }
+    let mut factors = |key: &str, v: &Option<Vec<f64>>| -> Vec<f64> {
+        match v {
+            None => vec![1.0; n],
+            Some(v) => {
+                if v.len() != n {
+                    diag.push(
+                        format!("{f}.{key}"),
+                        format!("has {} entries for {n} DOF(s)", v.len()),
+                    );
+                } else if v.iter().any(|x| !finite_positive(*x)) {
+                    diag.push(format!("{f}.{key}"), "entries must be positive and finite");
+                }
+                v.clone()
+            }
+        }
+    };
+    let displacement_scale = factors("displacement_scale", &spec.displacement_scale);
+    let force_scale = factors("force_scale", &spec.force_scale);
+    if diag.len() > before {
+        return None;
+    }
+    let l = &spec.lengths;
+    let kind = match kind_name {
+        "one_actuator" => SetupKind::OneActuator {
+            length: l[0],
+            angle: angle.to_radians(),
+        },
+        "two_actuators_2d" => SetupKind::TwoActuators2d {
+            lengths: [l[0], l[1]],
+        },
+        "three_actuators_2d" => SetupKind::ThreeActuators2d {
+            lengths: [l[0], l[1], l[2]],
+            beam_length,
+        },
+        _ => SetupKind::InvertedVBrace2d {
+            lengths: [l[0], l[1], l[2]],
+            beam_length,
+            arm_height,
+        },
+    };
+    let settings = SetupSettings {
+        kind,
+        geometry,
+        actuators: spec.actuators.clone(),
+        dofs: spec.dofs.clone(),
+        displacement_scale,
+        force_scale,
+    };
+    if let Err(e) = crate::physical::setup::build(&settings) {
+        let at = if kind_name == "one_actuator" {
+            format!("{f}.angle")
+        } else {
+            f.to_string()
+        };
+        diag.push(at, e);
+        return None;
+    }
+    for &k in &members {
+        actuators[k].setup = Some(index);
+        actuators[k].dofs = spec.dofs.clone();
+        actuators[k].coefficients = Vec::new();
+    }
+    Some(settings)
+}
+
+/// The physical substructures an actuator loads: the one it names (`substructure`), or every
+/// one one of its DOFs belongs to. An actuator on a DOF shared by several physical substructures
+/// (pier and bearing tested on one node) must name its own; an actuator loads DOFs of its
+/// substructure only; the actuators of one setup load the same substructure.
+fn assign_substructures(
+    actuators: &mut [ActuatorSettings],
+    setups: &[SetupSettings],
+    ctx: &LabContext,
+    diag: &mut Diagnostics,
+) {
+    let subs = &ctx.physical_substructures;
+    let mut loads: Vec<Option<String>> = vec![None; actuators.len()];
+    for (i, a) in actuators.iter().enumerate() {
+        let f = format!("lab.actuator[{i}].substructure");
+        if let Some(name) = &a.substructure {
+            let Some((_, dofs)) = subs.iter().find(|(s, _)| s == name) else {
+                let known: Vec<&str> = subs.iter().map(|(s, _)| s.as_str()).collect();
+                diag.push(
+                    f,
+                    format!(
+                        "`{name}` is not a physical substructure (physical substructures: {})",
+                        known.join(", ")
+                    ),
+                );
+                continue;
+            };
+            if let Some(d) = a.dofs.iter().find(|d| !dofs.contains(d)) {
+                diag.push(
+                    f,
+                    format!(
+                        "actuator `{}` drives node {} dof {}, which is not a DOF of `{name}`",
+                        a.name, d.0, d.1
+                    ),
+                );
+                continue;
+            }
+            loads[i] = Some(name.clone());
+            continue;
+        }
+        let owners: Vec<&str> = subs
+            .iter()
+            .filter(|(_, dofs)| a.dofs.iter().any(|d| dofs.contains(d)))
+            .map(|(s, _)| s.as_str())
+            .collect();
+        if owners.len() > 1 {
+            diag.push(
+                f,
+                format!(
+                    "actuator `{}` drives DOFs of several physical substructures ({}): name \
+                     the one it loads, e.g. substructure = \"{}\"",
+                    a.name,
+                    owners.join(", "),
+                    owners[0]
+                ),
+            );
+        } else if let Some(s) = owners.first() {
+            loads[i] = Some(s.to_string());
+        }
+    }
+    for (j, s) in setups.iter().enumerate() {
+        let targets: Vec<&Option<String>> = actuators
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.setup == Some(j))
+            .map(|(i, _)| &loads[i])
+            .collect();
+        if targets.windows(2).any(|w| w[0] != w[1]) {
+            diag.push(
+                format!("lab.setup[{j}].actuators"),
+                "the actuators of one setup must load the same physical substructure",
+            );
+            continue;
+        }
+        let Some(Some(target)) = targets.first() else {
+            continue;
+        };
+        // No other actuator may drive a setup DOF of the same substructure.
+        for (i, a) in actuators.iter().enumerate() {
+            if a.setup != Some(j)
+                && loads[i].as_ref() == Some(target)
+                && a.dofs.iter().any(|d| s.dofs.contains(d))
+            {
+                diag.push(
+                    format!("lab.setup[{j}].dofs"),
+                    format!(
+                        "actuator `{}` also drives a DOF of this setup in substructure \
+                         `{target}` (a setup's DOFs are driven by its own actuators only)",
+                        a.name
+                    ),
+                );
+            }
+        }
+    }
+    for (a, l) in actuators.iter_mut().zip(loads) {
+        if a.substructure.is_none() {
+            a.substructure = l;
+        }
     }
 }

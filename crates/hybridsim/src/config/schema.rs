@@ -352,6 +352,10 @@ pub struct LabSpec {
     /// `lab.fault[i]`.
     #[serde(default)]
     pub fault: Vec<toml::Value>,
+    /// `[[lab.setup]]`, read entry by entry ([`SetupSpec`]) so that problems are reported at
+    /// `lab.setup[i]`.
+    #[serde(default)]
+    pub setup: Vec<toml::Value>,
 }
 
 /// `[lab.link]`: the peer of a network transfer system.
@@ -408,7 +412,8 @@ pub struct FaultSpec {
 pub struct ActuatorSpec {
     /// Name.
     pub name: String,
-    /// Driven DOFs `[[node, "dof"], …]`.
+    /// Driven DOFs `[[node, "dof"], …]` (none for an actuator of a `[[lab.setup]]`).
+    #[serde(default)]
     pub dofs: Vec<(i64, String)>,
     /// `d = Σ c_i u_i` coefficients.
     #[serde(default)]
@@ -438,6 +443,42 @@ pub struct ActuatorSpec {
     /// Block chains on the signals: `{ target, command, error, measurement }`.
     #[serde(default)]
     pub signals: Option<toml::Value>,
+    /// The physical substructure the actuator loads (required when one of its DOFs belongs to
+    /// several).
+    #[serde(default)]
+    pub substructure: Option<String>,
+}
+
+/// `[[lab.setup]]`: a kinematic experimental setup (see `crate::physical::setup`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetupSpec {
+    /// `one_actuator`, `two_actuators_2d`, `three_actuators_2d`, `inverted_v_brace_2d`.
+    pub kind: String,
+    /// `linear` (default) or `nonlinear`.
+    #[serde(default)]
+    pub geometry: Option<String>,
+    /// Actuator names, in the kind's order.
+    pub actuators: Vec<String>,
+    /// DOFs `[[node, "dof"], …]`, in the kind's order.
+    pub dofs: Vec<(i64, String)>,
+    /// Reference actuator lengths, in the kind's order.
+    pub lengths: Vec<f64>,
+    /// `one_actuator`: angle between the actuator and the DOF, degrees (default 0).
+    #[serde(default)]
+    pub angle: Option<f64>,
+    /// Distance between the vertical actuators (three-actuator kinds).
+    #[serde(default)]
+    pub beam_length: Option<f64>,
+    /// Height of the loading beam above the brace tip (`inverted_v_brace_2d`).
+    #[serde(default)]
+    pub arm_height: Option<f64>,
+    /// Prototype/specimen displacement ratio per DOF.
+    #[serde(default)]
+    pub displacement_scale: Option<Vec<f64>>,
+    /// Prototype/specimen force ratio per DOF.
+    #[serde(default)]
+    pub force_scale: Option<Vec<f64>>,
 }
 
 /// `[lab.actuator.capacity]`: what the hardware can do (specimen units, wall-clock rates).

@@ -525,6 +525,87 @@ pub struct ActuatorSettings {
     /// Declared capacity of the actuator (what the hardware can do); the safety limits must
     /// lie within it.
     pub capacity: ActuatorCapacity,
+    /// The physical substructure the actuator loads: `substructure` in the file, else the one
+    /// its DOFs belong to (the reader refuses an actuator on DOFs of several without it).
+    /// `None` (a lab built in code): every physical substructure one of its DOFs belongs to.
+    pub substructure: Option<String>,
+    /// Index into [`LabSettings::setups`] of the kinematic setup the actuator belongs to (its
+    /// `dofs` are then the setup's and `coefficients` is empty).
+    pub setup: Option<usize>,
+}
+
+/// Kinematics of an experimental setup (`[[lab.setup]] geometry`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Geometry {
+    /// The tangent at the reference configuration (small displacements).
+    Linear,
+    /// Exact actuator lengths (large displacements and rotations).
+    Nonlinear,
+}
+
+/// The kind of an experimental setup with its geometry (specimen units; see
+/// `crate::physical::setup`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SetupKind {
+    /// One actuator on one DOF, its axis at `angle` (radians) to the DOF's direction.
+    OneActuator {
+        /// Reference actuator length.
+        length: f64,
+        /// Angle between the actuator's axis and the DOF's direction, radians.
+        angle: f64,
+    },
+    /// Horizontal and vertical actuators at one point (DOFs u, v).
+    TwoActuators2d {
+        /// Reference lengths `[horizontal, vertical]`.
+        lengths: [f64; 2],
+    },
+    /// A loading beam: one horizontal actuator at its centre, two vertical at ±`beam_length`/2
+    /// (DOFs u, v, θ).
+    ThreeActuators2d {
+        /// Reference lengths `[horizontal, left vertical, right vertical]`.
+        lengths: [f64; 3],
+        /// Distance between the vertical actuators.
+        beam_length: f64,
+    },
+    /// The three-actuator loading beam a rigid arm `arm_height` above the tip of an inverted-V
+    /// brace (DOFs u, v, θ of the tip).
+    InvertedVBrace2d {
+        /// Reference lengths `[horizontal, left vertical, right vertical]`.
+        lengths: [f64; 3],
+        /// Distance between the vertical actuators.
+        beam_length: f64,
+        /// Height of the loading beam above the brace tip.
+        arm_height: f64,
+    },
+}
+
+impl SetupKind {
+    /// The name used in the model file.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::OneActuator { .. } => "one_actuator",
+            Self::TwoActuators2d { .. } => "two_actuators_2d",
+            Self::ThreeActuators2d { .. } => "three_actuators_2d",
+            Self::InvertedVBrace2d { .. } => "inverted_v_brace_2d",
+        }
+    }
+}
+
+/// `[[lab.setup]]`: a kinematic experimental setup, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetupSettings {
+    /// Kind and geometry parameters.
+    pub kind: SetupKind,
+    /// Linear or nonlinear kinematics.
+    pub geometry: Geometry,
+    /// Its actuators (names of `[[lab.actuator]]`), in the kind's order.
+    pub actuators: Vec<String>,
+    /// Its DOFs `(node, dof)`, in the kind's order.
+    pub dofs: Vec<(i64, String)>,
+    /// Prototype/specimen displacement ratio per DOF (on top of `lab.geometric_scale`).
+    pub displacement_scale: Vec<f64>,
+    /// Prototype/specimen force ratio per DOF (on top of `lab.force_scale`).
+    pub force_scale: Vec<f64>,
 }
 
 /// Declared capacity of one actuator (`[[lab.actuator]] capacity`), specimen units and
@@ -629,6 +710,8 @@ pub struct LabSettings {
     pub faults: Vec<InjectedFault>,
     /// The network link (`[lab.link]`), for every transfer system but the virtual one.
     pub link: Option<LinkSettings>,
+    /// Kinematic experimental setups (`[[lab.setup]]`).
+    pub setups: Vec<SetupSettings>,
 }
 
 /// What the safety layer does after an event.

@@ -21,7 +21,8 @@ use super::compensation::{compliance, AdaptiveTimeSeries, DelayCompensator, Inve
 use super::safety::{
     DivergenceMonitor, EventKind, SafetyEvent, SafetyLayer, SafetyState, SensorSettings,
 };
-use super::transfer::{ActuatorCommand, DofMap, TransferRequest, TransferSystem, Unconnected};
+use super::setup::{Placed, SetupMap};
+use super::transfer::{ActuatorCommand, TransferRequest, TransferSystem, Unconnected};
 use super::virtual_lab::VirtualLab;
 use super::{
     LabControl, NumericalSpecimen, PhysicalSubstructure, PortError, SafetySummary, SpecimenElement,
@@ -157,7 +158,9 @@ struct Recipe {
 /// The lab-side restoring-force provider of one physical substructure.
 pub struct LabProvider {
     recipe: Recipe,
-    map: DofMap,
+    map: SetupMap,
+    /// The last trial DOF displacements (the configuration of a nonlinear setup's Jacobian).
+    u_trial: Vec<f64>,
     safety: SafetyLayer<Box<dyn TransferSystem>>,
     delay: Vec<Option<DelayCompensator>>,
     compliance: Vec<Option<ComplianceCompensation>>,
@@ -235,7 +238,12 @@ impl LabProvider {
             .actuators
             .iter()
             .enumerate()
-            .filter(|(_, a)| a.dofs.iter().any(|d| dof_index(d).is_some()))
+            .filter(|(_, a)| match &a.substructure {
+                // Explicit (or resolved) assignment: pier and bearing on one node each keep
+                // their own actuators.
+                Some(s) => s == name,
+                None => a.dofs.iter().any(|d| dof_index(d).is_some()),
+            })
             .map(|(i, _)| i)
             .collect();
         if act.is_empty() {
@@ -246,6 +254,18 @@ impl LabProvider {
         let mut t = vec![0.0; act.len() * n];
         for (row, &ai) in act.iter().enumerate() {
             let a = &config.lab.actuators[ai];
+            if a.setup.is_some() {
+                // A kinematic setup's actuator: no row of `T` (see `setup_map`).
+                for d in &a.dofs {
+                    if dof_index(d).is_none() {
+                        return Err(format!(
+                            "actuator `{}` drives node {} dof {} outside substructure `{name}`",
+                            a.name, d.0, d.1
+                        ));
+                    }
+                }
+                continue;
+            }
             for (d, c) in a.dofs.iter().zip(&a.coefficients) {
                 let j = dof_index(d).ok_or_else(|| {
                     format!(
@@ -297,8 +317,10 @@ impl LabProvider {
                 inertia = Some(m);
             }
         }
-        // Estimated specimen stiffness per actuator (servo-hydraulic CSI linearization).
-        let map = DofMap::new(act.len(), n, t.clone())?;
+        // Estimated specimen stiffness per actuator (servo-hydraulic CSI linearization), through
+        // the tangent of the setups at the reference configuration.
+        let setup_map = setup_map(&config, &act, dofs, &t)?;
+        let map = setup_map.tangent().clone();
         let mut k_dof = vec![0.0; n * n];
         if let Some(est) = model
             .substructures
@@ -370,11 +392,10 @@ impl LabProvider {
     }
 
     fn from_recipe(recipe: Recipe) -> Result<Self, String> {
-        let n = recipe.dofs.len();
         let na = recipe.act.len();
         let cfg = &recipe.config;
         let ts = cfg.lab.time_scale;
-        let map = DofMap::new(na, n, recipe.t.clone())?;
+        let map = setup_map(cfg, &recipe.act, &recipe.dofs, &recipe.t)?;
         let settings: Vec<_> = recipe
             .act
             .iter()
@@ -483,6 +504,7 @@ impl LabProvider {
             f64::INFINITY
         };
         Ok(Self {
+            u_trial: vec![0.0; map.n_dofs()],
             map,
             safety,
             delay,
@@ -532,6 +554,30 @@ impl LabProvider {
             .collect()
     }
 
+    /// The kinematic setups of this substructure (`[[lab.setup]]`), `""` without any.
+    fn describe_setups(&self) -> String {
+        let lab = &self.recipe.config.lab;
+        let mut seen = Vec::new();
+        let mut out = String::new();
+        for &i in &self.recipe.act {
+            let Some(j) = lab.actuators[i].setup else {
+                continue;
+            };
+            if seen.contains(&j) {
+                continue;
+            }
+            seen.push(j);
+            let s = &lab.setups[j];
+            out += &format!(
+                "; setup `{}` ({:?} geometry) on {}",
+                s.kind.name(),
+                s.geometry,
+                s.actuators.join(", ")
+            );
+        }
+        out
+    }
+
     /// Actuator names in lab.csv order.
     pub fn actuator_names(&self) -> Vec<String> {
         self.recipe
@@ -543,19 +589,9 @@ impl LabProvider {
 
     fn dof_forces(&self, t: f64, force: &mut [f64]) {
         force.iter_mut().for_each(|x| *x = 0.0);
-        if self.s_f == 1.0 {
-            self.map.forces_to_dofs(&self.force, force);
-        } else {
-            for (k, f) in self.force.iter().enumerate() {
-                let ff = f * self.s_f;
-                for (j, fj) in force.iter_mut().enumerate() {
-                    let c = self.map.t[k * self.map.n_dof + j];
-                    if c != 0.0 {
-                        *fj += c * ff;
-                    }
-                }
-            }
-        }
+        // f = s_f · J(u)ᵀ F at the trial configuration (`T` for linear rows; see `setup`).
+        self.map
+            .forces_to_dofs(&self.u_trial, &self.force, self.s_f, force);
         for (j, f) in &self.recipe.force_control {
             force[*j] += f;
         }
@@ -629,7 +665,7 @@ impl PhysicalSubstructure for LabProvider {
             c.geometric_scale,
             c.force_scale,
             c.device_multiplier,
-        )
+        ) + &self.describe_setups()
     }
 
     #[allow(clippy::needless_range_loop)] // parallel per-actuator arrays
@@ -643,6 +679,7 @@ impl PhysicalSubstructure for LabProvider {
         self.tick = 0;
         self.event = None;
         self.divergence.reset();
+        self.u_trial.copy_from_slice(u);
         self.map.to_actuators(u, &mut self.d);
         // The model's initial position in specimen units: the target of the bumpless start.
         for k in 0..self.d.len() {
@@ -751,8 +788,9 @@ impl PhysicalSubstructure for LabProvider {
             self.safety.trip(ev);
             return Err(self.fail(ev, t));
         }
+        self.u_trial.copy_from_slice(u);
         self.map.to_actuators(u, &mut self.d);
-        self.map.to_actuators(v, &mut self.vd);
+        self.map.velocities_to_actuators(u, v, &mut self.vd);
         let lam = self.lambda;
         for k in 0..self.d.len() {
             let (d, vd) = if self.s_d == 1.0 {
@@ -981,7 +1019,7 @@ impl Recipe {
     /// The virtual laboratory of these settings (a fresh specimen, the injected faults).
     fn virtual_lab(
         &self,
-        map: &DofMap,
+        map: &SetupMap,
         settings: &[crate::model::lab::ActuatorSettings],
     ) -> VirtualLab {
         let cfg = &self.config;
@@ -1000,4 +1038,65 @@ impl Recipe {
         )
         .with_faults(&cfg.lab.faults)
     }
+}
+
+/// The setup map of the actuators `act` (indices into `[[lab.actuator]]`, in command order) of
+/// a substructure over its partition `dofs`: the linear rows of `t` and the kinematic setups of
+/// `[[lab.setup]]` those actuators belong to. Without setups it is today's `T` (bit for bit).
+fn setup_map(
+    config: &LabConfig,
+    act: &[usize],
+    dofs: &[DofRef],
+    t: &[f64],
+) -> Result<SetupMap, String> {
+    let n = dofs.len();
+    let actuators = &config.lab.actuators;
+    let mut rows = Vec::new();
+    let mut parts = Vec::new();
+    let mut done = Vec::new();
+    for (k, &i) in act.iter().enumerate() {
+        let Some(j) = actuators[i].setup else {
+            rows.push((k, t[k * n..(k + 1) * n].to_vec()));
+            continue;
+        };
+        if done.contains(&j) {
+            continue;
+        }
+        done.push(j);
+        let settings = &config.lab.setups[j];
+        let setup = super::setup::build(settings).map_err(|e| format!("lab.setup[{j}]: {e}"))?;
+        let members = settings
+            .actuators
+            .iter()
+            .map(|name| {
+                act.iter()
+                    .position(|&i| actuators[i].name == *name)
+                    .ok_or_else(|| {
+                        format!("lab.setup[{j}]: actuator `{name}` loads another substructure")
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let places = settings
+            .dofs
+            .iter()
+            .map(|d| {
+                dofs.iter()
+                    .position(|x| x.node == d.0 && x.dof == d.1)
+                    .ok_or_else(|| {
+                        format!(
+                            "lab.setup[{j}]: node {} dof {} is outside the substructure",
+                            d.0, d.1
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        parts.push(Placed {
+            setup: Box::new(setup),
+            actuators: members,
+            dofs: places,
+            displacement_scale: settings.displacement_scale.clone(),
+            force_scale: settings.force_scale.clone(),
+        });
+    }
+    SetupMap::new(act.len(), n, rows, parts, config.lab.geometric_scale)
 }

@@ -18,6 +18,7 @@ pub mod compensation;
 mod lab_provider;
 mod port;
 pub mod safety;
+pub mod setup;
 pub mod time_scale;
 pub mod transfer;
 pub mod virtual_lab;

@@ -25,7 +25,8 @@
 
 use super::actuator::{Actuator, ServoLoop};
 use super::blocks::{Block, Series};
-use super::transfer::{ActuatorCommand, DofMap, Sample, TransferSystem};
+use super::setup::SetupMap;
+use super::transfer::{ActuatorCommand, Sample, TransferSystem};
 use super::{NumericalSpecimen, PhysicalSubstructure, TransferError};
 use crate::model::lab::{ActuatorDynamics, ActuatorSettings, InjectedFault, InjectedFaultKind};
 
@@ -75,7 +76,7 @@ struct Channel {
 /// The virtual laboratory.
 pub struct VirtualLab {
     specimen: NumericalSpecimen,
-    map: DofMap,
+    map: SetupMap,
     channels: Vec<Channel>,
     seed: u64,
     dt_c: f64,
@@ -108,7 +109,7 @@ impl VirtualLab {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         specimen: NumericalSpecimen,
-        map: DofMap,
+        map: SetupMap,
         actuators: &[ActuatorSettings],
         seed: u64,
         dt_c: f64,
@@ -118,8 +119,8 @@ impl VirtualLab {
         k_specimen: &[f64],
         inertia: Option<Vec<f64>>,
     ) -> Self {
-        let n = map.n_dof;
-        let na = map.n_act;
+        let n = map.n_dofs();
+        let na = map.n_actuators();
         let channels = actuators
             .iter()
             .zip(k_specimen)
@@ -196,15 +197,30 @@ impl VirtualLab {
     /// (specimen units) into `self.fa`.
     fn evaluate(&mut self, t_wall: f64, at_rest: bool) -> Result<(), TransferError> {
         let s = self.geometric_scale;
-        self.map.actuators_to_dofs(&self.x, &mut self.u);
-        self.map.actuators_to_dofs(&self.xv, &mut self.v);
-        self.map.actuators_to_dofs(&self.xa, &mut self.a);
-        if s != 1.0 {
-            for i in 0..self.u.len() {
-                self.u[i] *= s;
-                self.v[i] *= s;
-                self.a[i] *= s;
+        if let Some(map) = self.map.as_linear() {
+            map.actuators_to_dofs(&self.x, &mut self.u);
+            map.actuators_to_dofs(&self.xv, &mut self.v);
+            map.actuators_to_dofs(&self.xa, &mut self.a);
+            if s != 1.0 {
+                for i in 0..self.u.len() {
+                    self.u[i] *= s;
+                    self.v[i] *= s;
+                    self.a[i] *= s;
+                }
             }
+        } else {
+            // Kinematic setups: Newton's method from the last solution (`self.u`), see
+            // `super::setup`.
+            self.map
+                .specimen_to_dofs(
+                    &self.x,
+                    &self.xv,
+                    &self.xa,
+                    &mut self.u,
+                    &mut self.v,
+                    &mut self.a,
+                )
+                .map_err(|e| TransferError::new(format!("virtual lab: {e}")))?;
         }
         let evaluated = if at_rest {
             self.specimen
@@ -224,7 +240,13 @@ impl VirtualLab {
                 self.f[i] += s;
             }
         }
-        self.map.dof_forces_to_actuators(&self.f, &mut self.fa);
+        if let Some(map) = self.map.as_linear() {
+            map.dof_forces_to_actuators(&self.f, &mut self.fa);
+        } else {
+            self.map
+                .dof_forces_to_specimen(&self.u, &self.f, &mut self.fa)
+                .map_err(|e| TransferError::new(format!("virtual lab: {e}")))?;
+        }
         if self.specimen_force_scale != 1.0 {
             for x in &mut self.fa {
                 *x /= self.specimen_force_scale;
