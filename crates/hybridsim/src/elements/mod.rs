@@ -16,26 +16,36 @@
 mod bouc_wen;
 mod cubic_spring;
 mod dashpot;
+mod elastomeric_bearing;
 pub(crate) mod declare;
 pub mod driver;
 mod lead_rubber;
 mod linear;
 mod mass;
 mod mostaghel;
+pub mod mr_damper;
 mod sliding_bearing;
 mod spring;
+mod steel01;
+mod steel02;
 pub mod switching;
+mod viscous_damper;
 
 pub use bouc_wen::BoucWen;
 pub use cubic_spring::CubicSpring;
 pub use dashpot::Dashpot;
+pub use elastomeric_bearing::ElastomericBearing;
 pub use driver::{DriverError, ElementDriver};
 pub use lead_rubber::LeadRubberBearing;
 pub use linear::LinearSuperelement;
 pub use mass::Mass;
 pub use mostaghel::Mostaghel;
+pub use mr_damper::MrDamper;
 pub use sliding_bearing::{FrictionTable, TripleSlidingBearing};
 pub use spring::Spring;
+pub use steel01::Steel01;
+pub use steel02::Steel02;
+pub use viscous_damper::ViscousDamper;
 
 use nalgebra::DMatrix;
 use num_dual::{Dual64, DualNum};
