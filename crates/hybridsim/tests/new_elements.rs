@@ -125,7 +125,10 @@ fn steel01_matches_opensees_steel01_to_round_off() {
         "Steel01: {} points, largest |difference| / Fy = {worst:.2e}",
         rows.len()
     );
-    assert!(worst < 1e-12, "Steel01 differs from OpenSees by {worst:e} Fy");
+    assert!(
+        worst < 1e-12,
+        "Steel01 differs from OpenSees by {worst:e} Fy"
+    );
 }
 
 #[test]
@@ -195,7 +198,10 @@ fn steel02_state_space_form_against_opensees() {
     println!(
         "Steel02 rate form: virgin curve |difference|/Fy ≤ {worst_virgin:.2e}, cyclic ≤ {worst:.2e}"
     );
-    assert!(worst_virgin < 1e-4, "virgin curve off by {worst_virgin:e} Fy");
+    assert!(
+        worst_virgin < 1e-4,
+        "virgin curve off by {worst_virgin:e} Fy"
+    );
     assert!(worst < 0.02, "cyclic history off by {worst:e} Fy");
 }
 
@@ -345,7 +351,10 @@ fn maxwell_damper_frequency_response_alpha_1() {
             "Maxwell f = {f:.3} Hz: K' = {ks:.6e} ({storage:.6e}), K'' = {kl:.6e} ({loss:.6e})"
         );
         let scale = (storage * storage + loss * loss).sqrt();
-        assert!((ks - storage).abs() < 1e-4 * scale, "storage {ks} vs {storage}");
+        assert!(
+            (ks - storage).abs() < 1e-4 * scale,
+            "storage {ks} vs {storage}"
+        );
         assert!((kl - loss).abs() < 1e-4 * scale, "loss {kl} vs {loss}");
     }
 }
@@ -369,7 +378,10 @@ fn mr_loop(voltage: f64) -> Vec<[f64; 3]> {
         |t| x * (omega * t).sin(),
         |t| x * omega * (omega * t).cos(),
     );
-    samples[2 * n..].iter().map(|s| [s[1], s[2], s[3]]).collect()
+    samples[2 * n..]
+        .iter()
+        .map(|s| [s[1], s[2], s[3]])
+        .collect()
 }
 
 #[test]
@@ -395,7 +407,10 @@ fn mr_damper_reproduces_spencer_1997_loops() {
         // |ẋ| < 2 % of the peak velocity the force changes by far less than the amplitude.
         let vmax = 0.015 * 2.0 * PI * 2.5;
         let slow: Vec<&[f64; 3]> = lp.iter().filter(|s| s[1].abs() < 0.02 * vmax).collect();
-        let spread_at_rest = slow.iter().map(|s| (s[2] - offset).abs()).fold(0.0, f64::max);
+        let spread_at_rest = slow
+            .iter()
+            .map(|s| (s[2] - offset).abs())
+            .fold(0.0, f64::max);
         // Post-yield: at peak velocity the slope dF/dẋ is c0-like (small); pre-yield near
         // ẋ = 0 on the accelerating side it is steep.
         println!(
@@ -433,7 +448,10 @@ fn mr_damper_force_velocity_loop_rolls_off_at_low_velocity() {
     println!("zero-force crossings at ẋ = {crossing_velocities:?} (peak {vmax:.3})");
     assert_eq!(crossing_velocities.len(), 2);
     for v in crossing_velocities {
-        assert!(v.abs() > 0.005 * vmax && v.abs() < 0.1 * vmax, "crossing at {v}");
+        assert!(
+            v.abs() > 0.005 * vmax && v.abs() < 0.1 * vmax,
+            "crossing at {v}"
+        );
     }
 }
 
@@ -527,7 +545,10 @@ fn elastomeric_bearing_closed_forms() {
     let w = dr.dissipated_energy() - at_quarter;
     let rigid_plastic = 4.0 * qd * x;
     println!("elastomeric bearing loop: {w:.1} (4 Qd X = {rigid_plastic:.1})");
-    assert!(w > 0.9 * rigid_plastic && w < rigid_plastic, "loop energy {w}");
+    assert!(
+        w > 0.9 * rigid_plastic && w < rigid_plastic,
+        "loop energy {w}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -537,7 +558,8 @@ fn elastomeric_bearing_closed_forms() {
 fn initial_stiffness_and_damping_of_the_new_elements() {
     let (k, _) = initial_matrices(&Steel01::new(ground(), 2e5, 400.0, 0.02).unwrap());
     assert_eq!(k[(0, 0)], 2e5);
-    let (k, _) = initial_matrices(&Steel02::new(ground(), 2e5, 400.0, 0.02, [20.0, 0.925, 0.15]).unwrap());
+    let (k, _) =
+        initial_matrices(&Steel02::new(ground(), 2e5, 400.0, 0.02, [20.0, 0.925, 0.15]).unwrap());
     assert!((k[(0, 0)] - 2e5).abs() < 1e-9 * 2e5);
     let (k, c) = initial_matrices(&ViscousDamper::new(two_nodes(), 3e4, 1.0, 0.0).unwrap());
     assert_eq!(k.amax(), 0.0);
@@ -554,7 +576,11 @@ fn initial_stiffness_and_damping_of_the_new_elements() {
         (2100.0, 28300.0, 4690.0, 500.0, 301.0, 14000.0);
     let kx = k1 + k0 * (c1 / (c0 + c1)).powi(2);
     let kz = c1 * al / (c0 + c1) * a * c1 / (c0 + c1);
-    println!("MR damper K0 = {:.1} (k part {kx:.1}, z part {kz:.1}), C0 = {:.1}", k[(0, 0)], c[(0, 0)]);
+    println!(
+        "MR damper K0 = {:.1} (k part {kx:.1}, z part {kz:.1}), C0 = {:.1}",
+        k[(0, 0)],
+        c[(0, 0)]
+    );
     assert!((c[(0, 0)] - c1 * c0 / (c0 + c1)).abs() < 1e-6 * c1);
     assert!((k[(0, 0)] - (kx + kz)).abs() < 1e-6 * (kx + kz));
 }
@@ -691,7 +717,9 @@ fn the_new_elements_read_from_a_model_file_and_run() {
     let analysis = &MODEL[MODEL.find("[[load]]").unwrap()..];
     let mut models = Vec::new();
     for b in &bodies {
-        let b = b.replace("nodes = [1, 2]", "nodes = [1]").replace("nodes = [2]", "nodes = [1]");
+        let b = b
+            .replace("nodes = [1, 2]", "nodes = [1]")
+            .replace("nodes = [2]", "nodes = [1]");
         let text = format!(
             "title = \"one element\"\n[[node]]\nid = 1\ndofs = [\"x\"]\n\n[[element]]\n\
              type = \"mass\"\nname = \"m1\"\nnode = 1\nmass = 1000.0\n\n[[element]]\n\
@@ -720,7 +748,10 @@ fn the_new_elements_read_from_a_model_file_and_run() {
             }
         }
         println!("{name}: u = {:.3e}", row[1]);
-        assert!(row.iter().skip(1).any(|x| x.abs() > 1e-6), "{name}: nothing moved");
+        assert!(
+            row.iter().skip(1).any(|x| x.abs() > 1e-6),
+            "{name}: nothing moved"
+        );
     }
 }
 
@@ -737,7 +768,10 @@ fn evaluation_and_driver_do_not_allocate() {
         Box::new(Steel02::new(two_nodes(), 2e5, 400.0, 0.02, [20.0, 0.925, 0.15]).unwrap()),
         Box::new(ViscousDamper::new(two_nodes(), 2e4, 0.4, 1e6).unwrap()),
         Box::new(ViscousDamper::new(two_nodes(), 2e4, 0.4, 0.0).unwrap()),
-        Box::new(ElastomericBearing::new(two_nodes(), [0.8e6, 0.05, 0.1, 5e3, 5e-3, 1.0, 0.5, 0.5]).unwrap()),
+        Box::new(
+            ElastomericBearing::new(two_nodes(), [0.8e6, 0.05, 0.1, 5e3, 5e-3, 1.0, 0.5, 0.5])
+                .unwrap(),
+        ),
         Box::new(mr),
     ];
     for e in elements {

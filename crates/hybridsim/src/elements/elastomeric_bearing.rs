@@ -146,9 +146,7 @@ impl Element for ElastomericBearing {
     impl_declared!();
     fn dissipated_energy(&self, u: &[f64], s: &[f64]) -> Option<f64> {
         let d = deformation(u);
-        Some(
-            s[1] - 0.5 * self.rubber_stiffness() * d * d - 0.5 * self.qd * self.uy * s[0] * s[0],
-        )
+        Some(s[1] - 0.5 * self.rubber_stiffness() * d * d - 0.5 * self.qd * self.uy * s[0] * s[0])
     }
     fn driver_substep(&self) -> Option<f64> {
         (self.qd > 0.0).then_some(0.02 * self.uy)

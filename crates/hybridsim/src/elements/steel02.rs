@@ -50,7 +50,7 @@ const ENERGY: usize = 9;
 /// loading up, the reversal point of the down branch is drawn to the current point,
 /// `ḋ_r = ḋ + κ |ḋ| (d − d_r)/d_y`, `ṙ_r = ṙ + κ |ḋ| (r − r_r)/d_y`, and the down branch's
 /// extreme to the smallest turning point (`min_excess` towards `d_up + d_y`), with
-/// [`CAPTURE`] `κ = 10`; conversely while loading down. A reversal after an excursion of
+/// the capture rate `κ = 10`; conversely while loading down. A reversal after an excursion of
 /// `Δd` finds the captured data within `e^{−κ Δd/d_y}` of the exact ones (`e^{−10}` after one
 /// yield deformation; the first excursion from rest is exact), so the law is followed except
 /// after excursions shorter than about `0.5 d_y`. The capture term is not in the tangent at
@@ -272,7 +272,7 @@ impl ElementLaw for Steel02 {
 
 /// Capture rate of the state-space form, per yield deformation travelled: the inactive
 /// reversal point closes its distance to the current point by `e^{−κ Δd/d_y}`.
-pub const CAPTURE: f64 = 10.0;
+const CAPTURE: f64 = 10.0;
 
 impl Element for Steel02 {
     impl_declared!();
