@@ -54,7 +54,13 @@ fn drive(
 /// `scripts/opensees/steel_reference.py`. `None` when openseespy is missing and `CI` is unset.
 fn opensees_steel_reference() -> Option<(Vec<[f64; 3]>, [f64; 6])> {
     let script = common::root().join("scripts/opensees/steel_reference.py");
-    let out = std::env::temp_dir().join(format!("hybridsim_steel_ref_{}.csv", std::process::id()));
+    // One file per call: the tests run in parallel threads of one process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = std::env::temp_dir().join(format!(
+        "hybridsim_steel_ref_{}_{call}.csv",
+        std::process::id()
+    ));
     let available = Command::new("python3")
         .args(["-c", "import openseespy.opensees"])
         .output()
