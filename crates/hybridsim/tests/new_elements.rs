@@ -402,7 +402,7 @@ fn mr_loop(voltage: f64) -> Vec<[f64; 3]> {
 
 #[test]
 fn mr_damper_reproduces_spencer_1997_loops() {
-    // Spencer et al. (1997), Figs 6–7 (2.5 Hz, 1.5 cm): forces from about 0.7 kN at 0 V to
+    // Spencer et al. (1997), 2.5 Hz, 1.5 cm: forces from about 0.7 kN at 0 V to
     // about 1.5 kN at 2.25 V, growing with the voltage, with the characteristic roll-off of the
     // force–velocity loop near zero velocity. With the paper's x0 = 14.3 cm the loops are
     // offset by −k1 x0 = −71.5 N, so the amplitude is taken as half the peak-to-peak force.
