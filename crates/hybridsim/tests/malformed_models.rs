@@ -401,6 +401,114 @@ fn negative_spring_stiffness_is_rejected() {
     check(&text, "element[2].k", "must not be negative");
 }
 
+/// FRAME with its second spring replaced by `element` (TOML lines of one `[[element]]` body).
+fn frame_with_element(element: &str) -> String {
+    edit(
+        FRAME,
+        "type = \"spring\"\nname = \"k2\"\nnodes = [1, 2]\ndof = \"x\"\nk = 1.0e5",
+        &format!("name = \"k2\"\nnodes = [1, 2]\ndof = \"x\"\n{element}"),
+    )
+}
+
+#[test]
+fn new_elements_report_bad_parameters_at_their_field() {
+    let f = "element[3]";
+    // Fluid viscous damper: α outside (0, 2], negative series stiffness.
+    let fvd = "type = \"viscous_damper\"\nc = 1.0e4\nalpha = ";
+    check(
+        &frame_with_element(&format!("{fvd}2.5")),
+        &format!("{f}.alpha"),
+        "(0, 2]",
+    );
+    check(
+        &frame_with_element(&format!("{fvd}0.0")),
+        &format!("{f}.alpha"),
+        "must be > 0",
+    );
+    check(
+        &frame_with_element(&format!("{fvd}0.5\nkd = -1.0")),
+        &format!("{f}.kd"),
+        "must not be negative",
+    );
+    // Steels: b and cR1 in [0, 1), Fy > 0, missing E.
+    let steel = "type = \"steel02\"\nE = 2.0e5\nFy = 400.0\nb = ";
+    check(
+        &frame_with_element(&format!("{steel}1.0")),
+        &format!("{f}.b"),
+        "[0, 1)",
+    );
+    check(
+        &frame_with_element(&format!("{steel}0.02\ncR1 = 1.2")),
+        &format!("{f}.cR1"),
+        "[0, 1)",
+    );
+    check(
+        &frame_with_element("type = \"steel01\"\nE = 2.0e5\nFy = -4.0\nb = 0.1"),
+        &format!("{f}.Fy"),
+        "must be > 0",
+    );
+    check(
+        &frame_with_element("type = \"steel01\"\nFy = 4.0\nb = 0.1"),
+        &format!("{f}.E"),
+        "is required",
+    );
+    // Elastomeric bearing: Qd without a yield displacement.
+    check(
+        &frame_with_element(
+            "type = \"elastomeric_bearing\"\nG = 0.8e6\narea = 0.1\nrubber_thickness = 0.1\nQd = 1.0e3",
+        ),
+        &format!("{f}.yield_displacement"),
+        "must be > 0 when `Qd` > 0",
+    );
+    check(
+        &frame_with_element(
+            "type = \"elastomeric_bearing\"\nG = 0.8e6\narea = 0.0\nrubber_thickness = 0.1",
+        ),
+        &format!("{f}.area"),
+        "must be > 0",
+    );
+    // MR damper: voltage history out of order, negative, or not pairs; negative voltage.
+    let mr = "type = \"mr_damper\"\nc0a = 2100.0\nc0b = 350.0\nk0 = 4690.0\nc1a = 28300.0\n\
+              c1b = 295.0\nk1 = 500.0\nalpha_a = 14000.0\nalpha_b = 69500.0\ngamma = 3.63e6\n\
+              beta = 3.63e6\nA = 301.0\neta = 190.0";
+    check(
+        &frame_with_element(&format!("{mr}\nvoltage_points = [[0.0, 0.0], [0.0, 1.0]]")),
+        &format!("{f}.voltage_points"),
+        "times must increase strictly",
+    );
+    check(
+        &frame_with_element(&format!("{mr}\nvoltage_points = [[0.0, -1.0]]")),
+        &format!("{f}.voltage_points"),
+        "must not be negative",
+    );
+    check(
+        &frame_with_element(&format!("{mr}\nvoltage_points = [1.0, 2.0]")),
+        &format!("{f}.voltage_points"),
+        "[time, voltage] pairs",
+    );
+    check(
+        &frame_with_element(&format!("{mr}\nvoltage = -0.5")),
+        &format!("{f}.voltage"),
+        "must not be negative",
+    );
+    check(
+        &frame_with_element(&mr.replace("eta = 190.0", "eta = 0.0")),
+        &format!("{f}.eta"),
+        "must be > 0",
+    );
+    // A valid one of each reads.
+    for body in [
+        format!("{mr}\nvoltage_points = [[0, 0], [1, 2.25]]"),
+        format!("{fvd}0.35\nkd = 1.0e6"),
+        format!("{steel}0.02"),
+        "type = \"steel01\"\nE = 2.0e5\nFy = 400.0\nb = 0.0".to_string(),
+        "type = \"elastomeric_bearing\"\nG = 0.8e6\narea = 0.1\nrubber_thickness = 0.1".to_string(),
+    ] {
+        let text = frame_with_element(&body);
+        Model::from_toml(&text, SOURCE, &NoFiles).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    }
+}
+
 #[test]
 fn negative_mass_is_rejected() {
     let text = edit(FRAME, "node = 2\nmass = 1000.0", "node = 2\nmass = -1000.0");

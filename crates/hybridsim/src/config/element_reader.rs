@@ -3,7 +3,7 @@
 
 use super::registry::{parse_params, ElementContext};
 use crate::elements::declare::{check_value, filled, listing, Declared};
-use crate::elements::{ElementRef, FrictionTable, TripleSlidingBearing};
+use crate::elements::{ElementRef, FrictionTable, MrDamper, TripleSlidingBearing};
 use crate::error::Diagnostics;
 use std::sync::Arc;
 
@@ -138,4 +138,57 @@ pub(crate) fn sliding_bearing(
     let mut e = read::<TripleSlidingBearing>(ctx, table, diag, field)?;
     e.friction = friction?;
     Some(Arc::new(e))
+}
+
+/// Registry builder for `type = "mr_damper"`: the declared keys and an optional command
+/// voltage history `voltage_points = [[t, V], …]` (instead of the constant `voltage`).
+pub(crate) fn mr_damper(
+    ctx: &ElementContext,
+    mut table: toml::Table,
+    diag: &mut Diagnostics,
+    field: &str,
+) -> Option<ElementRef> {
+    let at = format!("{field}.voltage_points");
+    let points = match table.remove("voltage_points") {
+        None => Some(None),
+        Some(value) => match number_pairs(&value) {
+            Some(p) => match crate::elements::mr_damper::check_voltage_points(&p) {
+                Ok(()) => Some(Some(p)),
+                Err(e) => {
+                    diag.push(at, e);
+                    None
+                }
+            },
+            None => {
+                diag.push(
+                    at,
+                    format!(
+                        "must be an array of [time, voltage] pairs of numbers, e.g. \
+                         [[0.0, 0.0], [1.0, 2.25]], found {value}"
+                    ),
+                );
+                None
+            }
+        },
+    };
+    let mut e = read::<MrDamper>(ctx, table, diag, field)?;
+    e.set_voltage_points(points?).ok()?;
+    Some(Arc::new(e))
+}
+
+/// `[[a, b], …]` of numbers (integers or floats), or `None`.
+fn number_pairs(value: &toml::Value) -> Option<Vec<(f64, f64)>> {
+    let number = |v: &toml::Value| match v {
+        toml::Value::Float(x) => Some(*x),
+        toml::Value::Integer(i) => Some(*i as f64),
+        _ => None,
+    };
+    value
+        .as_array()?
+        .iter()
+        .map(|pair| match pair.as_array()?.as_slice() {
+            [a, b] => Some((number(a)?, number(b)?)),
+            _ => None,
+        })
+        .collect()
 }

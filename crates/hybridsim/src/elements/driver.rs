@@ -22,8 +22,9 @@
 //! not an interpolation of the endpoint velocities — makes the state increments of
 //! rate-independent elements depend only on the displacement increment (`∫ v dt = Δu`).
 //! With `dt = 0` the path is traversed in unit pseudo-time (meaningful for rate-independent
-//! elements only). The force returned is the element's at the trial `(u, v)`, so velocity
-//! terms (dashpots, `sgn(ḋ)` of the LRB lead core) see the trial velocity.
+//! elements only); a zero increment with `dt = 0` leaves the states as they are. The force
+//! returned is the element's at the trial `(u, v)`, so velocity terms (dashpots, `sgn(ḋ)` of
+//! the LRB lead core) see the trial velocity.
 //!
 //! **Tangent.** [`ElementDriver::tangent`] is `K_t = ∂r/∂u` of the discrete map from the
 //! committed state to the trial force, differentiated exactly with forward dual numbers
@@ -361,7 +362,13 @@ impl ElementDriver {
         if let (Some(a), Some(b)) = (e.deformation(u), e.deformation(&c.u)) {
             dmax = (a - b).abs();
         }
-        let m = self.substep_count(dmax);
+        // A path of zero length in zero time changes nothing (not even the states of
+        // rate-dependent elements, which unit pseudo-time would advance).
+        let m = if dt == 0.0 && dmax == 0.0 {
+            0
+        } else {
+            self.substep_count(dmax)
+        };
         let (c, p, e) = (&self.committed.0, &mut self.path, self.element.as_ref());
         p.s.copy_from_slice(&c.s);
         let work = p.traverse(e, &c.u, span, m, c.work);
