@@ -621,7 +621,16 @@ fn spectral_and_convergence_analyses_work_on_every_example() {
         .collect();
     names.sort();
     assert!(names.len() >= 15, "{names:?}");
+    let records = common::root().join("../shared/data/ground-motions");
     for name in &names {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        if text.contains("../../shared/data/ground-motions") && !records.is_dir() {
+            eprintln!(
+                "SKIPPED {name}: no ground-motion records at {}",
+                records.display()
+            );
+            continue;
+        }
         let m = example_with(name, |_| {});
         let spectral = spectral_sweep(
             &m,

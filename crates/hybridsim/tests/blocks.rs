@@ -601,3 +601,19 @@ fn a_chain_steps_without_allocating() {
     assert_eq!(allocations, 0, "a chain step allocated");
     assert!(y.is_finite());
 }
+
+/// A static gain `num = [K], den = [1]` (no state) is a valid block under every discretization
+/// (it panicked computing its empty steady state): the output is K times the input.
+#[test]
+fn a_static_gain_transfer_function_is_a_stateless_block() {
+    for how in [
+        Discretization::Zoh,
+        Discretization::Foh,
+        Discretization::Tustin { prewarp_hz: None },
+    ] {
+        let mut b = StateSpace::transfer_function(&[1.0261], &[1.0], 1e-3, how).unwrap();
+        for u in [0.0, 1.0, -2.5, 3.0] {
+            assert!((b.step(u) - 1.0261 * u).abs() < 1e-15, "{how:?}");
+        }
+    }
+}

@@ -2348,7 +2348,6 @@ fn controllers_signals_and_compensators_are_validated() {
     }
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Experimental setups and actuator → substructure assignment.
 

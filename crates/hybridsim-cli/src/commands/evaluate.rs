@@ -53,6 +53,22 @@ fn read(path: &Path) -> Result<ResultsTable> {
     ResultsTable::read(path).map_err(|e| anyhow!("{e}"))
 }
 
+/// The first column `Q.*.N.D` of `t` for a name `Q.S.N.D` (same quantity, node and DOF under any
+/// substructure).
+fn same_dof<'a>(t: &'a ResultsTable, name: &str) -> Option<&'a [f64]> {
+    let parts: Vec<&str> = name.split('.').collect();
+    if parts.len() != 4 {
+        return None;
+    }
+    let (q, node, dof) = (parts[0], parts[2], parts[3]);
+    t.names.iter().find_map(|n| {
+        let p: Vec<&str> = n.split('.').collect();
+        (p.len() == 4 && p[0] == q && p[2] == node && p[3] == dof)
+            .then(|| t.column(n))
+            .flatten()
+    })
+}
+
 fn column<'a>(t: &'a ResultsTable, file: &Path, name: &str, why: &str) -> Result<&'a [f64]> {
     t.column(name)
         .ok_or_else(|| anyhow!("{}: column `{name}`: missing ({why})", file.display()))
@@ -198,7 +214,18 @@ pub fn execute(args: Args) -> Result<ExitCode> {
     let nresp = chosen.len();
     let mut response = Vec::new();
     for (i, (name, unit)) in chosen.iter().enumerate() {
-        let x = column(&res, &res_file, name, "present in the reference")?;
+        let x = match res.column(name) {
+            Some(x) => x,
+            // The same DOF under another substructure name (a monolithic reference against a
+            // partitioned test): `u.S.N.D` matches the first `u.*.N.D` of the results.
+            None => same_dof(&res, name).ok_or_else(|| {
+                anyhow!(
+                    "{}: column `{name}`: missing (present in the reference), and no column of \
+                     the same DOF under another substructure",
+                    res_file.display()
+                )
+            })?,
+        };
         let r = reference.column(name).unwrap_or_default();
         let c = response_criteria(x, r).map_err(|e| {
             anyhow!(

@@ -78,10 +78,16 @@ impl StateSpace {
             v
         };
         let eye = DMatrix::<f64>::identity(n, n);
-        let steady = (&eye - &s.phi)
-            .lu()
-            .solve(&s.gamma)
-            .filter(|x| x.iter().all(|v| v.is_finite()));
+        // A static gain (no state: `num/den` of equal degree 0) has the empty steady state; the
+        // LU of an empty matrix is not asked for.
+        let steady = if n == 0 {
+            Some(nalgebra::DVector::<f64>::zeros(0))
+        } else {
+            (&eye - &s.phi)
+                .lu()
+                .solve(&s.gamma)
+                .filter(|x| x.iter().all(|v| v.is_finite()))
+        };
         let dc: Vec<f64> = match &steady {
             Some(x) => (&s.c * x + &s.d).iter().copied().collect(),
             None => vec![f64::NAN; p],
