@@ -870,8 +870,8 @@ fn unknown_key_in_an_inline_table_names_the_line() {
 
 #[test]
 fn reserved_table() {
-    let text = append(FRAME, "[updating]\nfilter = \"ukf\"\n");
-    check(&text, "updating", "is reserved for online model updating");
+    let text = append(FRAME, "[network]\nprotocol = \"udp\"\n");
+    check(&text, "network", "is reserved for network transfer systems");
 }
 
 #[test]
