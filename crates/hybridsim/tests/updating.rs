@@ -472,14 +472,10 @@ fn updating_table_is_read() {
             kappa: 0.0
         }
     );
-    let names: Vec<&str> = u.parameters.iter().map(String::as_str).collect();
-    let element = model.elements[u.identify].element.clone_box();
-    let id = Identification::new(
-        ElementModel::new(element, &names, u.substeps).unwrap(),
-        &u.settings,
-    )
-    .unwrap();
+    let id = u.identification(&model.elements).unwrap();
     assert_eq!(id.parameter(0), 3e7);
+    assert_eq!(id.parameter(1), 50.0);
+    assert_eq!(u.freeze_rule().above_pga, Some(4.905));
 
     // Defaults: the prior mean is the element's own value, bounds a factor 100 either side.
     let model = load(&pier_model_text(
@@ -563,4 +559,42 @@ fn updating_errors_name_the_field() {
         e.contains("updating.prior_sd") && e.contains("missing"),
         "{e}"
     );
+}
+
+/// The freeze rules: above the PGA limit, or at a bound, updating stops and the estimate stays.
+#[test]
+fn freeze_rules_keep_the_estimate() {
+    use hybridsim::updating::{FreezeRule, Frozen};
+    let (kin, force) = pier_force(2.0e7, 64, 1.0 / 256.0, 0.03, 3e3);
+    let model = || ElementModel::new(Box::new(pier(1.0)), &["A"], 4).unwrap();
+    let mut id = Identification::new(model(), &settings(&[1.5e7], &[5e6], &[0.0], 3e3)).unwrap();
+    id.set_freeze_rule(FreezeRule {
+        above_pga: Some(4.9),
+        at_bound: false,
+    });
+    id.observe_ground_acceleration(-4.0);
+    id.update(&kin[0], force[0]);
+    assert!(!id.is_frozen());
+    id.observe_ground_acceleration(-5.0);
+    assert_eq!(id.frozen(), Some(Frozen::GroundAcceleration));
+    let a = id.parameter(0);
+    for n in 1..64 {
+        id.update(&kin[n], force[n]);
+    }
+    assert_eq!(id.parameter(0), a);
+    assert_eq!(id.filter().steps(), 1);
+
+    // A bound below the truth: the estimate reaches it and updating freezes there.
+    let mut s = settings(&[1.5e7], &[5e6], &[0.0], 3e3);
+    s.bounds = vec![(1e7, 1.6e7)];
+    let mut id = Identification::new(model(), &s).unwrap();
+    id.set_freeze_rule(FreezeRule {
+        above_pga: None,
+        at_bound: true,
+    });
+    for n in 0..64 {
+        id.update(&kin[n], force[n]);
+    }
+    assert_eq!(id.frozen(), Some(Frozen::AtBound(0)));
+    assert_eq!(id.parameter(0), 1.6e7);
 }

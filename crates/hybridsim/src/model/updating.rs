@@ -1,7 +1,8 @@
 //! `[updating]`: online model updating with an unscented Kalman filter (Abbiati et al. 2020,
 //! §2.1), as validated from the model file.
 
-use crate::updating::IdentificationSettings;
+use super::ElementInstance;
+use crate::updating::{ElementModel, FreezeRule, Identification, IdentificationSettings};
 
 /// What the model file asks of online model updating.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,4 +26,31 @@ pub struct UpdatingConfig {
     pub freeze_above_pga: Option<f64>,
     /// Freeze updating when an estimate reaches one of its bounds (an unstable estimate).
     pub freeze_at_bound: bool,
+}
+
+impl UpdatingConfig {
+    /// The freeze criteria.
+    pub fn freeze_rule(&self) -> FreezeRule {
+        FreezeRule {
+            above_pga: self.freeze_above_pga,
+            at_bound: self.freeze_at_bound,
+        }
+    }
+
+    /// A fresh identification (model, filter at its prior, freeze rule) for the model's
+    /// `elements`; the configuration was validated against them, so this fails only for other
+    /// elements.
+    pub fn identification(
+        &self,
+        elements: &[ElementInstance],
+    ) -> Result<Identification<ElementModel>, String> {
+        let element = elements
+            .get(self.identify)
+            .ok_or("the identified element is not in the model")?;
+        let names: Vec<&str> = self.parameters.iter().map(String::as_str).collect();
+        let model = ElementModel::new(element.element.clone_box(), &names, self.substeps)?;
+        let mut id = Identification::new(model, &self.settings)?;
+        id.set_freeze_rule(self.freeze_rule());
+        Ok(id)
+    }
 }

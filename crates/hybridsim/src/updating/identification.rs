@@ -176,6 +176,8 @@ impl IdentificationModel for ElementModel {
         y.fill(0.0);
     }
 
+    // Index-parallel stage arrays read like the Runge–Kutta formulas.
+    #[allow(clippy::needless_range_loop)]
     fn propagate(&mut self, y: &mut [f64], theta: &[f64], kin: &StepKinematics) -> bool {
         for (i, name) in self.names.iter().enumerate() {
             if self.element.set_parameter(name, theta[i]).is_err() {
@@ -239,6 +241,27 @@ pub struct IdentificationSettings {
     pub sigma_points: SigmaPoints,
 }
 
+/// When updating freezes (the estimates are then kept as they are): seed 003 disabled it
+/// above a peak ground acceleration of 0.50 g, where the estimate became unstable.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FreezeRule {
+    /// Freeze once the magnitude of the ground acceleration exceeds this.
+    pub above_pga: Option<f64>,
+    /// Freeze when an estimate reaches one of its bounds (an unstable estimate).
+    pub at_bound: bool,
+}
+
+/// Why updating froze.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Frozen {
+    /// By the caller ([`Identification::freeze`]).
+    Requested,
+    /// The ground acceleration exceeded [`FreezeRule::above_pga`].
+    GroundAcceleration,
+    /// An estimate reached a bound ([`FreezeRule::at_bound`]); the parameter's index.
+    AtBound(usize),
+}
+
 /// An identification model and its filter: one [`Identification::update`] per coarse step.
 pub struct Identification<M: IdentificationModel> {
     model: M,
@@ -246,7 +269,8 @@ pub struct Identification<M: IdentificationModel> {
     bounds: Vec<(f64, f64)>,
     theta: Vec<f64>,
     ny: usize,
-    frozen: bool,
+    frozen: Option<Frozen>,
+    rule: FreezeRule,
 }
 
 impl<M: IdentificationModel> Identification<M> {
@@ -316,14 +340,15 @@ impl<M: IdentificationModel> Identification<M> {
             bounds: settings.bounds.clone(),
             theta: vec![0.0; np],
             ny,
-            frozen: false,
+            frozen: None,
+            rule: FreezeRule::default(),
         })
     }
 
     /// One coarse step: propagate with the measured `kinematics`, correct with the measured
     /// interface force. A frozen identification does nothing; a tripped one neither.
     pub fn update(&mut self, kinematics: &StepKinematics, measured_force: f64) -> Option<Trip> {
-        if self.frozen {
+        if self.frozen.is_some() {
             return self.filter.trip();
         }
         let Self {
@@ -332,14 +357,15 @@ impl<M: IdentificationModel> Identification<M> {
             bounds,
             theta,
             ny,
-            ..
+            frozen,
+            rule,
         } = self;
         let ny = *ny;
         let trip = filter.step(
             |x: &mut [f64]| {
                 let (y, th) = x.split_at_mut(ny);
-                for i in 0..theta.len() {
-                    theta[i] = th[i].clamp(bounds[i].0, bounds[i].1);
+                for ((t, x), (lo, hi)) in theta.iter_mut().zip(th.iter()).zip(bounds.iter()) {
+                    *t = x.clamp(*lo, *hi);
                 }
                 model.propagate(y, theta, kinematics)
             },
@@ -348,18 +374,42 @@ impl<M: IdentificationModel> Identification<M> {
         if trip.is_none() {
             for (i, &(lo, hi)) in bounds.iter().enumerate() {
                 filter.clamp(ny + i, lo, hi);
+                let x = filter.estimate()[ny + i];
+                if rule.at_bound && frozen.is_none() && (x <= lo || x >= hi) {
+                    *frozen = Some(Frozen::AtBound(i));
+                }
             }
         }
         trip
     }
 
-    /// Stop updating (estimates are kept); see also [`Identification::is_frozen`].
+    /// The automatic freeze criteria (none by default).
+    pub fn set_freeze_rule(&mut self, rule: FreezeRule) {
+        self.rule = rule;
+    }
+
+    /// The ground acceleration now: freezes updating once its magnitude exceeds
+    /// [`FreezeRule::above_pga`].
+    pub fn observe_ground_acceleration(&mut self, acceleration: f64) {
+        if let Some(limit) = self.rule.above_pga {
+            if self.frozen.is_none() && acceleration.abs() > limit {
+                self.frozen = Some(Frozen::GroundAcceleration);
+            }
+        }
+    }
+
+    /// Stop updating (estimates are kept); see also [`Identification::frozen`].
     pub fn freeze(&mut self) {
-        self.frozen = true;
+        self.frozen.get_or_insert(Frozen::Requested);
     }
 
     /// Whether updating was frozen.
     pub fn is_frozen(&self) -> bool {
+        self.frozen.is_some()
+    }
+
+    /// Why updating froze, if it did.
+    pub fn frozen(&self) -> Option<Frozen> {
         self.frozen
     }
 

@@ -20,7 +20,8 @@ pub mod identification;
 pub mod ukf;
 
 pub use identification::{
-    ElementModel, Identification, IdentificationModel, IdentificationSettings, StepKinematics,
+    ElementModel, FreezeRule, Frozen, Identification, IdentificationModel, IdentificationSettings,
+    StepKinematics,
 };
 pub use ukf::{SigmaPoints, Trip, UnscentedKalmanFilter};
 

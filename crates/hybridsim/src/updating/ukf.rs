@@ -403,8 +403,8 @@ impl UnscentedKalmanFilter {
             }
         }
         // Eq 14a (E25): correct the predicted mean.
-        for a in 0..m {
-            self.innovation[a] = z[a] - self.x_pred[self.measured[a]];
+        for (a, za) in z.iter().enumerate() {
+            self.innovation[a] = za - self.x_pred[self.measured[a]];
         }
         for i in 0..l {
             let mut s = self.x_pred[i];
