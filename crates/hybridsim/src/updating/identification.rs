@@ -12,7 +12,7 @@
 //! (it selects the predicted force), as in the paper.
 //!
 //! New parameter values reach the element through
-//! [`Element::set_parameter`](crate::elements::Element::set_parameter), which checks them like
+//! [`Element::set_parameter`], which checks them like
 //! the model file's and does not allocate when it accepts them: no separate rebuild trait is
 //! needed. A value the element rejects fails the transition, which trips the filter.
 
