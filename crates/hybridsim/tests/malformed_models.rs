@@ -978,8 +978,8 @@ fn unknown_key_in_an_inline_table_names_the_line() {
 
 #[test]
 fn reserved_table() {
-    let text = append(FRAME, "[updating]\nfilter = \"ukf\"\n");
-    check(&text, "updating", "is reserved for online model updating");
+    let text = append(FRAME, "[network]\nprotocol = \"udp\"\n");
+    check(&text, "network", "is reserved for network transfer systems");
 }
 
 #[test]
@@ -1069,11 +1069,11 @@ fn every_problem_is_reported() {
     );
     let text = edit(&text, "time_step = 0.01", "time_step = -0.01");
     let text = edit(&text, "rho_inf = 0.9", "rho_inf = 2.0");
-    let text = append(&text, "[updating]\nfilter = \"ukf\"\n");
+    let text = append(&text, "[network]\nprotocol = \"udp\"\n");
     let err = read_err(&text, &NoFiles);
     let shown = err.to_string();
     let expected = [
-        ("updating", "reserved"),
+        ("network", "reserved"),
         ("element[1].type", "unknown element type `point_mass`"),
         ("element[2].k", "must not be negative"),
         ("element[3].nodes", "unknown node 7"),

@@ -10,7 +10,8 @@
 //! One file per table: `nodes.rs` (`[[node]]`), `substructures.rs` (`[substructure.NAME]`),
 //! `elements.rs` (`[[element]]`), `damping.rs` (`[damping]`), `loads.rs` (`[[load]]`),
 //! `ground_motion.rs` (`[[ground_motion]]`), `imposed_motion.rs` (`[[imposed_motion]]`),
-//! `analysis.rs` (`[analysis]`, `[output]`) and `lab.rs` (`[lab]`, `[safety]`, `[runner]`);
+//! `analysis.rs` (`[analysis]`, `[output]`), `lab.rs` (`[lab]`, `[safety]`, `[runner]`) and
+//! `updating.rs` (`[updating]`);
 //! `title`, `[units]` and the reserved tables are read here, the layout checks are in
 //! `structure.rs`.
 
@@ -27,6 +28,7 @@ mod registry;
 pub mod schema;
 mod structure;
 mod substructures;
+mod updating;
 
 pub use structure::{dynamic_matrix, validate_element_partitions, validate_structure};
 
@@ -203,6 +205,7 @@ fn build(
     if let Some(a) = analysis.as_ref() {
         ground_motion::check_against_analysis(&ground_motions, a.time_step, a.duration, &mut diag);
     }
+    let updating = updating::updating(spec.updating.as_ref(), &elements, &mut diag);
     if diag.has_errors() {
         return Err(diag.into_error());
     }
@@ -223,15 +226,13 @@ fn build(
         imposed_motions,
         mass_shares,
         lab,
+        updating,
     })
 }
 
-/// `updating` and `network`: reserved for later versions.
+/// `network`: reserved for a later version.
 fn reserved_tables(spec: &ModelFile, diag: &mut Diagnostics) {
-    let reserved = [
-        ("updating", spec.updating.is_some()),
-        ("network", spec.network.is_some()),
-    ];
+    let reserved = [("network", spec.network.is_some())];
     for (name, present) in reserved {
         if present {
             let what = RESERVED_TABLES

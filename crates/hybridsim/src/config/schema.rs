@@ -2,18 +2,15 @@
 //!
 //! Top-level tables: `title`, `[units]`, `[[node]]`, `[[element]]`, `[substructure.NAME]`,
 //! `[damping]`, `[[load]]`, `[[ground_motion]]`, `[[imposed_motion]]`, `[analysis]`, `[output]`,
-//! `[lab]`, `[safety]`, `[runner]`. The tables `updating` and `network` are
-//! reserved for later versions; any other key is rejected.
+//! `[lab]`, `[safety]`, `[runner]`, `[updating]`. The table `network` is
+//! reserved for a later version; any other key is rejected.
 
 use crate::units::Units;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// Top-level tables reserved for later versions of the schema.
-pub const RESERVED_TABLES: &[(&str, &str)] = &[
-    ("updating", "online model updating"),
-    ("network", "network transfer systems"),
-];
+pub const RESERVED_TABLES: &[(&str, &str)] = &[("network", "network transfer systems")];
 
 /// A whole model file.
 #[derive(Debug, Deserialize)]
@@ -60,7 +57,7 @@ pub struct ModelFile {
     /// Imposed (Dirichlet) motions, read entry by entry ([`ImposedMotionSpec`]).
     #[serde(default)]
     pub imposed_motion: Option<toml::Value>,
-    /// Reserved.
+    /// Online model updating, read in a second pass (`config/updating.rs`).
     #[serde(default)]
     pub updating: Option<toml::Value>,
     /// Reserved.

@@ -7,6 +7,7 @@
 
 pub mod imposed_motion;
 pub mod lab;
+pub mod updating;
 
 use crate::elements::{DofRef, ElementRef};
 use crate::excitation::TimeFunction;
@@ -267,6 +268,8 @@ pub struct Model {
     pub mass_shares: Vec<imposed_motion::MassShare>,
     /// Transfer system, safety limits and runner (`[lab]`, `[safety]`, `[runner]`).
     pub lab: Option<lab::LabConfig>,
+    /// Online model updating (`[updating]`).
+    pub updating: Option<updating::UpdatingConfig>,
     /// Plausibility warnings of the model file (valid values that are probably not meant),
     /// for the front ends to show and record.
     pub warnings: Vec<crate::error::ModelIssue>,

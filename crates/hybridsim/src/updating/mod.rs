@@ -10,6 +10,20 @@
 //! Sign convention (as everywhere in hybridsim): the measured force is the *resisting* force
 //! of the specimen on the physical copy of the interface DOF, so a spring of stiffness `k`
 //! reads `f = k u` and a secant estimate of a positive stiffness is positive.
+//!
+//! Online model updating (Abbiati et al. 2020, §2.1): [`ukf`] is the unscented Kalman filter
+//! over the augmented state `[model state; parameters]`, [`identification`] the identification
+//! model (an element of the library driven by the measured interface kinematics) and the
+//! [`Identification`] that joins the two, one update per coarse step.
+
+pub mod identification;
+pub mod ukf;
+
+pub use identification::{
+    ElementModel, FreezeRule, Frozen, Identification, IdentificationModel, IdentificationSettings,
+    StepKinematics,
+};
+pub use ukf::{SigmaPoints, Trip, UnscentedKalmanFilter};
 
 /// What an estimator sees after one coarse step, over the interface DOFs it observes
 /// (physical copy).

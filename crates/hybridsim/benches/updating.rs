@@ -1,0 +1,73 @@
+//! Cost of one online-updating step (issue 14): an unscented Kalman filter update of a
+//! Bouc-Wen pier identification (2L + 1 sigma points, each propagated over one coarse step by
+//! the element's law with 10 Runge–Kutta substeps, then gain and Joseph-form covariance).
+//!
+//! `cargo bench -p hybridsim --bench updating`. Criterion means for BENCHMARKS.md.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use hybridsim::elements::{BoucWen, DofRef};
+use hybridsim::updating::{
+    ElementModel, Identification, IdentificationSettings, SigmaPoints, StepKinematics,
+};
+use std::hint::black_box;
+
+fn identification(parameters: &[&str]) -> Identification<ElementModel> {
+    let pier = BoucWen::new(vec![DofRef::new(1, "x")], 2.0e7, 3.5, 60.0, 1.0).unwrap();
+    let model = ElementModel::new(Box::new(pier), parameters, 10).unwrap();
+    let (mean, sd): (Vec<f64>, Vec<f64>) = parameters
+        .iter()
+        .map(|p| {
+            if *p == "A" {
+                (1.5e7, 5e6)
+            } else {
+                (50.0, 20.0)
+            }
+        })
+        .unzip();
+    let settings = IdentificationSettings {
+        bounds: mean.iter().map(|m| (m / 100.0, m * 100.0)).collect(),
+        parameter_noise_sd: vec![0.0; mean.len()],
+        prior_mean: mean,
+        prior_sd: sd,
+        state_noise_sd: 10.0,
+        measurement_sd: 3e3,
+        sigma_points: SigmaPoints::Scaled {
+            alpha: 1.0,
+            beta: 2.0,
+            kappa: 0.0,
+        },
+    };
+    Identification::new(model, &settings).unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let dt = 1.0 / 1024.0;
+    let w = 2.0 * std::f64::consts::PI;
+    for parameters in [&["A"][..], &["A", "gamma"][..]] {
+        let name = format!("ukf_update_bouc_wen_{}", parameters.join("_"));
+        let mut id = identification(parameters);
+        let mut n = 0u64;
+        c.bench_function(&name, |b| {
+            b.iter(|| {
+                let (t0, t1) = (n as f64 * dt, (n + 1) as f64 * dt);
+                let kin = StepKinematics {
+                    dt,
+                    displacement: [0.02 * (w * t0).sin(), 0.02 * (w * t1).sin()],
+                    velocity: [0.02 * w * (w * t0).cos(), 0.02 * w * (w * t1).cos()],
+                };
+                n += 1;
+                // A measurement near the model's own prediction keeps the filter running.
+                let z = id.force() + 1e3 * (0.7 * n as f64).sin();
+                black_box(id.update(black_box(&kin), z));
+            })
+        });
+        assert_eq!(
+            id.trip(),
+            None,
+            "{name}: the filter tripped during the benchmark"
+        );
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
