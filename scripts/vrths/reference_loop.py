@@ -107,12 +107,19 @@ def trapezoidal(a, b, dt):
 
 
 def run(record, duration, scale, force_delay, kp=0.0, dt=1 / 4096, lead=False,
-        estimate=0.024, order=1, spacing=4, stepper="zoh"):
+        estimate=0.024, order=1, spacing=4, stepper="zoh", controller="extrapolation",
+        feedback="same"):
     """`stepper`: "zoh", the benchmark's Simulink loop (numerical substructure integrated
     exactly with its inputs held over the sample, the force measured `force_delay` samples
     earlier); "trapezoidal", hybridsim's explicit-rths at rho_inf = 1 (the trapezoidal rule with
     the loads at both ends of the step, the force of step k -> k+1 measured at tick k - d, the
-    lab's force sampled at the tick)."""
+    lab's force sampled at the tick).
+
+    `controller`: "extrapolation" (first-order polynomial, the default above) or "sample", the
+    benchmark paper's sample controller (§5.2-5.3): u = G_C(G_T(y) - x_m), the PI
+    G_C(s) = 2 + 95/s and the phase lead G_T(s) = 50.8 (s + 168.6)/(s + 8570), both Tustin;
+    `feedback` "same" feeds back the displacement measured at the sample (Simulink), "previous"
+    the one of the sample before."""
     t_rec, a_rec = read_at2(record)
     n = int(round(duration / dt))
     t = np.arange(n + 1) * dt
@@ -129,7 +136,11 @@ def run(record, duration, scale, force_delay, kp=0.0, dt=1 / 4096, lead=False,
     phi_n, gam_n = zoh(an, bn, dt) if stepper == "zoh" else trapezoidal(an, bn, dt)
     ap, bp = plant_continuous()
     phi_p, gam_p = zoh(ap, bp, dt)
-    c1, d0, d1 = tustin_first_order(LEAD_NUM, LEAD_DEN, dt)
+    if controller == "sample":
+        c1, d0, d1 = tustin_first_order((50.8, 50.8 * 168.6), (1.0, 8570.0), dt)
+    else:
+        c1, d0, d1 = tustin_first_order(LEAD_NUM, LEAD_DEN, dt)
+    pi_int = err_prev = meas_prev = 0.0
     zn, zp = np.zeros(6), np.zeros(5)
     y_prev = u_prev = 0.0
     history = []
@@ -149,7 +160,16 @@ def run(record, duration, scale, force_delay, kp=0.0, dt=1 / 4096, lead=False,
         # Command of sample k: the compensated target, optional P on the tracking error.
         history.insert(0, target)
         del history[order * spacing + 1:]
-        if lead:
+        if controller == "sample":
+            y = -c1 * y_prev + d0 * target + d1 * u_prev
+            y_prev, u_prev = y, target
+            meas = out["measured"][k] if feedback == "same" else meas_prev
+            meas_prev = out["measured"][k]
+            e = y - meas
+            pi_int += 95.0 * dt / 2 * (e + err_prev)
+            err_prev = e
+            y = 2.0 * e + pi_int
+        elif lead:
             y = -c1 * y_prev + d0 * target + d1 * u_prev
             y_prev, u_prev = y, target
         elif len(history) <= order * spacing:
@@ -218,13 +238,16 @@ def main():
     ap.add_argument("--kp", type=float, default=0.0)
     ap.add_argument("--lead", action="store_true")
     ap.add_argument("--stepper", choices=["zoh", "trapezoidal"], default="zoh")
+    ap.add_argument("--controller", choices=["extrapolation", "sample"], default="extrapolation")
+    ap.add_argument("--feedback", choices=["same", "previous"], default="same")
     ap.add_argument("--estimate", type=float, default=0.024)
     ap.add_argument("--order", type=int, default=1)
     ap.add_argument("--spacing", type=int, default=4)
     ap.add_argument("--json")
     a = ap.parse_args()
     o = run(a.record, a.duration, a.scale, a.force_delay, a.kp, lead=a.lead,
-            estimate=a.estimate, order=a.order, spacing=a.spacing, stepper=a.stepper)
+            estimate=a.estimate, order=a.order, spacing=a.spacing, stepper=a.stepper,
+            controller=a.controller, feedback=a.feedback)
     j = criteria(o)
     for k, v in j.items():
         print(f"{k} = {v * 1000:.3f} ms" if k == "J1" else f"{k} = {100 * v:.3f} %")
