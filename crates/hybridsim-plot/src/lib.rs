@@ -308,6 +308,15 @@ fn padded((lo, hi): (f64, f64), log: bool, margin: f64) -> (f64, f64) {
 }
 
 /// Tick label: up to four significant digits, scientific notation for very small or large values.
+/// A tick label on an axis spanning `span`: a value within 1e-9 of the span of zero is the zero
+/// that round-off moved (a tick at `-1.69e-21` on a ±0.01 axis reads `0`).
+fn tick_on(v: f64, span: f64) -> String {
+    if span.is_finite() && span > 0.0 && v.abs() <= 1e-9 * span {
+        return "0".into();
+    }
+    tick(v)
+}
+
 fn tick(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
@@ -387,14 +396,19 @@ where
         .y_label_area_size(86)
         .build_cartesian_2d(x_range, y_range)
         .map_err(err)?;
-    let fmt = |v: &f64| tick(*v);
+    let (x_span, y_span) = (
+        (data.x_range.1 - data.x_range.0).abs(),
+        (data.y_range.1 - data.y_range.0).abs(),
+    );
+    let fmt_x = |v: &f64| tick_on(*v, x_span);
+    let fmt_y = |v: &f64| tick_on(*v, y_span);
     ctx.configure_mesh()
         .x_desc(chart.x.label.as_str())
         .y_desc(chart.y.label.as_str())
         .axis_desc_style((FONT, 17))
         .label_style((FONT, 14))
-        .x_label_formatter(&fmt)
-        .y_label_formatter(&fmt)
+        .x_label_formatter(&fmt_x)
+        .y_label_formatter(&fmt_y)
         .light_line_style(RGBColor(235, 235, 235))
         .bold_line_style(RGBColor(205, 205, 205))
         .draw()
@@ -454,6 +468,16 @@ mod tests {
         assert_eq!(tick(12.5), "12.5");
         assert_eq!(tick(1.5e-4), "1.5e-4");
         assert_eq!(tick(-2.0e6), "-2e6");
+    }
+
+    /// Issue 18: a tick that round-off moved off zero reads `0`; a small value on a small axis
+    /// keeps its digits.
+    #[test]
+    fn round_off_zero_ticks_read_zero() {
+        assert_eq!(tick_on(-1.69e-21, 0.02), "0");
+        assert_eq!(tick_on(3.0e-12, 0.02), "0");
+        assert_eq!(tick_on(1.5e-4, 0.02), "1.5e-4");
+        assert_eq!(tick_on(2.0e-12, 1.0e-11), "2e-12");
     }
 
     #[test]
