@@ -9,7 +9,8 @@
 //!
 //! - [`units`], [`excitation`] (ground-motion records, time functions, synthetic
 //!   accelerograms), [`modal`] (eigen-analysis, Rayleigh damping), [`linalg`] (skyline LU with
-//!   reverse Cuthill–McKee), [`error`] (model-file errors), [`updating`] (online model updating: the unscented Kalman filter and its identification models);
+//!   reverse Cuthill–McKee), [`error`] (model-file errors), [`updating`] (online model
+//!   updating: the unscented Kalman filter and its identification models);
 //! - [`elements`]: the element abstraction (state-space form generic over the scalar, so that
 //!   initial Jacobians come from dual numbers), each kind's parameter table and the
 //!   displacement-driven [`elements::ElementDriver`];
