@@ -75,11 +75,7 @@ impl AnalysisError {
 /// restrained: the homogeneous problem of a scheme prescribes zero motion there (Hovmand et al.
 /// 2022, §3), so those DOFs carry no mode and no algorithmic state of their own.
 pub(crate) fn free_vibration(model: &Model) -> Model {
-    let mut m = numerical_twin(model);
-    m.loads.clear();
-    m.ground_motions.clear();
-    restrain_imposed(&mut m);
-    m
+    free_vibration_with_lab(&numerical_twin(model))
 }
 
 /// [`free_vibration`] keeping the `[lab]` and the scheme: for the analyses that model the
