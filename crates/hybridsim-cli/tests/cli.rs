@@ -3,24 +3,6 @@
 mod common;
 use common::*;
 
-use std::path::PathBuf;
-
-/// Folder of the shared ground-motion records, or None (test skipped with a message).
-fn ground_motions() -> Option<PathBuf> {
-    let dir = std::env::var_os("HYBRIDSIM_GROUND_MOTIONS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("../shared/data/ground-motions"));
-    if dir.join("ElCentro1940_NS_PEER_IELC180.AT2").exists() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: no ground-motion records at {} (set HYBRIDSIM_GROUND_MOTIONS)",
-            dir.display()
-        );
-        None
-    }
-}
-
 #[test]
 fn help_lists_examples() {
     let out = hybridsim().arg("--help").output().unwrap();

@@ -11,16 +11,7 @@
 
 mod common;
 use common::*;
-use std::path::PathBuf;
 use std::process::Command;
-
-fn record() -> Option<PathBuf> {
-    let dir = std::env::var_os("HYBRIDSIM_GROUND_MOTIONS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("../shared/data/ground-motions"));
-    let p = dir.join("ElCentro1940_NS_PEER_IELC180.AT2");
-    p.exists().then_some(p)
-}
 
 fn python_ready() -> bool {
     Command::new("python3")
@@ -39,7 +30,8 @@ fn skip_or_fail(why: &str) {
 
 #[test]
 fn the_vrths_benchmark_example_equals_an_independent_simulation_of_its_loop() {
-    let Some(record) = record() else {
+    let Some(record) = ground_motion_folder().map(|d| d.join("ElCentro1940_NS_PEER_IELC180.AT2"))
+    else {
         return skip_or_fail(
             "no El Centro record beside the repository (HYBRIDSIM_GROUND_MOTIONS)",
         );

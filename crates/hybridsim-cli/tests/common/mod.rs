@@ -16,6 +16,29 @@ pub fn hybridsim() -> Command {
     c
 }
 
+/// The folder of the shared ground-motion records beside the repository
+/// (`HYBRIDSIM_GROUND_MOTIONS` overrides it), when it holds the El Centro record.
+pub fn ground_motion_folder() -> Option<PathBuf> {
+    let dir = std::env::var_os("HYBRIDSIM_GROUND_MOTIONS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("../shared/data/ground-motions"));
+    dir.join("ElCentro1940_NS_PEER_IELC180.AT2")
+        .exists()
+        .then_some(dir)
+}
+
+/// [`ground_motion_folder`], or None after a notice that the test is skipped.
+pub fn ground_motions() -> Option<PathBuf> {
+    let found = ground_motion_folder();
+    if found.is_none() {
+        eprintln!(
+            "SKIPPED: no ground-motion records at {} (set HYBRIDSIM_GROUND_MOTIONS)",
+            root().join("../shared/data/ground-motions").display()
+        );
+    }
+    found
+}
+
 /// A fresh, empty scratch folder unique to this test binary, process and `name`.
 pub fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
