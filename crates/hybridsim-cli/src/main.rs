@@ -79,6 +79,14 @@ enum Command {
         after_help = "Examples:\n  hybridsim evaluate out/compensated --reference out/ideal\n  hybridsim evaluate out/test --reference out/ideal --response u.frame.1.x --response u.frame.2.x --json"
     )]
     Evaluate(commands::evaluate::Args),
+    /// The elastic response spectrum of a ground-acceleration record (PEER .AT2 in g, or two
+    /// columns time, acceleration): SD, SV, SA, PSV and PSA over a log-spaced period grid at
+    /// one or more damping ratios, exact for an excitation linear between samples;
+    /// spectrum.csv, spectrum.json and PNG/SVG.
+    #[command(
+        after_help = "Examples:\n  hybridsim spectrum ../shared/data/ground-motions/ElCentro1940_NS_PEER_IELC180.AT2\n  hybridsim spectrum record.txt --record-units m/s2 --damping 0.02,0.05 --periods 0.05:4:100 --pga 0.3 -o out/spectrum"
+    )]
+    Spectrum(commands::spectrum::Args),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +101,7 @@ fn main() -> ExitCode {
         Command::Controller(args) => commands::controller::execute(args),
         Command::Serve(args) => commands::serve::execute(args),
         Command::Evaluate(args) => commands::evaluate::execute(args),
+        Command::Spectrum(args) => commands::spectrum::execute(args),
     };
     match result {
         Ok(code) => code,

@@ -279,6 +279,13 @@ pub fn lab_settings_json(
     m.insert("geometric_scale".into(), lab.geometric_scale.into());
     m.insert("force_scale".into(), lab.force_scale.into());
     m.insert("device_multiplier".into(), lab.device_multiplier.into());
+    m.insert(
+        "lab_csv_scale".into(),
+        "specimen: lab.csv holds the specimen's displacements and forces in the model's units; \
+         prototype displacement = geometric_scale × specimen displacement, prototype force = \
+         force_scale × device_multiplier × specimen force (times any per-DOF ratio of a setup)"
+            .into(),
+    );
     m
 }
 

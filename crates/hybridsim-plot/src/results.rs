@@ -592,6 +592,176 @@ pub fn results_figures(table: &ResultsTable, title: &str) -> Vec<Figure> {
     figures
 }
 
+/// The figures of a controller-rate lab table (`lab.csv`): per actuator, the tested
+/// specimen's measured force–displacement loop (the key figure of a hybrid test; beside it the
+/// virtual lab's noise-free loop when the table has one) and the desired, compensated and
+/// measured displacement over time. `stem_suffix` tells the tables of several physical
+/// substructures apart.
+pub fn lab_figures(table: &ResultsTable, title: &str, stem_suffix: &str) -> Vec<Figure> {
+    let prefixed = |s: &str| {
+        if title.is_empty() {
+            s.to_string()
+        } else {
+            format!("{title} — {s}")
+        }
+    };
+    let time = table.index("time").map(|i| table.columns[i].as_slice());
+    let time_unit = table
+        .index("time")
+        .map(|i| table.units[i].clone())
+        .unwrap_or_default();
+    let actuators: Vec<String> = table
+        .names
+        .iter()
+        .filter_map(|n| n.strip_prefix("measured."))
+        .map(str::to_string)
+        .collect();
+    let mut loops = Vec::new();
+    let mut tracking = Vec::new();
+    for a in actuators.iter().take(MAX_CHARTS) {
+        let (Some(d), Some(f)) = (
+            table.index(&format!("measured.{a}")),
+            table.index(&format!("force.{a}")),
+        ) else {
+            continue;
+        };
+        let mut series = vec![loop_series(
+            "measured",
+            &table.columns[d],
+            &table.columns[f],
+        )];
+        if let (Some(dt), Some(ft)) = (
+            table.index(&format!("achieved_true.{a}")),
+            table.index(&format!("force_true.{a}")),
+        ) {
+            let truth = loop_series(
+                "noise-free (virtual lab)",
+                &table.columns[dt],
+                &table.columns[ft],
+            );
+            if !truth.x.is_empty() {
+                series.push(truth);
+            }
+        }
+        if series[0].x.is_empty() {
+            continue;
+        }
+        loops.push(Chart {
+            title: prefixed(&format!("specimen loop, actuator {a}")),
+            x: Axis {
+                label: label("measured displacement", &[table.units[d].as_str()]),
+                log: false,
+            },
+            y: Axis {
+                label: label("measured force", &[table.units[f].as_str()]),
+                log: false,
+            },
+            series,
+        });
+        if let Some(time) = time {
+            let mut series = Vec::new();
+            for what in ["desired", "compensated", "measured"] {
+                if let Some(c) = table.index(&format!("{what}.{a}")) {
+                    series.push(history(table, time, c, what.to_string()));
+                }
+            }
+            tracking.push(Chart {
+                title: prefixed(&format!("command and measurement, actuator {a}")),
+                x: Axis {
+                    label: format!("time [{time_unit}]"),
+                    log: false,
+                },
+                y: Axis {
+                    label: label("displacement", &[table.units[d].as_str()]),
+                    log: false,
+                },
+                series,
+            });
+        }
+    }
+    let mut figures = Vec::new();
+    if !loops.is_empty() {
+        figures.push(Figure {
+            stem: format!("specimen_loop{stem_suffix}"),
+            charts: loops,
+        });
+    }
+    if !tracking.is_empty() {
+        figures.push(Figure {
+            stem: format!("lab_tracking{stem_suffix}"),
+            charts: tracking,
+        });
+    }
+    figures
+}
+
+/// A loop `(x, y)` without its non-finite samples (the bumpless start of a lab, a hardware
+/// channel the virtual lab does not fill), thinned to at most about [`MAX_POINTS`] points.
+fn loop_series(name: &str, x: &[f64], y: &[f64]) -> Series {
+    let keep: Vec<usize> = (0..x.len().min(y.len()))
+        .filter(|&i| x[i].is_finite() && y[i].is_finite())
+        .collect();
+    let stride = keep.len().div_ceil(MAX_POINTS).max(1);
+    let mut picked: Vec<usize> = keep.iter().copied().step_by(stride).collect();
+    if let Some(&last) = keep.last() {
+        if picked.last() != Some(&last) {
+            picked.push(last);
+        }
+    }
+    Series {
+        name: name.to_string(),
+        x: picked.iter().map(|&i| x[i]).collect(),
+        y: picked.iter().map(|&i| y[i]).collect(),
+    }
+}
+
+/// `title` cut to at most `max` characters at a word boundary, with an ellipsis when cut
+/// (titles get long; captions keep them short and never end mid-word).
+pub fn short_title(title: &str, max: usize) -> String {
+    let title = title.trim();
+    if title.chars().count() <= max {
+        return title.to_string();
+    }
+    let mut out = String::new();
+    for word in title.split_whitespace() {
+        let extra = usize::from(!out.is_empty()) + word.chars().count();
+        if out.chars().count() + extra + 1 > max {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    if out.is_empty() {
+        // One word longer than the whole budget: cut it (there is no boundary to keep).
+        out = title.chars().take(max.saturating_sub(1)).collect();
+    }
+    let out = out
+        .trim_end_matches([',', ';', ':', '—', '-', ' '])
+        .to_string();
+    out + "…"
+}
+
+/// The lab tables of a results folder: `lab.csv` (first physical substructure, no stem
+/// suffix) and `lab.NAME.csv` (suffix `_NAME`), in name order.
+fn lab_tables(dir: &Path) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|name| {
+            if name == "lab.csv" {
+                return Some((name, String::new()));
+            }
+            let sub = name.strip_prefix("lab.")?.strip_suffix(".csv")?.to_string();
+            Some((name, format!("_{sub}")))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// Model title from `run.json`, if present and readable.
 fn run_title(dir: &Path) -> Option<String> {
     let text = std::fs::read_to_string(dir.join("run.json")).ok()?;
@@ -626,13 +796,12 @@ pub fn plot_results_folder(dir: &Path, out: &Path) -> Result<Vec<PathBuf>, PlotE
         });
     }
     let title = run_title(dir).unwrap_or_default();
-    // Titles get long; keep the model title short in captions.
-    let short: String = if title.chars().count() > 60 {
-        title.chars().take(57).collect::<String>() + "…"
-    } else {
-        title
-    };
-    let figures = results_figures(&table, &short);
+    let short = short_title(&title, 60);
+    let mut figures = results_figures(&table, &short);
+    for (file, suffix) in lab_tables(dir) {
+        let lab = ResultsTable::read(&dir.join(&file))?;
+        figures.extend(lab_figures(&lab, &short, &suffix));
+    }
     if figures.is_empty() {
         return Err(PlotError::Read {
             path: csv,
@@ -658,6 +827,20 @@ pub fn plot_results_folder(dir: &Path, out: &Path) -> Result<Vec<PathBuf>, PlotE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_titles_end_at_a_word_boundary() {
+        let t = "Three-storey frame, first storey physical on the virtual lab (PG-alpha, ss = 5)";
+        let s = short_title(t, 60);
+        assert!(s.chars().count() <= 60, "{s}");
+        assert!(s.ends_with('…'), "{s}");
+        let body = s.trim_end_matches('…');
+        assert!(t.starts_with(body), "{s}");
+        // The cut is at a word boundary: the next character of the title is a space.
+        assert_eq!(t[body.len()..].chars().next(), Some(' '), "{s}");
+        assert_eq!(short_title("short title", 60), "short title");
+        assert_eq!(short_title(&"x".repeat(80), 10).chars().count(), 10);
+    }
 
     #[test]
     fn headers_split() {
@@ -788,5 +971,55 @@ mod tests {
             w.y.last()
         );
         assert_eq!(figs[2].charts[0].y.label, "energy [kN*m]");
+    }
+
+    #[test]
+    fn lab_table_gives_the_specimen_loop_and_tracking() {
+        // One actuator; the first two ticks are the bumpless start (no noise-free values).
+        let mut text = String::from(
+            "time[s],wall_time[s],desired.a1[m],compensated.a1[m],measured.a1[m],force.a1[kN],\
+             safety.a1[-],achieved_true.a1[m],force_true.a1[kN]\n",
+        );
+        for k in 0..50 {
+            let t = k as f64 * 0.01;
+            let d = (3.0 * t).sin();
+            let truth = if k < 2 {
+                "NaN".to_string()
+            } else {
+                format!("{d}")
+            };
+            let ftruth = if k < 2 {
+                "NaN".to_string()
+            } else {
+                format!("{}", 5.0 * d)
+            };
+            text.push_str(&format!(
+                "{t},{t},{d},{d},{d},{},0,{truth},{ftruth}\n",
+                5.0 * d
+            ));
+        }
+        let table = ResultsTable::parse(&text, Path::new("lab.csv")).unwrap();
+        let figs = lab_figures(&table, "", "");
+        let stems: Vec<_> = figs.iter().map(|f| f.stem.as_str()).collect();
+        assert_eq!(stems, ["specimen_loop", "lab_tracking"]);
+        let chart = &figs[0].charts[0];
+        assert_eq!(chart.x.label, "measured displacement [m]");
+        assert_eq!(chart.y.label, "measured force [kN]");
+        assert_eq!(chart.series.len(), 2);
+        assert_eq!(chart.series[0].x.len(), 50);
+        // The noise-free loop drops the two start-up rows without values.
+        assert_eq!(chart.series[1].x.len(), 48);
+        for (x, y) in chart.series[0].x.iter().zip(&chart.series[0].y) {
+            assert!((y - 5.0 * x).abs() < 1e-12);
+        }
+        let names: Vec<_> = figs[1].charts[0]
+            .series
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(names, ["desired", "compensated", "measured"]);
+        // A second physical substructure's table gets its own stems.
+        let figs = lab_figures(&table, "", "_pier");
+        assert_eq!(figs[0].stem, "specimen_loop_pier");
     }
 }

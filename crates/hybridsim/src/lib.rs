@@ -107,6 +107,7 @@
 
 pub mod analysis;
 pub mod assembly;
+pub mod condensation;
 pub mod config;
 pub mod elements;
 pub mod error;

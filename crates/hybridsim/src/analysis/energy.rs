@@ -124,8 +124,8 @@ fn sample(
             AnalysisError::input(
                 model,
                 format!("substructure.{}", report.partitions[p]),
-                "the energy is not available: an element of this substructure is not \
-                 conservative or keeps hysteretic states",
+                "the energy is not available: an element of this substructure neither \
+                 stores energy nor tracks the work it absorbs",
             )
         })?;
         row.push(e);

@@ -11,19 +11,22 @@
 //! - [`energy`]: total mechanical energy history and its drift (Abbiati et al. 2019, Fig 9);
 //! - [`tracking`]: the evaluation criteria J1–J9 of a real-time hybrid test (Silva et al. 2020);
 //! - [`mod@critical_delay`]: closed-loop spectral radius of a real-time hybrid test against the
-//!   actuator delay, and the critical delay at which it exceeds 1.
+//!   actuator delay, and the critical delay at which it exceeds 1;
+//! - [`mod@response_spectrum`]: elastic response spectra of ground-acceleration records.
 //!
 //! These are offline tools: they allocate freely and never run inside a real-time loop.
 
 pub mod convergence;
 pub mod critical_delay;
 pub mod energy;
+pub mod response_spectrum;
 pub mod spectral;
 pub mod tracking;
 
 pub use convergence::{convergence, ConvergenceOptions, ConvergenceReport, Reference};
 pub use critical_delay::{critical_delay, LoopDelayOptions, LoopDelayReport};
 pub use energy::{energy_history, EnergyReport};
+pub use response_spectrum::{log_periods, response_spectrum, ResponseSpectrum, SpectrumError};
 pub use spectral::{
     spectral_sweep, DelayLine, DelayedProvider, FrequencyReference, RootKind, SpectralOptions,
     SpectralPoint, SpectralReport, WithDelayLines,

@@ -23,6 +23,9 @@ pub struct ElementSlot {
     pub n_states: usize,
     /// Whether the element can store energy (false for masses, dashpots and damping terms).
     pub stores_energy: bool,
+    /// Index, among the element's extra states, of its absorbed energy `e = ∫ r·dd`
+    /// (hysteretic springs, bearings and nonlinear dampers), if it has one.
+    pub absorbed_energy_state: Option<usize>,
     /// How [`StateSpace::residual`] evaluates the slot.
     kernel: SlotKernel,
 }
@@ -185,7 +188,7 @@ impl StateSpace {
                 .iter()
                 .map(|d| dofs.iter().position(|x| x == d))
                 .collect();
-            let stores_energy = !e.linear_stiffness().is_some_and(|k| k.amax() == 0.0);
+            let stores_energy = stores_energy(e.as_ref());
             let kernel = SlotKernel::classify(e.as_ref(), &map, n);
             slots.push(ElementSlot {
                 name: ename.clone(),
@@ -194,6 +197,7 @@ impl StateSpace {
                 state_offset: offset,
                 n_states: e.n_states(),
                 stores_energy,
+                absorbed_energy_state: e.state_names().iter().position(|n| n == "e"),
                 kernel,
             });
             offset += e.n_states();
@@ -553,7 +557,11 @@ impl StateSpace {
         e
     }
 
-    /// Stored energy of the computed elements (`None` when some element is not conservative).
+    /// Energy held or absorbed by the computed elements: the stored (strain) energy of
+    /// conservative elements and, for elements with an absorbed-energy state `e = ∫ r·dd`
+    /// (hysteretic springs, bearings, nonlinear dampers), that work. Both are the work done on
+    /// the element by the motion, so kinetic energy plus this balances the external work minus
+    /// the dissipation of dashpots and Rayleigh terms. `None` when an element has neither.
     pub fn potential_energy(&self, y: &[f64], ws: &mut ElementWorkspace) -> Option<f64> {
         let n = self.dofs.len();
         let mut total = 0.0;
@@ -567,12 +575,19 @@ impl StateSpace {
             }
             let s0 = 2 * n + slot.state_offset;
             ws.s[..slot.n_states].copy_from_slice(&y[s0..s0 + slot.n_states]);
-            total += slot
+            let held = slot
                 .element
-                .potential_energy(&ws.u[..ne], &ws.s[..slot.n_states])?;
+                .potential_energy(&ws.u[..ne], &ws.s[..slot.n_states]);
+            total += held.or_else(|| slot.absorbed_energy_state.map(|i| ws.s[i]))?;
         }
         Some(total)
     }
+}
+
+/// Whether an element can store energy: false for masses, dashpots and damping terms (a
+/// linear stiffness that is identically zero).
+fn stores_energy(e: &dyn crate::elements::Element) -> bool {
+    !e.linear_stiffness().is_some_and(|k| k.amax() == 0.0)
 }
 
 /// Add `sign ×` the estimated stiffness/damping to the momentum rows of `J0`.
@@ -606,6 +621,8 @@ pub struct Partition {
     pub index: usize,
     /// Element workspace.
     pub ws: ElementWorkspace,
+    /// Per specimen element: whether it can store energy (false for dashpots and masses).
+    specimen_stores_energy: Vec<bool>,
 }
 
 impl std::fmt::Debug for Partition {
@@ -627,12 +644,17 @@ impl Partition {
         index: usize,
     ) -> Self {
         let ws = state.workspace();
+        let specimen_stores_energy = specimen
+            .iter()
+            .map(|(e, _)| stores_energy(e.as_ref()))
+            .collect();
         Self {
             state,
             physical,
             specimen,
             index,
             ws,
+            specimen_stores_energy,
         }
     }
 
@@ -645,6 +667,7 @@ impl Partition {
             specimen: Vec::new(),
             index: usize::MAX,
             ws: ElementWorkspace::new(0, 0),
+            specimen_stores_energy: Vec::new(),
         }
     }
 
@@ -682,15 +705,29 @@ impl Partition {
         self.physical.as_mut()?.lab_mut()
     }
 
-    /// Total mechanical energy with this partition's own DOF copy (kinetic + stored), when
-    /// every element is conservative. A specimen's stored energy is taken from its elements at
-    /// the partition's state when they have no extra states (stand-in specimens).
+    /// Total mechanical energy with this partition's own DOF copy: kinetic plus the energy
+    /// held or absorbed by its elements ([`StateSpace::potential_energy`]). A specimen's part
+    /// is taken from its elements at the partition's state when they have no extra states
+    /// (stand-in specimens), else from the physical substructure behind the port (the stand-in's
+    /// own element states, or the laboratory's measured work `∫ F·dd`).
     pub fn energy(&mut self, y: &[f64]) -> Option<f64> {
         let k = self.state.kinetic_energy(y);
         let p = self.state.potential_energy(y, &mut self.ws)?;
+        let s = self
+            .specimen_energy_at(y)
+            .or_else(|| self.physical.as_ref()?.substructure().potential_energy())?;
+        Some(k + p + s)
+    }
+
+    /// The specimen elements' stored energy at the partition state `y`, when every one of
+    /// them is conservative and has no extra state.
+    fn specimen_energy_at(&self, y: &[f64]) -> Option<f64> {
         let mut s = 0.0;
         let mut u = [0.0f64; 16];
-        for (e, map) in &self.specimen {
+        for ((e, map), &stores) in self.specimen.iter().zip(&self.specimen_stores_energy) {
+            if !stores {
+                continue; // dashpots and masses hold no energy
+            }
             if e.n_states() > 0 || map.len() > u.len() {
                 return None;
             }
@@ -699,6 +736,6 @@ impl Partition {
             }
             s += e.potential_energy(&u[..map.len()], &[])?;
         }
-        Some(k + p + s)
+        Some(s)
     }
 }

@@ -297,13 +297,17 @@ impl TimeIntegrator for ExplicitRths {
         }
     }
     fn energy(&mut self, p: usize) -> Option<f64> {
-        // The numerical model's energy; the physical partitions' mass is in it, their
-        // specimens are measured.
+        // The numerical model's energy (the physical partitions' mass is in it); for a
+        // physical partition, what its specimen holds or absorbed, as measured behind the port.
         if p == 0 {
             let Self { parts, state, .. } = self;
             parts[0].energy(state.y.as_slice())
         } else {
-            None
+            self.parts[p]
+                .physical
+                .as_ref()?
+                .substructure()
+                .potential_energy()
         }
     }
     fn state_len(&self) -> usize {

@@ -874,11 +874,15 @@ impl PhysicalSubstructure for LabProvider {
     }
 
     fn potential_energy(&self) -> Option<f64> {
+        // The virtual specimen's own energy when it is at prototype scale; else (hardware,
+        // links, scaled specimens) the measured work of the specimen's force on the commanded
+        // displacement since the start (trapezoidal, prototype units).
         if self.s_f == 1.0 && self.s_d == 1.0 {
-            self.safety.inner().potential_energy()
-        } else {
-            None
+            if let Some(e) = self.safety.inner().potential_energy() {
+                return Some(e);
+            }
         }
+        Some(self.work)
     }
 
     fn try_clone(&self) -> Option<Box<dyn PhysicalSubstructure>> {

@@ -69,6 +69,15 @@ struct SpecimenSlot {
     driver: ElementDriver,
     u: Vec<f64>,
     v: Vec<f64>,
+    /// Index of the absorbed-energy state `e = ∫ r·dd` among the element's states, if any.
+    absorbed_energy_state: Option<usize>,
+    /// Whether the element can store energy (false for dashpots and masses).
+    stores_energy: bool,
+}
+
+/// Whether an element only damps or carries mass (a linear stiffness identically zero).
+fn slot_is_damping(e: &dyn crate::elements::Element) -> bool {
+    e.linear_stiffness().is_some_and(|k| k.amax() == 0.0)
 }
 
 /// Numerical stand-in for a tested specimen: a set of elements evaluated at the commanded
@@ -99,6 +108,8 @@ impl NumericalSpecimen {
                 let n = element.dofs().len();
                 let driver = ElementDriver::from_shared(&element, &s0)
                     .expect("validated element and initial state");
+                let absorbed_energy_state = element.state_names().iter().position(|n| n == "e");
+                let stores_energy = !slot_is_damping(element.as_ref());
                 SpecimenSlot {
                     name,
                     element,
@@ -107,6 +118,8 @@ impl NumericalSpecimen {
                     driver,
                     u: vec![0.0; n],
                     v: vec![0.0; n],
+                    absorbed_energy_state,
+                    stores_energy,
                 }
             })
             .collect();
@@ -153,10 +166,16 @@ impl NumericalSpecimen {
                     force[*k] += slot.driver.force()[i];
                 }
             }
-            energy = match (
-                energy,
-                slot.element.potential_energy(&slot.u, slot.driver.states()),
-            ) {
+            // Stored energy of a conservative element, else the work it absorbed (`e`);
+            // dashpots and masses hold none.
+            let held = if slot.stores_energy {
+                slot.element
+                    .potential_energy(&slot.u, slot.driver.states())
+                    .or_else(|| slot.absorbed_energy_state.map(|i| slot.driver.states()[i]))
+            } else {
+                Some(0.0)
+            };
+            energy = match (energy, held) {
                 (Some(a), Some(b)) => Some(a + b),
                 _ => None,
             };

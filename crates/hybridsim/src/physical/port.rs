@@ -110,7 +110,8 @@ pub trait PhysicalSubstructure: Send {
         force: &mut [f64],
     ) -> Result<(), PortError>;
 
-    /// Stored energy of the specimen at its last commanded state, when known.
+    /// Energy held or absorbed by the specimen at its last commanded state (stored strain
+    /// energy, or the work `∫ F·dd` it absorbed), when known.
     fn potential_energy(&self) -> Option<f64> {
         None
     }
