@@ -185,12 +185,14 @@ fn three_d_cantilever_in_any_orientation() {
 fn two_bar_truss_vertical_stiffness() {
     // Two bars from (±b, 0) up to the apex (0, h): k = 2 EA sin²θ / L.
     let (b, h, e, a) = (3.0, 4.0, 2.0e11, 1.0e-3);
-    let mut f = FrameModel::default();
-    f.nodes = vec![
-        Vector3::new(-b, 0.0, 0.0),
-        Vector3::new(b, 0.0, 0.0),
-        Vector3::new(0.0, h, 0.0),
-    ];
+    let mut f = FrameModel {
+        nodes: vec![
+            Vector3::new(-b, 0.0, 0.0),
+            Vector3::new(b, 0.0, 0.0),
+            Vector3::new(0.0, h, 0.0),
+        ],
+        ..Default::default()
+    };
     for node in 0..3 {
         f.fixed
             .extend([(node, Z), (node, RX), (node, RY), (node, RZ)]);
@@ -228,8 +230,10 @@ fn mechanisms_and_bad_geometry_are_errors() {
     f.nodes[2] = f.nodes[1];
     let e = f.condense(&[(1, Y)]).unwrap_err();
     assert!(e.contains("element 1") && e.contains("zero length"), "{e}");
-    let mut f = FrameModel::default();
-    f.nodes = vec![Vector3::zeros(), Vector3::new(0.0, 0.0, 2.0)];
+    let mut f = FrameModel {
+        nodes: vec![Vector3::zeros(), Vector3::new(0.0, 0.0, 2.0)],
+        ..Default::default()
+    };
     f.elements.push(Box::new(Beam3d {
         nodes: [0, 1],
         e: 1.0,
