@@ -79,6 +79,12 @@ enum Command {
         after_help = "Examples:\n  hybridsim evaluate out/compensated --reference out/ideal\n  hybridsim evaluate out/test --reference out/ideal --response u.frame.1.x --response u.frame.2.x --json"
     )]
     Evaluate(commands::evaluate::Args),
+    /// Serve the live console's page replaying a finished results folder (the plots, tracking
+    /// indicators, safety margins and outcome of `run` or `realtime --console`).
+    #[command(
+        after_help = "Examples:\n  hybridsim console results/quickstart\n  hybridsim console out/test --console 127.0.0.1:0 --speed 10"
+    )]
+    Console(commands::console::Args),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +99,7 @@ fn main() -> ExitCode {
         Command::Controller(args) => commands::controller::execute(args),
         Command::Serve(args) => commands::serve::execute(args),
         Command::Evaluate(args) => commands::evaluate::execute(args),
+        Command::Console(args) => commands::console::execute(args),
     };
     match result {
         Ok(code) => code,
