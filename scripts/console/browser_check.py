@@ -4,7 +4,7 @@
 Usage: browser_check.py URL [--screenshot PNG] [--timeout S]
 
 Opens URL (the console of a running test) in Debian's `chromium --headless`, waits until the
-page has received several updates and its plots hold a growing number of points, saves a
+page has received several updates and its plots keep receiving newer samples, saves a
 screenshot, presses the stop button, checks that the page asks for a confirmation, confirms,
 and waits until the page reports the stop request accepted. Prints one JSON line with what
 it saw; exits non-zero on any failure. Standard library only (a minimal websocket client).
@@ -133,10 +133,15 @@ def main():
         ws.call("Page.enable")
         ws.call("Page.navigate", url=url)
         wait_for(ws, "!!(window.consoleState && window.consoleState.updates >= 3)", deadline, "3 updates")
-        first = evaluate(ws, "[window.consoleState.updates, window.consoleState.points, document.getElementById('frame').textContent]")
+        probe = ("[window.consoleState.updates, window.consoleState.received, "
+                 "window.consoleState.lastTime, window.consoleState.points, "
+                 "document.getElementById('frame').textContent]")
+        first = evaluate(ws, probe)
         time.sleep(1.5)
-        later = evaluate(ws, "[window.consoleState.updates, window.consoleState.points, document.getElementById('frame').textContent]")
-        if not (later[0] > first[0] and later[1] > first[1] and later[2] != first[2]):
+        later = evaluate(ws, probe)
+        # More updates, more plotted samples received, a later newest sample, the counter shown.
+        if not (later[0] > first[0] and later[1] > first[1] and later[2] > first[2]
+                and later[3] > 0 and later[4] != first[4]):
             raise RuntimeError(f"the page did not update: {first} then {later}")
         canvases = evaluate(ws, "document.querySelectorAll('canvas').length")
         if shot:

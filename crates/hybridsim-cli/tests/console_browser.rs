@@ -12,14 +12,18 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+fn has(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 fn chromium() -> bool {
-    ["chromium", "chromium-browser", "google-chrome"].iter().any(|b| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {b}")])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .any(|b| has(b))
 }
 
 #[test]
@@ -35,22 +39,38 @@ fn headless_chromium_watches_and_stops_a_running_test() {
     let dir = scratch("console-browser");
     let text = std::fs::read_to_string(root().join("examples/quickstart.toml")).unwrap();
     let text = text
-        .replace("duration = 20.0\n", "duration = 120.0\n")
-        .replace("duration = 20.0, pga", "duration = 120.0, pga")
+        .replace("duration = 20.0\n", "duration = 300.0\n")
+        .replace("duration = 20.0, pga", "duration = 300.0, pga")
         .replace(
             "on_trip = \"hold\"",
-            "on_trip = \"ramp_down\"\nramp_rate = 0.05\nmax_overruns = 1000000000",
+            "on_trip = \"ramp_down\"\nramp_rate = 0.005\nmax_overruns = 1000000000",
         );
-    assert!(text.contains("ramp_rate") && text.contains("duration = 120.0, pga"));
+    assert!(text.contains("ramp_rate") && text.contains("duration = 300.0, pga"));
     let model = dir.join("paced.toml");
     std::fs::write(&model, text).unwrap();
     let out = dir.join("out");
-    let mut child = hybridsim()
+    // As root the runner's threads get SCHED_FIFO and, on a small machine, take most of its
+    // cores: the browser would hardly run. Without CAP_SYS_NICE (setpriv) the same paced run
+    // goes on SCHED_OTHER (--allow-soft-realtime), sharing the machine with the browser.
+    let mut cmd = if has("setpriv") {
+        let mut c = Command::new("setpriv");
+        c.args(["--bounding-set", "-sys_nice"])
+            .arg(env!("CARGO_BIN_EXE_hybridsim"))
+            .current_dir(root());
+        c
+    } else {
+        hybridsim()
+    };
+    let mut child = cmd
         .args([
             "realtime",
             "--pacing",
             "realtime",
             "--allow-soft-realtime",
+            // A loaded machine without SCHED_FIFO may stall a worker past the default
+            // watchdog (10 Δt^S); this test is about the console, not the scheduler.
+            "--watchdog",
+            "10",
             "--console",
             "127.0.0.1:0",
             "--console-linger",
@@ -80,23 +100,27 @@ fn headless_chromium_watches_and_stops_a_running_test() {
         .arg(&url)
         .arg("--screenshot")
         .arg(&shot)
-        .args(["--timeout", "90"])
+        .args(["--timeout", "150"])
         .output()
         .unwrap();
     let report = String::from_utf8_lossy(&check.stdout);
     let errors = String::from_utf8_lossy(&check.stderr);
-    let until = Instant::now() + Duration::from_secs(90);
+    if !check.status.success() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("browser check: {errors}");
+    }
+    let until = Instant::now() + Duration::from_secs(120);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
         if Instant::now() > until {
             let _ = child.kill();
-            panic!("the run did not end within 90 s; browser: {report} {errors}");
+            panic!("the run did not end within 120 s; browser: {report} {errors}");
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert!(check.status.success(), "browser check: {errors}");
     println!("browser saw: {report}");
     println!("screenshot: {}", shot.display());
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
@@ -109,14 +133,28 @@ fn headless_chromium_watches_and_stops_a_running_test() {
     assert_eq!(j["status"], "stopped", "{j}");
     assert_eq!(j["safety_event"]["kind"], "operator_abort", "{j}");
     let steps = j["steps_completed"].as_u64().unwrap();
-    assert!(steps > 100 && steps < 24_000, "{steps}");
+    assert!(steps > 100 && steps < 60_000, "{steps}");
     let (_, rows) = read_csv(&out.join("results.csv"));
     assert_eq!(rows.len() as u64, 1 + steps.div_ceil(2));
     let (h, lab) = read_csv(&out.join("lab.csv"));
     let safety = col(&h, "safety.storey1[-]");
     let command = col(&h, "compensated.storey1[m]");
     let ramp: Vec<&Vec<f64>> = lab.iter().filter(|r| r[safety] == 1.0).collect();
-    assert!(ramp.len() > 2, "no ramp-down rows in lab.csv");
-    assert!(ramp.last().unwrap()[command].abs() < 1e-9);
+    // The trip's row, then the paced ramp: one command per tick, each a step of at most
+    // ramp_rate·Δt^C = 0.005 m/s × 1 ms towards rest, as many as the distance needs.
+    assert!(ramp.len() >= 2, "no ramp-down in lab.csv");
+    let (start, step) = (ramp[0][command], 5e-6);
+    let commands = ramp.len() - 1;
+    assert_eq!(j["safety"][0]["ramp_commands"].as_u64(), Some(commands as u64));
+    let needed = (start.abs() / step).ceil() as usize;
+    assert!(commands.abs_diff(needed) <= 1, "{commands} ramp commands from {start} m");
+    let mut previous = start;
+    for r in &ramp[1..] {
+        let c = r[command];
+        assert!(c.abs() <= previous.abs() && (c - previous).abs() <= step * (1.0 + 1e-9));
+        previous = c;
+    }
+    assert_eq!(previous, 0.0, "the ramp did not reach rest");
     assert_eq!(j["safety"][0]["ramp_down"], "completed");
+    println!("stopped after {steps} steps; {commands} ramp commands from {start:.4e} m to rest");
 }

@@ -119,13 +119,15 @@ function absorb(msg) {
     for (const k of ["t", "desired", "command", "measured", "force"]) push(s[k], a.series[k].slice(from));
     trim(s, KEEP);
     Object.assign(s, { name: a.name, ud: a.unit_displacement, uf: a.unit_force, state: a.safety_state,
-      tracking: a.tracking, displacement: a.displacement, velocity: a.velocity, force: a.force });
+      tracking: a.tracking, margins: { displacement: a.displacement, velocity: a.velocity, force: a.force } });
   });
   const lastL = S.lambda.rows.length ? S.lambda.rows[S.lambda.rows.length - 1][0] : -Infinity;
   for (const r of msg.lambda.rows) if (r[0] > lastL) S.lambda.rows.push(r);
   if (S.lambda.rows.length > KEEP) S.lambda.rows.splice(0, S.lambda.rows.length - KEEP);
   S.timing = msg.timing; S.outcome = msg.outcome; S.time = msg.time; S.dropped = msg.dropped_frames;
   S.updates++; S.points = S.acts.reduce((n, s) => n + s.t.length, 0) + S.lambda.rows.length;
+  S.received = (S.received || 0) + msg.actuators.reduce((n, a) => n + a.series.t.length, 0);
+  S.lastTime = S.acts.reduce((t, s) => Math.max(t, s.t.length ? s.t[s.t.length - 1] : -Infinity), -Infinity);
   S.dirty = true;
 }
 function stateName(code) { return code === 0 ? ["armed", "good"] : code === 1 ? ["tripped: holding / ramping down", "bad"] : ["tripped: second event", "bad"]; }
@@ -147,7 +149,7 @@ function renderTables() {
     };
     document.getElementById(`act-${i}-safety`).innerHTML =
       `<tr><th>safety: <span class="${sc}" id="act-${i}-state">${sn}</span></th><th>peak</th><th>limit</th><th>margin</th></tr>` +
-      row("|displacement|", s.displacement, s.ud) + row("|velocity|", s.velocity, s.ud + "/s") + row("|force|", s.force, s.uf);
+      row("|displacement|", s.margins.displacement, s.ud) + row("|velocity|", s.margins.velocity, s.ud + "/s") + row("|force|", s.margins.force, s.uf);
   });
   const tm = S.timing;
   if (tm) {
