@@ -18,7 +18,10 @@ fn quickstart(dir: &Path, name: &str, duration: f64, edit: &[(&str, &str)]) -> P
     let mut text = std::fs::read_to_string(root().join("examples/quickstart.toml")).unwrap();
     let d = format!("duration = {duration:.1}\n");
     text = text.replace("duration = 20.0\n", &d);
-    text = text.replace("duration = 20.0, pga", &format!("duration = {duration:.1}, pga"));
+    text = text.replace(
+        "duration = 20.0, pga",
+        &format!("duration = {duration:.1}, pga"),
+    );
     for (a, b) in edit {
         assert!(text.contains(a), "{a}");
         text = text.replace(a, b);
@@ -62,6 +65,7 @@ fn spawn(args: &[&str]) -> (Child, SocketAddr, Receiver<String>) {
             }
             Err(_) => {
                 let _ = child.kill();
+                let _ = child.wait();
                 panic!("no console address within 60 s");
             }
         }
@@ -97,7 +101,11 @@ fn http(addr: SocketAddr, method: &str, path: &str, token: Option<&str>) -> (u16
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
     let code = text[9..12].parse().unwrap();
-    let body = text.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("").to_string();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|x| x.1)
+        .unwrap_or("")
+        .to_string();
     (code, body)
 }
 
@@ -199,9 +207,10 @@ fn stop_control_arms_then_confirms_a_safety_stop_with_a_ramp_down() {
         &dir,
         "paced",
         60.0,
-        &[
-            ("on_trip = \"hold\"", "on_trip = \"ramp_down\"\nramp_rate = 0.005\nmax_overruns = 1000000000"),
-        ],
+        &[(
+            "on_trip = \"hold\"",
+            "on_trip = \"ramp_down\"\nramp_rate = 0.005\nmax_overruns = 1000000000",
+        )],
     );
     let out = dir.join("out");
     let (mut child, addr, _rx) = spawn(&[
@@ -245,7 +254,12 @@ fn stop_control_arms_then_confirms_a_safety_stop_with_a_ramp_down() {
     assert_eq!(code, 403);
     let (code, _) = http(addr, "POST", "/api/stop?step=arm", Some("wrong"));
     assert_eq!(code, 403);
-    let (code, body) = http(addr, "POST", "/api/stop?step=confirm&code=1", Some("s3cret"));
+    let (code, body) = http(
+        addr,
+        "POST",
+        "/api/stop?step=confirm&code=1",
+        Some("s3cret"),
+    );
     assert_eq!(code, 409, "{body}");
     let (code, body) = http(addr, "POST", "/api/stop?step=arm", Some("s3cret"));
     assert_eq!(code, 200, "{body}");
@@ -258,7 +272,10 @@ fn stop_control_arms_then_confirms_a_safety_stop_with_a_ramp_down() {
         Some("s3cret"),
     );
     assert_eq!(code, 409);
-    assert!(child.try_wait().unwrap().is_none(), "stopped before confirming");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "stopped before confirming"
+    );
     let (code, body) = http(
         addr,
         "POST",
@@ -291,9 +308,15 @@ pub fn check_safety_stop(out: &Path) {
     assert!(ramp.len() >= 2, "no ramp-down in lab.csv");
     let (start, step) = (ramp[0][command], 5e-6);
     let commands = ramp.len() - 1;
-    assert_eq!(j["safety"][0]["ramp_commands"].as_u64(), Some(commands as u64));
+    assert_eq!(
+        j["safety"][0]["ramp_commands"].as_u64(),
+        Some(commands as u64)
+    );
     let needed = (start.abs() / step).ceil() as usize;
-    assert!(commands.abs_diff(needed) <= 1, "{commands} ramp commands from {start} m");
+    assert!(
+        commands.abs_diff(needed) <= 1,
+        "{commands} ramp commands from {start} m"
+    );
     let mut previous = start;
     for r in &ramp[1..] {
         let c = r[command];
@@ -328,7 +351,10 @@ fn a_console_beyond_loopback_needs_a_token() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("--console: `not-an-address` is not ADDR:PORT"), "{err}");
+    assert!(
+        err.contains("--console: `not-an-address` is not ADDR:PORT"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -378,11 +404,17 @@ fn a_finished_folder_replays_on_the_same_page() {
         if v["time"].as_f64().unwrap_or(0.0) >= 4.0 - 1e-9 {
             let tracking = &v["actuators"][0]["tracking"];
             println!("replay reached t = {}; tracking {tracking}", v["time"]);
-            assert!(tracking["delay"].as_f64().unwrap().abs() < 0.01, "{tracking}");
+            assert!(
+                tracking["delay"].as_f64().unwrap().abs() < 0.01,
+                "{tracking}"
+            );
             assert!(tracking["nrms"].as_f64().unwrap() < 0.2, "{tracking}");
             break;
         }
-        assert!(Instant::now() < until, "the replay did not reach the end: {state}");
+        assert!(
+            Instant::now() < until,
+            "the replay did not reach the end: {state}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(wait_exit(&mut child, 60).success());

@@ -126,7 +126,10 @@ fn headless_chromium_watches_and_stops_a_running_test() {
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
     let seen: serde_json::Value = serde_json::from_str(report.trim()).unwrap();
     assert!(seen["canvases"].as_u64().unwrap() >= 4, "{seen}");
-    assert!(seen["armed_message"].as_str().unwrap().contains("Confirm"), "{seen}");
+    assert!(
+        seen["armed_message"].as_str().unwrap().contains("Confirm"),
+        "{seen}"
+    );
     assert_eq!(seen["final_status"], "stopped: operator_abort", "{seen}");
     assert!(!status.success());
     let j = json(&out.join("run.json"));
@@ -145,9 +148,15 @@ fn headless_chromium_watches_and_stops_a_running_test() {
     assert!(ramp.len() >= 2, "no ramp-down in lab.csv");
     let (start, step) = (ramp[0][command], 5e-6);
     let commands = ramp.len() - 1;
-    assert_eq!(j["safety"][0]["ramp_commands"].as_u64(), Some(commands as u64));
+    assert_eq!(
+        j["safety"][0]["ramp_commands"].as_u64(),
+        Some(commands as u64)
+    );
     let needed = (start.abs() / step).ceil() as usize;
-    assert!(commands.abs_diff(needed) <= 1, "{commands} ramp commands from {start} m");
+    assert!(
+        commands.abs_diff(needed) <= 1,
+        "{commands} ramp commands from {start} m"
+    );
     let mut previous = start;
     for r in &ramp[1..] {
         let c = r[command];

@@ -127,7 +127,8 @@ impl std::error::Error for ReplayError {}
 type Table = (Vec<String>, Vec<Vec<f64>>);
 
 fn read_table(path: &Path) -> Result<Table, ReplayError> {
-    let err = |e: &dyn std::fmt::Display| ReplayError::File(path.display().to_string(), e.to_string());
+    let err =
+        |e: &dyn std::fmt::Display| ReplayError::File(path.display().to_string(), e.to_string());
     let mut r = csv::ReaderBuilder::new()
         .has_headers(true)
         .from_path(path)
@@ -239,7 +240,10 @@ pub fn replay(folder: &Path, speed: f64, opts: ConsoleOptions) -> Result<Console
     state.set_outcome(outcome);
     let console = Console::start(reader, state, ConsoleOptions { stop: None, ..opts })
         .map_err(ReplayError::Console)?;
-    let every = run_json["settings"]["output_every"].as_u64().unwrap_or(1).max(1);
+    let every = run_json["settings"]["output_every"]
+        .as_u64()
+        .unwrap_or(1)
+        .max(1);
     std::thread::Builder::new()
         .name("hybridsim-console-replay".into())
         .spawn(move || feed(&mut tap, results, labs, speed, every))
@@ -255,7 +259,11 @@ fn feed(tap: &mut SnapshotTap, results: Table, labs: Vec<(String, Table)>, speed
         .map(|(j, (n, (h, _)))| (j, n.clone(), h.clone()))
         .collect();
     tap.start(&results.0, &layout);
-    let t_col = results.0.iter().position(|c| c.starts_with("time[")).unwrap_or(0);
+    let t_col = results
+        .0
+        .iter()
+        .position(|c| c.starts_with("time["))
+        .unwrap_or(0);
     let start = std::time::Instant::now();
     let mut next = vec![0usize; labs.len()];
     let pace = |t: f64| {

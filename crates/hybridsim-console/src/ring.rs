@@ -65,6 +65,8 @@ pub struct SnapshotReader {
     rx: Option<rtrb::Consumer<f64>>,
     layout: Option<Layout>,
     widths: Vec<usize>,
+    /// One frame, copied out of the ring.
+    frame: Vec<f64>,
 }
 
 /// A tap and its reader, with a ring of `capacity` `f64` slots (allocated at the start of
@@ -85,6 +87,7 @@ pub fn snapshot_ring(capacity: usize) -> (SnapshotTap, SnapshotReader) {
             rx: None,
             layout: None,
             widths: Vec::new(),
+            frame: Vec::new(),
         },
     )
 }
@@ -221,7 +224,7 @@ impl SnapshotReader {
         let Some(rx) = self.rx.as_mut() else {
             return 0;
         };
-        let mut buf = [0.0f64; 0].to_vec();
+        let buf = &mut self.frame;
         let mut n = 0;
         while n < max {
             let Ok(head) = rx.peek().copied() else {
@@ -278,7 +281,11 @@ mod tests {
         assert!(reader.layout().is_none());
         tap.start(
             &["time[s]".into(), "u.a.1.x[m]".into()],
-            &[(3, "lab".into(), vec!["time[s]".into(), "x[m]".into(), "y".into()])],
+            &[(
+                3,
+                "lab".into(),
+                vec!["time[s]".into(), "x[m]".into(), "y".into()],
+            )],
         );
         tap.row(&[0.5, 1.0]);
         tap.lab_record(3, &[0.5, 2.0, 3.0]);

@@ -120,7 +120,9 @@ impl Console {
             return Err(ConsoleError::TokenRequired(addr));
         }
         let listener = TcpListener::bind(addr).map_err(|e| ConsoleError::Bind(addr, e))?;
-        let bound = listener.local_addr().map_err(|e| ConsoleError::Bind(addr, e))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| ConsoleError::Bind(addr, e))?;
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
             clients: Mutex::new(Vec::new()),
@@ -159,11 +161,7 @@ impl Console {
 
     /// Browsers connected to the event stream now.
     pub fn browsers(&self) -> usize {
-        self.shared
-            .clients
-            .lock()
-            .map(|c| c.len())
-            .unwrap_or(0)
+        self.shared.clients.lock().map(|c| c.len()).unwrap_or(0)
     }
 
     /// Wait until a browser is connected to the event stream, at most `timeout`; returns
@@ -250,7 +248,11 @@ fn pump_loop(mut reader: SnapshotReader, shared: Arc<Shared>) {
                 }
             });
             if let Ok(mut l) = shared.latest.lock() {
-                *l = Arc::from(update.trim_start_matches("event: update\ndata: ").trim_end());
+                *l = Arc::from(
+                    update
+                        .trim_start_matches("event: update\ndata: ")
+                        .trim_end(),
+                );
             }
         }
         if finished {
@@ -471,7 +473,11 @@ fn stop(stream: &mut TcpStream, shared: &Shared, req: &Request) -> std::io::Resu
             );
         }
     }
-    let step = req.query.iter().find(|(k, _)| k == "step").map(|(_, v)| v.as_str());
+    let step = req
+        .query
+        .iter()
+        .find(|(k, _)| k == "step")
+        .map(|(_, v)| v.as_str());
     let mut armed = shared.armed.lock().unwrap_or_else(|e| e.into_inner());
     match step {
         Some("arm") => {

@@ -245,7 +245,9 @@ impl State {
                     a.last_command = Some(s.command);
                     a.window.push_back(s);
                     while a.window.len() > MAX_WINDOW_SAMPLES
-                        || a.window.front().is_some_and(|f| s.t - f.t > TRACKING_WINDOW)
+                        || a.window
+                            .front()
+                            .is_some_and(|f| s.t - f.t > TRACKING_WINDOW)
                     {
                         a.window.pop_front();
                     }

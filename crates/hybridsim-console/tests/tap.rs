@@ -149,7 +149,10 @@ fn tap_allocates_nothing_on_the_loop_thread_and_changes_no_bit() {
     assert_eq!(out.status, RunStatus::Completed);
     // Every frame is either seen or counted as dropped.
     let lab_ticks = out.lab_rows;
-    assert_eq!(rows + labs + steps + dropped, out.rows.len() as u64 + lab_ticks + out.steps);
+    assert_eq!(
+        rows + labs + steps + dropped,
+        out.rows.len() as u64 + lab_ticks + out.steps
+    );
     for (a, b) in out.rows.iter().zip(&reference.rows) {
         assert_eq!(
             a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),

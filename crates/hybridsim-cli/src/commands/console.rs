@@ -108,10 +108,12 @@ impl ConsoleArgs {
         .map_err(|e| anyhow!("{e}"))?;
         println!("console: http://{}/", console.addr());
         if let Some(wait) = self.console_wait {
-            let wait = seconds(Some(wait)).map_err(|_| {
-                anyhow!("--console-wait: seconds between 0 and 3600, found {wait}")
-            })?;
-            println!("console: waiting up to {} s for a browser", wait.as_secs_f64());
+            let wait = seconds(Some(wait))
+                .map_err(|_| anyhow!("--console-wait: seconds between 0 and 3600, found {wait}"))?;
+            println!(
+                "console: waiting up to {} s for a browser",
+                wait.as_secs_f64()
+            );
             if !console.wait_for_browser(wait) {
                 println!("console: no browser came; starting the run");
             }
