@@ -160,7 +160,7 @@ function renderTables() {
       <tr><td>largest step interval</td><td>${fmt(tm.interval_max_all_ms, 3)} ms</td></tr>
       <tr><td>deadline per step (Δt<sup>S</sup>)</td><td>${dl == null ? "none (not paced)" : fmt(dl, 4) + " ms"}</td></tr>
       <tr><td>behind schedule (now / largest)</td><td>${dl == null ? "–" : fmt(tm.behind_ms, 3) + " / " + fmt(tm.max_behind_ms, 3) + " ms"}</td></tr>
-      <tr><td>deadline misses (steps more than one step late)</td><td class="${tm.late_steps > 0 ? "warn" : ""}">${dl == null ? "–" : tm.late_steps}</td></tr>`;
+      <tr><td>late steps (completed more than one step behind schedule)</td><td class="${tm.late_steps > 0 ? "warn" : ""}">${dl == null ? "–" : tm.late_steps}</td></tr>`;
   }
   const st = document.getElementById("status");
   const replay = S.meta && S.meta.mode === "replay";

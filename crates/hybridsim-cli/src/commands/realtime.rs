@@ -79,9 +79,10 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| default_folder(&args.model));
-    hybridsim_io::prepare_folder(&folder, args.overwrite)?;
+    // A console that cannot start (address, token) leaves the folder alone.
     let realtime = hybridsim_console::is_realtime(pacing, &loaded.model);
     let console = args.console.start(&loaded, "realtime", realtime)?;
+    hybridsim_io::prepare_folder(&folder, args.overwrite)?;
     let code = run_lab(
         &loaded,
         &folder,
