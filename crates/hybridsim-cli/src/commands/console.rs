@@ -46,7 +46,10 @@ pub fn parse_addr(text: &str, option: &str) -> Result<SocketAddr> {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
     }
     text.parse::<SocketAddr>().map_err(|_| {
-        anyhow!("{option}: `{text}` is not ADDR:PORT (e.g. 127.0.0.1:8640, 0.0.0.0:8640, [::1]:0)")
+        anyhow!(
+            "{option}: `{text}` is not ADDR:PORT (e.g. 127.0.0.1:8640, 0.0.0.0:8640, [::1]:0); \
+             without an address, put {option} after the model file"
+        )
     })
 }
 
