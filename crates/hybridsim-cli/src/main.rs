@@ -87,6 +87,12 @@ enum Command {
         after_help = "Examples:\n  hybridsim spectrum ../shared/data/ground-motions/ElCentro1940_NS_PEER_IELC180.AT2\n  hybridsim spectrum record.txt --record-units m/s2 --damping 0.02,0.05 --periods 0.05:4:100 --pga 0.3 -o out/spectrum"
     )]
     Spectrum(commands::spectrum::Args),
+    /// Serve the live console's page replaying a finished results folder (the plots, tracking
+    /// indicators, safety margins and outcome of `run` or `realtime --console`).
+    #[command(
+        after_help = "Examples:\n  hybridsim console results/quickstart\n  hybridsim console out/test --console 127.0.0.1:0 --speed 10"
+    )]
+    Console(commands::console::Args),
 }
 
 fn main() -> ExitCode {
@@ -102,6 +108,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => commands::serve::execute(args),
         Command::Evaluate(args) => commands::evaluate::execute(args),
         Command::Spectrum(args) => commands::spectrum::execute(args),
+        Command::Console(args) => commands::console::execute(args),
     };
     match result {
         Ok(code) => code,

@@ -361,6 +361,9 @@ pub struct RunOptions {
     /// Builds the network transfer systems (`lab.transfer = "udp"`, …); without one such a
     /// laboratory refuses to start.
     pub connector: Option<Arc<dyn hybridsim::physical::transfer::TransferConnector>>,
+    /// A live copy of the records (the browser console), taken out once at the start; it
+    /// sees every row and lab record after the folder's sink and cannot change the run.
+    pub tap: Option<hybridsim::runner::TapSlot>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
@@ -896,15 +899,31 @@ pub fn run_to_folder_with(
         max_overruns: None,
     };
     let mut row = vec![0.0; ncol];
+    let mut tap = hybridsim::runner::take_tap(&opts.tap);
+    if let Some(tap) = tap.as_mut() {
+        let columns: Vec<String> = sim.columns().iter().map(|c| c.header()).collect();
+        tap.start(&columns, &lab_parts);
+    }
     let (end, panicked) = {
         let Engine {
             integ, recorder, ..
         } = &mut sim;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut tapped;
+            let sink: &mut dyn hybridsim::runner::RunSink = match tap.as_deref_mut() {
+                Some(tap) => {
+                    tapped = hybridsim::runner::Tapped {
+                        sink: &mut sink,
+                        tap,
+                    };
+                    &mut tapped
+                }
+                None => &mut sink,
+            };
             hybridsim::runner::run(
                 &mut hybridsim::runner::Sequential(integ.as_mut()),
                 recorder,
-                &mut sink,
+                sink,
                 &settings,
                 abort,
                 &mut row,

@@ -246,6 +246,9 @@ pub struct RunOptions {
     /// Builds the network transfer systems (`lab.transfer = "udp"`, …): the front end's
     /// sockets. Without one such a laboratory refuses to start.
     pub connector: Option<Arc<dyn hybridsim::physical::transfer::TransferConnector>>,
+    /// A live copy of the records (the browser console), taken out once at the start; it
+    /// runs on the loop thread after the rings' sink and must not block or allocate.
+    pub tap: Option<hybridsim::runner::TapSlot>,
 }
 
 impl Default for RunOptions {
@@ -270,6 +273,7 @@ impl Default for RunOptions {
             writer_fails_after: None,
             allow_soft_realtime: false,
             connector: None,
+            tap: None,
         }
     }
 }
@@ -1379,6 +1383,26 @@ pub fn run_integrator(
         max_overruns: realtime.then_some(lab.safety.max_overruns),
     };
     let mut row = vec![0.0; ncol];
+    let mut tap = hybridsim::runner::take_tap(&opts.tap);
+    if let Some(tap) = tap.as_mut() {
+        let labs: Vec<(usize, String, Vec<String>)> = physical
+            .iter()
+            .zip(&lab_cols)
+            .map(|(&k, c)| (k, exec.pg.partitions()[k].state.name.clone(), c.clone()))
+            .collect();
+        tap.start(&columns, &labs);
+    }
+    let mut tapped;
+    let sink_ref: &mut dyn RunSink = match tap.as_deref_mut() {
+        Some(tap) => {
+            tapped = hybridsim::runner::Tapped {
+                sink: &mut sink,
+                tap,
+            };
+            &mut tapped
+        }
+        None => &mut sink,
+    };
     if let Some(m) = marker {
         m(true);
     }
@@ -1386,7 +1410,7 @@ pub fn run_integrator(
     let end = hybridsim::runner::run(
         &mut exec,
         &mut recorder,
-        &mut sink,
+        sink_ref,
         &settings,
         &opts.abort,
         &mut row,

@@ -408,3 +408,62 @@ pub fn run(
         step_time,
     }
 }
+
+/// A live copy of a run's records for a display (the browser console of `hybridsim run|realtime
+/// --console`): every record the run loop hands its [`RunSink`] is also handed to the tap,
+/// which must neither block nor allocate (it runs on the run loop's thread, the real-time
+/// thread of the threaded runner). A tap that cannot keep a record drops it: a display loses
+/// frames, never steps. Without a tap a runner does exactly what it did before.
+pub trait RecordTap: Send {
+    /// Before the first record, off the loop: the results headers (`name[unit]`) and, for
+    /// every partition with a laboratory, `(partition, name, lab.csv headers)`.
+    fn start(&mut self, _columns: &[String], _labs: &[(usize, String, Vec<String>)]) {}
+    /// One results row (after the sink took it).
+    fn row(&mut self, row: &[f64]);
+    /// One controller-rate record of the laboratory of partition `partition`.
+    fn lab_record(&mut self, partition: usize, record: &[f64]);
+    /// Completed steps so far (called once per completed step).
+    fn step(&mut self, _steps: u64) {}
+}
+
+/// How a front end hands a [`RecordTap`] to a runner through its (cloneable) options: the
+/// runner takes the tap out once, before the run.
+pub type TapSlot = std::sync::Arc<std::sync::Mutex<Option<Box<dyn RecordTap>>>>;
+
+/// Take the tap out of a slot (once, before a run; `None` without one).
+pub fn take_tap(slot: &Option<TapSlot>) -> Option<Box<dyn RecordTap>> {
+    slot.as_ref()
+        .and_then(|s| s.lock().map(|mut g| g.take()).unwrap_or(None))
+}
+
+/// A [`RunSink`] that hands every record to its sink and then to a [`RecordTap`]; what the
+/// sink answers is what the run loop sees, so the tap cannot change a run.
+pub struct Tapped<'a> {
+    /// Where the records are kept.
+    pub sink: &'a mut dyn RunSink,
+    /// The live copy.
+    pub tap: &'a mut dyn RecordTap,
+}
+
+impl RunSink for Tapped<'_> {
+    fn row(&mut self, row: &[f64]) -> bool {
+        let kept = self.sink.row(row);
+        self.tap.row(row);
+        kept
+    }
+    fn lab_record(&mut self, partition: usize, record: &[f64]) -> bool {
+        let kept = self.sink.lab_record(partition, record);
+        self.tap.lab_record(partition, record);
+        kept
+    }
+    fn end_of_step(&mut self) -> bool {
+        self.sink.end_of_step()
+    }
+    fn progress(&mut self, steps: u64) {
+        self.sink.progress(steps);
+        self.tap.step(steps);
+    }
+    fn stopped(&mut self) {
+        self.sink.stopped()
+    }
+}

@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod check;
+pub mod console;
 pub mod controller;
 pub mod cyclic;
 pub mod evaluate;

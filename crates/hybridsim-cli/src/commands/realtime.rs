@@ -48,6 +48,9 @@ pub struct Args {
     /// only the images of `hybridsim plot` in plots/); without it a non-empty folder is refused.
     #[arg(long)]
     pub overwrite: bool,
+    /// The live browser console.
+    #[command(flatten)]
+    pub console: super::console::ConsoleArgs,
 }
 
 /// Run on the threaded runner.
@@ -76,8 +79,11 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| default_folder(&args.model));
+    // A console that cannot start (address, token) leaves the folder alone.
+    let realtime = hybridsim_console::is_realtime(pacing, &loaded.model);
+    let console = args.console.start(&loaded, "realtime", realtime)?;
     hybridsim_io::prepare_folder(&folder, args.overwrite)?;
-    run_lab(
+    let code = run_lab(
         &loaded,
         &folder,
         pacing,
@@ -87,7 +93,11 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         },
         args.duration,
         TestHooks { inject, watchdog },
-    )
+    );
+    if let Some(console) = console {
+        console.finish(&folder);
+    }
+    code
 }
 
 /// Test hooks of `realtime` (hidden options): an injected task fault and the watchdog.
@@ -145,6 +155,7 @@ pub fn run_lab(
         inject: hooks.inject,
         watchdog: hooks.watchdog,
         connector: Some(std::sync::Arc::new(hybridsim_net::NetConnector)),
+        tap: super::console::take_slot(),
         ..Default::default()
     };
     if let Some(lab) = &model.lab {

@@ -27,6 +27,9 @@ pub struct Args {
     /// only the images of `hybridsim plot` in plots/); without it a non-empty folder is refused.
     #[arg(long)]
     pub overwrite: bool,
+    /// The live browser console.
+    #[command(flatten)]
+    pub console: super::console::ConsoleArgs,
 }
 
 /// Run the model and write its results folder.
@@ -36,8 +39,10 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         output,
         quiet,
         overwrite,
+        console,
     } = args;
     let loaded = super::load(&model)?;
+    let console = console.start(&loaded, "run", false)?;
     let folder = output.unwrap_or_else(|| default_folder(&model));
     let n_steps = loaded.model.analysis.n_steps();
     let progress = Arc::new(AtomicU64::new(0));
@@ -62,9 +67,14 @@ pub fn execute(args: Args) -> Result<ExitCode> {
     let opts = RunOptions {
         overwrite,
         connector: Some(Arc::new(hybridsim_net::NetConnector)),
+        tap: super::console::take_slot(),
         ..RunOptions::default()
     };
     let report = run_to_folder_with(&loaded, &folder, &progress, abort, &opts);
+    drop(opts);
+    if let Some(console) = console {
+        console.finish(&folder);
+    }
     done.store(true, Ordering::Relaxed);
     if let Some(b) = &bar {
         b.set_position(progress.load(Ordering::Relaxed));
