@@ -79,6 +79,13 @@ enum Command {
         after_help = "Examples:\n  hybridsim evaluate out/compensated --reference out/ideal\n  hybridsim evaluate out/test --reference out/ideal --response u.frame.1.x --response u.frame.2.x --json"
     )]
     Evaluate(commands::evaluate::Args),
+    /// A batch study: every combination of swept values (noise seeds, PGA levels, records,
+    /// parameters, by dotted key into the model file) run in parallel, one results folder per
+    /// variant and a summary table (summary.csv).
+    #[command(
+        after_help = "Examples:\n  hybridsim sweep examples/quickstart.toml -o out/noise --set lab.seed=1..=100\n  hybridsim sweep examples/quickstart.toml -o out/pga --set 'ground_motion.0.synthetic.pga=[0.1, 0.2, 0.3]' --set lab.seed=1..=10 --jobs 2"
+    )]
+    Sweep(commands::sweep::Args),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +100,7 @@ fn main() -> ExitCode {
         Command::Controller(args) => commands::controller::execute(args),
         Command::Serve(args) => commands::serve::execute(args),
         Command::Evaluate(args) => commands::evaluate::execute(args),
+        Command::Sweep(args) => commands::sweep::execute(args),
     };
     match result {
         Ok(code) => code,

@@ -10,6 +10,7 @@ pub mod realtime;
 pub mod run;
 pub mod serve;
 pub mod signals;
+pub mod sweep;
 
 use anyhow::{bail, Context, Result};
 use std::path::Path;
