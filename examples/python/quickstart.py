@@ -37,8 +37,8 @@ print(df.filter(like="[m]").abs().max().head())
 
 # %% The specimen loop: measured force against the interface displacement
 lab = res.lab_dataframe()
-d = lab.filter(like="achieved").iloc[:, 0] if any("achieved" in c for c in lab.columns) else lab.iloc[:, 2]
-f = lab.filter(like="force").iloc[:, 0]
+d = lab.filter(like="measured.").iloc[:, 0]  # the measured actuator displacement
+f = lab.filter(regex=r"^force\.").iloc[:, 0]  # the load cell
 fig, ax = plt.subplots(figsize=(5, 4))
 ax.plot(d, f, lw=0.6)
 ax.set_xlabel(d.name)

@@ -266,3 +266,43 @@ def test_step_releases_the_gil():
         time.sleep(0.001)
     t.join()
     assert spins > 5, spins
+
+
+# --- the element driver and the analyses ----------------------------------------------------
+
+def test_cyclic_equals_the_cli_driver(tmp_path, cli):
+    model = EXAMPLES / "mostaghel_dcsb.toml"
+    res = hybridsim.cyclic(model, "dcsb", amplitude=0.05, frequency=0.5, cycles=3)
+    assert res.completed and res.data.shape[0] == 1201
+    p = cli("cyclic", model, "--element", "dcsb", "--amplitude", "0.05", "--frequency", "0.5",
+            "--cycles", "3", "-o", tmp_path / "c")
+    assert p.returncode == 0, p.stderr
+    ref = hybridsim.read_results(tmp_path / "c")
+    assert ref.columns == res.columns
+    # The same driver; the history's samples may differ in the last bit (numpy's sine).
+    scale = np.nanmax(np.abs(ref.data), axis=0) + 1e-300
+    assert np.array_equal(np.isnan(res.data), np.isnan(ref.data))
+    assert np.nanmax(np.abs(res.data - ref.data) / scale) < 1e-9
+    # Bilinear elastoplastic (Mostaghel): |F| ≤ α k |d| + (1 − α) k δ.
+    k, alpha, delta = 166000.0, 0.0035, 0.001
+    f, d = res["force.dcsb.1.x"], res["deformation.dcsb"]
+    assert (np.abs(f) <= alpha * k * np.abs(d) + (1 - alpha) * k * delta + 1e-6).all()
+    assert np.abs(f).max() > 0.99 * (1 - alpha) * k * delta
+    with pytest.raises(hybridsim.ModelError, match="no element named `nope`"):
+        hybridsim.cyclic(model, "nope", amplitude=0.01)
+
+
+def test_analyze_spectral_convergence_and_energy():
+    model = EXAMPLES / "split_mass_v1.toml"
+    s = hybridsim.analyze(model, "spectral", points=21)
+    assert len(s["rho"]) == 21 and all(s["stable"])
+    assert max(s["rho"]) <= 1.0 + 1e-10
+    c = hybridsim.analyze(model, "convergence", dt=1e-3, levels=4, until=0.01)
+    assert len(c["error"]) == 4 and all(e > 0 for e in c["error"])
+    assert c["error"][0] > c["error"][-1]
+    if c["expected_order"] is not None:
+        assert abs(c["fitted_slope"] - c["expected_order"]) < 0.3, c
+    e = hybridsim.analyze(EXAMPLES / "split_mass_v2.toml", "energy", every=10)
+    assert len(e["time"]) == len(e["total"]) > 2 and e["partitions"]
+    with pytest.raises(ValueError, match="expected `spectral`"):
+        hybridsim.analyze(model, "bogus")

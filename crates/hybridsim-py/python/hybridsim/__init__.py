@@ -40,6 +40,8 @@ __all__ = [
     "sweep",
     "grid",
     "read_results",
+    "cyclic",
+    "analyze",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -342,3 +344,70 @@ class Simulation:
     def set_state(self, state: Sequence[float]) -> None:
         """Restore a checkpoint of :meth:`get_state`."""
         self._sim.set_state([float(x) for x in state])
+
+
+def cyclic(model: Union[Model, PathLike, Mapping[str, Any]], element: str, *,
+           deformation: Optional[Sequence[float]] = None, time: Optional[Sequence[float]] = None,
+           velocity: Optional[Sequence[float]] = None, amplitude: Optional[float] = None,
+           frequency: float = 0.5, cycles: int = 3, history: str = "sine",
+           dt: Optional[float] = None) -> Results:
+    """Drive one element of a model through a deformation history with its displacement-driven
+    form (``hybridsim cyclic``): device characterization. Either ``time`` and ``deformation``
+    samples (``velocity`` defaults to their numerical derivative), or ``amplitude`` with
+    ``history="sine"`` (``A sin 2πft``) or ``"ramp"`` (``A (t f / cycles) sin 2πft``) over
+    ``cycles`` cycles of ``frequency``, sampled every ``dt`` (default 1/400 of a cycle).
+    The columns are those of ``hybridsim cyclic``'s results.csv."""
+    model = load(model)
+    if deformation is not None:
+        if time is None:
+            raise ValueError("`deformation` needs `time`")
+        t = np.asarray(time, dtype=np.float64)
+        d = np.asarray(deformation, dtype=np.float64)
+        v = np.gradient(d, t) if velocity is None else np.asarray(velocity, dtype=np.float64)
+    else:
+        if amplitude is None or not amplitude > 0:
+            raise ValueError("give `amplitude` > 0 (or `time` and `deformation`)")
+        if not frequency > 0 or cycles < 1:
+            raise ValueError("`frequency` must be > 0 and `cycles` ≥ 1")
+        duration = cycles / frequency
+        step = dt if dt is not None else 1.0 / (400.0 * frequency)
+        n = max(1, int(round(duration / step)))
+        t = np.linspace(0.0, duration, n + 1)
+        w = 2.0 * np.pi * frequency
+        if history == "sine":
+            d = amplitude * np.sin(w * t)
+            v = amplitude * w * np.cos(w * t)
+        elif history == "ramp":
+            g = amplitude * frequency / cycles
+            d = g * t * np.sin(w * t)
+            v = g * (np.sin(w * t) + w * t * np.cos(w * t))
+        else:
+            raise ValueError(f"history `{history}`: expected `sine` or `ramp`")
+    header, rows, raw, failure = _native.cyclic(model, element, t.tolist(), d.tolist(), v.tolist())
+    data = np.frombuffer(raw, dtype=np.float64).reshape(rows, len(header))
+    return Results(header, data, status="completed" if failure is None else "failed",
+                   steps=max(rows - 1, 0), error=failure)
+
+
+def analyze(model: Union[Model, PathLike, Mapping[str, Any]], kind: str, **options: Any) -> dict:
+    """Algorithm analysis of the model's scheme (``hybridsim analyze``), as a dict of lists.
+
+    - ``"spectral"``: spectral radius ``rho``, ``omega_bar``, ``zeta_bar``, ``frequency_error``
+      over Ω = ω Δt; options ``omega_min`` (1e-2), ``omega_max`` (1e3), ``points`` (61) or
+      ``omegas``, ``mode`` (1) or ``omega``, ``estimate_ratio``, ``delay_ticks``.
+    - ``"convergence"``: global error for halving steps and the fitted slope; options ``dt``,
+      ``levels`` (4), ``until``, ``reference`` (``auto``, ``exact``, ``fine``), ``fine_factor``.
+    - ``"energy"``: energy of every partition and the total; option ``every`` (1).
+    """
+    model = load(model)
+    if kind == "spectral":
+        omegas = options.pop("omegas", None)
+        lo, hi, n = options.pop("omega_min", 1e-2), options.pop("omega_max", 1e3), options.pop("points", 61)
+        if omegas is None:
+            omegas = np.exp(np.linspace(np.log(lo), np.log(hi), n)).tolist() if n > 1 else [lo]
+        return _native.analyze_spectral(model, [float(x) for x in omegas], **options)
+    if kind == "convergence":
+        return _native.analyze_convergence(model, **options)
+    if kind == "energy":
+        return _native.analyze_energy(model, **options)
+    raise ValueError(f"analysis `{kind}`: expected `spectral`, `convergence` or `energy`")
