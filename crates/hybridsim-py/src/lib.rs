@@ -1115,7 +1115,7 @@ fn cyclic<'py>(
             velocity.len()
         )));
     }
-    if time.windows(2).any(|w| !(w[1] > w[0])) || time.iter().any(|t| !t.is_finite()) {
+    if time.iter().any(|t| !t.is_finite()) || time.windows(2).any(|w| w[1] <= w[0]) {
         return Err(PyValueError::new_err("time must be finite and increasing"));
     }
     let Some(inst) = m.elements.iter().find(|e| e.name == element) else {
