@@ -618,19 +618,24 @@ fn run_memory(
 }
 
 /// Run a model into a results folder: `hybridsim run`'s code path
-/// ([`hybridsim_io::run_to_folder_with`]). Returns `(status, steps, rows, error)`.
+/// ([`hybridsim_io::run_to_folder_with`]); `specimens` as in [`run_memory`]. Returns
+/// `(status, steps, rows, error)`.
 #[pyfunction]
-#[pyo3(signature = (model, folder, overwrite = false))]
+#[pyo3(signature = (model, folder, overwrite = false, specimens = None))]
 fn run_folder(
     py: Python<'_>,
     model: &PyModel,
     folder: PathBuf,
     overwrite: bool,
+    specimens: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<(String, u64, u64, Option<String>)> {
-    let loaded = model.loaded.clone();
+    let (m, connector) = with_specimens(&model.loaded, specimens)?;
+    let mut loaded = (*model.loaded).clone();
+    loaded.model = m;
     let report = py.detach(move || {
         let opts = hybridsim_io::RunOptions {
             overwrite,
+            connector,
             ..Default::default()
         };
         let progress = std::sync::atomic::AtomicU64::new(0);

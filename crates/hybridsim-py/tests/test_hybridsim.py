@@ -184,7 +184,7 @@ class Column:
         return self.force, self.position
 
 
-def test_a_python_specimen_equals_the_same_specimen_in_rust():
+def test_a_python_specimen_equals_the_same_specimen_in_rust(tmp_path):
     model = ideal_lab_model()
     rust = hybridsim.run(model)
     column = Column()
@@ -196,6 +196,10 @@ def test_a_python_specimen_equals_the_same_specimen_in_rust():
     # (the energy of a specimen known only by its measurements).
     np.testing.assert_allclose(py.data, rust.data, rtol=1e-12, atol=1e-15, equal_nan=True)
     assert np.isfinite(rust["lambda.1.x"]).all() and np.abs(rust["u.frame.3.x"]).max() > 1e-3
+    # The same through a results folder (`hybridsim run`'s code path), which says who tested.
+    folder = hybridsim.run(model, tmp_path / "py", specimen=Column())
+    np.testing.assert_array_equal(folder.data, py.data)  # NaN where both have none
+    assert folder.run_json["lab"]["transfer"] == "external"
     # Not trivially equal: a different Python specimen gives a different response.
     stiff = hybridsim.run(model, specimen=Column(k=50000.0))
     assert np.abs(stiff["u.frame.3.x"] - rust["u.frame.3.x"]).max() > 1e-4

@@ -171,16 +171,14 @@ def run(model: Union[Model, PathLike, Mapping[str, Any]], folder: Optional[PathL
     numbers); with it, the results folder is written by ``hybridsim run``'s own code path
     (results.csv, run.json, lab.csv, model.toml; a non-empty folder is refused unless
     ``overwrite``) and read back. ``specimen`` (or ``specimens={name: obj}``) plays the physical
-    substructure (see :class:`Simulation`); in-memory runs only. The GIL is released during the
-    run.
+    substructure (see :class:`Simulation`; run.json then names the transfer system
+    ``external``). The GIL is released during the run.
     """
     model = load(model)
     specimens = _specimens(specimen, specimens)
     if folder is None:
         return _from_native(_native.run_memory(model, lab_records, specimens))
-    if specimens:
-        raise ValueError("a Python specimen runs in memory (folder=None) or step by step")
-    _native.run_folder(model, os.fspath(folder), overwrite)
+    _native.run_folder(model, os.fspath(folder), overwrite, specimens)
     return read_results(folder)
 
 
