@@ -256,20 +256,24 @@ def test_step_by_step_equals_the_whole_run_and_reads_the_interface():
 
 def test_step_releases_the_gil():
     sim = hybridsim.Simulation(quickstart(20.0))
-    done = threading.Event()
+    started, done = threading.Event(), threading.Event()
 
     def work():
-        sim.step(3000)
+        started.set()
+        sim.step(4000)
         done.set()
 
     t = threading.Thread(target=work)
     t.start()
+    started.wait()
+    # Busy Python work while the other thread steps: it only progresses if `step` released
+    # the GIL (held, this loop would not run until the 4000 steps were done).
     spins = 0
     while not done.is_set():
         spins += 1
-        time.sleep(0.001)
     t.join()
-    assert spins > 5, spins
+    assert sim.steps == 4000
+    assert spins > 1000, spins
 
 
 # --- the element driver and the analyses ----------------------------------------------------
