@@ -93,6 +93,13 @@ enum Command {
         after_help = "Examples:\n  hybridsim console results/quickstart\n  hybridsim console out/test --console 127.0.0.1:0 --speed 10"
     )]
     Console(commands::console::Args),
+    /// A batch study: every combination of swept values (noise seeds, PGA levels, records,
+    /// parameters, by dotted key into the model file) run in parallel, one results folder per
+    /// variant and a summary table (summary.csv).
+    #[command(
+        after_help = "Examples:\n  hybridsim sweep examples/quickstart.toml -o out/noise --set lab.seed=1..=100\n  hybridsim sweep examples/quickstart.toml -o out/pga --set 'ground_motion.0.synthetic.pga=[0.1, 0.2, 0.3]' --set lab.seed=1..=10 --jobs 2"
+    )]
+    Sweep(commands::sweep::Args),
 }
 
 fn main() -> ExitCode {
@@ -109,6 +116,7 @@ fn main() -> ExitCode {
         Command::Evaluate(args) => commands::evaluate::execute(args),
         Command::Spectrum(args) => commands::spectrum::execute(args),
         Command::Console(args) => commands::console::execute(args),
+        Command::Sweep(args) => commands::sweep::execute(args),
     };
     match result {
         Ok(code) => code,

@@ -17,8 +17,10 @@ pub mod csv;
 mod folder;
 pub mod inputs;
 pub mod lab;
+pub mod memory;
 mod results;
 mod rowfile;
+pub mod sweep;
 
 pub use folder::{prepare_folder, FolderError};
 pub use results::{

@@ -12,6 +12,7 @@ pub mod run;
 pub mod serve;
 pub mod signals;
 pub mod spectrum;
+pub mod sweep;
 
 use anyhow::{bail, Context, Result};
 use std::path::Path;

@@ -89,6 +89,10 @@ pub enum TransferKind {
     /// A remote site speaking the OpenSees/OpenFresco `genericClient` protocol: OpenSees's
     /// `adapter` element or another `hybridsim serve` (multi-site hybrid simulation).
     OpenSees,
+    /// A transfer system that the front end supplies in-process (a Python object in the
+    /// `hybridsim` Python package); never read from a model file. Connected like the network
+    /// kinds ([`crate::physical::transfer::TransferConnector`]).
+    External,
 }
 
 impl TransferKind {
@@ -99,10 +103,12 @@ impl TransferKind {
             Self::Udp => "udp",
             Self::Tcp => "tcp",
             Self::OpenSees => "opensees",
+            Self::External => "external",
         }
     }
 
-    /// Whether the transfer system is reached over the network (`[lab.link]` applies).
+    /// Whether the transfer system is reached over the network (`[lab.link]` applies), or
+    /// otherwise connected by the front end ([`TransferKind::External`]).
     pub fn is_network(&self) -> bool {
         !matches!(self, Self::Virtual)
     }
