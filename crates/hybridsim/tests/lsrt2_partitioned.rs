@@ -131,3 +131,118 @@ fn projection_removes_the_interface_drift() {
         );
     }
 }
+
+/// The interfield cycle's amplification matrix over eq 34's state (14 for the SDoF), built
+/// numerically from export/import_state: the paper's census (§5.1) of 10 non-zero eigenvalues,
+/// one of them exactly unit (the drift mode), and 4 zero.
+#[test]
+fn interfield_amplification_matrix_has_the_papers_eigenvalue_census() {
+    use hybridsim::analysis::spectral::{amplification_matrix, eigenvalues};
+    for b1 in [0.1, 0.5] {
+        for om_a in [0.1, 1.0, 3.0] {
+            // Ω = ω Δt_A with Δt_A = 4Δt and ω = 1.
+            let dt = om_a / 4.0;
+            let m = model(&split_mass(
+                b1,
+                "integrator = \"lsrt2-interfield\"\nsubcycles = 10",
+                dt,
+                dt,
+            ));
+            let mut integ = hybridsim::integrators::build(&m).unwrap();
+            assert_eq!(integ.state_len(), 14);
+            let a = amplification_matrix(integ.as_mut()).unwrap();
+            let ev = eigenvalues(&a).unwrap();
+            let nonzero = ev.iter().filter(|l| l.norm() > 1e-7).count();
+            let unit = ev.iter().filter(|l| (l.norm() - 1.0).abs() < 1e-7).count();
+            let rho = ev.iter().map(|l| l.norm()).fold(0.0, f64::max);
+            println!("b1 = {b1}, Ω_A = {om_a}: ρ = {rho:.6}, non-zero {nonzero}, unit {unit}");
+            assert_eq!(nonzero, 10);
+            assert!(unit >= 1);
+        }
+    }
+}
+
+/// The 2-DoF split system of Table 1 (translational row; ALGORITHMS.md E24 for the rotational
+/// row's typo, so one DOF per subdomain pair is used), Δt_A = 16 ms (Δt = 4 ms), Δt_B = 2 ms
+/// (ss = 2): observed order 2 against the exact free vibration, every variant.
+#[test]
+fn table_1_translational_system_is_second_order() {
+    let (mn, kn, cn, mp, kp): (f64, f64, f64, f64, f64) =
+        (1658.2, 306640.0, 555.66, 552.7, 39670.0);
+    let text = |analysis: &str, dt: f64| {
+        format!(
+            r#"
+[[node]]
+id = 1
+dofs = ["x"]
+initial_displacement = {{ x = 0.01 }}
+[substructure.numerical]
+[substructure.physical]
+[[element]]
+type = "mass"
+node = 1
+mass = {mn:?}
+substructure = "numerical"
+[[element]]
+type = "spring"
+nodes = [1]
+dof = "x"
+k = {kn:?}
+substructure = "numerical"
+[[element]]
+type = "dashpot"
+nodes = [1]
+dof = "x"
+c = {cn:?}
+substructure = "numerical"
+[[element]]
+type = "mass"
+node = 1
+mass = {mp:?}
+substructure = "physical"
+[[element]]
+type = "spring"
+nodes = [1]
+dof = "x"
+k = {kp:?}
+substructure = "physical"
+[analysis]
+{analysis}
+time_step = {dt:?}
+duration = 0.512
+"#
+        )
+    };
+    // Exact damped free vibration of the emulated system.
+    let (m, k, c) = (mn + mp, kn + kp, cn);
+    let wn = (k / m).sqrt();
+    let zeta = c / (2.0 * (k * m).sqrt());
+    let wd = wn * (1.0 - zeta * zeta).sqrt();
+    let exact =
+        |t: f64| 0.01 * (-zeta * wn * t).exp() * ((wd * t).cos() + zeta * wn / wd * (wd * t).sin());
+    for v in [
+        "integrator = \"lsrt2-partitioned\"",
+        "integrator = \"lsrt2-interfield\"\nsubcycles = 2",
+        "integrator = \"lsrt2-interfield\"\nsubcycles = 2\nprojection = \"velocity\"",
+    ] {
+        let dts = [0.004, 0.002, 0.001, 0.0005];
+        let e: Vec<f64> = dts
+            .iter()
+            .map(|dt| {
+                let mdl = model(&text(v, *dt));
+                let mut integ = hybridsim::integrators::build(&mdl).unwrap();
+                let n = (0.512 / dt).round() as u64;
+                for _ in 0..n {
+                    integ.step().unwrap();
+                }
+                (integ.state(0)[0] - exact(integ.time())).abs()
+            })
+            .collect();
+        let s = slopes(&e);
+        println!(
+            "Table 1, {}: errors {e:?} slopes {s:.3?}",
+            v.replace('\n', ", ")
+        );
+        assert!((s.last().unwrap() - 2.0).abs() < 0.2, "{v}: {s:?}");
+    }
+}
