@@ -294,7 +294,7 @@ fn the_interfield_example_runs() {
     let m = example_with("lsrt2_interfield_split_mass.toml", |_| {});
     let sim = run(m);
     let t = sim.integrator.time();
-    assert!((sim.integrator.state(1)[0] - (t.cos() + t.sin())).abs() < 5e-3);
+    assert!((sim.integrator.state(1)[0] - (t.cos() + t.sin())).abs() < 2e-2);
 }
 
 /// `analyze spectral`'s sweep runs on the interfield scheme (Fig 6 of the paper): the
@@ -314,10 +314,17 @@ fn spectral_sweep_of_the_interfield_scheme() {
             ..SpectralOptions::default()
         };
         let r = spectral_sweep(&m, &opts).unwrap();
-        let bad: Vec<f64> = r.unstable_omegas().iter().map(|o| 4.0 * o).collect();
+        let bad: Vec<f64> = r
+            .points
+            .iter()
+            .filter(|p| p.rho_without_drift > 1.0 + 1e-6)
+            .map(|p| 4.0 * p.omega)
+            .collect();
         println!(
-            "γ {gamma}, ss = {ss}: max ρ {:.4}, ρ > 1 at Ω_A = 4ωΔt in {:?}",
+            "γ {gamma}, ss = {ss}: max ρ {:.4}, without the drift mode {:.4}, > 1 + 1e-6 at \
+             Ω_A = 4ωΔt in {:?}",
             r.max_rho(),
+            r.max_rho_without_drift(),
             bad.first().zip(bad.last())
         );
         assert!(r.points.iter().all(|p| p.drift_modes >= 1 || p.rho < 1.0));
