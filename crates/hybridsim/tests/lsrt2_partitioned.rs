@@ -330,3 +330,44 @@ fn spectral_sweep_of_the_interfield_scheme() {
         assert!(r.points.iter().all(|p| p.drift_modes >= 1 || p.rho < 1.0));
     }
 }
+
+/// Bad keys of the partitioned LSRT2 schemes are errors naming the file, the field and why.
+#[test]
+fn bad_keys_name_the_field() {
+    use hybridsim::model::Model;
+    let cases = [
+        (
+            "integrator = \"lsrt2-partitioned\"\nprojection = \"position\"",
+            "analysis.projection",
+        ),
+        (
+            "integrator = \"lsrt2-partitioned\"\nsubcycles = 2",
+            "analysis.subcycles",
+        ),
+        (
+            "integrator = \"lsrt2-interfield\"\ncoarse = \"C\"",
+            "analysis.coarse",
+        ),
+        (
+            "integrator = \"lsrt2-partitioned\"\ncoarse = \"A\"",
+            "analysis.coarse",
+        ),
+        (
+            "integrator = \"pg-alpha\"\nprojection = \"velocity\"",
+            "analysis.projection",
+        ),
+        (
+            "integrator = \"lsrt2-interfield\"\nstart = \"zero\"",
+            "analysis.start",
+        ),
+    ];
+    for (analysis, field) in cases {
+        let text = split_mass(0.1, analysis, 0.01, 1.0);
+        let e = Model::from_toml(&text, "m.toml", &hybridsim::model::NoFiles)
+            .err()
+            .unwrap_or_else(|| panic!("{analysis}: accepted"))
+            .to_string();
+        println!("{e}");
+        assert!(e.contains("m.toml") && e.contains(field), "{analysis}: {e}");
+    }
+}
