@@ -4,8 +4,8 @@ use super::finite_positive;
 use super::schema::{AnalysisSpec, OutputSpec};
 use crate::error::Diagnostics;
 use crate::model::{
-    AnalysisSettings, IntegratorKind, OutputSettings, StartMode, Substructure, LSRT2_GAMMA_HIGH,
-    LSRT2_GAMMA_LOW, MAX_FORCE_DELAY, MAX_SUBCYCLES,
+    AnalysisSettings, IntegratorKind, Lsrt2Projection, OutputSettings, StartMode, Substructure,
+    LSRT2_GAMMA_HIGH, LSRT2_GAMMA_LOW, MAX_FORCE_DELAY, MAX_SUBCYCLES,
 };
 
 /// Whether the model file asks for the LLM integrator (`[analysis] integrator = "llm"`).
@@ -35,7 +35,7 @@ pub(super) fn analysis(
             format!("must be between 1 and 20, found {corrections}"),
         );
     }
-    if corrections > 1 && integrator == IntegratorKind::Lsrt2 {
+    if corrections > 1 && is_lsrt2(integrator) {
         diag.push("analysis.corrections", "LSRT2 has no corrections");
     }
     let start = match a.start.as_deref() {
@@ -54,6 +54,7 @@ pub(super) fn analysis(
         check_partition(substructures, diag);
     }
     let force_delay = force_delay(a, integrator, substructures, diag);
+    let (projection, coarse) = lsrt2_partitioned(a, integrator, start, substructures, diag);
     if diag.len() > before {
         return None;
     }
@@ -67,7 +68,131 @@ pub(super) fn analysis(
         start,
         lsrt2_gamma,
         force_delay,
+        projection,
+        coarse,
     })
+}
+
+/// Whether `integrator` is one of the LSRT2 schemes.
+fn is_lsrt2(integrator: IntegratorKind) -> bool {
+    matches!(
+        integrator,
+        IntegratorKind::Lsrt2 | IntegratorKind::Lsrt2Partitioned | IntegratorKind::Lsrt2Interfield
+    )
+}
+
+/// `projection` and `coarse` of the partitioned LSRT2 schemes (Bursi et al. 2011, §§3–6):
+/// at least two substructures; `coarse` names a numerical one (`lsrt2-interfield` only); Λ is
+/// computed at every stage, so `start = "zero"` does not apply.
+fn lsrt2_partitioned(
+    a: &AnalysisSpec,
+    integrator: IntegratorKind,
+    start: StartMode,
+    substructures: &[Substructure],
+    diag: &mut Diagnostics,
+) -> (Lsrt2Projection, Option<usize>) {
+    let partitioned = matches!(
+        integrator,
+        IntegratorKind::Lsrt2Partitioned | IntegratorKind::Lsrt2Interfield
+    );
+    let name = integrator.name();
+    let projection = match a.projection.as_deref() {
+        None | Some("none") => Lsrt2Projection::None,
+        Some("velocity") => Lsrt2Projection::Velocity,
+        Some("displacement-velocity") => Lsrt2Projection::DisplacementVelocity,
+        Some(other) => {
+            diag.push(
+                "analysis.projection",
+                format!(
+                    "must be \"none\", \"velocity\" or \"displacement-velocity\", found `{other}`"
+                ),
+            );
+            Lsrt2Projection::None
+        }
+    };
+    if a.projection.is_some() && !partitioned {
+        diag.push(
+            "analysis.projection",
+            "only applies to integrator = \"lsrt2-partitioned\" or \"lsrt2-interfield\"",
+        );
+    }
+    if !partitioned {
+        if a.coarse.is_some() {
+            diag.push(
+                "analysis.coarse",
+                "only applies to integrator = \"lsrt2-interfield\"",
+            );
+        }
+        return (projection, None);
+    }
+    if substructures.len() < 2 {
+        diag.push(
+            "analysis.integrator",
+            format!("{name} needs at least two substructures ([substructure.NAME] tables)"),
+        );
+    }
+    if start == StartMode::Zero {
+        diag.push(
+            "analysis.start",
+            format!(
+                "{name} computes the multipliers from the state at every stage (Bursi et al. \
+                 2011, eqs 13 and 16): there is no Λ0 to set to zero"
+            ),
+        );
+    }
+    if integrator == IntegratorKind::Lsrt2Partitioned {
+        if let Some(c) = &a.coarse {
+            diag.push(
+                "analysis.coarse",
+                format!(
+                    "`{c}`: lsrt2-partitioned steps every substructure at the same Δt; a coarse \
+                     substructure needs integrator = \"lsrt2-interfield\""
+                ),
+            );
+        }
+        return (projection, None);
+    }
+    let coarse = match &a.coarse {
+        Some(c) => match substructures.iter().position(|s| &s.name == c) {
+            Some(k) if substructures[k].physical => {
+                diag.push(
+                    "analysis.coarse",
+                    format!(
+                        "`{c}` is physical: the coarse subdomain runs four interleaved processes \
+                         two exchange steps ahead of the fine ones, which a specimen commanded \
+                         once per controller tick cannot follow; name a numerical substructure"
+                    ),
+                );
+                None
+            }
+            Some(k) => Some(k),
+            None => {
+                diag.push(
+                    "analysis.coarse",
+                    format!(
+                        "no substructure `{c}` (the substructures are {})",
+                        substructures
+                            .iter()
+                            .map(|s| format!("`{}`", s.name))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+                None
+            }
+        },
+        None => {
+            let k = substructures.iter().position(|s| !s.physical);
+            if k.is_none() {
+                diag.push(
+                    "analysis.coarse",
+                    "lsrt2-interfield needs a numerical substructure for the coarse subdomain",
+                );
+            }
+            k
+        }
+    };
+    (projection, coarse)
 }
 
 /// `integrator` (`trapezoidal` is MG-α with ρ∞ = 1).
@@ -78,12 +203,14 @@ fn integrator(a: &AnalysisSpec, diag: &mut Diagnostics) -> IntegratorKind {
         "lsrt2" => IntegratorKind::Lsrt2,
         "llm" => IntegratorKind::Llm,
         "explicit-rths" => IntegratorKind::ExplicitRths,
+        "lsrt2-partitioned" => IntegratorKind::Lsrt2Partitioned,
+        "lsrt2-interfield" => IntegratorKind::Lsrt2Interfield,
         other => {
             diag.push(
                 "analysis.integrator",
                 format!(
                     "unknown integrator `{other}` (mg-alpha, pg-alpha, lsrt2, trapezoidal, llm, \
-                     explicit-rths)"
+                     explicit-rths, lsrt2-partitioned, lsrt2-interfield)"
                 ),
             );
             IntegratorKind::MgAlpha
@@ -142,10 +269,15 @@ fn time_stepping(a: &AnalysisSpec, integrator: IntegratorKind, diag: &mut Diagno
             ),
         );
     }
-    if subcycles > 1 && integrator != IntegratorKind::PgAlpha {
+    if subcycles > 1
+        && !matches!(
+            integrator,
+            IntegratorKind::PgAlpha | IntegratorKind::Lsrt2Interfield
+        )
+    {
         diag.push(
             "analysis.subcycles",
-            "subcycling needs the partitioned integrator `pg-alpha`",
+            "subcycling needs the partitioned integrator `pg-alpha` or `lsrt2-interfield`",
         );
     }
     subcycles
@@ -164,10 +296,10 @@ fn lsrt2_gamma(a: &AnalysisSpec, integrator: IntegratorKind, diag: &mut Diagnost
             LSRT2_GAMMA_LOW
         }
     };
-    if a.lsrt2_gamma.is_some() && integrator != IntegratorKind::Lsrt2 {
+    if a.lsrt2_gamma.is_some() && !is_lsrt2(integrator) {
         diag.push(
             "analysis.lsrt2_gamma",
-            "only applies to integrator = \"lsrt2\"",
+            "only applies to integrator = \"lsrt2\", \"lsrt2-partitioned\" or \"lsrt2-interfield\"",
         );
     }
     lsrt2_gamma

@@ -153,7 +153,7 @@ impl<'a> LabContext<'a> {
             })
             .collect();
         let (dt_n, ss, duration) = analysis
-            .map(|a| (a.time_step, a.subcycles, a.duration))
+            .map(|a| (a.time_step, a.commands_per_step(), a.duration))
             .unwrap_or((1.0, 1, 1.0));
         Self {
             dt_n,

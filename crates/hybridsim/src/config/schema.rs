@@ -248,6 +248,14 @@ pub struct AnalysisSpec {
     /// (default 0).
     #[serde(default)]
     pub force_delay: Option<i64>,
+    /// Partitioned LSRT2: `none` (default), `velocity` or `displacement-velocity`, the
+    /// projection onto compatible interface motion at the end of each step.
+    #[serde(default)]
+    pub projection: Option<String>,
+    /// `lsrt2-interfield`: the substructure integrated at the coarse step 4Δt (default: the
+    /// numerical one).
+    #[serde(default)]
+    pub coarse: Option<String>,
 }
 
 /// `[output]`.

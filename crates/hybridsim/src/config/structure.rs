@@ -13,7 +13,9 @@ use nalgebra::DMatrix;
 pub fn validate_structure(model: &Model) -> Result<(), ModelError> {
     let grouping = match model.analysis.integrator {
         IntegratorKind::Llm => return validate_element_partitions(model),
-        IntegratorKind::PgAlpha => Grouping::Partitioned,
+        IntegratorKind::PgAlpha
+        | IntegratorKind::Lsrt2Partitioned
+        | IntegratorKind::Lsrt2Interfield => Grouping::Partitioned,
         _ => Grouping::Monolithic,
     };
     let parts = build_partitions(model, grouping)?;

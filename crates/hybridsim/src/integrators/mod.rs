@@ -15,6 +15,8 @@ mod alpha;
 mod explicit_rths;
 mod llm;
 mod lsrt2;
+mod lsrt2_interfield;
+mod lsrt2_partitioned;
 mod mg_alpha;
 mod pg_alpha;
 mod step_error;
@@ -23,6 +25,8 @@ pub use alpha::{AlphaParameters, AlphaState, AlphaStepper};
 pub use explicit_rths::ExplicitRths;
 pub use llm::{Llm, LlmRun};
 pub use lsrt2::Lsrt2;
+pub use lsrt2_interfield::Lsrt2Interfield;
+pub use lsrt2_partitioned::Lsrt2Partitioned;
 pub use mg_alpha::MgAlpha;
 pub use pg_alpha::{FreeTask, PartitionRun, PgAlpha};
 pub use step_error::StepError;
@@ -49,6 +53,10 @@ pub struct StepSettings {
     pub lsrt2_gamma: f64,
     /// Start time.
     pub t0: f64,
+    /// Partitioned LSRT2: the projection at the end of each step.
+    pub projection: crate::model::Lsrt2Projection,
+    /// `lsrt2-interfield`: index of the coarse partition (None: the first numerical one).
+    pub coarse: Option<usize>,
 }
 
 impl StepSettings {
@@ -63,6 +71,8 @@ impl StepSettings {
             start: StartMode::Consistent,
             lsrt2_gamma: crate::model::LSRT2_GAMMA_LOW,
             t0: 0.0,
+            projection: crate::model::Lsrt2Projection::None,
+            coarse: None,
         }
     }
 
@@ -76,6 +86,8 @@ impl StepSettings {
             start: a.start,
             lsrt2_gamma: a.lsrt2_gamma,
             t0: 0.0,
+            projection: a.projection,
+            coarse: a.coarse,
         }
     }
 
@@ -106,6 +118,18 @@ impl StepSettings {
     /// With LSRT2's γ.
     pub fn lsrt2_gamma(mut self, gamma: f64) -> Self {
         self.lsrt2_gamma = gamma;
+        self
+    }
+
+    /// With the end-of-step projection of the partitioned LSRT2 schemes.
+    pub fn projection(mut self, projection: crate::model::Lsrt2Projection) -> Self {
+        self.projection = projection;
+        self
+    }
+
+    /// With the coarse partition of `lsrt2-interfield`.
+    pub fn coarse(mut self, coarse: usize) -> Self {
+        self.coarse = Some(coarse);
         self
     }
 }
@@ -294,7 +318,14 @@ pub fn build_with(
     if a.integrator == IntegratorKind::ExplicitRths {
         return build_explicit_rths(model, connector);
     }
-    if model.lab.is_some() && a.integrator != IntegratorKind::PgAlpha {
+    if model.lab.is_some()
+        && !matches!(
+            a.integrator,
+            IntegratorKind::PgAlpha
+                | IntegratorKind::Lsrt2Partitioned
+                | IntegratorKind::Lsrt2Interfield
+        )
+    {
         let physical: Vec<&str> = model
             .substructures
             .iter()
@@ -310,7 +341,11 @@ pub fn build_with(
                 "it is monolithic and evaluates the restoring force at two stages per step, \
                  which a specimen cannot provide once per controller tick"
             }
-            IntegratorKind::Llm | IntegratorKind::PgAlpha | IntegratorKind::ExplicitRths => {
+            IntegratorKind::Llm
+            | IntegratorKind::PgAlpha
+            | IntegratorKind::ExplicitRths
+            | IntegratorKind::Lsrt2Partitioned
+            | IntegratorKind::Lsrt2Interfield => {
                 "its physical elements are evaluated by numerical stand-ins: the laboratory \
                  behind them is not driven by this scheme yet"
             }
@@ -354,6 +389,18 @@ pub fn build_with(
             Box::new(PgAlpha::new(parts, &settings).map_err(err)?)
         }
         IntegratorKind::ExplicitRths => unreachable!("built above"),
+        IntegratorKind::Lsrt2Partitioned => {
+            let mut parts = build_partitions(model, Grouping::Partitioned)?;
+            connect_labs(&mut parts, connector)
+                .map_err(|e| ModelError::single(&model.source, "lab.link", e))?;
+            Box::new(Lsrt2Partitioned::new(parts, &settings).map_err(err)?)
+        }
+        IntegratorKind::Lsrt2Interfield => {
+            let mut parts = build_partitions(model, Grouping::Partitioned)?;
+            connect_labs(&mut parts, connector)
+                .map_err(|e| ModelError::single(&model.source, "lab.link", e))?;
+            Box::new(Lsrt2Interfield::new(parts, &settings).map_err(err)?)
+        }
     })
 }
 

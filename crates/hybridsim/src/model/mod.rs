@@ -171,6 +171,35 @@ pub enum IntegratorKind {
     /// rate with the measured force fed back `force_delay` controller samples later
     /// ([`crate::integrators::ExplicitRths`]).
     ExplicitRths,
+    /// Partitioned LSRT2 with the acceleration-continuity constraint and explicit multipliers
+    /// at both stages, every subdomain at the same step (Bursi et al. 2011, §3).
+    Lsrt2Partitioned,
+    /// Interfield parallel LSRT2: a coarse subdomain at 4Δt in four interleaved processes, the
+    /// fine ones at Δt/ss (Bursi et al. 2011, §4), started with the partitioned scheme.
+    Lsrt2Interfield,
+}
+
+/// The projection of the partitioned LSRT2 schemes at the end of each step, onto the
+/// interface compatibility of the shared DOFs (mass-weighted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lsrt2Projection {
+    /// None: only the accelerations are compatible, the interface displacements drift.
+    None,
+    /// Velocities (Bursi et al. 2011, §6).
+    Velocity,
+    /// Displacements and velocities (Bauchau and Laulusa 2008).
+    DisplacementVelocity,
+}
+
+impl Lsrt2Projection {
+    /// Name as in model files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Velocity => "velocity",
+            Self::DisplacementVelocity => "displacement-velocity",
+        }
+    }
 }
 
 impl IntegratorKind {
@@ -182,6 +211,8 @@ impl IntegratorKind {
             Self::Lsrt2 => "lsrt2",
             Self::Llm => "llm",
             Self::ExplicitRths => "explicit-rths",
+            Self::Lsrt2Partitioned => "lsrt2-partitioned",
+            Self::Lsrt2Interfield => "lsrt2-interfield",
         }
     }
 }
@@ -217,12 +248,28 @@ pub struct AnalysisSettings {
     /// `explicit-rths`: controller samples between the measurement of a force and the step
     /// it loads (0: the force measured at the last tick).
     pub force_delay: usize,
+    /// Partitioned LSRT2: the projection at the end of each step.
+    pub projection: Lsrt2Projection,
+    /// `lsrt2-interfield`: index of the coarse substructure (None: not that scheme).
+    pub coarse: Option<usize>,
 }
 
 impl AnalysisSettings {
     /// Number of coarse steps.
     pub fn n_steps(&self) -> u64 {
         (self.duration / self.time_step - 1e-9).ceil().max(0.0) as u64
+    }
+
+    /// Commands sent to a physical substructure per step, i.e. controller ticks per step: ss
+    /// for PG-α; two per (sub)step for the partitioned LSRT2 schemes, whose two stages each
+    /// evaluate the restoring force (at t and t + h/2).
+    pub fn commands_per_step(&self) -> usize {
+        match self.integrator {
+            IntegratorKind::Lsrt2Partitioned | IntegratorKind::Lsrt2Interfield => {
+                2 * self.subcycles.max(1)
+            }
+            _ => self.subcycles.max(1),
+        }
     }
 }
 
