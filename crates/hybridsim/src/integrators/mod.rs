@@ -13,17 +13,23 @@
 
 mod alpha;
 mod explicit_rths;
+mod fom;
 mod llm;
 mod lsrt2;
 mod mg_alpha;
+mod osm;
 mod pg_alpha;
+pub mod second_order;
 mod step_error;
+pub mod tangent;
 
 pub use alpha::{AlphaParameters, AlphaState, AlphaStepper};
 pub use explicit_rths::ExplicitRths;
+pub use fom::Fom;
 pub use llm::{Llm, LlmRun};
 pub use lsrt2::Lsrt2;
 pub use mg_alpha::MgAlpha;
+pub use osm::Osm;
 pub use pg_alpha::{FreeTask, PartitionRun, PgAlpha};
 pub use step_error::StepError;
 
@@ -294,6 +300,12 @@ pub fn build_with(
     if a.integrator == IntegratorKind::ExplicitRths {
         return build_explicit_rths(model, connector);
     }
+    if a.integrator == IntegratorKind::Fom {
+        return Ok(Box::new(Fom::new(model, connector)?));
+    }
+    if a.integrator == IntegratorKind::Osm {
+        return Ok(Box::new(Osm::new(model, connector)?));
+    }
     if model.lab.is_some() && a.integrator != IntegratorKind::PgAlpha {
         let physical: Vec<&str> = model
             .substructures
@@ -310,7 +322,11 @@ pub fn build_with(
                 "it is monolithic and evaluates the restoring force at two stages per step, \
                  which a specimen cannot provide once per controller tick"
             }
-            IntegratorKind::Llm | IntegratorKind::PgAlpha | IntegratorKind::ExplicitRths => {
+            IntegratorKind::Llm
+            | IntegratorKind::PgAlpha
+            | IntegratorKind::ExplicitRths
+            | IntegratorKind::Fom
+            | IntegratorKind::Osm => {
                 "its physical elements are evaluated by numerical stand-ins: the laboratory \
                  behind them is not driven by this scheme yet"
             }
@@ -353,7 +369,9 @@ pub fn build_with(
                 .map_err(|e| ModelError::single(&model.source, "lab.link", e))?;
             Box::new(PgAlpha::new(parts, &settings).map_err(err)?)
         }
-        IntegratorKind::ExplicitRths => unreachable!("built above"),
+        IntegratorKind::ExplicitRths | IntegratorKind::Fom | IntegratorKind::Osm => {
+            unreachable!("built above")
+        }
     })
 }
 

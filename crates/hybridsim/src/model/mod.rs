@@ -5,6 +5,7 @@
 //! of the configuration layer above, [`Model::from_toml`]; referenced files (records) are read
 //! through a [`SourceResolver`] supplied by the caller, so this crate performs no I/O itself.
 
+pub mod fom;
 pub mod imposed_motion;
 pub mod lab;
 pub mod updating;
@@ -171,6 +172,12 @@ pub enum IntegratorKind {
     /// rate with the measured force fed back `force_delay` controller samples later
     /// ([`crate::integrators::ExplicitRths`]).
     ExplicitRths,
+    /// The full-operator method of Hung and El-Tawil (2009), predictor–corrector with an
+    /// estimated tangent stiffness ([`crate::integrators::Fom`]).
+    Fom,
+    /// Operator splitting with the initial stiffness (Nakashima et al. 1990), α-OS for
+    /// ρ∞ < 1 (Combescure and Pegon 1997) ([`crate::integrators::Osm`]).
+    Osm,
 }
 
 impl IntegratorKind {
@@ -182,6 +189,8 @@ impl IntegratorKind {
             Self::Lsrt2 => "lsrt2",
             Self::Llm => "llm",
             Self::ExplicitRths => "explicit-rths",
+            Self::Fom => "fom",
+            Self::Osm => "osm",
         }
     }
 }
@@ -217,6 +226,8 @@ pub struct AnalysisSettings {
     /// `explicit-rths`: controller samples between the measurement of a force and the step
     /// it loads (0: the force measured at the last tick).
     pub force_delay: usize,
+    /// `fom`/`osm`: `[analysis.estimator]`.
+    pub estimator: fom::EstimatorSettings,
 }
 
 impl AnalysisSettings {
