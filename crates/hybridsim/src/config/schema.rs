@@ -459,6 +459,10 @@ pub struct ActuatorSpec {
     /// Loading-system stiffness.
     #[serde(default)]
     pub loading_stiffness: Option<f64>,
+    /// Virtual lab: a constant displacement control error `{ kind = "overshoot" |
+    /// "undershoot", amount }` (specimen length units).
+    #[serde(default)]
+    pub control_error: Option<ControlErrorSpec>,
     /// Delay and compliance compensation.
     #[serde(default)]
     pub compensation: Option<CompensationSpec>,
@@ -749,4 +753,14 @@ pub struct RunnerSpec {
     /// Results ring capacity in rows.
     #[serde(default)]
     pub results_ring: Option<i64>,
+}
+
+/// `[[lab.actuator]] control_error`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlErrorSpec {
+    /// `overshoot` or `undershoot`.
+    pub kind: String,
+    /// Size of the error (specimen length units, > 0).
+    pub amount: f64,
 }
