@@ -408,3 +408,36 @@ fn six_storey_on_the_virtual_lab_with_overshoot() {
         assert!(fom < osm && fom_over < osm_over, "FOM {update}");
     }
 }
+
+/// Spectral radius of the amplification matrix built numerically through export/import of the
+/// state (as `hybridsim analyze spectral` does): FOM with the exact estimate is the trapezoidal
+/// rule (ρ = 1); with ratio 10 it is slightly unstable at Ω = 0.1 (ρ ≈ 1.0001, ALGORITHMS.md
+/// E39) and 1.19 at Ω = 1; OSM with an overestimated K_I stays ρ ≤ 1.
+#[test]
+fn spectral_radius_against_the_stiffness_ratio() {
+    let rho = |integrator: &str, omega: f64, ratio: f64| {
+        let extra = if integrator == "fom" {
+            "[analysis.estimator]\nupdate = \"none\""
+        } else {
+            ""
+        };
+        let m = model(&sdof(integrator, omega, omega, ratio, extra));
+        let mut integ = hybridsim::integrators::build(&m).unwrap();
+        let a = hybridsim::analysis::spectral::amplification_matrix(integ.as_mut()).unwrap();
+        hybridsim::analysis::spectral::spectral_radius(&a)
+    };
+    let r = rho("fom", 0.1, 1.0);
+    assert!((r - 1.0).abs() < 1e-9, "{r}");
+    let r = rho("fom", 0.1, 10.0);
+    eprintln!("FOM, ratio 10: ρ(Ω = 0.1) = {r}");
+    assert!(r > 1.00005 && r < 1.0002, "{r}");
+    let r = rho("fom", 1.0, 10.0);
+    eprintln!("FOM, ratio 10: ρ(Ω = 1) = {r}");
+    assert!(r > 1.1 && r < 1.3, "{r}");
+    let r = rho("fom", 2.0, 0.1);
+    assert!(r > 1.5, "FOM, ratio 0.1, Ω = 2: {r}");
+    for omega in [0.1, 1.0, 10.0] {
+        let r = rho("osm", omega, 10.0);
+        assert!(r <= 1.0 + 1e-9, "OSM, ratio 10, Ω = {omega}: {r}");
+    }
+}
