@@ -28,6 +28,9 @@
 //! stable when `K̂` overestimates the stiffness (ALGORITHMS.md E39: ρ = 1.000109 at Ω = 0.1
 //! with `K̂ = 10 K`); `hybridsim analyze spectral --estimate-ratio` gives ρ(Ω).
 
+// Index loops over small dense matrices, written out so that nothing allocates per step.
+#![allow(clippy::needless_range_loop)]
+
 use super::second_order::{mat_vec, solve_in_place, SecondOrder};
 use super::tangent::{rule, TangentEstimator};
 use super::{check_finite, StepClock, StepError, TimeIntegrator};

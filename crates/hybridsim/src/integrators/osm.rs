@@ -22,6 +22,9 @@
 //! second order on linear models for α = 0 and when `K_I` is exact; with a wrong `K_I` the
 //! corrector's linearization error makes it first order.
 
+// Index loops over small dense matrices, written out so that nothing allocates per step.
+#![allow(clippy::needless_range_loop)]
+
 use super::second_order::{mat_vec, SecondOrder};
 use super::{check_finite, StepClock, StepError, TimeIntegrator};
 use crate::assembly::Partition;

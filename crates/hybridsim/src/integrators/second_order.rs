@@ -17,6 +17,9 @@
 //! is the corrected response); each physical partition holds the state its specimen was
 //! commanded to (the predictor of FOM and OSM).
 
+// Index loops over small dense matrices, written out so that nothing allocates per step.
+#![allow(clippy::needless_range_loop)]
+
 use super::StepError;
 use crate::assembly::{build_partitions, Grouping, Partition};
 use crate::elements::driver::initial_matrices;

@@ -1,5 +1,8 @@
 //! The BFGS update (Broyden–Fletcher–Goldfarb–Shanno; Hung and El-Tawil 2009, eq 13).
 
+// Index loops over small dense matrices, written out so that nothing allocates per step.
+#![allow(clippy::needless_range_loop)]
+
 use super::{curvature, dot, Skip, TangentUpdateRule, Workspace, DENOMINATOR_TOLERANCE};
 use nalgebra::DMatrix;
 

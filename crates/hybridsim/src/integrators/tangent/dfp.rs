@@ -1,5 +1,8 @@
 //! The DFP update (Davidon–Fletcher–Powell; Hung and El-Tawil 2009, eq 14).
 
+// Index loops over small dense matrices, written out so that nothing allocates per step.
+#![allow(clippy::needless_range_loop)]
+
 use super::{curvature, dot, Skip, TangentUpdateRule, Workspace};
 use nalgebra::DMatrix;
 

@@ -24,6 +24,9 @@
 //! changes sign against the last used increment), and (2) skip increments smaller than a
 //! threshold, recommended at 2–3 times the actuator's displacement resolution.
 
+// Index loops over small dense matrices, written out so that nothing allocates per step.
+#![allow(clippy::needless_range_loop)]
+
 mod bfgs;
 mod broyden;
 mod broyden_family;

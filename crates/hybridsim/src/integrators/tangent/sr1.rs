@@ -1,5 +1,8 @@
 //! The symmetric rank-one update (Hung and El-Tawil 2009, eq 17).
 
+// Index loops over small dense matrices, written out so that nothing allocates per step.
+#![allow(clippy::needless_range_loop)]
+
 use super::{dot, norm, Skip, TangentUpdateRule, Workspace};
 use nalgebra::DMatrix;
 
