@@ -37,7 +37,7 @@ pub use bfgs::Bfgs;
 pub use broyden::Broyden;
 pub use broyden_family::BroydenFamily;
 pub use dfp::Dfp;
-pub use sr1::Sr1;
+pub use sr1::{Sr1, SR1_SKIP};
 
 use crate::model::fom::TangentUpdate;
 use nalgebra::{DMatrix, DVector};
