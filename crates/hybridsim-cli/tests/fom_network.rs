@@ -39,11 +39,7 @@ fn run(model: &Path, out: &Path) {
         .arg("--quiet")
         .output()
         .unwrap();
-    assert!(
-        o.status.success(),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 #[test]
@@ -65,7 +61,11 @@ fn fom_over_the_controller_link_is_bit_identical_to_the_in_process_run() {
     stdout.read_line(&mut first).unwrap();
     let _guard = Controller(child);
     std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    let address = first.trim().strip_prefix("listening on ").unwrap().to_string();
+    let address = first
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
     let net = text
         .replacen("[lab]\n", "[lab]\ntransfer = \"udp\"\n", 1)
         .replacen(

@@ -873,6 +873,27 @@ impl PhysicalSubstructure for LabProvider {
         Ok(())
     }
 
+    fn measured_displacement(&self, out: &mut [f64]) -> bool {
+        // The control error of every actuator (measured − desired, specimen units) mapped to
+        // the DOFs and added to the last commanded DOF displacement.
+        const MAX: usize = 32;
+        let na = self.desired.len();
+        if na > MAX || out.len() != self.u_trial.len() {
+            return false;
+        }
+        let mut e = [0.0; MAX];
+        for k in 0..na {
+            e[k] = self.achieved[k] - self.desired[k];
+        }
+        if !self.map.errors_to_dofs(&e[..na], out) {
+            return false;
+        }
+        for (o, u) in out.iter_mut().zip(&self.u_trial) {
+            *o += u;
+        }
+        true
+    }
+
     fn potential_energy(&self) -> Option<f64> {
         if self.s_f == 1.0 && self.s_d == 1.0 {
             self.safety.inner().potential_energy()
