@@ -882,8 +882,8 @@ impl PhysicalSubstructure for LabProvider {
             return false;
         }
         let mut e = [0.0; MAX];
-        for k in 0..na {
-            e[k] = self.achieved[k] - self.desired[k];
+        for ((e, m), d) in e.iter_mut().zip(&self.achieved).zip(&self.desired) {
+            *e = m - d;
         }
         if !self.map.errors_to_dofs(&e[..na], out) {
             return false;
