@@ -50,6 +50,9 @@ pub struct Fom {
     sys: SecondOrder,
     estimator: TangentEstimator,
     settings: EstimatorSettings,
+    /// Set by [`TimeIntegrator::import_state`]: the analyses step imported states, whose
+    /// increments say nothing about the structure, so the estimate stays as it is.
+    frozen: bool,
     dt: f64,
     clock: StepClock,
     d: DVector<f64>,
@@ -124,6 +127,7 @@ impl Fom {
         Ok(Self {
             estimator,
             settings,
+            frozen: false,
             dt,
             clock: StepClock::new(t0, dt),
             d_hat: d.clone(),
@@ -167,12 +171,13 @@ impl Fom {
         self.r.as_slice()
     }
 
+    /// Entries of `K̂` in the exported state: none. The exported state `[d; v; a; r; d̂]` is
+    /// that of the step with the current estimate frozen (the step is bilinear in `K̂` and the
+    /// displacements, so a state holding `K̂` would not be linear): the amplification matrix
+    /// of `hybridsim analyze spectral` is that of FOM at the current `K̂`, which an import
+    /// freezes.
     fn estimate_len(&self) -> usize {
-        if self.settings.update == crate::model::fom::TangentUpdate::Fixed {
-            0
-        } else {
-            self.sys.n_dofs().pow(2)
-        }
+        0
     }
 }
 
@@ -278,7 +283,9 @@ impl TimeIntegrator for Fom {
             self.s[i] = self.d_hat_new[i] - self.d_hat[i];
             self.y[i] = self.r_new[i] - self.r[i];
         }
-        self.estimator.observe(self.s.as_slice(), self.y.as_slice());
+        if !self.frozen {
+            self.estimator.observe(self.s.as_slice(), self.y.as_slice());
+        }
         self.r.copy_from(&self.r_new);
         self.d_hat.copy_from(&self.d_hat_new);
         self.clock.advance();
@@ -336,6 +343,7 @@ impl TimeIntegrator for Fom {
         if l > 0 {
             self.estimator.set_stiffness(&x[5 * n..5 * n + l]);
         }
+        self.frozen = true;
         self.sys.store(self.d.as_slice(), self.v.as_slice());
         self.sys.store_acceleration(self.a.as_slice());
     }
