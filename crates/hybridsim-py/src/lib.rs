@@ -1168,6 +1168,11 @@ fn cyclic<'py>(
             hybridsim::elements::Quantity::Velocity => units.velocity_unit(&dof),
             hybridsim::elements::Quantity::Energy => units.energy_unit(),
             hybridsim::elements::Quantity::Dimensionless => "-".into(),
+            hybridsim::elements::Quantity::Stiffness => format!(
+                "{}/{}",
+                units.force_unit(&dof),
+                units.displacement_unit(&dof)
+            ),
         };
         header.push(format!("state.{element}.{s}[{unit}]"));
     }

@@ -67,6 +67,9 @@ fn unit_of(units: &Units, q: Quantity, dof: &str) -> String {
         Quantity::Velocity => units.velocity_unit(dof),
         Quantity::Energy => units.energy_unit(),
         Quantity::Dimensionless => "-".into(),
+        Quantity::Stiffness => {
+            format!("{}/{}", units.force_unit(dof), units.displacement_unit(dof))
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use super::finite_positive;
 use super::schema::{AnalysisSpec, OutputSpec};
 use crate::error::Diagnostics;
+use crate::model::fom::{EstimatorSettings, Linearization, TangentUpdate, DEFAULT_PSI};
 use crate::model::{
     AnalysisSettings, IntegratorKind, Lsrt2Projection, OutputSettings, StartMode, Substructure,
     LSRT2_GAMMA_HIGH, LSRT2_GAMMA_LOW, MAX_FORCE_DELAY, MAX_SUBCYCLES,
@@ -55,6 +56,7 @@ pub(super) fn analysis(
     }
     let force_delay = force_delay(a, integrator, substructures, diag);
     let (projection, coarse) = lsrt2_partitioned(a, integrator, start, substructures, diag);
+    let estimator = estimator(a, integrator, rho_inf, diag);
     if diag.len() > before {
         return None;
     }
@@ -70,6 +72,7 @@ pub(super) fn analysis(
         force_delay,
         projection,
         coarse,
+        estimator,
     })
 }
 
@@ -205,12 +208,14 @@ fn integrator(a: &AnalysisSpec, diag: &mut Diagnostics) -> IntegratorKind {
         "explicit-rths" => IntegratorKind::ExplicitRths,
         "lsrt2-partitioned" => IntegratorKind::Lsrt2Partitioned,
         "lsrt2-interfield" => IntegratorKind::Lsrt2Interfield,
+        "fom" => IntegratorKind::Fom,
+        "osm" => IntegratorKind::Osm,
         other => {
             diag.push(
                 "analysis.integrator",
                 format!(
                     "unknown integrator `{other}` (mg-alpha, pg-alpha, lsrt2, trapezoidal, llm, \
-                     explicit-rths, lsrt2-partitioned, lsrt2-interfield)"
+                     explicit-rths, lsrt2-partitioned, lsrt2-interfield, fom, osm)"
                 ),
             );
             IntegratorKind::MgAlpha
@@ -405,4 +410,119 @@ pub(super) fn output(spec: &OutputSpec, diag: &mut Diagnostics) -> OutputSetting
         elements: spec.elements.unwrap_or(true),
         energy: spec.energy.unwrap_or(true),
     }
+}
+
+/// `[analysis.estimator]` of `fom` and `osm` (defaults without the table), and ρ∞ of the two
+/// schemes: FOM is Newmark's average acceleration (ρ∞ = 1 only), OSM becomes α-OS for
+/// ρ∞ ∈ [0.5, 1) (HHT α = (ρ∞ − 1)/(ρ∞ + 1) ∈ [−1/3, 0]).
+fn estimator(
+    a: &AnalysisSpec,
+    integrator: IntegratorKind,
+    rho_inf: f64,
+    diag: &mut Diagnostics,
+) -> EstimatorSettings {
+    let fom = integrator == IntegratorKind::Fom;
+    let osm = integrator == IntegratorKind::Osm;
+    if fom && a.rho_inf.is_some_and(|r| r != 1.0) {
+        diag.push(
+            "analysis.rho_inf",
+            "fom steps with Newmark's average acceleration rule (ρ∞ = 1); use osm for α-OS",
+        );
+    }
+    if osm && rho_inf.is_finite() && rho_inf < 0.5 {
+        diag.push(
+            "analysis.rho_inf",
+            format!("osm (α-OS) needs ρ∞ in [0.5, 1] (HHT α in [−1/3, 0]), found {rho_inf}"),
+        );
+    }
+    let mut out = EstimatorSettings::default();
+    let Some(e) = &a.estimator else {
+        return out;
+    };
+    if !fom && !osm {
+        diag.push(
+            "analysis.estimator",
+            "only applies to integrator = \"fom\" or \"osm\"",
+        );
+        return out;
+    }
+    let only_fom = |key: &str, given: bool, diag: &mut Diagnostics| {
+        if given && !fom {
+            diag.push(
+                format!("analysis.estimator.{key}"),
+                "only applies to integrator = \"fom\" (osm keeps the initial stiffness)",
+            );
+        }
+    };
+    only_fom("update", e.update.is_some(), diag);
+    only_fom("psi", e.psi.is_some(), diag);
+    only_fom("corrector", e.corrector.is_some(), diag);
+    only_fom("linearize", e.linearize.is_some(), diag);
+    only_fom("reset_at_reversal", e.reset_at_reversal.is_some(), diag);
+    only_fom("threshold", e.threshold.is_some(), diag);
+    if e.i_modification.is_some() && !osm {
+        diag.push(
+            "analysis.estimator.i_modification",
+            "only applies to integrator = \"osm\" (the I-modification corrects its \
+             initial-stiffness corrector)",
+        );
+    }
+    let psi = e.psi.unwrap_or(DEFAULT_PSI);
+    if !(psi.is_finite() && (0.0..=1.0).contains(&psi)) {
+        diag.push(
+            "analysis.estimator.psi",
+            format!("must be in [0, 1] (0: BFGS, 1: DFP), found {psi}"),
+        );
+    }
+    out.update = match e.update.as_deref() {
+        None | Some("bfgs") => TangentUpdate::Bfgs,
+        Some("none") => TangentUpdate::Fixed,
+        Some("dfp") => TangentUpdate::Dfp,
+        Some("broyden") => TangentUpdate::Broyden,
+        Some("broyden-family") => TangentUpdate::BroydenFamily { psi },
+        Some("sr1") => TangentUpdate::Sr1,
+        Some(other) => {
+            diag.push(
+                "analysis.estimator.update",
+                format!(
+                    "unknown tangent update `{other}` (none, bfgs, dfp, broyden, \
+                     broyden-family, sr1)"
+                ),
+            );
+            TangentUpdate::Fixed
+        }
+    };
+    if e.psi.is_some() && !matches!(out.update, TangentUpdate::BroydenFamily { .. }) {
+        diag.push(
+            "analysis.estimator.psi",
+            "only applies to update = \"broyden-family\"",
+        );
+    }
+    if osm {
+        out.update = TangentUpdate::Fixed;
+    }
+    if let Some(t) = e.threshold {
+        if !(t.is_finite() && t >= 0.0) {
+            diag.push(
+                "analysis.estimator.threshold",
+                format!("must be a finite length ≥ 0, found {t}"),
+            );
+        }
+    }
+    out.threshold = e.threshold;
+    out.reset_at_reversal = e.reset_at_reversal.unwrap_or(true);
+    out.corrector = e.corrector.unwrap_or(true);
+    out.linearization = match e.linearize.as_deref() {
+        None | Some("predictor") => Linearization::Predictor,
+        Some("corrected") => Linearization::Corrected,
+        Some(other) => {
+            diag.push(
+                "analysis.estimator.linearize",
+                format!("must be \"predictor\" or \"corrected\", found `{other}`"),
+            );
+            Linearization::Predictor
+        }
+    };
+    out.i_modification = e.i_modification.unwrap_or(false);
+    out
 }

@@ -724,6 +724,35 @@ fn actuator(
         capacity: capacity(a.capacity.as_ref(), f, diag),
         substructure: a.substructure.clone(),
         setup: None,
+        control_error: control_error(a.control_error.as_ref(), f, diag),
+    }
+}
+
+/// `control_error = { kind, amount }` of an actuator of the virtual lab.
+fn control_error(
+    spec: Option<&super::schema::ControlErrorSpec>,
+    f: &str,
+    diag: &mut Diagnostics,
+) -> Option<crate::model::lab::ControlError> {
+    use crate::model::lab::ControlError;
+    let c = spec?;
+    if !(c.amount.is_finite() && c.amount > 0.0) {
+        diag.push(
+            format!("{f}.control_error.amount"),
+            format!("must be a positive, finite length, found {}", c.amount),
+        );
+        return None;
+    }
+    match c.kind.as_str() {
+        "overshoot" => Some(ControlError::Overshoot(c.amount)),
+        "undershoot" => Some(ControlError::Undershoot(c.amount)),
+        other => {
+            diag.push(
+                format!("{f}.control_error.kind"),
+                format!("must be \"overshoot\" or \"undershoot\", found `{other}`"),
+            );
+            None
+        }
     }
 }
 

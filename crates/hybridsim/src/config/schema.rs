@@ -256,6 +256,37 @@ pub struct AnalysisSpec {
     /// numerical one).
     #[serde(default)]
     pub coarse: Option<String>,
+    /// `fom`/`osm`: tangent-stiffness estimation and scheme options.
+    #[serde(default)]
+    pub estimator: Option<EstimatorSpec>,
+}
+
+/// `[analysis.estimator]` (integrators `fom` and `osm`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EstimatorSpec {
+    /// `none`, `bfgs` (default), `dfp`, `broyden`, `broyden-family`, `sr1` (fom).
+    #[serde(default)]
+    pub update: Option<String>,
+    /// ψ of the Broyden family, in [0, 1] (default 0.5).
+    #[serde(default)]
+    pub psi: Option<f64>,
+    /// Reset to the initial stiffness at a displacement reversal (default true).
+    #[serde(default)]
+    pub reset_at_reversal: Option<bool>,
+    /// Smallest predictor increment that updates the estimate (model length units; default
+    /// 2.5 × the actuators' displacement resolution).
+    #[serde(default)]
+    pub threshold: Option<f64>,
+    /// fom: apply the corrector (default true).
+    #[serde(default)]
+    pub corrector: Option<bool>,
+    /// fom: `predictor` (default) or `corrected`: where the predictor linearizes.
+    #[serde(default)]
+    pub linearize: Option<String>,
+    /// osm: the I-modification of the measured force (default false).
+    #[serde(default)]
+    pub i_modification: Option<bool>,
 }
 
 /// `[output]`.
@@ -436,6 +467,10 @@ pub struct ActuatorSpec {
     /// Loading-system stiffness.
     #[serde(default)]
     pub loading_stiffness: Option<f64>,
+    /// Virtual lab: a constant displacement control error `{ kind = "overshoot" |
+    /// "undershoot", amount }` (specimen length units).
+    #[serde(default)]
+    pub control_error: Option<ControlErrorSpec>,
     /// Delay and compliance compensation.
     #[serde(default)]
     pub compensation: Option<CompensationSpec>,
@@ -726,4 +761,14 @@ pub struct RunnerSpec {
     /// Results ring capacity in rows.
     #[serde(default)]
     pub results_ring: Option<i64>,
+}
+
+/// `[[lab.actuator]] control_error`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlErrorSpec {
+    /// `overshoot` or `undershoot`.
+    pub kind: String,
+    /// Size of the error (specimen length units, > 0).
+    pub amount: f64,
 }

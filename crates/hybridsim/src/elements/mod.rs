@@ -90,6 +90,8 @@ pub enum Quantity {
     Energy,
     /// No unit.
     Dimensionless,
+    /// Stiffness (force per displacement of the DOF).
+    Stiffness,
 }
 
 /// Scalar type the element laws are written over: `f64` for values, [`Dual64`] for tangents.

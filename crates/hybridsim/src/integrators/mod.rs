@@ -13,21 +13,27 @@
 
 mod alpha;
 mod explicit_rths;
+mod fom;
 mod llm;
 mod lsrt2;
 mod lsrt2_interfield;
 mod lsrt2_partitioned;
 mod mg_alpha;
+mod osm;
 mod pg_alpha;
+pub mod second_order;
 mod step_error;
+pub mod tangent;
 
 pub use alpha::{AlphaParameters, AlphaState, AlphaStepper};
 pub use explicit_rths::ExplicitRths;
+pub use fom::Fom;
 pub use llm::{Llm, LlmRun};
 pub use lsrt2::Lsrt2;
 pub use lsrt2_interfield::Lsrt2Interfield;
 pub use lsrt2_partitioned::Lsrt2Partitioned;
 pub use mg_alpha::MgAlpha;
+pub use osm::Osm;
 pub use pg_alpha::{FreeTask, PartitionRun, PgAlpha};
 pub use step_error::StepError;
 
@@ -318,6 +324,12 @@ pub fn build_with(
     if a.integrator == IntegratorKind::ExplicitRths {
         return build_explicit_rths(model, connector);
     }
+    if a.integrator == IntegratorKind::Fom {
+        return Ok(Box::new(Fom::new(model, connector)?));
+    }
+    if a.integrator == IntegratorKind::Osm {
+        return Ok(Box::new(Osm::new(model, connector)?));
+    }
     if model.lab.is_some()
         && !matches!(
             a.integrator,
@@ -345,7 +357,9 @@ pub fn build_with(
             | IntegratorKind::PgAlpha
             | IntegratorKind::ExplicitRths
             | IntegratorKind::Lsrt2Partitioned
-            | IntegratorKind::Lsrt2Interfield => {
+            | IntegratorKind::Lsrt2Interfield
+            | IntegratorKind::Fom
+            | IntegratorKind::Osm => {
                 "its physical elements are evaluated by numerical stand-ins: the laboratory \
                  behind them is not driven by this scheme yet"
             }
@@ -388,7 +402,9 @@ pub fn build_with(
                 .map_err(|e| ModelError::single(&model.source, "lab.link", e))?;
             Box::new(PgAlpha::new(parts, &settings).map_err(err)?)
         }
-        IntegratorKind::ExplicitRths => unreachable!("built above"),
+        IntegratorKind::ExplicitRths | IntegratorKind::Fom | IntegratorKind::Osm => {
+            unreachable!("built above")
+        }
         IntegratorKind::Lsrt2Partitioned => {
             let mut parts = build_partitions(model, Grouping::Partitioned)?;
             connect_labs(&mut parts, connector)

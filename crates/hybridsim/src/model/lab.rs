@@ -538,6 +538,30 @@ pub struct ActuatorSettings {
     /// Index into [`LabSettings::setups`] of the kinematic setup the actuator belongs to (its
     /// `dofs` are then the setup's and `coefficients` is empty).
     pub setup: Option<usize>,
+    /// A constant displacement control error of the virtual lab (none by default).
+    pub control_error: Option<ControlError>,
+}
+
+/// A constant displacement control error (Hung and El-Tawil 2009; OpenFresco's
+/// `ErrorSimUndershoot`/`ErrorSimOvershoot` filters): the achieved displacement is the
+/// actuator's output plus `amount` in the direction of the command's last change
+/// (overshoot), or minus it (undershoot). Specimen length units.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ControlError {
+    /// Past the target in the direction of motion.
+    Overshoot(f64),
+    /// Short of the target.
+    Undershoot(f64),
+}
+
+impl ControlError {
+    /// The signed offset for a command moving in direction `direction` (±1, 0 at rest).
+    pub fn offset(&self, direction: f64) -> f64 {
+        match self {
+            Self::Overshoot(e) => e * direction,
+            Self::Undershoot(e) => -e * direction,
+        }
+    }
 }
 
 /// Kinematics of an experimental setup (`[[lab.setup]] geometry`).

@@ -5,6 +5,7 @@
 //! of the configuration layer above, [`Model::from_toml`]; referenced files (records) are read
 //! through a [`SourceResolver`] supplied by the caller, so this crate performs no I/O itself.
 
+pub mod fom;
 pub mod imposed_motion;
 pub mod lab;
 pub mod updating;
@@ -171,6 +172,12 @@ pub enum IntegratorKind {
     /// rate with the measured force fed back `force_delay` controller samples later
     /// ([`crate::integrators::ExplicitRths`]).
     ExplicitRths,
+    /// The full-operator method of Hung and El-Tawil (2009), predictor–corrector with an
+    /// estimated tangent stiffness ([`crate::integrators::Fom`]).
+    Fom,
+    /// Operator splitting with the initial stiffness (Nakashima et al. 1990), α-OS for
+    /// ρ∞ < 1 (Combescure and Pegon 1997) ([`crate::integrators::Osm`]).
+    Osm,
     /// Partitioned LSRT2 with the acceleration-continuity constraint and explicit multipliers
     /// at both stages, every subdomain at the same step (Bursi et al. 2011, §3).
     Lsrt2Partitioned,
@@ -213,6 +220,8 @@ impl IntegratorKind {
             Self::ExplicitRths => "explicit-rths",
             Self::Lsrt2Partitioned => "lsrt2-partitioned",
             Self::Lsrt2Interfield => "lsrt2-interfield",
+            Self::Fom => "fom",
+            Self::Osm => "osm",
         }
     }
 }
@@ -252,6 +261,8 @@ pub struct AnalysisSettings {
     pub projection: Lsrt2Projection,
     /// `lsrt2-interfield`: index of the coarse substructure (None: not that scheme).
     pub coarse: Option<usize>,
+    /// `fom`/`osm`: `[analysis.estimator]`.
+    pub estimator: fom::EstimatorSettings,
 }
 
 impl AnalysisSettings {

@@ -873,6 +873,27 @@ impl PhysicalSubstructure for LabProvider {
         Ok(())
     }
 
+    fn measured_displacement(&self, out: &mut [f64]) -> bool {
+        // The control error of every actuator (measured − desired, specimen units) mapped to
+        // the DOFs and added to the last commanded DOF displacement.
+        const MAX: usize = 32;
+        let na = self.desired.len();
+        if na > MAX || out.len() != self.u_trial.len() {
+            return false;
+        }
+        let mut e = [0.0; MAX];
+        for ((e, m), d) in e.iter_mut().zip(&self.achieved).zip(&self.desired) {
+            *e = m - d;
+        }
+        if !self.map.errors_to_dofs(&e[..na], out) {
+            return false;
+        }
+        for (o, u) in out.iter_mut().zip(&self.u_trial) {
+            *o += u;
+        }
+        true
+    }
+
     fn potential_energy(&self) -> Option<f64> {
         // The virtual specimen's own energy when it is at prototype scale; else (hardware,
         // links, scaled specimens) the measured work of the specimen's force on the commanded

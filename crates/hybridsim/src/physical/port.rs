@@ -116,6 +116,13 @@ pub trait PhysicalSubstructure: Send {
         None
     }
 
+    /// The displacement measured at the last command, over the partition DOFs, into `out`;
+    /// `false` when the substructure has no displacement measurement (stand-ins, links). Used
+    /// by the I-modification of operator splitting. Allocation-free.
+    fn measured_displacement(&self, _out: &mut [f64]) -> bool {
+        false
+    }
+
     /// Names of the substructure's recorded channels (element states, …).
     fn channel_names(&self) -> Vec<(String, Quantity, String)> {
         Vec::new()
@@ -422,6 +429,9 @@ impl PhysicalSubstructure for Intercepted {
     }
     fn potential_energy(&self) -> Option<f64> {
         self.inner.potential_energy()
+    }
+    fn measured_displacement(&self, out: &mut [f64]) -> bool {
+        self.inner.measured_displacement(out)
     }
     fn channel_names(&self) -> Vec<(String, Quantity, String)> {
         self.inner.channel_names()

@@ -71,6 +71,9 @@ struct Channel {
     servo: Option<ServoLoop>,
     /// Blocks on the measured displacement after the ADC.
     measurement: Option<Series>,
+    /// The last command and the direction of its last change (control-error models).
+    last_command: f64,
+    direction: f64,
 }
 
 /// The virtual laboratory.
@@ -132,6 +135,8 @@ impl VirtualLab {
                 force: 0.0,
                 achieved: 0.0,
                 force_true: 0.0,
+                last_command: 0.0,
+                direction: 0.0,
                 servo: s
                     .controller
                     .as_ref()
@@ -415,7 +420,18 @@ impl TransferSystem for VirtualLab {
                     Some(servo) => servo.step(cmd[k].d, ch.achieved),
                     None => cmd[k].d,
                 };
-                ch.actuator.tick(u, dt, f_prev)
+                let x = ch.actuator.tick(u, dt, f_prev);
+                match ch.settings.control_error {
+                    Some(e) => {
+                        let change = cmd[k].d - ch.last_command;
+                        if change != 0.0 {
+                            ch.direction = change.signum();
+                        }
+                        ch.last_command = cmd[k].d;
+                        x + e.offset(ch.direction)
+                    }
+                    None => x,
+                }
             };
             let (v, a) = match ch.actuator {
                 _ if stuck => (0.0, 0.0),

@@ -614,6 +614,27 @@ impl SetupMap {
         }
     }
 
+    /// Prototype DOF displacements `out` of actuator displacement errors `e` (specimen units)
+    /// through the linear rows; `false` when a kinematic setup takes part (no linear inverse
+    /// of its errors is kept). Allocation-free.
+    pub fn errors_to_dofs(&self, e: &[f64], out: &mut [f64]) -> bool {
+        let Some((m, act)) = &self.linear else {
+            return false;
+        };
+        if !self.parts.is_empty() {
+            return false;
+        }
+        let na = act.len();
+        for (j, o) in out.iter_mut().enumerate().take(self.n_dof) {
+            let mut acc = 0.0;
+            for (r, &k) in act.iter().enumerate() {
+                acc += m.p[j * na + r] * e[k];
+            }
+            *o = acc * self.s_g;
+        }
+        true
+    }
+
     /// The virtual lab's side: prototype DOF displacements, velocities and accelerations `u`,
     /// `v`, `a` for specimen actuator displacements, velocities and accelerations `x`, `xv`,
     /// `xa`; `u` holds the last solution on entry (Newton's start for a nonlinear setup).

@@ -1,0 +1,473 @@
+//! The full-operator method and operator splitting (`integrator = "fom"` / `"osm"`): the
+//! undamped SDOF study of Hung and El-Tawil (2009) with a wrong stiffness estimate, orders of
+//! accuracy on a linear model against the closed form, an inelastic SDOF against a fine-step
+//! reference, and the errors of models that cannot use the schemes.
+mod common;
+use common::*;
+
+/// Undamped SDOF, m = k = 1 (ω = 1), d0 = 1: the mass numerical, the spring the specimen
+/// (numerical stand-in), with the estimate `ratio × k`.
+fn sdof(integrator: &str, dt: f64, duration: f64, ratio: f64, extra: &str) -> String {
+    format!(
+        r#"
+[[node]]
+id = 1
+dofs = ["x"]
+initial_displacement = {{ x = 1.0 }}
+
+[substructure.specimen]
+physical = true
+estimate = {{ dofs = [[1, "x"]], stiffness = [[{ratio}]] }}
+
+[[element]]
+type = "mass"
+node = 1
+mass = 1.0
+substructure = "specimen"
+
+[[element]]
+type = "spring"
+name = "k"
+nodes = [1]
+dof = "x"
+k = 1.0
+substructure = "specimen"
+
+[analysis]
+integrator = "{integrator}"
+time_step = {dt}
+duration = {duration}
+{extra}
+"#
+    )
+}
+
+/// Displacements of node 1 after every step.
+fn history(text: &str) -> Vec<f64> {
+    let m = model(text);
+    let mut integ = hybridsim::integrators::build(&m).unwrap_or_else(|e| panic!("{e}"));
+    let n = m.analysis.n_steps();
+    let mut out = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        integ.step().unwrap();
+        out.push(integ.state(0)[0]);
+    }
+    out
+}
+
+fn peak(x: &[f64]) -> f64 {
+    x.iter().fold(0.0f64, |m, v| m.max(v.abs()))
+}
+
+/// The paper's span: 50 s (ALGORITHMS.md B7). With the corrector the amplitude stays 1 within
+/// 1 % below and 6 % above (Ω = 0.1 with ratio 10 grows to 1.054: the corrector is slightly
+/// unstable when the stiffness is overestimated, ρ = 1.000109 per step, ALGORITHMS.md E39); without it, an underestimated stiffness (ratio 0.1) makes it grow and an
+/// overestimated one (ratio 10) makes it decay.
+#[test]
+fn sdof_study_with_and_without_the_corrector() {
+    for omega in [0.02, 0.1] {
+        let steps_per_cycle = (2.0 * std::f64::consts::PI / omega).ceil() as usize;
+        for ratio in [0.1, 10.0] {
+            let with = history(&sdof(
+                "fom",
+                omega,
+                50.0,
+                ratio,
+                "[analysis.estimator]\nupdate = \"none\"",
+            ));
+            let amp = peak(&with);
+            assert!(
+                (0.99..=1.06).contains(&amp),
+                "corrector, Ω = {omega}, ratio {ratio}: peak {amp}"
+            );
+            let last = peak(&with[with.len() - steps_per_cycle..]);
+            assert!(
+                last > 0.95,
+                "corrector, Ω = {omega}, ratio {ratio}: last {last}"
+            );
+            let without = history(&sdof(
+                "fom",
+                omega,
+                50.0,
+                ratio,
+                "[analysis.estimator]\nupdate = \"none\"\ncorrector = false",
+            ));
+            let last = peak(&without[without.len() - steps_per_cycle..]);
+            eprintln!("Ω = {omega}, ratio {ratio}: with corrector peak {amp:.5}, without: last-cycle amplitude {last:.5}");
+            if ratio < 1.0 {
+                assert!(
+                    last > 1.3,
+                    "no corrector, Ω = {omega}, ratio {ratio}: {last}"
+                );
+            } else {
+                assert!(
+                    last < 0.2,
+                    "no corrector, Ω = {omega}, ratio {ratio}: {last}"
+                );
+            }
+        }
+    }
+}
+
+/// With the exact estimate both schemes are Newmark's average acceleration rule: second order
+/// against the closed form cos t at t = 1.
+#[test]
+fn second_order_with_the_exact_stiffness() {
+    for (integrator, extra) in [
+        ("fom", "[analysis.estimator]\nupdate = \"none\""),
+        ("fom", "[analysis.estimator]\nupdate = \"bfgs\""),
+        ("osm", ""),
+    ] {
+        let errors: Vec<f64> = [0.1, 0.05, 0.025, 0.0125]
+            .iter()
+            .map(|dt| {
+                let h = history(&sdof(integrator, *dt, 1.0, 1.0, extra));
+                (h.last().unwrap() - 1.0f64.cos()).abs()
+            })
+            .collect();
+        let s = slopes(&errors);
+        eprintln!("{integrator} {extra:?}: errors {errors:?}, slopes {s:?}");
+        assert!(
+            s.iter().all(|p| (*p - 2.0).abs() < 0.1),
+            "{integrator}: {s:?}"
+        );
+    }
+}
+
+/// With a wrong estimate (ratio 2) both stay second order on a linear model (measured slopes
+/// 1.95–2.00): the error of the linearization is O(Δt²) per step times the acceleration change.
+#[test]
+fn order_with_a_wrong_estimate() {
+    for integrator in ["fom", "osm"] {
+        let extra = if integrator == "fom" {
+            "[analysis.estimator]\nupdate = \"none\""
+        } else {
+            ""
+        };
+        let errors: Vec<f64> = [0.1, 0.05, 0.025, 0.0125]
+            .iter()
+            .map(|dt| {
+                let h = history(&sdof(integrator, *dt, 1.0, 2.0, extra));
+                (h.last().unwrap() - 1.0f64.cos()).abs()
+            })
+            .collect();
+        let s = slopes(&errors);
+        eprintln!("{integrator}, estimate ratio 2: errors {errors:?}, slopes {s:?}");
+        assert!(s.iter().all(|p| *p > 1.8), "{integrator}: {s:?}");
+    }
+}
+
+#[test]
+fn errors_name_the_field() {
+    let bad = |extra: &str, integrator: &str, field: &str| {
+        let text = sdof(integrator, 0.01, 1.0, 1.0, extra);
+        let e = hybridsim::Model::from_toml(&text, "bad.toml", &hybridsim::model::NoFiles)
+            .err()
+            .unwrap_or_else(|| panic!("accepted {extra}"))
+            .to_string();
+        assert!(e.contains("bad.toml") && e.contains(field), "{e}");
+    };
+    bad(
+        "[analysis.estimator]\nupdate = \"newton\"",
+        "fom",
+        "analysis.estimator.update",
+    );
+    bad(
+        "[analysis.estimator]\nupdate = \"broyden-family\"\npsi = 1.5",
+        "fom",
+        "analysis.estimator.psi",
+    );
+    bad(
+        "[analysis.estimator]\npsi = 0.3",
+        "fom",
+        "analysis.estimator.psi",
+    );
+    bad(
+        "[analysis.estimator]\nthreshold = -1.0",
+        "fom",
+        "analysis.estimator.threshold",
+    );
+    bad(
+        "[analysis.estimator]\nlinearize = \"x\"",
+        "fom",
+        "analysis.estimator.linearize",
+    );
+    bad(
+        "[analysis.estimator]\ni_modification = true",
+        "fom",
+        "analysis.estimator.i_modification",
+    );
+    bad(
+        "[analysis.estimator]\nupdate = \"sr1\"",
+        "osm",
+        "analysis.estimator.update",
+    );
+    bad(
+        "[analysis.estimator]\nupdate = \"sr1\"",
+        "mg-alpha",
+        "analysis.estimator",
+    );
+    bad("rho_inf = 0.3", "osm", "analysis.rho_inf");
+    bad("rho_inf = 0.8", "fom", "analysis.rho_inf");
+}
+
+/// An inelastic SDOF: a 1 t mass on a bilinear (Mostaghel) specimen, k = 4e5 N/m, 2 % post-
+/// yield ratio, yield at 5 mm, under a seeded synthetic record scaled to PGA = 1 g.
+fn inelastic(integrator: &str, dt: f64, extra: &str) -> String {
+    format!(
+        r#"
+[[node]]
+id = 1
+dofs = ["x"]
+
+[substructure.specimen]
+physical = true
+estimate = {{ dofs = [[1, "x"]], stiffness = [[4.0e5]] }}
+
+[[element]]
+type = "mass"
+node = 1
+mass = 1000.0
+substructure = "specimen"
+
+[[element]]
+type = "mostaghel"
+name = "storey"
+nodes = [1]
+dof = "x"
+k = 4.0e5
+alpha = 0.02
+delta = 0.005
+substructure = "specimen"
+
+[[ground_motion]]
+direction = "x"
+synthetic = {{ seed = 15, duration = 8.0, pga = 1.0 }}
+
+[analysis]
+integrator = "{integrator}"
+time_step = {dt}
+duration = 8.0
+{extra}
+"#
+    )
+}
+
+/// `(d, r)` after every step: the displacement of node 1 and the specimen force, read from
+/// the force column of the recorded specimen channel through a monolithic state (mg-alpha:
+/// the element's `r` state) or the FOM/OSM partition (the force measured at the predictor).
+fn displacements(text: &str) -> Vec<f64> {
+    history(text)
+}
+
+/// Cumulative energy error E_c (Hung and El-Tawil 2009, eq 18) against a fine-step reference:
+/// `Σ_j |r_j^ref (d_j − d_j^ref)|`.
+fn cumulative_energy_error(d: &[f64], d_ref: &[f64], r_ref: &[f64]) -> f64 {
+    d.iter()
+        .zip(d_ref)
+        .zip(r_ref)
+        .map(|((d, dr), r)| (r * (d - dr)).abs())
+        .sum()
+}
+
+/// FOM with every tangent update beats OSM (initial stiffness) on E_c; all reported.
+#[test]
+fn inelastic_sdof_energy_error_fom_beats_osm() {
+    let dt = 0.01;
+    let sub = 20;
+    // Reference: the monolithic trapezoidal rule at Δt/20, sampled at Δt.
+    let m = model(&inelastic("mg-alpha", dt / sub as f64, ""));
+    let mut integ = hybridsim::integrators::build(&m).unwrap();
+    let (mut d_ref, mut r_ref) = (Vec::new(), Vec::new());
+    for k in 1..=m.analysis.n_steps() {
+        integ.step().unwrap();
+        if k % sub == 0 {
+            d_ref.push(integ.state(0)[0]);
+            r_ref.push(integ.state(0)[2]); // the Mostaghel element's force state `r`
+        }
+    }
+    let peak_ref = peak(&d_ref);
+    assert!(peak_ref > 0.01, "the reference yields: peak {peak_ref}");
+    let osm = displacements(&inelastic("osm", dt, ""));
+    let e_osm = cumulative_energy_error(&osm, &d_ref, &r_ref);
+    eprintln!("reference peak {peak_ref:.5} m; OSM E_c = {e_osm:.4e} J");
+    for update in ["none", "bfgs", "dfp", "broyden", "broyden-family", "sr1"] {
+        let fom = displacements(&inelastic(
+            "fom",
+            dt,
+            &format!("[analysis.estimator]\nupdate = \"{update}\"\nthreshold = 1e-6"),
+        ));
+        let e = cumulative_energy_error(&fom, &d_ref, &r_ref);
+        eprintln!(
+            "FOM {update}: E_c = {e:.4e} J, E_c/E_c(OSM) = {:.4}",
+            e / e_osm
+        );
+        assert!(e < e_osm, "FOM {update}: {e} ≥ OSM {e_osm}");
+    }
+}
+
+/// `examples/fom_01_six_storey.toml` with a seeded synthetic record at PGA = 1 g (no file
+/// needed), `duration` s, and `edit` applied.
+fn six_storey(duration: f64, edit: impl FnOnce(&mut toml::Table)) -> hybridsim::Model {
+    example_with("fom_01_six_storey.toml", |t| {
+        t.insert(
+            "ground_motion".into(),
+            toml::Value::Array(vec![toml::Value::Table(
+                "direction = \"x\"\nsynthetic = { seed = 15, duration = 10.0, pga = 1.0 }"
+                    .parse()
+                    .unwrap(),
+            )]),
+        );
+        set(t, "analysis", "duration", duration);
+        edit(t);
+    })
+}
+
+/// Node-1 displacement after every step.
+fn run_node1(m: &hybridsim::Model) -> Vec<f64> {
+    let mut integ = hybridsim::integrators::build(m).unwrap_or_else(|e| panic!("{e}"));
+    (0..m.analysis.n_steps())
+        .map(|_| {
+            integ.step().unwrap_or_else(|e| panic!("{e}"));
+            integ.state(0)[0]
+        })
+        .collect()
+}
+
+fn set_integrator(t: &mut toml::Table, integrator: &str, update: Option<&str>) {
+    set(t, "analysis", "integrator", integrator);
+    let a = t["analysis"].as_table_mut().unwrap();
+    a.remove("estimator");
+    if let Some(u) = update {
+        a.insert(
+            "estimator".into(),
+            toml::Value::Table(format!("update = \"{u}\"").parse().unwrap()),
+        );
+    }
+}
+
+fn overshoot(t: &mut toml::Table, amount: f64) {
+    let act = t["lab"]["actuator"].as_array_mut().unwrap()[0]
+        .as_table_mut()
+        .unwrap();
+    act.insert(
+        "control_error".into(),
+        toml::Value::Table(
+            format!("kind = \"overshoot\"\namount = {amount:e}")
+                .parse()
+                .unwrap(),
+        ),
+    );
+}
+
+/// The six-storey building, first storey on the virtual lab: E_c at node 1 against a
+/// monolithic trapezoidal reference at Δt/10, for FOM with every update and for OSM, with an
+/// exact actuator and with a constant 0.001 in (2.54e-5 m) overshoot.
+#[test]
+fn six_storey_on_the_virtual_lab_with_overshoot() {
+    let duration = 10.0;
+    let sub = 10;
+    let reference = six_storey(duration, |t| {
+        set_integrator(t, "mg-alpha", None);
+        t.remove("lab");
+        t.remove("safety");
+        set(t, "analysis", "time_step", 0.005 / sub as f64);
+    });
+    let mut integ = hybridsim::integrators::build(&reference).unwrap();
+    let (mut d_ref, mut r_ref) = (Vec::new(), Vec::new());
+    for k in 1..=reference.analysis.n_steps() {
+        integ.step().unwrap();
+        if k % sub == 0 {
+            d_ref.push(integ.state(0)[0]);
+            r_ref.push(integ.state(0)[12]); // storey 1's force state `r`
+        }
+    }
+    eprintln!("reference: peak storey-1 drift {:.4} m", peak(&d_ref));
+    let e_c = |integrator: &str, update: Option<&str>, error: f64| {
+        let m = six_storey(duration, |t| {
+            set_integrator(t, integrator, update);
+            if error > 0.0 {
+                overshoot(t, error);
+            }
+        });
+        let d = run_node1(&m);
+        cumulative_energy_error(&d, &d_ref, &r_ref)
+    };
+    let osm = e_c("osm", None, 0.0);
+    let osm_over = e_c("osm", None, 2.54e-5);
+    eprintln!("OSM: E_c = {osm:.4e} J exact actuator, {osm_over:.4e} J with overshoot");
+    for update in ["none", "bfgs", "dfp", "broyden", "broyden-family", "sr1"] {
+        let fom = e_c("fom", Some(update), 0.0);
+        let fom_over = e_c("fom", Some(update), 2.54e-5);
+        eprintln!(
+            "FOM {update}: E_c = {fom:.4e} J ({:.4} of OSM), with overshoot {fom_over:.4e} J \
+             ({:.4} of OSM with overshoot)",
+            fom / osm,
+            fom_over / osm_over
+        );
+        assert!(fom < osm && fom_over < osm_over, "FOM {update}");
+    }
+}
+
+/// Spectral radius of the amplification matrix built numerically through export/import of the
+/// state (as `hybridsim analyze spectral` does): FOM with the exact estimate is the trapezoidal
+/// rule (ρ = 1); with ratio 10 it is slightly unstable at Ω = 0.1 (ρ ≈ 1.0001, ALGORITHMS.md
+/// E39) and 1.19 at Ω = 1; OSM with an overestimated K_I stays ρ ≤ 1.
+#[test]
+fn spectral_radius_against_the_stiffness_ratio() {
+    let rho = |integrator: &str, omega: f64, ratio: f64| {
+        let extra = if integrator == "fom" {
+            "[analysis.estimator]\nupdate = \"none\""
+        } else {
+            ""
+        };
+        let m = model(&sdof(integrator, omega, omega, ratio, extra));
+        let mut integ = hybridsim::integrators::build(&m).unwrap();
+        let a = hybridsim::analysis::spectral::amplification_matrix(integ.as_mut()).unwrap();
+        hybridsim::analysis::spectral::spectral_radius(&a)
+    };
+    let r = rho("fom", 0.1, 1.0);
+    assert!((r - 1.0).abs() < 1e-9, "{r}");
+    let r = rho("fom", 0.1, 10.0);
+    eprintln!("FOM, ratio 10: ρ(Ω = 0.1) = {r}");
+    assert!(r > 1.00005 && r < 1.0002, "{r}");
+    let r = rho("fom", 1.0, 10.0);
+    eprintln!("FOM, ratio 10: ρ(Ω = 1) = {r}");
+    assert!(r > 1.1 && r < 1.3, "{r}");
+    let r = rho("fom", 2.0, 0.1);
+    assert!(r > 1.5, "FOM, ratio 0.1, Ω = 2: {r}");
+    for omega in [0.1, 1.0, 10.0] {
+        let r = rho("osm", omega, 10.0);
+        assert!(r <= 1.0 + 1e-9, "OSM, ratio 10, Ω = {omega}: {r}");
+    }
+}
+
+/// The I-modification acts on the virtual lab's measured displacement: with an exact actuator
+/// (no ADC error beyond 1 µm) it changes OSM little; with a 0.001 in overshoot it removes
+/// `K_I (d^m − d̃)` from the measured force. Both runs complete; the E_c are reported.
+#[test]
+fn osm_i_modification_uses_the_measured_displacement() {
+    let m = |imod: bool, error: f64| {
+        six_storey(3.0, |t| {
+            set_integrator(t, "osm", None);
+            if imod {
+                let a = t["analysis"].as_table_mut().unwrap();
+                a.insert(
+                    "estimator".into(),
+                    toml::Value::Table("i_modification = true".parse().unwrap()),
+                );
+            }
+            if error > 0.0 {
+                overshoot(t, error);
+            }
+        })
+    };
+    let plain = run_node1(&m(false, 2.54e-5));
+    let modified = run_node1(&m(true, 2.54e-5));
+    let diff = plain
+        .iter()
+        .zip(&modified)
+        .fold(0.0f64, |a, (x, y)| a.max((x - y).abs()));
+    eprintln!("OSM with overshoot: I-modification changes node 1 by up to {diff:.3e} m");
+    assert!(diff > 0.0, "the I-modification did nothing");
+}
