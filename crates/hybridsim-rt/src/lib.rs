@@ -48,6 +48,7 @@
 #![warn(missing_docs)]
 
 pub mod clock;
+pub mod paced_transfer;
 pub mod sequential;
 pub mod stats;
 

@@ -23,6 +23,10 @@
 //!   returns within a second grace ends in the normal trip path (hold or paced ramp-down);
 //!   one that never returns is left behind (never joined), the writer finishes what it has,
 //!   and run.json says that hybridsim could not hold the laboratory;
+//! - a laboratory on the network gets every command on its own controller tick, also with
+//!   ss commands per coarse step and in the bumpless start inside the build
+//!   ([`crate::paced_transfer`]); the virtual lab, whose clock is the tick count, is released
+//!   a coarse step at a time;
 //! - results and controller-rate lab records travel through the preallocated lock-free rings
 //!   to the writer thread, which keeps run.json's heartbeat (status, counts on disk), exactly
 //!   as in the threaded runner; the abort flag (Ctrl-C, SIGTERM) takes the safety path.
@@ -30,6 +34,7 @@
 //! Nothing in the step thread's loop allocates, locks, prints or touches a file.
 
 use crate::clock::{self, now_ns, sleep_until_with, ThreadSetup, TickPacer};
+use crate::paced_transfer::{PaceClock, PacingConnector};
 use crate::stats::TaskStats;
 use crate::{
     base_json, heartbeat_fields, io, join_within, lock_within, no_realtime_scheduling, panic_text,
@@ -40,6 +45,7 @@ use crate::{
 use hybridsim::integrators::TimeIntegrator;
 use hybridsim::model::lab::{Pacing, TransferKind};
 use hybridsim::output::Recorder;
+use hybridsim::physical::transfer::TransferConnector;
 use hybridsim::physical::SafetySummary;
 use hybridsim::runner::{EndState, Fault, RunEnd, StepExecutor};
 use hybridsim::{Model, StepError};
@@ -80,9 +86,19 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
             return Err(no_realtime_scheduling(hardware, opts, &probe.note));
         }
     }
-    let integ = hybridsim::integrators::build_with(model, opts.connector.as_deref())
+    // Network laboratories: every command on its controller tick, the bumpless start
+    // inside the build included (crate::paced_transfer).
+    let pace = (opts.pacing.unwrap_or(lab.runner.pacing) == Pacing::Realtime).then(|| {
+        let dtc_ns = ((lab.lab.time_scale.dt_c * 1e9).round() as u64).max(1);
+        Arc::new(PaceClock::new(dtc_ns, lab.runner.spin_budget_ns()))
+    });
+    let connector: Option<Arc<dyn TransferConnector>> = match (&opts.connector, &pace) {
+        (Some(c), Some(clock)) => Some(Arc::new(PacingConnector::new(c.clone(), clock.clone()))),
+        (c, _) => c.clone(),
+    };
+    let integ = hybridsim::integrators::build_with(model, connector.as_deref())
         .map_err(|e| StartError::Model(e.to_string()))?;
-    run_sequential(model, integ, opts)
+    run_paced(model, integ, opts, pace)
 }
 
 /// What the supervisor and the step thread share (atomics only).
@@ -219,8 +235,19 @@ struct StepEnd {
 /// module documentation). The integrator must have at least one laboratory.
 pub fn run_sequential(
     model: &Model,
+    integ: Box<dyn TimeIntegrator>,
+    opts: &RunOptions,
+) -> Result<RunOutcome, StartError> {
+    run_paced(model, integ, opts, None)
+}
+
+/// [`run_sequential`], starting `pace` (the clock of the paced network transfer systems)
+/// with the test clock.
+fn run_paced(
+    model: &Model,
     mut integ: Box<dyn TimeIntegrator>,
     opts: &RunOptions,
+    pace: Option<Arc<PaceClock>>,
 ) -> Result<RunOutcome, StartError> {
     let lab = model.lab.as_ref().ok_or_else(|| {
         StartError::Model(format!("{}: the model has no [lab] table", model.source))
@@ -492,6 +519,9 @@ pub fn run_sequential(
         dt: model.analysis.time_step,
     });
     let start_ns = now_ns() + 2_000_000;
+    if let Some(clock) = &pace {
+        clock.start(start_ns);
+    }
     let _ = go_tx.send(Some(start_ns));
 
     // Supervise: every step has a watchdog deadline.
