@@ -44,6 +44,16 @@
 //! and asks for SCHED_FIFO when permitted (and reports when not); pacing `fast` runs the same
 //! code as fast as possible. The threaded run is bit-identical to [`hybridsim::Simulation`]
 //! stepping the same model (same arithmetic on the same data, in the same order).
+//!
+//! Every other scheme that drives a laboratory (`explicit-rths`, and what
+//! [`hybridsim::integrators::build_with`] adds) runs on the paced single-step runner
+//! ([`sequential`], [`run_sequential`]; [`run`] dispatches on `analysis.integrator`): one step
+//! at a time on a real-time thread under a supervising watchdog, with the same rings, writer,
+//! run.json and trip policy; its network transfer systems send every command on its own
+//! controller tick ([`paced_transfer`]). Every paced wait of both runners sleeps with an
+//! absolute `clock_nanosleep` to `[runner] spin_budget` before its deadline and spins only
+//! that stretch ([`clock::sleep_until_with`]), so that SCHED_FIFO threads at 4096 Hz stay
+//! clear of the kernel's real-time throttling.
 
 #![warn(missing_docs)]
 
@@ -89,6 +99,10 @@ pub const FAST_WATCHDOG: Duration = Duration::from_secs(10);
 /// already handles) is not taken for a stalled task; a real controller holds on its own when
 /// commands stop for this long.
 pub const MIN_REALTIME_GRACE: Duration = Duration::from_millis(100);
+/// How long after the set-up of a run the test clock starts: time for the threads to be
+/// spawned, pinned and given SCHED_FIFO (with memory locked, their first pages fault in), so
+/// that the first controller ticks are not late.
+pub const START_MARGIN: Duration = Duration::from_millis(50);
 /// Default interval of the run.json heartbeat during a run.
 pub const JOURNAL_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -1227,7 +1241,7 @@ pub fn run_integrator(
             return Err(io(&p)(e));
         }
     }
-    let start_ns = now_ns() + 2_000_000;
+    let start_ns = now_ns() + START_MARGIN.as_nanos() as u64;
 
     // Workers.
     let ns_cpu = cpu_for(1);

@@ -518,7 +518,7 @@ fn run_paced(
         interval: opts.journal_interval.unwrap_or(JOURNAL_INTERVAL),
         dt: model.analysis.time_step,
     });
-    let start_ns = now_ns() + 2_000_000;
+    let start_ns = now_ns() + crate::START_MARGIN.as_nanos() as u64;
     if let Some(clock) = &pace {
         clock.start(start_ns);
     }
