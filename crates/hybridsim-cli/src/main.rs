@@ -44,11 +44,13 @@ enum Command {
         after_help = "Examples:\n  hybridsim cyclic examples/mostaghel_dcsb.toml --element dcsb --amplitude 0.05 --frequency 0.5 --cycles 3\n  hybridsim cyclic examples/isolated_deck_lrb.toml --element lrb --history ramp --amplitude 0.2 --cycles 4\n  hybridsim cyclic model.toml --element pier --history file --file history.txt --dt 0.001"
     )]
     Cyclic(commands::cyclic::Args),
-    /// Run a hybrid test with a [lab] on the threaded multi-rate runner (virtual lab by
-    /// default): results.csv, controller-rate lab.csv, run.json with the time scale, seeds,
-    /// safety event and per-task timing. Ctrl-C stops through the safety layer.
+    /// Run a hybrid test with a [lab] on the real-time runner (virtual lab by default):
+    /// PG-α on the threaded multi-rate runner, explicit-rths (and every other lab-driving
+    /// scheme) one step per controller tick on a paced real-time thread; results.csv,
+    /// controller-rate lab.csv, run.json with the time scale, seeds, safety event and
+    /// per-task timing. Ctrl-C stops through the safety layer.
     #[command(
-        after_help = "Examples:\n  hybridsim realtime examples/split_mass_delayed_actuator.toml --pacing realtime --allow-soft-realtime\n  hybridsim realtime examples/abbiati2020_lab_1024hz.toml --pacing fast -o out/abbiati2020"
+        after_help = "Examples:\n  hybridsim realtime examples/split_mass_delayed_actuator.toml --pacing realtime --allow-soft-realtime\n  hybridsim realtime examples/abbiati2020_lab_1024hz.toml --pacing fast -o out/abbiati2020\n  hybridsim realtime examples/rths_explicit_frame.toml --pacing realtime --allow-soft-realtime"
     )]
     Realtime(commands::realtime::Args),
     /// Algorithm analysis of the model's scheme: spectral radius, Ω̄ and ζ̄ over Ω = ωΔt

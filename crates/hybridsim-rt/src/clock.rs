@@ -16,7 +16,35 @@ pub fn now_ns() -> u64 {
 
 /// Sleep until the absolute monotonic time `deadline_ns` (`clock_nanosleep` with
 /// `TIMER_ABSTIME`: no drift, unlike relative sleeps). Returns immediately when it has passed.
+/// Spins the last [`DEFAULT_SPIN_NS`]; see [`sleep_until_with`].
 pub fn sleep_until(deadline_ns: u64) {
+    sleep_until_with(deadline_ns, DEFAULT_SPIN_NS);
+}
+
+/// Default spin budget of a paced wait (ns): `[runner] spin_budget`'s default.
+pub const DEFAULT_SPIN_NS: u64 = 50_000;
+
+/// Sleep on the kernel until `deadline_ns − spin_ns` with an absolute `clock_nanosleep`
+/// (`CLOCK_MONOTONIC`, `TIMER_ABSTIME`), then spin on the clock for the rest. A thread under
+/// SCHED_FIFO that spun for the whole wait would use up the kernel's real-time budget
+/// (`sched_rt_runtime_us`, 95 % of each second by default) at high controller rates and be
+/// throttled for tens of milliseconds; sleeping leaves the CPU idle and only the last
+/// `spin_ns` — which absorb the wake-up latency of the sleep — are busy. Returns at once when
+/// the deadline has passed; `spin_ns = 0` sleeps the whole wait. Allocation-free.
+pub fn sleep_until_with(deadline_ns: u64, spin_ns: u64) {
+    let wake = deadline_ns.saturating_sub(spin_ns);
+    if now_ns() < wake {
+        nanosleep_abs(wake);
+    }
+    if spin_ns > 0 {
+        while now_ns() < deadline_ns {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, deadline_ns)`, restarted after a signal.
+fn nanosleep_abs(deadline_ns: u64) {
     let ts = libc::timespec {
         tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
@@ -35,6 +63,32 @@ pub fn sleep_until(deadline_ns: u64) {
             break;
         }
     }
+}
+
+/// CPU time used by the calling thread so far (s): user and system time from
+/// `getrusage(RUSAGE_THREAD)`; what a waiting loop costs shows up here.
+pub fn thread_cpu_seconds() -> f64 {
+    // SAFETY: `usage` is a valid out-pointer; RUSAGE_THREAD is Linux's per-thread usage.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    if r != 0 {
+        return f64::NAN;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// The wake-up latency of an absolute `clock_nanosleep` on this machine: the largest of
+/// `samples` sleeps of `period_ns` (ns) past its deadline. Measured before a paced run to tell
+/// whether a controller tick can be held with the configured spin budget.
+pub fn measure_wakeup_latency(samples: usize, period_ns: u64) -> u64 {
+    let mut worst = 0;
+    for _ in 0..samples {
+        let deadline = now_ns() + period_ns;
+        nanosleep_abs(deadline);
+        worst = worst.max(now_ns().saturating_sub(deadline));
+    }
+    worst
 }
 
 /// What real-time set-up was obtained for one thread.
@@ -108,7 +162,10 @@ pub fn unlock_memory() {
     }
 }
 
-/// Wait politely: spin briefly, then yield, then sleep 20 µs per round.
+/// Wait politely for something without a deadline of its own (a worker's report, the next
+/// job): spin briefly, then sleep 20 µs per round. It never yields in a loop: under
+/// SCHED_FIFO `sched_yield` returns at once when no thread of the same priority waits, which
+/// is a spin that uses up the kernel's real-time budget.
 #[derive(Default)]
 pub struct Backoff {
     n: u32,
@@ -119,10 +176,8 @@ impl Backoff {
     pub fn snooze(&mut self) {
         if self.n < 64 {
             std::hint::spin_loop();
-        } else if self.n < 256 {
-            std::thread::yield_now();
         } else {
-            std::thread::sleep(std::time::Duration::from_micros(20));
+            nanosleep_abs(now_ns() + 20_000);
         }
         self.n = self.n.saturating_add(1);
     }
@@ -138,6 +193,7 @@ pub struct TickPacer {
     start_ns: u64,
     dtc_ns: u64,
     next: u64,
+    spin_ns: u64,
 }
 
 impl TickPacer {
@@ -148,7 +204,14 @@ impl TickPacer {
             start_ns,
             dtc_ns: dtc_ns.max(1),
             next: 0,
+            spin_ns: DEFAULT_SPIN_NS,
         }
+    }
+
+    /// With a spin budget of `spin_ns` at the end of each wait ([`sleep_until_with`]).
+    pub fn with_spin(mut self, spin_ns: u64) -> Self {
+        self.spin_ns = spin_ns;
+        self
     }
 
     /// The next tick to command is `tick` (the one after the last tick commanded).
@@ -169,7 +232,7 @@ impl TickPacer {
     /// Sleep to the next tick's deadline; returns its index.
     pub fn wait(&mut self) -> u64 {
         let i = self.next_tick(now_ns());
-        sleep_until(self.start_ns + i * self.dtc_ns);
+        sleep_until_with(self.start_ns + i * self.dtc_ns, self.spin_ns);
         self.next = i + 1;
         i
     }

@@ -44,13 +44,27 @@
 //! and asks for SCHED_FIFO when permitted (and reports when not); pacing `fast` runs the same
 //! code as fast as possible. The threaded run is bit-identical to [`hybridsim::Simulation`]
 //! stepping the same model (same arithmetic on the same data, in the same order).
+//!
+//! Every other scheme that drives a laboratory (`explicit-rths`, and what
+//! [`hybridsim::integrators::build_with`] adds) runs on the paced single-step runner
+//! ([`sequential`], [`run_sequential`]; [`run`] dispatches on `analysis.integrator`): one step
+//! at a time on a real-time thread under a supervising watchdog, with the same rings, writer,
+//! run.json and trip policy; its network transfer systems send every command on its own
+//! controller tick ([`paced_transfer`]). Every paced wait of both runners sleeps with an
+//! absolute `clock_nanosleep` to `[runner] spin_budget` before its deadline and spins only
+//! that stretch ([`clock::sleep_until_with`]), so that SCHED_FIFO threads at 4096 Hz stay
+//! clear of the kernel's real-time throttling.
 
 #![warn(missing_docs)]
 
 pub mod clock;
+pub mod paced_transfer;
+pub mod sequential;
 pub mod stats;
 
-use clock::{now_ns, sleep_until, Backoff, ThreadSetup, TickPacer};
+pub use sequential::run_sequential;
+
+use clock::{now_ns, sleep_until_with, Backoff, ThreadSetup, TickPacer};
 use hybridsim::assembly::{build_partitions, Grouping};
 use hybridsim::integrators::{FreeTask, PgAlpha, TimeIntegrator};
 use hybridsim::model::lab::Pacing;
@@ -85,6 +99,10 @@ pub const FAST_WATCHDOG: Duration = Duration::from_secs(10);
 /// already handles) is not taken for a stalled task; a real controller holds on its own when
 /// commands stop for this long.
 pub const MIN_REALTIME_GRACE: Duration = Duration::from_millis(100);
+/// How long after the set-up of a run the test clock starts: time for the threads to be
+/// spawned, pinned and given SCHED_FIFO (with memory locked, their first pages fault in), so
+/// that the first controller ticks are not late.
+pub const START_MARGIN: Duration = Duration::from_millis(50);
 /// Default interval of the run.json heartbeat during a run.
 pub const JOURNAL_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -380,6 +398,9 @@ struct Journal {
     stop_writing: AtomicBool,
     /// `true` once the final run.json is written (no heartbeat after it).
     closed: Mutex<bool>,
+    /// The loop thread was left behind holding the rings: finish what is in them and end
+    /// (the paced single-step runner, [`sequential`]).
+    finish: AtomicBool,
 }
 
 /// Up to this many free tasks travel in one job (the physical partitions, or the numerical
@@ -914,14 +935,12 @@ fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> StartError + '_ 
     }
 }
 
-/// Run `model` (PG-α with a `[lab]`) on the threaded runner.
+/// Run `model` (with a `[lab]`): PG-α on the threaded runner, every other lab-driving
+/// scheme of [`hybridsim::integrators::build_with`] on the paced single-step runner
+/// ([`sequential::run`]).
 pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     if model.analysis.integrator != IntegratorKind::PgAlpha {
-        return Err(StartError::Model(format!(
-            "{}: analysis.integrator: the real-time runner needs `pg-alpha`, found `{}`",
-            model.source,
-            model.analysis.integrator.name()
-        )));
+        return sequential::run(model, opts);
     }
     let mut parts = build_partitions(model, Grouping::Partitioned)
         .map_err(|e| StartError::Model(e.to_string()))?;
@@ -932,6 +951,7 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     // refused for lack of real-time scheduling is refused before it commands anything.
     if let Some(lab) = &model.lab {
         if opts.pacing.unwrap_or(lab.runner.pacing) == Pacing::Realtime {
+            spin_refusal(model, lab)?;
             let probe = clock::setup_current_thread(
                 "link",
                 lab.runner.cpus.first().copied(),
@@ -945,7 +965,9 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
             let dtc_ns = ((lab.lab.time_scale.dt_c * 1e9).round() as u64).max(1);
             for part in parts.iter_mut() {
                 if let Some(lab) = part.lab_mut() {
-                    lab.set_tick_clock(Box::new(clock::TickPacer::new(now_ns(), dtc_ns)));
+                    lab.set_tick_clock(Box::new(
+                        clock::TickPacer::new(now_ns(), dtc_ns).with_spin(lab_spin_ns(model)),
+                    ));
                 }
             }
         }
@@ -956,6 +978,71 @@ pub fn run(model: &Model, opts: &RunOptions) -> Result<RunOutcome, StartError> {
     )
     .map_err(|e| StartError::Model(format!("{}: analysis: {e}", model.source)))?;
     run_integrator(model, pg, opts)
+}
+
+/// Whether a realtime-paced run can hold its controller tick with its spin budget: refused
+/// (at `runner.spin_budget`) when the budget is not shorter than the tick (every wait would
+/// spin from start to end and run into the kernel's real-time throttling); a warning when
+/// the budget plus the wake-up latency measured here (the worst of 20 sleeps of a tick)
+/// leaves no sleep. Returns the `pacing` object of run.json and the warning, if any. With
+/// pacing `fast` nothing is measured.
+fn pacing_check(
+    model: &Model,
+    lab: &hybridsim::model::lab::LabConfig,
+    realtime: bool,
+) -> Result<(Value, Option<String>), StartError> {
+    let dtc_ns = ((lab.lab.time_scale.dt_c * 1e9).round() as u64).max(1);
+    let spin_ns = lab.runner.spin_budget_ns();
+    let mut doc = json!({
+        "spin_budget_us": spin_ns as f64 / 1e3,
+        "controller_tick_us": dtc_ns as f64 / 1e3,
+        "sleep": "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) to the deadline minus the spin budget, then spin",
+    });
+    if !realtime {
+        return Ok((doc, None));
+    }
+    spin_refusal(model, lab)?;
+    let latency = clock::measure_wakeup_latency(20, dtc_ns);
+    doc["wakeup_latency_us"] = json!(latency as f64 / 1e3);
+    let warning = (spin_ns + latency >= dtc_ns).then(|| {
+        format!(
+            "runner.spin_budget: {} µs plus the measured wake-up latency of {:.1} µs leave no \
+             sleep in a controller tick of {} µs: the rate may not be held (deadline misses) \
+             and a SCHED_FIFO thread may be throttled",
+            spin_ns as f64 / 1e3,
+            latency as f64 / 1e3,
+            dtc_ns as f64 / 1e3
+        )
+    });
+    doc["holdable"] = json!(warning.is_none());
+    Ok((doc, warning))
+}
+
+/// The refusal of a realtime-paced run whose spin budget is not shorter than its controller
+/// tick (see [`pacing_check`]); called before anything is commanded.
+fn spin_refusal(model: &Model, lab: &hybridsim::model::lab::LabConfig) -> Result<(), StartError> {
+    let dtc_ns = ((lab.lab.time_scale.dt_c * 1e9).round() as u64).max(1);
+    let spin_ns = lab.runner.spin_budget_ns();
+    if spin_ns >= dtc_ns {
+        return Err(StartError::Model(format!(
+            "{}: runner.spin_budget: {} µs is not shorter than the controller tick Δt^C = {} \
+             µs: every wait would spin from start to end and run into the kernel's real-time \
+             throttling; lower spin_budget (the default is {} µs)",
+            model.source,
+            spin_ns as f64 / 1e3,
+            dtc_ns as f64 / 1e3,
+            hybridsim::model::lab::DEFAULT_SPIN_BUDGET_US
+        )));
+    }
+    Ok(())
+}
+
+/// The `[runner] spin_budget` of `model` (ns; the default without a `[lab]`).
+fn lab_spin_ns(model: &Model) -> u64 {
+    model
+        .lab
+        .as_ref()
+        .map_or(clock::DEFAULT_SPIN_NS, |l| l.runner.spin_budget_ns())
 }
 
 /// The refusal of a realtime-paced start without real-time scheduling.
@@ -1113,6 +1200,7 @@ pub fn run_integrator(
         ));
     }
     let dtc_ns = (ts.dt_c * 1e9).round() as u64;
+    let spin_ns = lab.runner.spin_budget_ns();
     let marker = opts.loop_marker;
     let priority = lab.runner.priority;
     let inject = opts.inject;
@@ -1132,6 +1220,19 @@ pub fn run_integrator(
     // heartbeat, and at the end with the final document).
     let mut base = base_json(model, lab, &pg, opts, realtime, grace);
     base["soft_realtime"] = json!(soft_realtime);
+    base["spin_budget_us"] = json!(spin_ns as f64 / 1e3);
+    match pacing_check(model, lab, realtime) {
+        Ok((doc, warning)) => {
+            base["pacing_check"] = doc;
+            base["pacing_warning"] = json!(warning);
+        }
+        Err(e) => {
+            if memory_locked {
+                clock::unlock_memory();
+            }
+            return Err(e);
+        }
+    }
     if let Some(f) = &opts.folder {
         let p = f.join("run.json");
         let mut doc = base.clone();
@@ -1144,7 +1245,7 @@ pub fn run_integrator(
             return Err(io(&p)(e));
         }
     }
-    let start_ns = now_ns() + 2_000_000;
+    let start_ns = now_ns() + START_MARGIN.as_nanos() as u64;
 
     // Workers.
     let ns_cpu = cpu_for(1);
@@ -1153,6 +1254,7 @@ pub fn run_integrator(
         .spawn(move || {
             let setup = clock::setup_current_thread("numerical", ns_cpu, priority, realtime);
             let mut st = TaskStats::new("numerical");
+            let usage = TaskStats::usage_start();
             if let Some(m) = marker {
                 m(true);
             }
@@ -1188,6 +1290,7 @@ pub fn run_integrator(
             if let Some(m) = marker {
                 m(false);
             }
+            st.usage_end(usage);
             (st, setup)
         })
         .expect("spawn");
@@ -1198,6 +1301,7 @@ pub fn run_integrator(
         .spawn(move || {
             let setup = clock::setup_current_thread("physical", ps_cpu, priority, realtime);
             let mut st = TaskStats::new("physical");
+            let usage = TaskStats::usage_start();
             if let Some(m) = marker {
                 m(true);
             }
@@ -1227,7 +1331,7 @@ pub fn run_integrator(
                         let i = job.step * ss + (j - 1);
                         let deadline = start_ns + i * dtc_ns;
                         let late = if realtime {
-                            sleep_until(deadline);
+                            sleep_until_with(deadline, spin_ns);
                             Some(now_ns().saturating_sub(deadline))
                         } else {
                             None
@@ -1267,6 +1371,7 @@ pub fn run_integrator(
             if let Some(m) = marker {
                 m(false);
             }
+            st.usage_end(usage);
             (st, setup)
         })
         .expect("spawn");
@@ -1361,7 +1466,7 @@ pub fn run_integrator(
         fault: None,
         stalled: [false; 2],
         panic: None,
-        pacer: TickPacer::new(start_ns, dtc_ns),
+        pacer: TickPacer::new(start_ns, dtc_ns).with_spin(spin_ns),
         estimation_full_since: None,
     };
     let mut sink = RingSink {
@@ -1406,6 +1511,7 @@ pub fn run_integrator(
     if let Some(m) = marker {
         m(true);
     }
+    let link_usage = TaskStats::usage_start();
     let wall0 = now_ns();
     let end = hybridsim::runner::run(
         &mut exec,
@@ -1430,11 +1536,12 @@ pub fn run_integrator(
         ps_jobs: mut ps_jobs_tx,
         estimation: mut est_tx,
         snapshots_dropped: est_dropped,
-        link_stats,
+        mut link_stats,
         stalled: workers_stalled,
         panic: caught_panic,
         ..
     } = exec;
+    link_stats.usage_end(link_usage);
 
     // Stop the workers; every wait below is bounded, and a thread that does not end in time
     // is left behind (detached), never waited for.
@@ -1887,11 +1994,13 @@ fn spawn_writer(w: WriterSetup) -> std::thread::JoinHandle<WriterEnd> {
                         last_beat = std::time::Instant::now();
                     }
                     if !progressed {
-                        let done = res_rx.is_abandoned()
+                        let gone =
+                            |abandoned: bool| abandoned || journal.finish.load(Ordering::SeqCst);
+                        let done = gone(res_rx.is_abandoned())
                             && res_rx.slots() < ncol
                             && lab_rx
                                 .iter()
-                                .all(|(rx, w)| rx.is_abandoned() && rx.slots() < *w);
+                                .all(|(rx, w)| gone(rx.is_abandoned()) && rx.slots() < *w);
                         if done {
                             break;
                         }
@@ -1995,7 +2104,7 @@ fn lock_within(m: &Mutex<bool>, bound: Duration) -> Option<std::sync::MutexGuard
 fn base_json(
     model: &Model,
     lab: &hybridsim::model::lab::LabConfig,
-    pg: &PgAlpha,
+    pg: &dyn TimeIntegrator,
     opts: &RunOptions,
     realtime: bool,
     grace: Duration,

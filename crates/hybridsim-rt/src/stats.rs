@@ -16,6 +16,10 @@ pub struct TaskStats {
     /// Longest run of consecutive misses.
     pub worst_run: u64,
     run: u64,
+    /// CPU time of the task's thread over its loop (s; user and system), when measured.
+    pub cpu_seconds: Option<f64>,
+    /// Wall time of the task's loop (s), when measured.
+    pub loop_seconds: Option<f64>,
 }
 
 impl TaskStats {
@@ -29,7 +33,22 @@ impl TaskStats {
             misses: 0,
             worst_run: 0,
             run: 0,
+            cpu_seconds: None,
+            loop_seconds: None,
         }
+    }
+
+    /// Start measuring the CPU use of the calling thread's loop: `(cpu s, monotonic ns)`.
+    pub fn usage_start() -> (f64, u64) {
+        (crate::clock::thread_cpu_seconds(), crate::clock::now_ns())
+    }
+
+    /// The CPU time and wall time of the calling thread since `start`
+    /// ([`TaskStats::usage_start`]): what its work and its waiting loop cost.
+    pub fn usage_end(&mut self, start: (f64, u64)) {
+        let cpu = crate::clock::thread_cpu_seconds() - start.0;
+        self.cpu_seconds = cpu.is_finite().then_some(cpu);
+        self.loop_seconds = Some(crate::clock::now_ns().saturating_sub(start.1) as f64 * 1e-9);
     }
 
     /// Record one activation; returns the current run of consecutive misses.
@@ -71,6 +90,12 @@ impl TaskStats {
             "wakeup_lateness": summary(&self.lateness),
             "deadline_misses": self.misses,
             "longest_miss_run": self.worst_run,
+            "cpu_seconds": self.cpu_seconds,
+            "loop_seconds": self.loop_seconds,
+            "cpu_share": match (self.cpu_seconds, self.loop_seconds) {
+                (Some(c), Some(w)) if w > 0.0 => Some(c / w),
+                _ => None,
+            },
         })
     }
 
@@ -95,6 +120,11 @@ impl TaskStats {
             ));
         }
         s.push_str(&format!(" | deadline misses {}", self.misses));
+        if let (Some(c), Some(w)) = (self.cpu_seconds, self.loop_seconds) {
+            if w > 0.0 {
+                s.push_str(&format!(" | CPU {:.0} % of {:.2} s", 100.0 * c / w, w));
+            }
+        }
         s
     }
 }

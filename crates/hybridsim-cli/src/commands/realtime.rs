@@ -1,8 +1,11 @@
-//! `hybridsim realtime MODEL [--pacing fast|realtime]`: run a hybrid test on the threaded
-//! multi-rate runner (NS free step, PS substeps one per controller tick, link solution and an
-//! estimation slot on separate threads), with the safety layer on every actuator; writes
-//! `results.csv`, the controller-rate `lab.csv`, `run.json` (time scale, seeds, safety event,
-//! per-task timing) and a synchronization-subspace plot. Ctrl-C aborts through the safety path.
+//! `hybridsim realtime MODEL [--pacing fast|realtime]`: run a hybrid test on the real-time
+//! runner, with the safety layer on every actuator. PG-α runs on the threaded multi-rate runner
+//! (NS free step, PS substeps one per controller tick, link solution and an estimation slot on
+//! separate threads); every other scheme that drives a `[lab]` (`explicit-rths`, …) runs on
+//! the paced single-step runner (`hybridsim_rt::sequential`: one step per release on a
+//! real-time thread, under a watchdog). Writes `results.csv`, the controller-rate `lab.csv`,
+//! `run.json` (time scale, seeds, safety event, per-task timing, spin budget) and a
+//! synchronization-subspace plot. Ctrl-C aborts through the safety path.
 
 use anyhow::Result;
 use hybridsim::model::lab::Pacing;
@@ -53,7 +56,7 @@ pub struct Args {
     pub console: super::console::ConsoleArgs,
 }
 
-/// Run on the threaded runner.
+/// Run on the real-time runner.
 pub fn execute(args: Args) -> Result<ExitCode> {
     let loaded = super::load(&args.model)?;
     let pacing = match args.pacing.as_deref() {
@@ -118,7 +121,8 @@ pub struct Scheduling {
     pub allow_soft_realtime: bool,
 }
 
-/// Run a model with a `[lab]` on the threaded runner and print the outcome. `folder` must be
+/// Run a model with a `[lab]` on the real-time runner (threaded for PG-α, paced single-step
+/// otherwise) and print the outcome. `folder` must be
 /// empty or missing ([`hybridsim_io::prepare_folder`]): a refused start removes its files.
 pub fn run_lab(
     loaded: &hybridsim_io::LoadedModel,
@@ -172,6 +176,9 @@ pub fn run_lab(
         }
     };
     print!("{}", out.summary());
+    if let Some(w) = out.run_json["pacing_warning"].as_str() {
+        eprintln!("warning: {w}");
+    }
     if out.run_json["soft_realtime"] == serde_json::Value::Bool(true) {
         eprintln!(
             "warning: realtime pacing ran without real-time scheduling (--allow-soft-realtime): \

@@ -219,6 +219,7 @@ pub(super) fn lab(
             cpus: Vec::new(),
             priority: 80,
             results_ring: 8192,
+            spin_budget: crate::model::lab::DEFAULT_SPIN_BUDGET_US,
         }),
         Some(v) => {
             deserialize::<RunnerSpec>(v, "runner", diag).map(|spec| runner_table(spec, diag))
@@ -2598,11 +2599,29 @@ fn runner_table(spec: RunnerSpec, diag: &mut Diagnostics) -> RunnerSettings {
             format!("must be at most {MAX_RESULTS_RING} rows, found {results_ring}"),
         );
     }
+    let spin_budget = spec
+        .spin_budget
+        .unwrap_or(crate::model::lab::DEFAULT_SPIN_BUDGET_US);
+    let max_spin = crate::model::lab::MAX_SPIN_BUDGET_US;
+    if !(spin_budget.is_finite() && (0.0..=max_spin).contains(&spin_budget)) {
+        diag.push(
+            "runner.spin_budget",
+            format!(
+                "must be a number of microseconds in [0, {max_spin}] (the last stretch of each \
+                 paced wait that spins instead of sleeping), found {spin_budget}"
+            ),
+        );
+    }
     RunnerSettings {
         pacing,
         cpus: cpus.into_iter().map(|c| c.max(0) as usize).collect(),
         priority: priority.clamp(1, 99) as u8,
         results_ring: results_ring.max(16) as usize,
+        spin_budget: if spin_budget.is_finite() {
+            spin_budget.clamp(0.0, max_spin)
+        } else {
+            crate::model::lab::DEFAULT_SPIN_BUDGET_US
+        },
     }
 }
 

@@ -761,6 +761,9 @@ pub struct RunnerSpec {
     /// Results ring capacity in rows.
     #[serde(default)]
     pub results_ring: Option<i64>,
+    /// Spin budget of the paced waits (µs).
+    #[serde(default)]
+    pub spin_budget: Option<f64>,
 }
 
 /// `[[lab.actuator]] control_error`.

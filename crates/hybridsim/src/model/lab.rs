@@ -929,6 +929,21 @@ pub struct RunnerSettings {
     pub priority: u8,
     /// Capacity of the results ring in rows.
     pub results_ring: usize,
+    /// The last stretch of every paced wait that spins instead of sleeping (µs; the runner
+    /// sleeps with an absolute `clock_nanosleep` to this much before each deadline).
+    pub spin_budget: f64,
+}
+
+/// Default `[runner] spin_budget` (µs).
+pub const DEFAULT_SPIN_BUDGET_US: f64 = 50.0;
+/// Largest `[runner] spin_budget` (µs).
+pub const MAX_SPIN_BUDGET_US: f64 = 10_000.0;
+
+impl RunnerSettings {
+    /// [`RunnerSettings::spin_budget`] in nanoseconds.
+    pub fn spin_budget_ns(&self) -> u64 {
+        (self.spin_budget * 1e3).round().max(0.0) as u64
+    }
 }
 
 /// Everything about the laboratory side of a model.
