@@ -1,6 +1,8 @@
 //! `hybridsim run` and `hybridsim realtime --pacing fast` are the same run loop
-//! (`hybridsim::runner`) with the phases on one thread or on several: for every example with a
-//! `[lab]` they write byte-identical `results.csv` and `lab.csv`.
+//! (`hybridsim::runner`), for PG-α with the phases on several threads, for the other
+//! lab-driving schemes (explicit-rths, FOM, OSM, partitioned LSRT2) on the single-step
+//! runner: for every example with a `[lab]` they write byte-identical `results.csv` and
+//! `lab.csv`.
 
 mod common;
 use common::*;
@@ -14,13 +16,10 @@ fn run_and_realtime_fast_write_identical_files_for_every_lab_example() {
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .filter(|p| {
             let text = std::fs::read_to_string(p).unwrap();
-            // Labs on the network need their peer (tested with it elsewhere).
-            // The threaded runner runs PG-α only (explicit-rths: docs/loop-timing.md).
+            // Labs on the network need their peer (tested with it elsewhere). Every
+            // lab-driving scheme runs on `realtime` (PG-α threaded, the others on the
+            // single-step runner).
             text.lines().any(|l| l.trim() == "[lab]")
-                && !text.contains("integrator = \"explicit-rths\"")
-                // FOM/OSM (issue 15) join once `realtime` runs every integrator.
-                && !text.contains("integrator = \"fom\"")
-                && !text.contains("integrator = \"osm\"")
                 && !text.lines().any(|l| {
                     ["udp", "tcp", "opensees"]
                         .iter()
