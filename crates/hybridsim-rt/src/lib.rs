@@ -1045,6 +1045,60 @@ fn lab_spin_ns(model: &Model) -> u64 {
         .map_or(clock::DEFAULT_SPIN_NS, |l| l.runner.spin_budget_ns())
 }
 
+/// The lock-free rings of a run's records, checked (in u128) against
+/// [`MAX_RING_BYTES`] before anything is allocated: the results ring of `ring_rows` rows of
+/// `ncol` columns, and per laboratory a ring of its controller-rate records for the ticks of
+/// those rows (`ss` per step, a row every `every` steps; at least 64 steps' and 1024 rows'
+/// worth). Returns `(results producer, results consumer, lab producers, lab consumers with
+/// their widths)`.
+#[allow(clippy::type_complexity)]
+pub(crate) fn record_rings(
+    model: &Model,
+    lab_cols: &[Vec<String>],
+    ncol: usize,
+    ss: u64,
+    every: u64,
+    ring_rows: usize,
+) -> Result<
+    (
+        rtrb::Producer<f64>,
+        rtrb::Consumer<f64>,
+        Vec<rtrb::Producer<f64>>,
+        Vec<(rtrb::Consumer<f64>, usize)>,
+    ),
+    StartError,
+> {
+    let lab_ring_rows = (64 * ss as u128)
+        .max(ring_rows as u128 * ss as u128 / every.max(1) as u128)
+        .max(1024);
+    let ring_bytes = 8
+        * (ring_rows as u128 * ncol as u128
+            + lab_cols
+                .iter()
+                .map(|c| c.len().max(1) as u128 * lab_ring_rows)
+                .sum::<u128>());
+    if ring_bytes > MAX_RING_BYTES {
+        return Err(StartError::Model(format!(
+            "{}: runner.results_ring: {ring_rows} rows of {ncol} columns, with the lab records of \
+             {ss} ticks per step, need {} MiB of rings, more than the {} MiB the runner \
+             preallocates at most; lower results_ring (or output.every)",
+            model.source,
+            ring_bytes >> 20,
+            MAX_RING_BYTES >> 20
+        )));
+    }
+    let (res_tx, res_rx) = RingBuffer::<f64>::new(ring_rows * ncol);
+    let mut lab_tx = Vec::new();
+    let mut lab_rx = Vec::new();
+    for cols in lab_cols {
+        let width = cols.len().max(1);
+        let (tx, rx) = RingBuffer::<f64>::new(width * lab_ring_rows as usize);
+        lab_tx.push(tx);
+        lab_rx.push((rx, width));
+    }
+    Ok((res_tx, res_rx, lab_tx, lab_rx))
+}
+
 /// The refusal of a realtime-paced start without real-time scheduling.
 fn no_realtime_scheduling(hardware: bool, opts: &RunOptions, note: &str) -> StartError {
     StartError::Model(format!(
@@ -1110,37 +1164,8 @@ pub fn run_integrator(
                 .unwrap_or_default()
         })
         .collect();
-    let lab_ring_rows = |ring_rows: u128| {
-        (64 * ss as u128)
-            .max(ring_rows * ss as u128 / every.max(1) as u128)
-            .max(1024)
-    };
-    let ring_bytes = 8
-        * (ring_rows as u128 * ncol as u128
-            + lab_cols
-                .iter()
-                .map(|c| c.len().max(1) as u128 * lab_ring_rows(ring_rows as u128))
-                .sum::<u128>());
-    if ring_bytes > MAX_RING_BYTES {
-        return Err(StartError::Model(format!(
-            "{}: runner.results_ring: {ring_rows} rows of {ncol} columns, with the lab records of \
-             {ss} ticks per step, need {} MiB of rings, more than the {} MiB the runner \
-             preallocates at most; lower results_ring (or output.every)",
-            model.source,
-            ring_bytes >> 20,
-            MAX_RING_BYTES >> 20
-        )));
-    }
-    let (res_tx, res_rx) = RingBuffer::<f64>::new(ring_rows * ncol);
-    let mut lab_tx = Vec::new();
-    let mut lab_rx = Vec::new();
-    for cols in &lab_cols {
-        let width = cols.len().max(1);
-        let lab_rows = lab_ring_rows(ring_rows as u128) as usize;
-        let (tx, rx) = RingBuffer::<f64>::new(width * lab_rows);
-        lab_tx.push(tx);
-        lab_rx.push((rx, width));
-    }
+    let (res_tx, res_rx, lab_tx, lab_rx) =
+        record_rings(model, &lab_cols, ncol, ss, every, ring_rows)?;
     let (ns_jobs_tx, mut ns_jobs_rx) = RingBuffer::<Job>::new(2);
     let (mut ns_done_tx, ns_done_rx) = RingBuffer::<Done>::new(2);
     let (ps_jobs_tx, mut ps_jobs_rx) = RingBuffer::<Job>::new(2);

@@ -40,7 +40,7 @@ use crate::{
     base_json, heartbeat_fields, io, join_within, lock_within, no_realtime_scheduling, panic_text,
     spawn_writer, supervisor_error, DiskFile, Joined, Journal, RingSink, RunOptions, RunOutcome,
     RunStatus, StartError, Task, TaskFault, WriterEnd, WriterSetup, FAST_WATCHDOG,
-    JOURNAL_INTERVAL, MAX_RING_BYTES, MIN_REALTIME_GRACE,
+    JOURNAL_INTERVAL, MIN_REALTIME_GRACE,
 };
 use hybridsim::integrators::TimeIntegrator;
 use hybridsim::model::lab::{Pacing, TransferKind};
@@ -49,7 +49,6 @@ use hybridsim::physical::transfer::TransferConnector;
 use hybridsim::physical::SafetySummary;
 use hybridsim::runner::{EndState, Fault, RunEnd, StepExecutor};
 use hybridsim::{Model, StepError};
-use rtrb::RingBuffer;
 use serde_json::{json, Value};
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -295,37 +294,8 @@ fn run_paced(
     // Rings, sized (in u128) before anything is allocated, as in the threaded runner.
     let mut lab_cols: Vec<Vec<String>> = Vec::new();
     integ.for_each_lab(&mut |_, lab| lab_cols.push(lab.lab_columns()));
-    let lab_ring_rows = |ring_rows: u128| {
-        (64 * ss as u128)
-            .max(ring_rows * ss as u128 / every.max(1) as u128)
-            .max(1024)
-    };
-    let ring_bytes = 8
-        * (ring_rows as u128 * ncol as u128
-            + lab_cols
-                .iter()
-                .map(|c| c.len().max(1) as u128 * lab_ring_rows(ring_rows as u128))
-                .sum::<u128>());
-    if ring_bytes > MAX_RING_BYTES {
-        return Err(StartError::Model(format!(
-            "{}: runner.results_ring: {ring_rows} rows of {ncol} columns, with the lab records of \
-             {ss} ticks per step, need {} MiB of rings, more than the {} MiB the runner \
-             preallocates at most; lower results_ring (or output.every)",
-            model.source,
-            ring_bytes >> 20,
-            MAX_RING_BYTES >> 20
-        )));
-    }
-    let (res_tx, res_rx) = RingBuffer::<f64>::new(ring_rows * ncol);
-    let mut lab_tx = Vec::new();
-    let mut lab_rx = Vec::new();
-    for cols in &lab_cols {
-        let width = cols.len().max(1);
-        let rows = lab_ring_rows(ring_rows as u128) as usize;
-        let (tx, rx) = RingBuffer::<f64>::new(width * rows);
-        lab_tx.push(tx);
-        lab_rx.push((rx, width));
-    }
+    let (res_tx, res_rx, lab_tx, lab_rx) =
+        crate::record_rings(model, &lab_cols, ncol, ss, every, ring_rows)?;
 
     // Folder.
     if let Some(f) = &opts.folder {

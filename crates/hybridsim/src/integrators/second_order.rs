@@ -427,13 +427,20 @@ impl SecondOrder {
         }
     }
 
-    /// Energy of the numerical model (`p = 0`).
+    /// Energy of the numerical model (`p = 0`), and for a physical partition its specimen's,
+    /// as measured behind the port.
     pub fn energy(&mut self, p: usize) -> Option<f64> {
         if p == 0 {
             let Self { parts, y, .. } = self;
             parts[0].energy(y.as_slice())
         } else {
-            None
+            // A physical partition: what its specimen holds or absorbed, as measured behind
+            // the port (the numerical model carries its mass).
+            self.parts[p]
+                .physical
+                .as_ref()?
+                .substructure()
+                .potential_energy()
         }
     }
 }
