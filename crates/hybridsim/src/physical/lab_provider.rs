@@ -895,14 +895,10 @@ impl PhysicalSubstructure for LabProvider {
     }
 
     fn potential_energy(&self) -> Option<f64> {
-        // The virtual specimen's own energy when it is at prototype scale; else (hardware,
-        // links, scaled specimens) the measured work of the specimen's force on the commanded
-        // displacement since the start (trapezoidal, prototype units).
-        if self.s_f == 1.0 && self.s_d == 1.0 {
-            if let Some(e) = self.safety.inner().potential_energy() {
-                return Some(e);
-            }
-        }
+        // What the laboratory measured: the work of the specimen's measured force on the
+        // commanded displacement since the start (trapezoidal, prototype units) — the same
+        // quantity for the virtual lab, hardware and a network link, so that a test gives
+        // the same energies whichever transfer system carries it.
         Some(self.work)
     }
 
