@@ -375,6 +375,16 @@ fn run_paced(
         divergence: Some(lab.safety.divergence),
         max_overruns: realtime.then_some(lab.safety.max_overruns),
     };
+    // The live console's tap (`--console`), started off the loop like the threaded runner's.
+    let mut tap = hybridsim::runner::take_tap(&opts.tap);
+    if let Some(tap) = tap.as_mut() {
+        let labs: Vec<(usize, String, Vec<String>)> = physical
+            .iter()
+            .zip(&lab_cols)
+            .map(|(&k, c)| (k, integ.partitions()[k].state.name.clone(), c.clone()))
+            .collect();
+        tap.start(&columns, &labs);
+    }
     let cpu = lab.runner.cpus.first().copied();
     let priority = lab.runner.priority;
     let marker = opts.loop_marker;
@@ -411,10 +421,22 @@ fn run_paced(
                 m(true);
             }
             let wall0 = now_ns();
+            let mut tap = tap;
+            let mut tapped;
+            let sink_ref: &mut dyn hybridsim::runner::RunSink = match tap.as_deref_mut() {
+                Some(tap) => {
+                    tapped = hybridsim::runner::Tapped {
+                        sink: &mut sink,
+                        tap,
+                    };
+                    &mut tapped
+                }
+                None => &mut sink,
+            };
             let end = hybridsim::runner::run(
                 &mut exec,
                 &mut recorder,
-                &mut sink,
+                sink_ref,
                 &settings,
                 &abort,
                 &mut row,
