@@ -1162,18 +1162,7 @@ fn cyclic<'py>(
         ));
     }
     for (i, s) in el.state_names().iter().enumerate() {
-        let unit = match el.state_quantity(i) {
-            hybridsim::elements::Quantity::Force => units.force_unit(&dof),
-            hybridsim::elements::Quantity::Displacement => units.displacement_unit(&dof),
-            hybridsim::elements::Quantity::Velocity => units.velocity_unit(&dof),
-            hybridsim::elements::Quantity::Energy => units.energy_unit(),
-            hybridsim::elements::Quantity::Dimensionless => "-".into(),
-            hybridsim::elements::Quantity::Stiffness => format!(
-                "{}/{}",
-                units.force_unit(&dof),
-                units.displacement_unit(&dof)
-            ),
-        };
+        let unit = hybridsim::output::unit_of(units, el.state_quantity(i), &dof);
         header.push(format!("state.{element}.{s}[{unit}]"));
     }
     header.push(format!(

@@ -60,7 +60,9 @@ pub struct Recorder {
     scratch: Vec<f64>,
 }
 
-fn unit_of(units: &Units, q: Quantity, dof: &str) -> String {
+/// The unit of quantity `q` on DOF `dof` in the model's `units` (the `[unit]` of a column
+/// header: rotations take angular units).
+pub fn unit_of(units: &Units, q: Quantity, dof: &str) -> String {
     match q {
         Quantity::Force => units.force_unit(dof),
         Quantity::Displacement => units.displacement_unit(dof),

@@ -402,18 +402,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         ));
     }
     for (i, s) in element.state_names().iter().enumerate() {
-        let unit = match element.state_quantity(i) {
-            hybridsim::elements::Quantity::Force => units.force_unit(&dof),
-            hybridsim::elements::Quantity::Displacement => units.displacement_unit(&dof),
-            hybridsim::elements::Quantity::Velocity => units.velocity_unit(&dof),
-            hybridsim::elements::Quantity::Energy => units.energy_unit(),
-            hybridsim::elements::Quantity::Dimensionless => "-".into(),
-            hybridsim::elements::Quantity::Stiffness => format!(
-                "{}/{}",
-                units.force_unit(&dof),
-                units.displacement_unit(&dof)
-            ),
-        };
+        let unit = hybridsim::output::unit_of(units, element.state_quantity(i), &dof);
         header.push(format!("state.{name}.{s}[{unit}]"));
     }
     header.push(format!(
