@@ -31,7 +31,7 @@ import time
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
-def quickstart(seconds):
+def quickstart(seconds, max_overruns):
     text = open(os.path.join(ROOT, "examples", "quickstart.toml")).read()
     edits = [
         ("time_step = 0.005     # numerical step Δt^N", "time_step = 0.001220703125"),
@@ -41,6 +41,8 @@ def quickstart(seconds):
             f"synthetic = {{ seed = 2026, duration = {seconds:.1f}, pga = 0.3 }}",
         ),
     ]
+    if max_overruns is not None:
+        edits.append(('[safety]\non_trip = "hold"', f'[safety]\non_trip = "hold"\nmax_overruns = {max_overruns}'))
     for old, new in edits:
         if old not in text:
             sys.exit(f"quickstart.toml: cannot find {old!r}")
@@ -48,7 +50,7 @@ def quickstart(seconds):
     return text
 
 
-def chain(n, seconds):
+def chain(n, seconds, max_overruns):
     """A shear chain of n storeys (n DOFs): storey 1 physical, the rest numerical."""
     out = [
         f'title = "Shear chain of {n} storeys, first storey tested, 4096 Hz"',
@@ -102,7 +104,7 @@ def chain(n, seconds):
         'dynamics = { kind = "delay", delay = 0.004 }\nnoise = { force_rms = 0.5 }\n'
         "compensation = { delay = { order = 1, estimate = 0.004 } }"
     )
-    out.append('[safety]\non_trip = "hold"')
+    out.append('[safety]\non_trip = "hold"' + (f"\nmax_overruns = {max_overruns}" if max_overruns is not None else ""))
     out.append(
         "[safety.actuator.storey1]\ndisplacement = 0.25\nvelocity = 2.0\nforce = 5000.0\n"
         "increment = 0.002"
@@ -156,15 +158,21 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "soak"))
     ap.add_argument("--allow-soft-realtime", action="store_true")
     ap.add_argument("--only", choices=["quickstart", "chain"])
+    ap.add_argument(
+        "--max-overruns",
+        type=int,
+        help="[safety] max_overruns for the soak (default: the model's, 10): a VM is not an "
+        "RT kernel, and a larger limit lets the soak ride through host freezes and count them",
+    )
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     seconds = 60.0 * a.minutes
     models = []
     if a.only in (None, "quickstart"):
-        models.append(("quickstart at 4096 Hz", "quickstart_4096", quickstart(seconds)))
+        models.append(("quickstart at 4096 Hz", "quickstart_4096", quickstart(seconds, a.max_overruns)))
     if a.chain > 0 and a.only in (None, "chain"):
         models.append((f"chain N = {a.chain} at 4096 Hz", f"chain{a.chain}_4096",
-                       chain(a.chain, seconds)))
+                       chain(a.chain, seconds, a.max_overruns)))
     for name, stem, text in models:
         path = os.path.join(a.out, stem + ".toml")
         open(path, "w").write(text)
