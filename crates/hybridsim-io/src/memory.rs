@@ -127,12 +127,13 @@ pub fn run_in_memory(
     };
     let mut row = vec![0.0; ncol];
     // Online model updating ([updating]): the estimates reach the receivers as in a folder run.
-    let mut updating = hybridsim::updating::OnlineUpdating::new(model, integ.as_mut(), n_steps)?;
+    let mut updating =
+        hybridsim::online_updating::OnlineUpdating::new(model, integ.as_mut(), n_steps)?;
     let mut sequential = hybridsim::runner::Sequential(integ.as_mut());
     let mut with_updating;
     let exec: &mut dyn hybridsim::runner::StepExecutor = match updating.as_mut() {
         Some(updating) => {
-            with_updating = hybridsim::updating::WithUpdating {
+            with_updating = hybridsim::online_updating::WithUpdating {
                 inner: &mut sequential,
                 updating,
             };

@@ -784,7 +784,7 @@ pub fn run_to_folder_with(
     // Online model updating ([updating], issue 14), resolved before the folder is touched.
     let n_steps = sim.n_steps();
     let mut updating =
-        hybridsim::updating::OnlineUpdating::new(&sim.model, sim.integ.as_mut(), n_steps)?;
+        hybridsim::online_updating::OnlineUpdating::new(&sim.model, sim.integ.as_mut(), n_steps)?;
     crate::folder::prepare_folder(folder, opts.overwrite)?;
     let factory = opts.writer.clone().unwrap_or_else(crate::file_factory);
     let json_path = folder.join("run.json");
@@ -928,7 +928,7 @@ pub fn run_to_folder_with(
             let mut with_updating;
             let exec: &mut dyn hybridsim::runner::StepExecutor = match updating.as_mut() {
                 Some(updating) => {
-                    with_updating = hybridsim::updating::WithUpdating {
+                    with_updating = hybridsim::online_updating::WithUpdating {
                         inner: &mut sequential,
                         updating,
                     };

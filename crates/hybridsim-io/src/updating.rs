@@ -1,7 +1,7 @@
 //! The files of online model updating (issue 14): `updating.csv`, one row per update, and the
-//! `updating` section of run.json ([`hybridsim::updating::OnlineUpdating`]).
+//! `updating` section of run.json ([`hybridsim::online_updating::OnlineUpdating`]).
 
-use hybridsim::updating::{OnlineUpdating, UpdatingSummary};
+use hybridsim::online_updating::{OnlineUpdating, UpdatingSummary};
 use serde_json::{json, Value};
 use std::path::Path;
 

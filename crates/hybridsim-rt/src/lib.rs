@@ -1155,7 +1155,7 @@ pub fn run_integrator(
     let ring_rows = opts.results_ring.unwrap_or(lab.runner.results_ring);
     // Online model updating ([updating], issue 14): on the link thread after every step
     // (StepExecutor::after_step), estimates applied one step later, as in `hybridsim run`.
-    let mut updating = hybridsim::updating::OnlineUpdating::new(model, &mut pg, n_steps)
+    let mut updating = hybridsim::online_updating::OnlineUpdating::new(model, &mut pg, n_steps)
         .map_err(|e| StartError::Model(e.to_string()))?;
 
     // Rings: every size is checked (in u128) before anything is allocated.
@@ -1545,7 +1545,7 @@ pub fn run_integrator(
     let mut with_updating;
     let exec_ref: &mut dyn StepExecutor = match updating.as_mut() {
         Some(updating) => {
-            with_updating = hybridsim::updating::WithUpdating {
+            with_updating = hybridsim::online_updating::WithUpdating {
                 inner: &mut exec,
                 updating,
             };

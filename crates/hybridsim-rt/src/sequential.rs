@@ -226,7 +226,7 @@ struct StepEnd {
     setup: ThreadSetup,
     panic: Option<String>,
     wall: f64,
-    updating: Option<hybridsim::updating::OnlineUpdating>,
+    updating: Option<hybridsim::online_updating::OnlineUpdating>,
 }
 
 /// Run an integrator that drives the laboratories of `model` (built by
@@ -293,8 +293,9 @@ fn run_paced(
     let ring_rows = opts.results_ring.unwrap_or(lab.runner.results_ring);
     // Online model updating ([updating], issue 14): on the step thread after every step,
     // estimates applied one step later, as in `hybridsim run`.
-    let mut updating = hybridsim::updating::OnlineUpdating::new(model, integ.as_mut(), n_steps)
-        .map_err(|e| StartError::Model(e.to_string()))?;
+    let mut updating =
+        hybridsim::online_updating::OnlineUpdating::new(model, integ.as_mut(), n_steps)
+            .map_err(|e| StartError::Model(e.to_string()))?;
 
     // Rings, sized (in u128) before anything is allocated, as in the threaded runner.
     let mut lab_cols: Vec<Vec<String>> = Vec::new();
@@ -441,7 +442,7 @@ fn run_paced(
             let mut with_updating;
             let exec_ref: &mut dyn hybridsim::runner::StepExecutor = match updating.as_mut() {
                 Some(updating) => {
-                    with_updating = hybridsim::updating::WithUpdating {
+                    with_updating = hybridsim::online_updating::WithUpdating {
                         inner: &mut exec,
                         updating,
                     };

@@ -1,4 +1,4 @@
-//! Online model updating during a run (issue 14, `hybridsim::updating::online`): the estimates
+//! Online model updating during a run (issue 14, `hybridsim::online_updating`): the estimates
 //! reach the receiver exactly one coarse step after their update, an update after start-up
 //! allocates nothing, a stiffness that degrades during the run is tracked, and models the run
 //! cannot update are refused at start-up naming the field.
@@ -10,7 +10,7 @@ static GLOBAL: common::counting::Counting = common::counting::Counting;
 
 use common::counting::count;
 use hybridsim::integrators::{self, TimeIntegrator};
-use hybridsim::updating::{IdentifiedSource, OnlineUpdating, UpdateState};
+use hybridsim::online_updating::{IdentifiedSource, OnlineUpdating, UpdateState};
 
 /// Two uncoupled oscillators under the same 1.5 Hz sine force: `col_a` (k = 10 kN/m, the
 /// "tested" column, identified from its own force) and `col_b` (the numerical column, which

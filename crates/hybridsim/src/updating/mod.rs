@@ -17,14 +17,12 @@
 //! [`Identification`] that joins the two, one update per coarse step.
 
 pub mod identification;
-pub mod online;
 pub mod ukf;
 
 pub use identification::{
     ElementModel, FreezeRule, Frozen, Identification, IdentificationModel, IdentificationSettings,
     StepKinematics,
 };
-pub use online::{IdentifiedSource, OnlineUpdating, UpdateState, UpdatingSummary, WithUpdating};
 pub use ukf::{SigmaPoints, Trip, UnscentedKalmanFilter};
 
 /// What an estimator sees after one coarse step, over the interface DOFs it observes

@@ -1,4 +1,5 @@
-//! Online model updating during a run (Abbiati et al. 2020, §2.1–2.2): the identification of
+//! Online model updating during a run (Abbiati et al. 2020, §2.1–2.2; the filter and the
+//! identification model are in [`crate::updating`]): the identification of
 //! `[updating]` fed after every coarse step with the identified element's interface kinematics
 //! and force, its estimates applied to the numerical elements that share the element's law.
 //!
@@ -38,14 +39,13 @@
 //! [`PhysicalSubstructure::measured_displacement`]: crate::physical::PhysicalSubstructure::measured_displacement
 //! [`Element::deformation`]: crate::elements::Element::deformation
 
-use super::identification::{ElementModel, Frozen, Identification, IdentificationModel};
-use super::ukf::Trip;
 use crate::assembly::ElementWorkspace;
 use crate::error::ModelError;
 use crate::integrators::StepError;
 use crate::integrators::TimeIntegrator;
 use crate::model::{Model, Role};
 use crate::runner::{Fault, StepExecutor};
+use crate::updating::{ElementModel, Frozen, Identification, IdentificationModel, Trip};
 
 /// Where the identified element sits in the integrator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,9 +210,8 @@ impl OnlineUpdating {
                 }
             } else if !part.state.physical {
                 if let Some(slot) = part.state.slots.iter().position(|s| s.name == name) {
-                    found = Some((IdentifiedSource::Numerical { partition: k, slot }, {
-                        part.state.slots[slot].map.clone()
-                    }));
+                    let map = part.state.slots[slot].map.clone();
+                    found = Some((IdentifiedSource::Numerical { partition: k, slot }, map));
                     break;
                 }
             }
@@ -432,7 +431,7 @@ impl OnlineUpdating {
         self.since = 0;
         let end = self.kinematics(integ, true);
         let force = self.force(integ);
-        let kinematics = super::StepKinematics {
+        let kinematics = crate::updating::StepKinematics {
             dt: self.period as f64 * self.dt,
             displacement: [self.start[0], end[0]],
             velocity: [self.start[1], end[1]],
