@@ -189,7 +189,7 @@ impl OnlineUpdating {
             return Ok(None);
         };
         let err = |field: &str, why: String| {
-            ModelError::single(&model.source, &format!("updating.{field}"), why)
+            ModelError::single(&model.source, format!("updating.{field}"), why)
         };
         let identification = cfg
             .identification(&model.elements)
