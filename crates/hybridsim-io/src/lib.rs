@@ -21,6 +21,7 @@ pub mod memory;
 mod results;
 mod rowfile;
 pub mod sweep;
+pub mod updating;
 
 pub use folder::{prepare_folder, FolderError};
 pub use results::{

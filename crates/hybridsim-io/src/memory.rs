@@ -126,14 +126,22 @@ pub fn run_in_memory(
         max_overruns: None,
     };
     let mut row = vec![0.0; ncol];
-    let end = hybridsim::runner::run(
-        &mut hybridsim::runner::Sequential(integ.as_mut()),
-        &mut recorder,
-        &mut sink,
-        &settings,
-        abort,
-        &mut row,
-    );
+    // Online model updating ([updating]): the estimates reach the receivers as in a folder run.
+    let mut updating =
+        hybridsim::online_updating::OnlineUpdating::new(model, integ.as_mut(), n_steps)?;
+    let mut sequential = hybridsim::runner::Sequential(integ.as_mut());
+    let mut with_updating;
+    let exec: &mut dyn hybridsim::runner::StepExecutor = match updating.as_mut() {
+        Some(updating) => {
+            with_updating = hybridsim::online_updating::WithUpdating {
+                inner: &mut sequential,
+                updating,
+            };
+            &mut with_updating
+        }
+        None => &mut sequential,
+    };
+    let end = hybridsim::runner::run(exec, &mut recorder, &mut sink, &settings, abort, &mut row);
     let safety = integ
         .partitions()
         .iter()

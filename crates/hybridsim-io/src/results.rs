@@ -781,6 +781,10 @@ pub fn run_to_folder_with(
     opts: &RunOptions,
 ) -> Result<RunReport, RunError> {
     let mut sim = Engine::new(loaded.model.clone(), opts.connector.as_deref())?;
+    // Online model updating ([updating], issue 14), resolved before the folder is touched.
+    let n_steps = sim.n_steps();
+    let mut updating =
+        hybridsim::online_updating::OnlineUpdating::new(&sim.model, sim.integ.as_mut(), n_steps)?;
     crate::folder::prepare_folder(folder, opts.overwrite)?;
     let factory = opts.writer.clone().unwrap_or_else(crate::file_factory);
     let json_path = folder.join("run.json");
@@ -920,14 +924,19 @@ pub fn run_to_folder_with(
                 }
                 None => &mut sink,
             };
-            hybridsim::runner::run(
-                &mut hybridsim::runner::Sequential(integ.as_mut()),
-                recorder,
-                sink,
-                &settings,
-                abort,
-                &mut row,
-            )
+            let mut sequential = hybridsim::runner::Sequential(integ.as_mut());
+            let mut with_updating;
+            let exec: &mut dyn hybridsim::runner::StepExecutor = match updating.as_mut() {
+                Some(updating) => {
+                    with_updating = hybridsim::online_updating::WithUpdating {
+                        inner: &mut sequential,
+                        updating,
+                    };
+                    &mut with_updating
+                }
+                None => &mut sequential,
+            };
+            hybridsim::runner::run(exec, recorder, sink, &settings, abort, &mut row)
         }));
         match outcome {
             Ok(end) => (end, None),
@@ -1009,6 +1018,11 @@ pub fn run_to_folder_with(
     if let Some(e) = &lab_error {
         problems.push(e.clone());
     }
+    if let Some(u) = &updating {
+        if let Err(e) = crate::updating::write_updating_csv(folder, u) {
+            problems.push(e);
+        }
+    }
     let extra = (!problems.is_empty()).then(|| problems.join("; "));
     let status_name = match (&status, &extra) {
         (RunStatus::Completed, Some(_)) => "failed",
@@ -1021,7 +1035,7 @@ pub fn run_to_folder_with(
         (Some(e), Some(f)) => Some(format!("{e}; {f}")),
     };
     let rows = written.rows;
-    let final_json = run_json(
+    let mut final_json = run_json(
         loaded,
         &sim,
         Progress {
@@ -1037,6 +1051,9 @@ pub fn run_to_folder_with(
             indicators: &indicators,
         },
     );
+    if let Some(u) = &updating {
+        final_json["updating"] = crate::updating::updating_json(&u.summary());
+    }
     if let Err(e) = write_json(&json_path, &final_json) {
         eprintln!(
             "error: the final run.json could not be written ({e}); it may still say `running`: \

@@ -1153,6 +1153,10 @@ pub fn run_integrator(
     let n_steps = opts.max_steps.unwrap_or(a.n_steps()).min(a.n_steps());
     let every = model.output.every;
     let ring_rows = opts.results_ring.unwrap_or(lab.runner.results_ring);
+    // Online model updating ([updating], issue 14): on the link thread after every step
+    // (StepExecutor::after_step), estimates applied one step later, as in `hybridsim run`.
+    let mut updating = hybridsim::online_updating::OnlineUpdating::new(model, &mut pg, n_steps)
+        .map_err(|e| StartError::Model(e.to_string()))?;
 
     // Rings: every size is checked (in u128) before anything is allocated.
     let lab_cols: Vec<Vec<String>> = physical
@@ -1538,8 +1542,19 @@ pub fn run_integrator(
     }
     let link_usage = TaskStats::usage_start();
     let wall0 = now_ns();
+    let mut with_updating;
+    let exec_ref: &mut dyn StepExecutor = match updating.as_mut() {
+        Some(updating) => {
+            with_updating = hybridsim::online_updating::WithUpdating {
+                inner: &mut exec,
+                updating,
+            };
+            &mut with_updating
+        }
+        None => &mut exec,
+    };
     let end = hybridsim::runner::run(
-        &mut exec,
+        exec_ref,
         &mut recorder,
         sink_ref,
         &settings,
@@ -1732,6 +1747,14 @@ pub fn run_integrator(
     });
     if let (Value::Object(doc), Value::Object(fields)) = (&mut run_json, fields) {
         doc.extend(fields);
+    }
+    if let Some(u) = &updating {
+        run_json["updating"] = hybridsim_io::updating::updating_json(&u.summary());
+        if let Some(f) = &opts.folder {
+            if let Err(e) = hybridsim_io::updating::write_updating_csv(f, u) {
+                run_json["updating"]["error"] = json!(e);
+            }
+        }
     }
     heartbeat_fields(&mut run_json, &journal, model.analysis.time_step);
     if let Some(f) = &opts.folder {

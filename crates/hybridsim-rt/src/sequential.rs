@@ -226,6 +226,7 @@ struct StepEnd {
     setup: ThreadSetup,
     panic: Option<String>,
     wall: f64,
+    updating: Option<hybridsim::online_updating::OnlineUpdating>,
 }
 
 /// Run an integrator that drives the laboratories of `model` (built by
@@ -290,6 +291,11 @@ fn run_paced(
     let n_steps = opts.max_steps.unwrap_or(a.n_steps()).min(a.n_steps());
     let every = model.output.every;
     let ring_rows = opts.results_ring.unwrap_or(lab.runner.results_ring);
+    // Online model updating ([updating], issue 14): on the step thread after every step,
+    // estimates applied one step later, as in `hybridsim run`.
+    let mut updating =
+        hybridsim::online_updating::OnlineUpdating::new(model, integ.as_mut(), n_steps)
+            .map_err(|e| StartError::Model(e.to_string()))?;
 
     // Rings, sized (in u128) before anything is allocated, as in the threaded runner.
     let mut lab_cols: Vec<Vec<String>> = Vec::new();
@@ -433,8 +439,19 @@ fn run_paced(
                 }
                 None => &mut sink,
             };
+            let mut with_updating;
+            let exec_ref: &mut dyn hybridsim::runner::StepExecutor = match updating.as_mut() {
+                Some(updating) => {
+                    with_updating = hybridsim::online_updating::WithUpdating {
+                        inner: &mut exec,
+                        updating,
+                    };
+                    &mut with_updating
+                }
+                None => &mut exec,
+            };
             let end = hybridsim::runner::run(
-                &mut exec,
+                exec_ref,
                 &mut recorder,
                 sink_ref,
                 &settings,
@@ -455,6 +472,7 @@ fn run_paced(
                 setup,
                 panic: exec.panic.map(|p| panic_text(p.as_ref())),
                 wall,
+                updating,
             })
         })
         .map_err(|e| StartError::Model(format!("cannot start the step thread: {e}")))?;
@@ -582,6 +600,8 @@ fn run_paced(
         }
     };
     let step_lost = step_end.is_none();
+    let mut step_end = step_end;
+    let updating = step_end.as_mut().and_then(|e| e.updating.take());
     if step_lost {
         // The step thread holds the rings: let the writer finish what it has.
         journal.finish.store(true, Ordering::SeqCst);
@@ -730,6 +750,14 @@ fn run_paced(
     });
     if let (Value::Object(doc), Value::Object(fields)) = (&mut run_json, fields) {
         doc.extend(fields);
+    }
+    if let Some(u) = &updating {
+        run_json["updating"] = hybridsim_io::updating::updating_json(&u.summary());
+        if let Some(f) = &opts.folder {
+            if let Err(e) = hybridsim_io::updating::write_updating_csv(f, u) {
+                run_json["updating"]["error"] = json!(e);
+            }
+        }
     }
     heartbeat_fields(&mut run_json, &journal, model.analysis.time_step);
     if let Some(f) = &opts.folder {

@@ -69,5 +69,53 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// The online updating of `examples/updating_two_pier_bridge.toml` inside a run: one PG-α coarse
+/// step of the virtual laboratory (5 controller ticks) and one `OnlineUpdating::after_step`
+/// (A and γ, 10 Runge–Kutta substeps per sigma point, the estimates of the previous update
+/// applied to the numerical pier), so that the share of the step is measured on one model.
+fn bench_in_run(c: &mut Criterion) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/updating_two_pier_bridge.toml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let model = hybridsim::Model::from_toml(
+        &text,
+        "updating_two_pier_bridge.toml",
+        &hybridsim::model::NoFiles,
+    )
+    .unwrap();
+    let n_steps = model.analysis.n_steps();
+    let fresh = || {
+        let mut integ = hybridsim::integrators::build(&model).unwrap();
+        let online =
+            hybridsim::online_updating::OnlineUpdating::new(&model, integ.as_mut(), n_steps)
+                .unwrap()
+                .unwrap();
+        (integ, online)
+    };
+    // Steps are taken from a fresh run and restarted before the record ends.
+    let (mut integ, mut online) = fresh();
+    c.bench_function("two_pier_pg_alpha_step", |b| {
+        b.iter(|| {
+            if integ.steps_taken() + 1 >= n_steps {
+                (integ, online) = fresh();
+            }
+            integ.step().unwrap();
+        })
+    });
+    let (mut integ, mut online2) = fresh();
+    c.bench_function("two_pier_pg_alpha_step_with_updating", |b| {
+        b.iter(|| {
+            if integ.steps_taken() + 1 >= n_steps {
+                (integ, online2) = fresh();
+            }
+            integ.step().unwrap();
+            online2.after_step(integ.as_mut());
+        })
+    });
+    let _ = online.updates();
+}
+
+criterion_group!(benches, bench, bench_in_run);
 criterion_main!(benches);

@@ -116,6 +116,7 @@ pub mod integrators;
 pub mod linalg;
 pub mod modal;
 pub mod model;
+pub mod online_updating;
 pub mod output;
 pub mod physical;
 pub mod runner;

@@ -372,6 +372,32 @@ impl StateSpace {
         self.estimate = estimate;
     }
 
+    /// Change parameter `parameter` of element `slot` at run time (online model updating,
+    /// Abbiati et al. 2020, §2.1). The first call on a slot moves it to the generic path
+    /// (its law evaluated through [`crate::elements::Element::restoring`], so that a new value
+    /// of a linear element's parameter counts) and gives the slot its own copy of the element
+    /// (elements are shared with the model): it allocates, later calls do not. The integrator's
+    /// iteration matrices are not rebuilt.
+    pub fn set_element_parameter(
+        &mut self,
+        slot: usize,
+        parameter: &str,
+        value: f64,
+    ) -> Result<(), String> {
+        let s = self
+            .slots
+            .get_mut(slot)
+            .ok_or_else(|| format!("no element {slot} in `{}`", self.name))?;
+        if !matches!(s.kernel, SlotKernel::Generic) {
+            s.kernel = SlotKernel::Generic;
+        }
+        if std::sync::Arc::get_mut(&mut s.element).is_none() {
+            s.element = std::sync::Arc::from(s.element.clone_box());
+        }
+        let element = std::sync::Arc::get_mut(&mut s.element).expect("own copy");
+        element.set_parameter(parameter, value)
+    }
+
     /// Keep only the nodal loads on DOFs for which `keep` holds. A load on a DOF shared by
     /// several partitions must act on exactly one copy (see [`super::build_partitions`]).
     pub fn retain_loads(&mut self, keep: impl Fn(&DofRef) -> bool) {

@@ -279,6 +279,15 @@ impl TimeIntegrator for ExplicitRths {
     fn partitions(&self) -> &[Partition] {
         &self.parts
     }
+    fn set_element_parameter(
+        &mut self,
+        partition: usize,
+        element: usize,
+        parameter: &str,
+        value: f64,
+    ) -> Result<(), String> {
+        super::set_parameter_in(&mut self.parts, partition, element, parameter, value)
+    }
     fn for_each_lab(&mut self, f: &mut dyn FnMut(usize, &mut dyn crate::physical::LabControl)) {
         super::labs_of(&mut self.parts, f)
     }

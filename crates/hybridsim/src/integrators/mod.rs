@@ -279,6 +279,40 @@ pub trait TimeIntegrator: Send {
     }
     /// Values of [`TimeIntegrator::extra_channels`] at `t_n`. Must not allocate.
     fn extra_values(&self, _out: &mut [f64]) {}
+    /// Change parameter `parameter` of element `element` (index into the partition's
+    /// [`crate::assembly::StateSpace::slots`]) of partition `partition` between two steps
+    /// (online model updating, Abbiati et al. 2020, §2.1). The scheme keeps its iteration
+    /// matrices (`D^N`, the Steklov–Poincaré operator `H`): no refactorization. The first
+    /// call on an element may allocate ([`crate::assembly::StateSpace::set_element_parameter`]);
+    /// later ones must not. By default the scheme cannot: an error naming it.
+    fn set_element_parameter(
+        &mut self,
+        partition: usize,
+        element: usize,
+        parameter: &str,
+        value: f64,
+    ) -> Result<(), String> {
+        let _ = (partition, element, parameter, value);
+        Err(format!(
+            "the `{}` integrator cannot change element parameters during a run",
+            self.name()
+        ))
+    }
+}
+
+/// [`TimeIntegrator::set_element_parameter`] over a set of partitions.
+pub(crate) fn set_parameter_in(
+    parts: &mut [Partition],
+    partition: usize,
+    element: usize,
+    parameter: &str,
+    value: f64,
+) -> Result<(), String> {
+    parts
+        .get_mut(partition)
+        .ok_or_else(|| format!("no partition {partition}"))?
+        .state
+        .set_element_parameter(element, parameter, value)
 }
 
 /// One interface multiplier ([`TimeIntegrator::multiplier_info`]).
