@@ -261,13 +261,9 @@ fn displacements(text: &str) -> Vec<f64> {
 }
 
 /// Cumulative energy error E_c (Hung and El-Tawil 2009, eq 18) against a fine-step reference:
-/// `Σ_j |r_j^ref (d_j − d_j^ref)|`.
+/// `Σ_j |r_j^ref (d_j − d_j^ref)|`, the library's [`hybridsim::analysis::cumulative_energy_error`].
 fn cumulative_energy_error(d: &[f64], d_ref: &[f64], r_ref: &[f64]) -> f64 {
-    d.iter()
-        .zip(d_ref)
-        .zip(r_ref)
-        .map(|((d, dr), r)| (r * (d - dr)).abs())
-        .sum()
+    hybridsim::analysis::cumulative_energy_error(d, d_ref, r_ref).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// FOM with every tangent update beats OSM (initial stiffness) on E_c; all reported.
@@ -470,4 +466,176 @@ fn osm_i_modification_uses_the_measured_displacement() {
         .fold(0.0f64, |a, (x, y)| a.max((x - y).abs()));
     eprintln!("OSM with overshoot: I-modification changes node 1 by up to {diff:.3e} m");
     assert!(diff > 0.0, "the I-modification did nothing");
+}
+
+/// The reference of Hung and El-Tawil (2009): the whole six-storey building integrated by an
+/// implicit Newmark program (average acceleration, β = 1/4, γ = 1/2) at the *same* time step,
+/// Newton iterations to convergence, each storey the exact bilinear law of the example's
+/// Mostaghel springs (a spring αk in parallel with (1−α)k in series with a slider at ±δ),
+/// mass-proportional damping `C = 0.47 M`; written here independently of the schemes under
+/// test (as `scripts/fom/newmark_reference.py`). Returns the node-1 displacement and the
+/// storey-1 shear after every step.
+fn same_step_newmark(m: &hybridsim::Model) -> (Vec<f64>, Vec<f64>) {
+    use nalgebra::{DMatrix, DVector};
+    const N: usize = 6;
+    let (mass, k, al, dl, a0) = (2.0e4, 4.0e7, 0.05, 0.01, 0.47);
+    let dt = m.analysis.time_step;
+    let ag = |t: f64| m.ground_motions[0].acceleration.value(t);
+    let drifts =
+        |u: &DVector<f64>| DVector::from_fn(N, |i, _| u[i] - if i > 0 { u[i - 1] } else { 0.0 });
+    // Nodal restoring force, tangent, storey shears and slider-spring deformations at u from
+    // the committed (s, d): exact for a straight path from the committed drift.
+    let state = |u: &DVector<f64>, s0: &DVector<f64>, d0: &DVector<f64>| {
+        let d = drifts(u);
+        let mut r = DVector::zeros(N);
+        let mut s = DVector::zeros(N);
+        let mut kt = DMatrix::zeros(N, N);
+        for i in 0..N {
+            let trial = s0[i] + d[i] - d0[i];
+            s[i] = trial.clamp(-dl, dl);
+            r[i] = al * k * d[i] + (1.0 - al) * k * s[i];
+            let ki = if trial.abs() < dl { k } else { al * k };
+            kt[(i, i)] += ki;
+            if i > 0 {
+                kt[(i - 1, i - 1)] += ki;
+                kt[(i, i - 1)] -= ki;
+                kt[(i - 1, i)] -= ki;
+            }
+        }
+        let mut nodal = r.clone();
+        for i in 1..N {
+            nodal[i - 1] -= r[i];
+        }
+        (nodal, kt, r, s, d)
+    };
+    let (beta, gamma) = (0.25, 0.5);
+    let mut u = DVector::zeros(N);
+    let mut v = DVector::zeros(N);
+    let mut s = DVector::zeros(N);
+    let mut d_c = DVector::zeros(N);
+    let f = |t: f64| DVector::from_element(N, -mass * ag(t));
+    let (nodal, ..) = state(&u, &s, &d_c);
+    let mut a = (f(0.0) - &v * a0 * mass - nodal) / mass;
+    let (mut d1, mut r1) = (Vec::new(), Vec::new());
+    let keff_diag = mass / (beta * dt * dt) + a0 * mass * gamma / (beta * dt);
+    for j in 1..=m.analysis.n_steps() {
+        let t = j as f64 * dt;
+        let u_pred = &u + &v * dt + &a * (dt * dt * (0.5 - beta));
+        let v_pred = &v + &a * (dt * (1.0 - gamma));
+        let mut un = u_pred.clone();
+        let mut converged = None;
+        for _ in 0..50 {
+            let an = (&un - &u_pred) / (beta * dt * dt);
+            let vn = &v_pred + &an * (gamma * dt);
+            let (nodal, kt, r, s_new, d_new) = state(&un, &s, &d_c);
+            let res = f(t) - &an * mass - &vn * (a0 * mass) - &nodal;
+            let scale = (an.amax() * mass).max(nodal.amax()).max(1.0);
+            if res.amax() <= 1e-10 * scale {
+                converged = Some((an, vn, r, s_new, d_new));
+                break;
+            }
+            let keff = kt + DMatrix::identity(N, N) * keff_diag;
+            un += keff.lu().solve(&res).unwrap();
+        }
+        let (an, vn, r, s_new, d_new) = converged.unwrap_or_else(|| panic!("Newton, step {j}"));
+        (u, v, a, s, d_c) = (un, vn, an, s_new, d_new);
+        d1.push(u[0]);
+        r1.push(r[0]);
+    }
+    (d1, r1)
+}
+
+/// The six-storey building with the synthetic record, 10 s, on MG-α without the lab: the
+/// model of the same-Δt reference.
+fn six_storey_reference_model(time_step: f64) -> hybridsim::Model {
+    six_storey(10.0, |t| {
+        set_integrator(t, "mg-alpha", None);
+        t.remove("lab");
+        t.remove("safety");
+        set(t, "analysis", "time_step", time_step);
+    })
+}
+
+/// E_c against the same-Δt implicit Newmark solution of a six-storey run (10 s):
+/// `integrator`, its `update`, an overshoot `error` and the I-modification.
+fn e_c_same_step(
+    reference: &(Vec<f64>, Vec<f64>),
+    integrator: &str,
+    update: Option<&str>,
+    error: f64,
+    imod: bool,
+) -> f64 {
+    let m = six_storey(10.0, |t| {
+        set_integrator(t, integrator, update);
+        if imod {
+            t["analysis"].as_table_mut().unwrap().insert(
+                "estimator".into(),
+                toml::Value::Table("i_modification = true".parse().unwrap()),
+            );
+        }
+        if error > 0.0 {
+            overshoot(t, error);
+        }
+    });
+    cumulative_energy_error(&run_node1(&m), &reference.0, &reference.1)
+}
+
+/// E_c against the paper's kind of reference (implicit Newmark at the same Δt): FOM with
+/// every update beats OSM by an order of magnitude (measured 0.04–0.21 × OSM), as the paper
+/// reports; against a fine-step reference the time-discretization error that FOM, OSM and
+/// Newmark at Δt share dominates and FOM gains only 10–13 %
+/// (`six_storey_on_the_virtual_lab_with_overshoot`). With the 0.001 in overshoot FOM still
+/// beats OSM.
+#[test]
+fn six_storey_against_the_same_step_newmark_reference() {
+    let reference = same_step_newmark(&six_storey_reference_model(0.005));
+    // The independent Newmark agrees with hybridsim's monolithic scheme at Δt/10 to the
+    // discretization error: peaks within 2 %.
+    let fine_d: Vec<f64> = run_node1(&six_storey_reference_model(0.0005))
+        .into_iter()
+        .skip(9)
+        .step_by(10)
+        .collect();
+    let d_ref = &reference.0;
+    assert!(
+        (peak(&fine_d) / peak(d_ref) - 1.0).abs() < 0.02,
+        "{} {}",
+        peak(&fine_d),
+        peak(d_ref)
+    );
+    let osm = e_c_same_step(&reference, "osm", None, 0.0, false);
+    let osm_over = e_c_same_step(&reference, "osm", None, 2.54e-5, false);
+    eprintln!("same-Δt Newmark reference: OSM E_c = {osm:.4e} J, with overshoot {osm_over:.4e} J");
+    for update in ["none", "bfgs", "dfp", "broyden", "broyden-family", "sr1"] {
+        let fom = e_c_same_step(&reference, "fom", Some(update), 0.0, false);
+        let fom_over = e_c_same_step(&reference, "fom", Some(update), 2.54e-5, false);
+        eprintln!(
+            "FOM {update}: E_c = {fom:.4e} J ({:.4} of OSM), with overshoot {fom_over:.4e} J \
+             ({:.4} of OSM with overshoot)",
+            fom / osm,
+            fom_over / osm_over
+        );
+        assert!(fom < 0.3 * osm, "FOM {update}: {fom} vs OSM {osm}");
+        assert!(fom_over < osm_over, "FOM {update} with overshoot");
+    }
+}
+
+/// The paper's Fig 15 (six-storey model, constant 0.001 in overshoot): OSM with the
+/// I-modification (Nakashima et al. 1990) deviates from the reference, FOM does not. Here,
+/// against the same-Δt Newmark solution, OSM with the I-modification is worse than OSM
+/// without it (measured 4.3×: the correction `K_I (d^m − d̃)` uses the initial stiffness while
+/// the storey has yielded) and FOM (BFGS) beats both.
+#[test]
+fn osm_i_modification_against_the_papers_fig_15() {
+    let reference = same_step_newmark(&six_storey_reference_model(0.005));
+    let osm = e_c_same_step(&reference, "osm", None, 2.54e-5, false);
+    let imod = e_c_same_step(&reference, "osm", None, 2.54e-5, true);
+    let fom = e_c_same_step(&reference, "fom", Some("bfgs"), 2.54e-5, false);
+    eprintln!(
+        "0.001 in overshoot, E_c against the same-Δt Newmark solution: OSM {osm:.4e} J, OSM with \
+         the I-modification {imod:.4e} J ({:.3} × OSM), FOM BFGS {fom:.4e} J",
+        imod / osm
+    );
+    assert!(imod > 1.5 * osm, "I-modification: {imod} vs {osm}");
+    assert!(fom < osm && fom < imod, "FOM {fom}");
 }

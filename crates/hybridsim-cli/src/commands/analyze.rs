@@ -1,7 +1,8 @@
 //! `hybridsim analyze spectral|convergence|energy|delay MODEL [options] -o DIR`: algorithm
 //! analysis of the model's configured scheme (Abbiati et al. 2019, §2.1.2 and §2.2.2, Figs 1–3
 //! and 6–9) and the critical actuator delay of its real-time loop, written as CSV files,
-//! `summary.json` and PNG/SVG charts.
+//! `summary.json` and PNG/SVG charts; `analyze energy-error RUN --reference REF` compares two
+//! results folders (the module `energy_error`).
 
 use anyhow::{bail, Context, Result};
 use hybridsim::analysis::spectral::log_sweep;
@@ -51,6 +52,13 @@ pub enum Kind {
         after_help = "Examples:\n  hybridsim analyze delay examples/rths_explicit_frame.toml -o out/delay\n  hybridsim analyze delay examples/rths_explicit_frame.toml --max-delay 0.02 --points-per-sample 8"
     )]
     Delay(DelayArgs),
+    /// Cumulative energy error E_c of a results folder against a reference results folder
+    /// (Hung and El-Tawil 2009, eq 18) at a node of interest: energy_error.csv/json, and
+    /// run.json's analysis.energy_error when written into the run's folder.
+    #[command(
+        after_help = "Examples:\n  hybridsim analyze energy-error results/fom_01 --reference results/fom_01_reference\n  hybridsim analyze energy-error results/osm --reference results/ref --node 1 --dof x --force force.storey1.1.x -o out/ec"
+    )]
+    EnergyError(super::energy_error::EnergyErrorArgs),
 }
 
 /// `analyze delay`.
@@ -183,6 +191,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         Kind::Convergence(a) => convergence_cmd(a),
         Kind::Energy(a) => energy(a),
         Kind::Delay(a) => delay(a),
+        Kind::EnergyError(a) => super::energy_error::execute(a),
     }
 }
 

@@ -5,6 +5,7 @@ pub mod check;
 pub mod console;
 pub mod controller;
 pub mod cyclic;
+pub mod energy_error;
 pub mod evaluate;
 pub mod plot;
 pub mod realtime;

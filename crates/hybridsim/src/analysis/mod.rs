@@ -12,13 +12,16 @@
 //! - [`tracking`]: the evaluation criteria J1–J9 of a real-time hybrid test (Silva et al. 2020);
 //! - [`mod@critical_delay`]: closed-loop spectral radius of a real-time hybrid test against the
 //!   actuator delay, and the critical delay at which it exceeds 1;
-//! - [`mod@response_spectrum`]: elastic response spectra of ground-acceleration records.
+//! - [`mod@response_spectrum`]: elastic response spectra of ground-acceleration records;
+//! - [`energy_error`]: the cumulative energy error `E_c` of a run against a reference run
+//!   (Hung and El-Tawil 2009, eq 18).
 //!
 //! These are offline tools: they allocate freely and never run inside a real-time loop.
 
 pub mod convergence;
 pub mod critical_delay;
 pub mod energy;
+pub mod energy_error;
 pub mod response_spectrum;
 pub mod spectral;
 pub mod tracking;
@@ -26,6 +29,7 @@ pub mod tracking;
 pub use convergence::{convergence, ConvergenceOptions, ConvergenceReport, Reference};
 pub use critical_delay::{critical_delay, LoopDelayOptions, LoopDelayReport};
 pub use energy::{energy_history, EnergyReport};
+pub use energy_error::{cumulative_energy_error, energy_error_history, EnergyErrorInput};
 pub use response_spectrum::{log_periods, response_spectrum, ResponseSpectrum, SpectrumError};
 pub use spectral::{
     spectral_sweep, DelayLine, DelayedProvider, FrequencyReference, RootKind, SpectralOptions,

@@ -31,7 +31,10 @@
 // Index loops over small dense matrices, written out so that nothing allocates per step.
 #![allow(clippy::needless_range_loop)]
 
-use super::second_order::{mat_vec, solve_in_place, SecondOrder};
+use super::second_order::{
+    export_vectors, import_vectors, mat_vec, newmark_corrector, newmark_predictor, solve_in_place,
+    SecondOrder, Start,
+};
 use super::tangent::{rule, TangentEstimator};
 use super::{check_finite, StepClock, StepError, TimeIntegrator};
 use crate::assembly::Partition;
@@ -109,20 +112,7 @@ impl Fom {
         let corrector_inverse = std::mem::replace(&mut m_prime, DMatrix::zeros(0, 0))
             .try_inverse()
             .ok_or("M + γΔt C is singular")?;
-        let (d, v) = sys.initial();
-        let mut r = DVector::zeros(n);
-        sys.at_rest(t0, d.as_slice(), v.as_slice(), r.as_mut_slice())?;
-        let mut f = DVector::zeros(n);
-        sys.external(t0, f.as_mut_slice());
-        let cv = &sys.damping * &v;
-        let a = sys
-            .mass
-            .clone()
-            .lu()
-            .solve(&(&f - cv - &r))
-            .ok_or("the mass matrix is singular")?;
-        sys.store(d.as_slice(), v.as_slice());
-        sys.store_acceleration(a.as_slice());
+        let Start { d, v, a, r, f } = sys.start(t0)?;
         let z = || DVector::zeros(n);
         Ok(Self {
             estimator,
@@ -203,10 +193,16 @@ impl TimeIntegrator for Fom {
             c.time()
         };
         self.sys.external(t1, self.f.as_mut_slice());
-        for i in 0..n {
-            self.d_tilde[i] = self.d[i] + dt * self.v[i] + dt * dt * (0.5 - BETA) * self.a[i];
-            self.v_tilde[i] = self.v[i] + dt * (1.0 - GAMMA) * self.a[i];
-        }
+        newmark_predictor(
+            self.d.as_slice(),
+            self.v.as_slice(),
+            self.a.as_slice(),
+            dt,
+            BETA,
+            GAMMA,
+            self.d_tilde.as_mut_slice(),
+            self.v_tilde.as_mut_slice(),
+        );
         // Predictor (eq 8), linearized about d̂_n (or d_n).
         let base = match self.settings.linearization {
             Linearization::Predictor => &self.d_hat,
@@ -269,10 +265,16 @@ impl TimeIntegrator for Fom {
                 self.tmp.as_slice(),
                 self.a.as_mut_slice(),
             );
-            for i in 0..n {
-                self.d[i] = self.d_tilde[i] + BETA * dt * dt * self.a[i];
-                self.v[i] = self.v_tilde[i] + GAMMA * dt * self.a[i];
-            }
+            newmark_corrector(
+                self.d_tilde.as_slice(),
+                self.v_tilde.as_slice(),
+                self.a.as_slice(),
+                dt,
+                BETA,
+                GAMMA,
+                self.d.as_mut_slice(),
+                self.v.as_mut_slice(),
+            );
         } else {
             self.a.copy_from(&self.rhs);
             self.d.copy_from(&self.d_hat_new);
@@ -289,12 +291,14 @@ impl TimeIntegrator for Fom {
         self.r.copy_from(&self.r_new);
         self.d_hat.copy_from(&self.d_hat_new);
         self.clock.advance();
-        let step = self.clock.steps();
-        check_finite(self.d.as_slice(), "fom state", t1, step)?;
-        check_finite(self.v.as_slice(), "fom state", t1, step)?;
-        self.sys.store(self.d.as_slice(), self.v.as_slice());
-        self.sys.store_acceleration(self.a.as_slice());
-        Ok(())
+        self.sys.finish_step(
+            self.d.as_slice(),
+            self.v.as_slice(),
+            self.a.as_slice(),
+            "fom state",
+            t1,
+            self.clock.steps(),
+        )
     }
     fn partitions(&self) -> &[Partition] {
         self.sys.partitions()
@@ -316,29 +320,22 @@ impl TimeIntegrator for Fom {
     }
     fn export_state(&self, out: &mut [f64]) {
         let n = self.sys.n_dofs();
-        for (k, x) in [&self.d, &self.v, &self.a, &self.r, &self.d_hat]
-            .into_iter()
-            .enumerate()
-        {
-            out[k * n..(k + 1) * n].copy_from_slice(x.as_slice());
-        }
+        export_vectors(&[&self.d, &self.v, &self.a, &self.r, &self.d_hat], out);
         let l = self.estimate_len();
         out[5 * n..5 * n + l].copy_from_slice(&self.estimator.stiffness().as_slice()[..l]);
     }
     fn import_state(&mut self, x: &[f64]) {
         let n = self.sys.n_dofs();
-        for (k, v) in [
-            &mut self.d,
-            &mut self.v,
-            &mut self.a,
-            &mut self.r,
-            &mut self.d_hat,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            v.as_mut_slice().copy_from_slice(&x[k * n..(k + 1) * n]);
-        }
+        import_vectors(
+            &mut [
+                &mut self.d,
+                &mut self.v,
+                &mut self.a,
+                &mut self.r,
+                &mut self.d_hat,
+            ],
+            x,
+        );
         let l = self.estimate_len();
         if l > 0 {
             self.estimator.set_stiffness(&x[5 * n..5 * n + l]);

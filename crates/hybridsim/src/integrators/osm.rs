@@ -25,7 +25,10 @@
 // Index loops over small dense matrices, written out so that nothing allocates per step.
 #![allow(clippy::needless_range_loop)]
 
-use super::second_order::{mat_vec, SecondOrder};
+use super::second_order::{
+    export_vectors, import_vectors, mat_vec, newmark_corrector, newmark_predictor, SecondOrder,
+    Start,
+};
 use super::{check_finite, StepClock, StepError, TimeIntegrator};
 use crate::assembly::Partition;
 use crate::error::ModelError;
@@ -83,20 +86,7 @@ impl Osm {
             .try_inverse()
             .ok_or("M + (1+α)γΔt C + (1+α)βΔt² K_I is singular")?;
         let t0 = 0.0;
-        let (d, v) = sys.initial();
-        let mut r = DVector::zeros(n);
-        sys.at_rest(t0, d.as_slice(), v.as_slice(), r.as_mut_slice())?;
-        let mut f0 = DVector::zeros(n);
-        sys.external(t0, f0.as_mut_slice());
-        let cv = &sys.damping * &v;
-        let a = sys
-            .mass
-            .clone()
-            .lu()
-            .solve(&(&f0 - cv - &r))
-            .ok_or("the mass matrix is singular")?;
-        sys.store(d.as_slice(), v.as_slice());
-        sys.store_acceleration(a.as_slice());
+        let Start { d, v, a, r, f: f0 } = sys.start(t0)?;
         let z = || DVector::zeros(n);
         Ok(Self {
             alpha,
@@ -152,10 +142,16 @@ impl TimeIntegrator for Osm {
         };
         self.sys.external(t0, self.f0.as_mut_slice());
         self.sys.external(t1, self.f1.as_mut_slice());
-        for i in 0..n {
-            self.d_tilde[i] = self.d[i] + dt * self.v[i] + dt * dt * (0.5 - beta) * self.a[i];
-            self.v_tilde[i] = self.v[i] + dt * (1.0 - gamma) * self.a[i];
-        }
+        newmark_predictor(
+            self.d.as_slice(),
+            self.v.as_slice(),
+            self.a.as_slice(),
+            dt,
+            beta,
+            gamma,
+            self.d_tilde.as_mut_slice(),
+            self.v_tilde.as_mut_slice(),
+        );
         check_finite(
             self.d_tilde.as_slice(),
             "osm predictor",
@@ -203,9 +199,17 @@ impl TimeIntegrator for Osm {
             }
         }
         mat_vec(&self.inverse, self.rhs.as_slice(), self.a.as_mut_slice());
+        newmark_corrector(
+            self.d_tilde.as_slice(),
+            self.v_tilde.as_slice(),
+            self.a.as_slice(),
+            dt,
+            beta,
+            gamma,
+            self.d.as_mut_slice(),
+            self.v.as_mut_slice(),
+        );
         for i in 0..n {
-            self.d[i] = self.d_tilde[i] + beta * dt * dt * self.a[i];
-            self.v[i] = self.v_tilde[i] + gamma * dt * self.a[i];
             self.tmp[i] = beta * dt * dt * self.a[i];
         }
         mat_vec(
@@ -217,12 +221,14 @@ impl TimeIntegrator for Osm {
             self.r[i] += self.r_tilde[i];
         }
         self.clock.advance();
-        let step = self.clock.steps();
-        check_finite(self.d.as_slice(), "osm state", t1, step)?;
-        check_finite(self.v.as_slice(), "osm state", t1, step)?;
-        self.sys.store(self.d.as_slice(), self.v.as_slice());
-        self.sys.store_acceleration(self.a.as_slice());
-        Ok(())
+        self.sys.finish_step(
+            self.d.as_slice(),
+            self.v.as_slice(),
+            self.a.as_slice(),
+            "osm state",
+            t1,
+            self.clock.steps(),
+        )
     }
     fn partitions(&self) -> &[Partition] {
         self.sys.partitions()
@@ -243,19 +249,10 @@ impl TimeIntegrator for Osm {
         4 * self.sys.n_dofs()
     }
     fn export_state(&self, out: &mut [f64]) {
-        let n = self.sys.n_dofs();
-        for (k, x) in [&self.d, &self.v, &self.a, &self.r].into_iter().enumerate() {
-            out[k * n..(k + 1) * n].copy_from_slice(x.as_slice());
-        }
+        export_vectors(&[&self.d, &self.v, &self.a, &self.r], out);
     }
     fn import_state(&mut self, x: &[f64]) {
-        let n = self.sys.n_dofs();
-        for (k, v) in [&mut self.d, &mut self.v, &mut self.a, &mut self.r]
-            .into_iter()
-            .enumerate()
-        {
-            v.as_mut_slice().copy_from_slice(&x[k * n..(k + 1) * n]);
-        }
+        import_vectors(&mut [&mut self.d, &mut self.v, &mut self.a, &mut self.r], x);
         self.sys.store(self.d.as_slice(), self.v.as_slice());
         self.sys.store_acceleration(self.a.as_slice());
     }

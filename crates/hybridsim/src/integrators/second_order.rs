@@ -399,6 +399,47 @@ impl SecondOrder {
         }
     }
 
+    /// The start of both schemes at `t0`: the initial `(d, v)`, the restoring force `r_0`
+    /// measured at rest, the external force `f_0` and `a_0 = M⁻¹(f_0 − C v_0 − r_0)`, stored
+    /// as the partitions' state.
+    pub fn start(&mut self, t0: f64) -> Result<Start, String> {
+        let n = self.n_dofs();
+        let (d, v) = self.initial();
+        let mut r = DVector::zeros(n);
+        self.at_rest(t0, d.as_slice(), v.as_slice(), r.as_mut_slice())?;
+        let mut f = DVector::zeros(n);
+        self.external(t0, f.as_mut_slice());
+        let cv = &self.damping * &v;
+        let a = self
+            .mass
+            .clone()
+            .lu()
+            .solve(&(&f - cv - &r))
+            .ok_or("the mass matrix is singular")?;
+        self.store(d.as_slice(), v.as_slice());
+        self.store_acceleration(a.as_slice());
+        Ok(Start { d, v, a, r, f })
+    }
+
+    /// The end of a step of either scheme at `t1`: `d` and `v` checked finite (`what` names
+    /// the scheme's state in the error, `step` the step just completed), then `(d, v, a)`
+    /// stored as the partitions' state.
+    pub fn finish_step(
+        &mut self,
+        d: &[f64],
+        v: &[f64],
+        a: &[f64],
+        what: &'static str,
+        t1: f64,
+        step: u64,
+    ) -> Result<(), StepError> {
+        super::check_finite(d, what, t1, step)?;
+        super::check_finite(v, what, t1, step)?;
+        self.store(d, v);
+        self.store_acceleration(a);
+        Ok(())
+    }
+
     /// The partitions: numerical model first, then the physical ones.
     pub fn partitions(&self) -> &[Partition] {
         &self.parts
@@ -443,6 +484,77 @@ impl SecondOrder {
                 .potential_energy()
         }
     }
+}
+
+/// What [`SecondOrder::start`] measures and computes at `t0`.
+pub struct Start {
+    /// Initial displacements.
+    pub d: DVector<f64>,
+    /// Initial velocities.
+    pub v: DVector<f64>,
+    /// `a_0 = M⁻¹(f_0 − C v_0 − r_0)`.
+    pub a: DVector<f64>,
+    /// The restoring force measured at rest.
+    pub r: DVector<f64>,
+    /// The external force at `t0`.
+    pub f: DVector<f64>,
+}
+
+/// Newmark's explicit predictor of both schemes: `d̃ = d + Δt v + Δt²(1/2 − β) a`,
+/// `ṽ = v + Δt(1 − γ) a`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn newmark_predictor(
+    d: &[f64],
+    v: &[f64],
+    a: &[f64],
+    dt: f64,
+    beta: f64,
+    gamma: f64,
+    d_tilde: &mut [f64],
+    v_tilde: &mut [f64],
+) {
+    for i in 0..d.len() {
+        d_tilde[i] = d[i] + dt * v[i] + dt * dt * (0.5 - beta) * a[i];
+        v_tilde[i] = v[i] + dt * (1.0 - gamma) * a[i];
+    }
+}
+
+/// Newmark's corrector of both schemes (eq 2): `d = d̃ + βΔt² a`, `v = ṽ + γΔt a`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn newmark_corrector(
+    d_tilde: &[f64],
+    v_tilde: &[f64],
+    a: &[f64],
+    dt: f64,
+    beta: f64,
+    gamma: f64,
+    d: &mut [f64],
+    v: &mut [f64],
+) {
+    for i in 0..d.len() {
+        d[i] = d_tilde[i] + beta * dt * dt * a[i];
+        v[i] = v_tilde[i] + gamma * dt * a[i];
+    }
+}
+
+/// The exported algorithmic state of both schemes: the vectors one after another.
+pub(crate) fn export_vectors(vectors: &[&DVector<f64>], out: &mut [f64]) {
+    let mut at = 0;
+    for x in vectors {
+        out[at..at + x.len()].copy_from_slice(x.as_slice());
+        at += x.len();
+    }
+}
+
+/// The inverse of [`export_vectors`]; returns the number of values read.
+pub(crate) fn import_vectors(vectors: &mut [&mut DVector<f64>], x: &[f64]) -> usize {
+    let mut at = 0;
+    for v in vectors.iter_mut() {
+        let n = v.len();
+        v.as_mut_slice().copy_from_slice(&x[at..at + n]);
+        at += n;
+    }
+    at
 }
 
 fn scatter(target: &mut DMatrix<f64>, local: &DMatrix<f64>, map: &[Option<usize>]) {
