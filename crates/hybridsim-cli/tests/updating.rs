@@ -21,7 +21,14 @@ fn read_updating(path: &Path) -> (Vec<String>, Vec<(Vec<f64>, String)>) {
     let rows = lines
         .map(|l| {
             let mut f: Vec<&str> = l.split(',').collect();
-            let state = f.pop().unwrap().to_string();
+            // The state's code: 0 active, 1 frozen, 2 tripped.
+            let state = match f.pop().unwrap() {
+                "0" => "active",
+                "1" => "frozen",
+                "2" => "tripped",
+                other => panic!("state `{other}`"),
+            }
+            .to_string();
             (f.iter().map(|x| x.parse::<f64>().unwrap()).collect(), state)
         })
         .collect();

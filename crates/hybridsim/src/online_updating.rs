@@ -513,8 +513,8 @@ impl OnlineUpdating {
         h
     }
 
-    /// `updating.csv` as text: one row per update (the state as `active`, `frozen` or
-    /// `tripped`), numbers in Rust's shortest round-trip form.
+    /// `updating.csv` as text: one row per update, numbers in Rust's shortest round-trip
+    /// form; the state as its code: 0 active, 1 frozen, 2 tripped.
     pub fn csv(&self) -> String {
         let mut out = self.csv_headers().join(",");
         out.push('\n');
@@ -523,7 +523,11 @@ impl OnlineUpdating {
             for x in nums {
                 out.push_str(&format!("{x:e},"));
             }
-            out.push_str(UpdateState::from_code(state[0]).name());
+            // The state as its code (every column of a results table is a number).
+            out.push_str(&format!(
+                "{}",
+                UpdateState::from_code(state[0]).code() as u8
+            ));
             out.push('\n');
         }
         out
