@@ -716,14 +716,7 @@ fn batch_memory(
         .collect::<PyResult<_>>()?;
     let base = model.loaded.clone();
     let runs = py.detach(move || -> Result<Vec<MemoryRun>, String> {
-        let loaded: Vec<LoadedModel> = list
-            .iter()
-            .enumerate()
-            .map(|(i, o)| {
-                sweep::variant(&base, o)
-                    .map_err(|e| format!("variant {i} ({}): {e}", sweep::describe(o)))
-            })
-            .collect::<Result<_, _>>()?;
+        let loaded = sweep::variants_parallel(&base, &list, jobs)?;
         let opts = MemoryOptions {
             lab_records,
             connector: None,
