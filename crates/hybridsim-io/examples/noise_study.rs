@@ -4,7 +4,7 @@
 //! the results (the sum of every recorded number) so that a change to the lab path can be
 //! checked to leave the numbers bit for bit the same.
 //!
-//!     cargo run --release -p hybridsim-io --example noise_study -- [N] [MODEL] [--batch]
+//!     cargo run --release -p hybridsim-io --example noise_study -- [N] [MODEL] [--batch [--serial-variants]]
 //!
 //! With `--batch` the realizations run as the Python `hybridsim.batch` runs them (variants
 //! built and run on every core), timed from the overrides to the last result.
@@ -17,7 +17,7 @@ use std::time::Instant;
 
 fn main() {
     let batch = std::env::args().any(|a| a == "--batch");
-    let mut args = std::env::args().skip(1).filter(|a| a != "--batch");
+    let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
     let n: u64 = args
         .next()
         .map_or(50, |a| a.parse().expect("N: an integer"));
@@ -36,7 +36,15 @@ fn main() {
             })
             .collect();
         let t0 = Instant::now();
-        let loaded = hybridsim_io::sweep::variants_parallel(&base, &list, None).unwrap();
+        // `--serial-variants`: build the variants on the calling thread first, as the batch
+        // API did before `variants_parallel` (for before/after comparisons).
+        let loaded = if std::env::args().any(|a| a == "--serial-variants") {
+            list.iter()
+                .map(|o| variant(&base, o).unwrap_or_else(|e| panic!("{e}")))
+                .collect()
+        } else {
+            hybridsim_io::sweep::variants_parallel(&base, &list, None).unwrap()
+        };
         let t_build = t0.elapsed().as_secs_f64();
         let abort = AtomicBool::new(false);
         let opts = MemoryOptions::default();
