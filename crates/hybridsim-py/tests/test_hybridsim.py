@@ -154,6 +154,27 @@ def test_the_package_runs_inside_dask_tasks():
         assert same_bits(r, b.data)
 
 
+def test_the_package_runs_inside_ray_tasks():
+    # Not installed by .ci/run (Ray took 125 s to install here, Dask a few seconds): skipped
+    # unless Ray is present. The model travels as its TOML text (worker processes).
+    ray = pytest.importorskip("ray")
+    base = quickstart(0.5)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    try:
+        @ray.remote
+        def one(text, seed):
+            import hybridsim as h
+
+            return h.run(h.load(text).with_overrides({"lab.seed": seed})).data
+
+        results = ray.get([one.remote(base.text, s) for s in range(4)])
+    finally:
+        ray.shutdown()
+    batch = hybridsim.batch(base, [{"lab.seed": s} for s in range(4)])
+    for r, b in zip(results, batch):
+        assert same_bits(r, b.data)
+
+
 # --- a Python physical substructure ---------------------------------------------------------
 
 def ideal_lab_model():
