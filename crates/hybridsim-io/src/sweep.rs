@@ -214,6 +214,24 @@ pub fn variant(base: &LoadedModel, overrides: &[Override]) -> Result<LoadedModel
     load_text(&text, &source, &base_folder(base), base.path.clone())
 }
 
+/// Every variant of `base` (`variants[i]` its overrides), built and validated on `jobs`
+/// worker threads (all cores when `None`: each is a TOML parse, a validation and, for a
+/// synthetic ground motion, its generation, which a serial loop would leave the other cores
+/// idle for), in variant order; the first failing variant's error, `variant i (overrides):
+/// file: field: reason`.
+pub fn variants_parallel(
+    base: &LoadedModel,
+    variants: &[Vec<Override>],
+    jobs: Option<usize>,
+) -> Result<Vec<LoadedModel>, String> {
+    parallel_map(variants.len(), jobs, |i| {
+        variant(base, &variants[i])
+            .map_err(|e| format!("variant {i} ({}): {e}", describe(&variants[i])))
+    })?
+    .into_iter()
+    .collect()
+}
+
 /// Run `f(0..n)` on `jobs` worker threads (all cores when `None`), results in index order.
 pub fn parallel_map<T: Send>(
     n: usize,
@@ -314,11 +332,7 @@ pub fn run_sweep(
     jobs: Option<usize>,
     opts: &crate::RunOptions,
 ) -> Result<Vec<SweepRow>, String> {
-    let loaded: Vec<LoadedModel> = variants
-        .iter()
-        .enumerate()
-        .map(|(i, o)| variant(base, o).map_err(|e| format!("variant {i} ({}): {e}", describe(o))))
-        .collect::<Result<_, _>>()?;
+    let loaded = variants_parallel(base, variants, jobs)?;
     std::fs::create_dir_all(folder).map_err(|e| format!("{}: {e}", folder.display()))?;
     let abort = std::sync::atomic::AtomicBool::new(false);
     let rows = parallel_map(loaded.len(), jobs, |i| {

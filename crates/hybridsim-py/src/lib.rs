@@ -716,14 +716,7 @@ fn batch_memory(
         .collect::<PyResult<_>>()?;
     let base = model.loaded.clone();
     let runs = py.detach(move || -> Result<Vec<MemoryRun>, String> {
-        let loaded: Vec<LoadedModel> = list
-            .iter()
-            .enumerate()
-            .map(|(i, o)| {
-                sweep::variant(&base, o)
-                    .map_err(|e| format!("variant {i} ({}): {e}", sweep::describe(o)))
-            })
-            .collect::<Result<_, _>>()?;
+        let loaded = sweep::variants_parallel(&base, &list, jobs)?;
         let opts = MemoryOptions {
             lab_records,
             connector: None,
@@ -1084,6 +1077,90 @@ impl PySimulation {
         inner.integ.import_state(&state);
         Ok(())
     }
+    /// Hold an external nodal force `value` (model force unit) on DOF `dof` of node `node`
+    /// from the next step on, until changed (0 removes it): added to the model's loads and
+    /// the seismic load. A DOF shared by several substructures (an interface DOF) needs
+    /// `substructure`, the one that carries the force. Raises `ValueError` for an unknown
+    /// node, DOF or substructure or a non-finite value, and for a scheme that does not take
+    /// external loads.
+    #[pyo3(signature = (node, dof, value, substructure = None))]
+    fn set_load(
+        &self,
+        node: i64,
+        dof: &str,
+        value: f64,
+        substructure: Option<&str>,
+    ) -> PyResult<()> {
+        let mut inner = self.lock();
+        let found: Vec<(usize, usize, String)> = inner
+            .integ
+            .partitions()
+            .iter()
+            .enumerate()
+            .filter_map(|(k, p)| {
+                let i = p
+                    .state
+                    .dofs
+                    .iter()
+                    .position(|d| d.node == node && d.dof == dof)?;
+                Some((k, i, p.state.name.clone()))
+            })
+            .filter(|(_, _, name)| substructure.is_none_or(|s| s == name))
+            .collect();
+        let (k, i) = match found.as_slice() {
+            [(k, i, _)] => (*k, *i),
+            [] => {
+                return Err(PyValueError::new_err(match substructure {
+                    Some(s) => format!("set_load: substructure `{s}` has no node {node} dof {dof}"),
+                    None => format!("set_load: no substructure has node {node} dof {dof}"),
+                }))
+            }
+            many => {
+                let names: Vec<&str> = many.iter().map(|(_, _, n)| n.as_str()).collect();
+                return Err(PyValueError::new_err(format!(
+                    "set_load: node {node} dof {dof} is an interface DOF of {}: name the \
+                     substructure that carries the force (substructure=…)",
+                    names.join(" and ")
+                )));
+            }
+        };
+        inner
+            .integ
+            .set_external_load(k, i, value)
+            .map_err(|e| PyValueError::new_err(format!("set_load: {e}")))
+    }
+
+    /// The external nodal forces held by `set_load`: `[(substructure, "node.dof", value), …]`
+    /// (non-zero ones).
+    fn loads(&self) -> Vec<(String, String, f64)> {
+        let inner = self.lock();
+        let mut out = Vec::new();
+        for p in inner.integ.partitions() {
+            for (d, f) in p.state.dofs.iter().zip(p.state.external_loads()) {
+                if *f != 0.0 {
+                    out.push((p.state.name.clone(), format!("{}.{}", d.node, d.dof), *f));
+                }
+            }
+        }
+        out
+    }
+
+    /// Impose the interface forces Λ of the next step. Raises `ValueError` with the reason
+    /// for every scheme so far (see `TimeIntegrator::override_multipliers`).
+    fn set_multipliers(&self, values: Vec<f64>) -> PyResult<()> {
+        let n = self.lock().integ.multipliers().len();
+        if !values.is_empty() && values.len() != n {
+            return Err(PyValueError::new_err(format!(
+                "set_multipliers: {} values, the interface has {n} multipliers",
+                values.len()
+            )));
+        }
+        self.lock()
+            .integ
+            .override_multipliers(&values)
+            .map_err(|e| PyValueError::new_err(format!("set_multipliers: {e}")))
+    }
+
     /// Controller-rate laboratory records kept so far (with `lab_records=True`):
     /// `[(partition, bytes), …]`.
     fn lab_bytes<'py>(&self, py: Python<'py>) -> Vec<(usize, Bound<'py, PyBytes>)> {

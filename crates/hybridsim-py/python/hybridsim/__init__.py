@@ -335,6 +335,26 @@ class Simulation:
     def __getitem__(self, name: str) -> float:
         return self.values()[name]
 
+    def set_load(self, node: int, dof: str, value: float, *, substructure: Optional[str] = None) -> None:
+        """Hold an external nodal force ``value`` (model force unit) on ``node``/``dof`` from
+        the next step on, until changed (``0`` removes it), added to the model's loads and
+        the ground motion's seismic load. An interface DOF (one shared by several
+        substructures) needs ``substructure``, the side that carries the force. Raises
+        ``ValueError`` for an unknown node, DOF or substructure, a non-finite value, or a
+        scheme that does not take external loads (PG-α, MG-α, LLM and LSRT2 do)."""
+        self._sim.set_load(int(node), str(dof), float(value), substructure)
+
+    def loads(self) -> list[dict[str, Any]]:
+        """The external forces held by :meth:`set_load`: ``substructure``, ``dof`` (``"node.dof"``), ``value``."""
+        return [dict(substructure=s, dof=d, value=v) for s, d, v in self._sim.loads()]
+
+    def set_multipliers(self, values: Sequence[float]) -> None:
+        """Impose the interface forces Λ of the next step. No scheme allows it so far: the
+        partitioned ones compute Λ from the interface compatibility condition every step
+        (imposing it would break the coupling; use :meth:`set_load`), the monolithic ones
+        have none. Raises ``ValueError`` saying which."""
+        self._sim.set_multipliers([float(x) for x in values])
+
     def get_state(self) -> np.ndarray:
         """The integrator's whole state (a checkpoint)."""
         return np.array(self._sim.get_state())

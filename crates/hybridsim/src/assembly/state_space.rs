@@ -166,6 +166,11 @@ pub struct StateSpace {
     /// Ground accelerations by DOF (for absolute accelerations): `(dof, ground motion index)`.
     pub ground_dof: Vec<Option<usize>>,
     ground: Vec<TimeFunction>,
+    /// External nodal loads set between steps by a front end (step-by-step co-simulation),
+    /// one per DOF, held until changed; added to `f(t)` only once one has been set, so that a
+    /// run without them computes the same bits.
+    external: Vec<f64>,
+    external_set: bool,
 }
 
 impl StateSpace {
@@ -337,6 +342,8 @@ impl StateSpace {
             seismic,
             ground_dof,
             ground,
+            external: vec![0.0; n],
+            external_set: false,
         })
     }
 
@@ -357,6 +364,8 @@ impl StateSpace {
             seismic: Vec::new(),
             ground_dof: Vec::new(),
             ground: Vec::new(),
+            external: Vec::new(),
+            external_set: false,
         }
     }
 
@@ -539,6 +548,38 @@ impl StateSpace {
                 }
             }
         }
+        if self.external_set {
+            for (o, f) in out[n..2 * n].iter_mut().zip(&self.external) {
+                *o += f;
+            }
+        }
+    }
+
+    /// Hold an external nodal load `value` (model force unit) on DOF `i` from the next load
+    /// evaluation on, added to the model's loads and the seismic load (set it to 0 to remove
+    /// it). Allocation-free.
+    pub fn set_external_load(&mut self, i: usize, value: f64) -> Result<(), String> {
+        let n = self.dofs.len();
+        if i >= n {
+            return Err(format!(
+                "substructure `{}` has {n} DOFs, no DOF {i}",
+                self.name
+            ));
+        }
+        if !value.is_finite() {
+            return Err(format!(
+                "external load on node {} dof {}: {value} is not finite",
+                self.dofs[i].node, self.dofs[i].dof
+            ));
+        }
+        self.external[i] = value;
+        self.external_set = true;
+        Ok(())
+    }
+
+    /// The external nodal loads held on the DOFs ([`Self::set_external_load`]).
+    pub fn external_loads(&self) -> &[f64] {
+        &self.external
     }
 
     /// Ground acceleration along DOF `i` at `t` (0 when not excited).

@@ -100,12 +100,28 @@ impl State {
     }
 
     /// Become a copy of `other` without allocating.
+    #[inline]
     fn copy_from(&mut self, other: &State) {
-        self.u.copy_from_slice(&other.u);
-        self.v.copy_from_slice(&other.v);
-        self.s.copy_from_slice(&other.s);
-        self.r.copy_from_slice(&other.r);
+        copy_small(&mut self.u, &other.u);
+        copy_small(&mut self.v, &other.v);
+        copy_small(&mut self.s, &other.s);
+        copy_small(&mut self.r, &other.r);
         self.work = other.work;
+    }
+}
+
+/// `dst.copy_from_slice(src)` for the few numbers of a small element without a call into
+/// `memcpy` (a two-node spring's states are copied several times per controller tick, where
+/// the call costs more than the copy).
+#[inline(always)]
+fn copy_small(dst: &mut [f64], src: &[f64]) {
+    match (dst, src) {
+        ([], []) => {}
+        ([a], [x]) => *a = *x,
+        ([a, b], [x, y]) => (*a, *b) = (*x, *y),
+        ([a, b, c], [x, y, z]) => (*a, *b, *c) = (*x, *y, *z),
+        ([a, b, c, d], [x, y, z, w]) => (*a, *b, *c, *d) = (*x, *y, *z, *w),
+        (dst, src) => dst.copy_from_slice(src),
     }
 }
 
@@ -352,6 +368,9 @@ impl ElementDriver {
         check(u, self.n, "displacement")?;
         check(v, self.n, "velocity")?;
         let span = if dt > 0.0 { dt } else { 1.0 };
+        if self.ns == 0 {
+            return self.set_trial_stateless(span, u, v);
+        }
         let (c, p, e) = (&self.committed.0, &mut self.path, self.element.as_ref());
         let mut dmax = 0.0f64;
         for (i, (du, vp)) in p.du.iter_mut().zip(&mut p.vp).enumerate() {
@@ -393,6 +412,28 @@ impl ElementDriver {
         t.at.work = work;
         t.span = span;
         t.substeps = m;
+        self.tangent_fresh = false;
+        Ok(())
+    }
+
+    /// [`Self::set_trial`] of an element without extra states (springs, dashpots, linear
+    /// superelements): no path to integrate (zero substeps, the work carried over), only the
+    /// force at the trial point — the same operations as the general path, in the same order,
+    /// without its per-trial bookkeeping.
+    fn set_trial_stateless(&mut self, span: f64, u: &[f64], v: &[f64]) -> Result<(), DriverError> {
+        let p = &mut self.path;
+        self.element.restoring(u, v, &[], &mut p.ra, &mut p.k2);
+        if p.ra.iter().any(|x| !x.is_finite()) {
+            self.revert();
+            return Err(DriverError::Diverged { what: "force" });
+        }
+        let t = &mut self.trial;
+        copy_small(&mut t.at.u, u);
+        copy_small(&mut t.at.v, v);
+        copy_small(&mut t.at.r, &self.path.ra);
+        t.at.work = self.committed.0.work;
+        t.span = span;
+        t.substeps = 0;
         self.tangent_fresh = false;
         Ok(())
     }
@@ -499,6 +540,7 @@ impl ElementDriver {
     }
 
     /// Accept the trial as the new committed state.
+    #[inline]
     pub fn commit(&mut self) {
         self.committed.0.copy_from(&self.trial.at);
     }

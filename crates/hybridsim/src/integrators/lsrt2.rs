@@ -131,6 +131,14 @@ impl TimeIntegrator for Lsrt2 {
     fn partitions(&self) -> &[Partition] {
         &self.parts
     }
+    fn set_external_load(
+        &mut self,
+        partition: usize,
+        dof: usize,
+        value: f64,
+    ) -> Result<(), String> {
+        super::set_external_load_in(&mut self.parts, partition, dof, value)
+    }
     fn for_each_lab(&mut self, f: &mut dyn FnMut(usize, &mut dyn crate::physical::LabControl)) {
         super::labs_of(&mut self.parts, f)
     }

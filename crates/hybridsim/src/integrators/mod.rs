@@ -298,6 +298,42 @@ pub trait TimeIntegrator: Send {
             self.name()
         ))
     }
+    /// Hold an external nodal load `value` (model force unit) on DOF `dof` of partition
+    /// `partition` from the next step on, until changed (step-by-step co-simulation: a
+    /// front end adds a force the model file does not describe). Schemes whose partitions
+    /// evaluate their loads through [`crate::assembly::StateSpace::load`] at every stage
+    /// take it; the others refuse with the reason.
+    fn set_external_load(
+        &mut self,
+        partition: usize,
+        dof: usize,
+        value: f64,
+    ) -> Result<(), String> {
+        let _ = (partition, dof, value);
+        Err(format!(
+            "integrator `{}` does not take external loads between steps",
+            self.name()
+        ))
+    }
+    /// Impose the interface forces `Λ` of the next step instead of computing them. No scheme
+    /// allows it so far: each one computes `Λ` from the interface compatibility condition
+    /// (partitioned schemes) or has none (monolithic schemes); the error says which.
+    fn override_multipliers(&mut self, lambda: &[f64]) -> Result<(), String> {
+        let _ = lambda;
+        Err(if self.multipliers().is_empty() {
+            format!(
+                "integrator `{}` has no interface multipliers to override (a monolithic scheme)",
+                self.name()
+            )
+        } else {
+            format!(
+                "integrator `{}` computes the interface forces Λ of every step from the \
+                 interface compatibility condition; imposing them would break the coupling of \
+                 the substructures (apply an external load with set_external_load instead)",
+                self.name()
+            )
+        })
+    }
 }
 
 /// [`TimeIntegrator::set_element_parameter`] over a set of partitions.
@@ -313,6 +349,21 @@ pub(crate) fn set_parameter_in(
         .ok_or_else(|| format!("no partition {partition}"))?
         .state
         .set_element_parameter(element, parameter, value)
+}
+
+/// [`TimeIntegrator::set_external_load`] over an integrator's partitions.
+pub(crate) fn set_external_load_in(
+    parts: &mut [Partition],
+    partition: usize,
+    dof: usize,
+    value: f64,
+) -> Result<(), String> {
+    let n = parts.len();
+    parts
+        .get_mut(partition)
+        .ok_or_else(|| format!("no partition {partition} (the model has {n})"))?
+        .state
+        .set_external_load(dof, value)
 }
 
 /// One interface multiplier ([`TimeIntegrator::multiplier_info`]).

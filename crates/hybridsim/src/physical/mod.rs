@@ -90,7 +90,9 @@ pub struct NumericalSpecimen {
     n_dofs: usize,
     prev_t: f64,
     have_prev: bool,
-    energy: Option<f64>,
+    /// Whether the last evaluation succeeded (the slots hold its state): the stored energy is
+    /// known (see `potential_energy`).
+    evaluated: bool,
 }
 
 impl NumericalSpecimen {
@@ -128,7 +130,7 @@ impl NumericalSpecimen {
             n_dofs,
             prev_t: 0.0,
             have_prev: false,
-            energy: None,
+            evaluated: false,
         }
     }
 
@@ -142,7 +144,7 @@ impl NumericalSpecimen {
         force: &mut [f64],
     ) -> Result<(), PortError> {
         force.iter_mut().for_each(|x| *x = 0.0);
-        let mut energy = Some(0.0);
+        self.evaluated = false;
         let dt = if self.have_prev {
             (t - self.prev_t).max(0.0)
         } else {
@@ -166,21 +168,8 @@ impl NumericalSpecimen {
                     force[*k] += slot.driver.force()[i];
                 }
             }
-            // Stored energy of a conservative element, else the work it absorbed (`e`);
-            // dashpots and masses hold none.
-            let held = if slot.stores_energy {
-                slot.element
-                    .potential_energy(&slot.u, slot.driver.states())
-                    .or_else(|| slot.absorbed_energy_state.map(|i| slot.driver.states()[i]))
-            } else {
-                Some(0.0)
-            };
-            energy = match (energy, held) {
-                (Some(a), Some(b)) => Some(a + b),
-                _ => None,
-            };
         }
-        self.energy = energy;
+        self.evaluated = true;
         self.prev_t = t;
         self.have_prev = true;
         if force.iter().any(|x| !x.is_finite()) {
@@ -231,7 +220,29 @@ impl PhysicalSubstructure for NumericalSpecimen {
     }
 
     fn potential_energy(&self) -> Option<f64> {
-        self.energy
+        // Computed when asked (the virtual lab evaluates its specimen every controller tick,
+        // a results row asks once per step at most) from the committed slots of the last
+        // successful evaluation: the same sums in the same order as at that evaluation.
+        if !self.evaluated {
+            return None;
+        }
+        let mut energy = Some(0.0);
+        for slot in &self.slots {
+            // Stored energy of a conservative element, else the work it absorbed (`e`);
+            // dashpots and masses hold none.
+            let held = if slot.stores_energy {
+                slot.element
+                    .potential_energy(&slot.u, slot.driver.states())
+                    .or_else(|| slot.absorbed_energy_state.map(|i| slot.driver.states()[i]))
+            } else {
+                Some(0.0)
+            };
+            energy = match (energy, held) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+        }
+        energy
     }
 
     fn channel_names(&self) -> Vec<(String, crate::elements::Quantity, String)> {
