@@ -126,6 +126,49 @@ impl FrameModel {
     /// rotations of a pure truss, the out-of-plane DOFs of a plane frame) must be fixed, or
     /// the condensation reports the singular `K_oo`.
     pub fn condense(&self, retained: &[(usize, usize)]) -> Result<Superelement, String> {
+        let r = self.reduce(retained)?;
+        let k_r = match &r.x {
+            None => r.sub_k(&r.r_idx, &r.r_idx),
+            Some(x) => r.sub_k(&r.r_idx, &r.r_idx) - r.sub_k(&r.o_idx, &r.r_idx).transpose() * x,
+        };
+        let t = r.transformation();
+        let mut all = r.r_idx.clone();
+        all.extend(&r.o_idx);
+        let m_all = DMatrix::from_fn(all.len(), all.len(), |i, j| r.m[(all[i], all[j])]);
+        let m_r = t.transpose() * m_all * &t;
+        let symmetric = |a: DMatrix<f64>| (&a + a.transpose()) * 0.5;
+        Ok(Superelement {
+            stiffness: symmetric(k_r),
+            mass: symmetric(m_r),
+        })
+    }
+
+    /// The condensed seismic load vector `p = Tᵀ M ι` over the `retained` DOFs for a ground
+    /// acceleration along global axis `axis` (0 = x, 1 = y, 2 = z): `ι` is the rigid-body
+    /// translation of *every* node (free and restrained) along that axis, so a base-fixed
+    /// member's mass that the condensation moves to the retained DOFs is loaded by the ground
+    /// motion as in the full model (the load is `−p a_g`). For a model whose only masses sit
+    /// at retained DOFs this is `M_r ι_r`; in general it is not.
+    pub fn seismic_load(
+        &self,
+        retained: &[(usize, usize)],
+        axis: usize,
+    ) -> Result<nalgebra::DVector<f64>, String> {
+        if axis > 2 {
+            return Err(format!("axis {axis}: a ground motion acts along x, y or z"));
+        }
+        let r = self.reduce(retained)?;
+        let n = r.m.nrows();
+        let iota = nalgebra::DVector::from_fn(n, |g, _| if g % 6 == axis { 1.0 } else { 0.0 });
+        let m_iota = &r.m * iota;
+        let mut all = r.r_idx.clone();
+        all.extend(&r.o_idx);
+        let f = nalgebra::DVector::from_fn(all.len(), |i, _| m_iota[all[i]]);
+        Ok(r.transformation().transpose() * f)
+    }
+
+    /// The partition of the free DOFs into retained and omitted ones and `X = K_oo⁻¹ K_or`.
+    fn reduce(&self, retained: &[(usize, usize)]) -> Result<Reduction, String> {
         let (k, m) = self.assemble()?;
         let n = k.nrows();
         let mut is_fixed = vec![false; n];
@@ -160,25 +203,26 @@ impl FrameModel {
         let o_idx: Vec<usize> = (0..n)
             .filter(|g| !is_fixed[*g] && !r_idx.contains(g))
             .collect();
-        let sub = |a: &DMatrix<f64>, rows: &[usize], cols: &[usize]| {
-            DMatrix::from_fn(rows.len(), cols.len(), |i, j| a[(rows[i], cols[j])])
+        let mut red = Reduction {
+            k,
+            m,
+            r_idx,
+            o_idx,
+            x: None,
         };
-        let k_rr = sub(&k, &r_idx, &r_idx);
-        if o_idx.is_empty() {
-            return Ok(Superelement {
-                stiffness: k_rr,
-                mass: sub(&m, &r_idx, &r_idx),
-            });
+        if red.o_idx.is_empty() {
+            return Ok(red);
         }
-        let k_oo = sub(&k, &o_idx, &o_idx);
-        let k_or = sub(&k, &o_idx, &r_idx);
+        let k_oo = red.sub_k(&red.o_idx, &red.o_idx);
+        let k_or = red.sub_k(&red.o_idx, &red.r_idx);
         let scale = k_oo.amax().max(f64::MIN_POSITIVE);
         let lu = k_oo.clone().lu();
-        // −K_oo⁻¹ K_or; a singular K_oo means a mechanism among the condensed DOFs.
+        // K_oo⁻¹ K_or; a singular K_oo means a mechanism among the condensed DOFs.
         let x = lu.solve(&k_or).ok_or_else(|| {
-            let free = o_idx
+            let free = red
+                .o_idx
                 .iter()
-                .find(|&&g| k[(g, g)].abs() <= 1e-12 * scale)
+                .find(|&&g| red.k[(g, g)].abs() <= 1e-12 * scale)
                 .map(|&g| {
                     format!(
                         " (DOF {} of node {} has no stiffness: fix it)",
@@ -193,23 +237,37 @@ impl FrameModel {
         if !residual.is_finite() || residual > 1e-8 * scale.max(k_or.amax()) {
             return Err("the condensed DOFs form a mechanism: K_oo is singular".into());
         }
-        let k_r = &k_rr - k_or.transpose() * &x;
-        // T = [I; −X] over (r, o).
-        let nr = r_idx.len();
-        let mut all = r_idx.clone();
-        all.extend(&o_idx);
-        let m_all = sub(&m, &all, &all);
-        let mut t = DMatrix::zeros(all.len(), nr);
+        red.x = Some(x);
+        Ok(red)
+    }
+}
+
+/// The assembled matrices, the retained and omitted free DOFs (global indices) and
+/// `X = K_oo⁻¹ K_or` (none when nothing is omitted).
+struct Reduction {
+    k: DMatrix<f64>,
+    m: DMatrix<f64>,
+    r_idx: Vec<usize>,
+    o_idx: Vec<usize>,
+    x: Option<DMatrix<f64>>,
+}
+
+impl Reduction {
+    fn sub_k(&self, rows: &[usize], cols: &[usize]) -> DMatrix<f64> {
+        DMatrix::from_fn(rows.len(), cols.len(), |i, j| self.k[(rows[i], cols[j])])
+    }
+
+    /// `T = [I; −X]` over `(retained, omitted)`.
+    fn transformation(&self) -> DMatrix<f64> {
+        let nr = self.r_idx.len();
+        let mut t = DMatrix::zeros(nr + self.o_idx.len(), nr);
         for i in 0..nr {
             t[(i, i)] = 1.0;
         }
-        t.view_mut((nr, 0), (o_idx.len(), nr)).copy_from(&(-x));
-        let m_r = t.transpose() * m_all * &t;
-        let symmetric = |a: DMatrix<f64>| (&a + a.transpose()) * 0.5;
-        Ok(Superelement {
-            stiffness: symmetric(k_r),
-            mass: symmetric(m_r),
-        })
+        if let Some(x) = &self.x {
+            t.view_mut((nr, 0), (self.o_idx.len(), nr)).copy_from(&(-x));
+        }
+        t
     }
 }
 

@@ -19,6 +19,7 @@ mod analysis;
 mod damping;
 mod element_reader;
 mod elements;
+mod frame;
 mod ground_motion;
 mod imposed_motion;
 mod lab;

@@ -130,6 +130,7 @@ impl Default for ElementRegistry {
         r.register("steel01", build::<Steel01>);
         r.register("steel02", build::<Steel02>);
         r.register("elastomeric_bearing", build::<ElastomericBearing>);
+        r.register("frame", super::frame::build_frame);
         r
     }
 }
