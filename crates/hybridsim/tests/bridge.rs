@@ -39,3 +39,37 @@ fn as_built_bridge_has_the_periods_of_table_3() {
         );
     }
 }
+
+/// The as-built bridge in 3D (`examples/bridge_ab_modal.toml`, written by
+/// `scripts/bridge/make_bridge_3d.py`): deck and piers as one `frame` of 3D beam-columns with
+/// plausible dimensions (spans 33.6/51.1/33.6 m, piers 14.2 m) fitted to all five periods of
+/// Table 3; nothing condensed. Its periods equal an independent numpy model's.
+#[test]
+fn the_3d_bridge_has_the_five_periods_of_table_3() {
+    let lin = linearize(&common::example_with("bridge_ab_modal.toml", |_| {}));
+    let modes = modal::modes(&lin.m, &lin.k).unwrap();
+    let periods: Vec<f64> = modes.omega[..5]
+        .iter()
+        .map(|w| 2.0 * std::f64::consts::PI / w)
+        .collect();
+    // `python3 scripts/bridge/periods_3d.py --check`.
+    let numpy = [0.633689131, 0.514769183, 0.377308908, 0.359038683, 0.306785998];
+    let table3 = [0.639, 0.500, 0.392, 0.344, 0.320];
+    for i in 0..5 {
+        println!(
+            "mode {}: {:.6} s (numpy {:.6}, Table 3 {:.3}, {:+.2} %)",
+            i + 1,
+            periods[i],
+            numpy[i],
+            table3[i],
+            100.0 * (periods[i] - table3[i]) / table3[i]
+        );
+        assert!(
+            (periods[i] - numpy[i]).abs() < 1e-7 * numpy[i],
+            "{} vs {}",
+            periods[i],
+            numpy[i]
+        );
+        assert!((periods[i] - table3[i]).abs() < 0.05 * table3[i]);
+    }
+}

@@ -299,14 +299,14 @@ impl LabProvider {
                         }
                     }
                     for g in &model.ground_motions {
-                        let iota = e.element.seismic_influence().map(|v| v[i]).unwrap_or(
-                            if e.element.dofs()[i].dof == g.direction {
-                                1.0
-                            } else {
-                                0.0
-                            },
-                        );
-                        let p: f64 = (0..e.map.len()).map(|j| me[(i, j)] * iota).sum();
+                        // Row i of m ι: Σ_j m_ij ι_j.
+                        let influence = e.element.seismic_influence();
+                        let iota = |j: usize| match &influence {
+                            Some(v) => v[j],
+                            None if e.element.dofs()[j].dof == g.direction => 1.0,
+                            None => 0.0,
+                        };
+                        let p: f64 = (0..e.map.len()).map(|j| me[(i, j)] * iota(j)).sum();
                         if p != 0.0 {
                             seismic.push((*a, p, g.acceleration.clone()));
                         }
