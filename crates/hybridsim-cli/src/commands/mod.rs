@@ -8,6 +8,7 @@ pub mod cyclic;
 pub mod evaluate;
 pub mod plot;
 pub mod realtime;
+pub mod report;
 pub mod run;
 pub mod serve;
 pub mod signals;
