@@ -21,6 +21,7 @@ mod element_reader;
 mod elements;
 mod ground_motion;
 mod imposed_motion;
+pub mod keys;
 mod lab;
 mod loads;
 mod nodes;
