@@ -230,7 +230,8 @@ fn missing_or_damaged_folders_are_named() {
     run("examples/quickstart.toml", &out);
     let json = std::fs::read_to_string(out.join("run.json")).unwrap();
 
-    std::fs::write(out.join("run.json"), &json[..json.len() / 2]).unwrap();
+    // run.json is padded with blanks (the heartbeat rewrites it in place): cut inside the JSON.
+    std::fs::write(out.join("run.json"), &json.trim_end()[..200]).unwrap();
     let e = err(report(&out, &html));
     assert!(
         e.contains("run.json") && e.contains("not valid JSON"),

@@ -312,12 +312,10 @@ pub fn build(dir: &Path) -> Result<String> {
         .into_iter()
         .flatten()
         .map(|s| {
-            let what = s
-                .get("source")
-                .or_else(|| s.get("ground_motion").map(|_| &Value::Null))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("ground motion {}", text(s.get("ground_motion"))));
+            let what = match s.get("source").and_then(Value::as_str) {
+                Some(source) => source.to_string(),
+                None => format!("ground motion {}", text(s.get("ground_motion"))),
+            };
             format!("{what}: {}", text(s.get("seed")))
         })
         .collect();
