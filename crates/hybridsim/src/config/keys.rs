@@ -4,7 +4,7 @@
 //! The tables read by `serde` with `deny_unknown_fields` list their keys through the error
 //! `serde` reports for an unknown key (the list it expects), so a field added to a struct of
 //! [`super::schema`] appears here without further work. Element kinds list `nodes`, `dof` and
-//! their declared parameters ([`crate::elements::declare::Declared::PARAMETERS`]); tables read
+//! their declared parameters (`Declared::PARAMETERS` of `elements::declare`); tables read
 //! by hand list the constants their readers check against.
 
 use super::schema::*;
