@@ -102,6 +102,13 @@ enum Command {
         after_help = "Examples:\n  hybridsim sweep examples/quickstart.toml -o out/noise --set lab.seed=1..=100\n  hybridsim sweep examples/quickstart.toml -o out/pga --set 'ground_motion.0.synthetic.pga=[0.1, 0.2, 0.3]' --set lab.seed=1..=10 --jobs 2"
     )]
     Sweep(commands::sweep::Args),
+    /// One self-contained HTML report of a results folder: run metadata, input motion and its
+    /// response spectrum, histories, the specimen's measured loop beside its numerical twin,
+    /// energy, tracking, peaks, safety events and how the run ended.
+    #[command(
+        after_help = "Examples:\n  hybridsim report results/quickstart\n  hybridsim report out/test -o out/test-report.html"
+    )]
+    Report(commands::report::Args),
 }
 
 fn main() -> ExitCode {
@@ -119,6 +126,7 @@ fn main() -> ExitCode {
         Command::Spectrum(args) => commands::spectrum::execute(args),
         Command::Console(args) => commands::console::execute(args),
         Command::Sweep(args) => commands::sweep::execute(args),
+        Command::Report(args) => commands::report::execute(args),
     };
     match result {
         Ok(code) => code,

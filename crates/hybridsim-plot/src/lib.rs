@@ -210,6 +210,38 @@ pub fn save_grid(charts: &[Chart], path: &Path) -> Result<(), PlotError> {
     })
 }
 
+/// Several charts stacked vertically, rendered as an SVG document in memory (for embedding,
+/// e.g. inline in the HTML of `hybridsim report`). `row_height` is the height of each chart in
+/// pixels (the width is that of the image files). Errors name `label` as the path.
+pub fn svg_string(charts: &[Chart], row_height: u32, label: &str) -> Result<String, PlotError> {
+    let path = PathBuf::from(label);
+    if charts.is_empty() {
+        return Err(PlotError::Data {
+            path,
+            reason: "no charts to draw".into(),
+        });
+    }
+    let prepared = charts
+        .iter()
+        .map(prepare)
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|reason| PlotError::Data {
+            path: path.clone(),
+            reason,
+        })?;
+    register_fonts();
+    let height = row_height.max(200) * charts.len() as u32;
+    let mut out = String::new();
+    {
+        let area = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
+        draw_all(area, charts, &prepared).map_err(|reason| PlotError::Write {
+            path: path.clone(),
+            reason,
+        })?;
+    }
+    Ok(out)
+}
+
 /// A series reduced to drawable segments, with its legend text.
 struct PreparedSeries {
     label: String,

@@ -417,9 +417,8 @@ pub fn results_figures(table: &ResultsTable, title: &str) -> Vec<Figure> {
             .map(|&c| {
                 let name = table.names[c]
                     .strip_prefix(strip)
-                    .unwrap_or(&table.names[c])
-                    .to_string();
-                history(table, &time, c, name)
+                    .unwrap_or(&table.names[c]);
+                history(table, &time, c, legend_name(name, &table.units[c]))
             })
             .collect(),
     };
@@ -715,6 +714,32 @@ fn loop_series(name: &str, x: &[f64], y: &[f64]) -> Series {
     }
 }
 
+/// A legend entry a person reads: a column name without its chart's prefix, made human
+/// (`2.x` → `node 2, x`; `column2.1.x` → `column2, node 1, x`; `rayleigh@frame.1.x` → `Rayleigh
+/// damping of frame, node 1, x`) with its unit in brackets (`node 2, x [m]`).
+pub fn legend_name(name: &str, unit: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut rest = name;
+    if let Some((head, node, dof)) = split_dof(name) {
+        rest = head;
+        parts.push(format!("node {node}, {dof}"));
+    }
+    if !rest.is_empty() {
+        let head = match rest.split_once('@') {
+            Some(("rayleigh", sub)) => format!("Rayleigh damping of {sub}"),
+            Some((what, sub)) => format!("{what} of {sub}"),
+            None => rest.to_string(),
+        };
+        parts.insert(0, head);
+    }
+    let text = parts.join(", ");
+    if unit.is_empty() || unit == "-" {
+        text
+    } else {
+        format!("{text} [{}]", unit.replace('*', "·").replace("^2", "²"))
+    }
+}
+
 /// `title` cut to at most `max` characters at a word boundary, with an ellipsis when cut
 /// (titles get long; captions keep them short and never end mid-word).
 pub fn short_title(title: &str, max: usize) -> String {
@@ -826,6 +851,19 @@ pub fn plot_results_folder(dir: &Path, out: &Path) -> Result<Vec<PathBuf>, PlotE
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn legends_are_human() {
+        assert_eq!(legend_name("2.x", "m"), "node 2, x [m]");
+        assert_eq!(legend_name("column2.1.x", "kN"), "column2, node 1, x [kN]");
+        assert_eq!(
+            legend_name("rayleigh@frame.3.x", "kN"),
+            "Rayleigh damping of frame, node 3, x [kN]"
+        );
+        assert_eq!(legend_name("frame", "kN*m"), "frame [kN·m]");
+        assert_eq!(legend_name("storey1", ""), "storey1");
+        assert_eq!(legend_name("a_abs.1.x", "m/s^2"), "a_abs, node 1, x [m/s²]");
+    }
+
     use super::*;
 
     #[test]

@@ -9,6 +9,7 @@ pub mod energy_error;
 pub mod evaluate;
 pub mod plot;
 pub mod realtime;
+pub mod report;
 pub mod run;
 pub mod serve;
 pub mod signals;

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Keys every element may have, read here; the rest of the table goes to the kind's builder.
-const SHARED_KEYS: &[&str] = &[
+pub(super) const SHARED_KEYS: &[&str] = &[
     "type",
     "name",
     "substructure",

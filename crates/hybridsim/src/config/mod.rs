@@ -22,6 +22,7 @@ mod elements;
 mod frame;
 mod ground_motion;
 mod imposed_motion;
+pub mod keys;
 mod lab;
 mod loads;
 mod nodes;

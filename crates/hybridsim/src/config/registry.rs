@@ -349,3 +349,13 @@ fn build_linear(
     };
     Some(Arc::new(LinearSuperelement::new(dofs, m, c, k, influence)))
 }
+
+/// Keys of `type = "mass"` (for [`super::keys::model_keys`]).
+pub(super) fn mass_keys() -> Vec<String> {
+    super::keys::struct_keys::<MassParams>()
+}
+
+/// Keys of `type = "linear"` (for [`super::keys::model_keys`]).
+pub(super) fn linear_keys() -> Vec<String> {
+    super::keys::struct_keys::<LinearParams>()
+}

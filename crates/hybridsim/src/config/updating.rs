@@ -24,7 +24,7 @@ use crate::model::updating::UpdatingConfig;
 use crate::model::{ElementInstance, Role};
 use crate::updating::{ElementModel, IdentificationSettings, SigmaPoints};
 
-const KEYS: &[&str] = &[
+pub(super) const KEYS: &[&str] = &[
     "identify",
     "parameters",
     "prior_mean",
