@@ -600,6 +600,76 @@ impl StateSpace {
         m
     }
 
+    /// The nonzero entries `(row, column, value)` of `D = M + c J0`, row by row, with the
+    /// values of `big_mass() + &j0 * c` to the last bit, without forming a dense matrix
+    /// besides `j0` itself.
+    pub fn d_entries(&self, c: f64) -> Vec<(usize, usize, f64)> {
+        let (n, size) = (self.dofs.len(), self.size());
+        let mut mass_row = 0;
+        let mut out = Vec::new();
+        for i in 0..size {
+            // The mass entries of row i: identity outside the momentum rows.
+            let (lo, hi) = if (n..2 * n).contains(&i) {
+                let lo = mass_row;
+                while mass_row < self.mass_entries.len() && self.mass_entries[mass_row].0 == i - n
+                {
+                    mass_row += 1;
+                }
+                (lo, mass_row)
+            } else {
+                (0, 0)
+            };
+            let mut m = lo;
+            for j in 0..size {
+                let mij = if (n..2 * n).contains(&i) {
+                    if m < hi && self.mass_entries[m].1 + n == j {
+                        m += 1;
+                        self.mass_entries[m - 1].2
+                    } else {
+                        0.0
+                    }
+                } else if i == j {
+                    1.0
+                } else {
+                    0.0
+                };
+                let v = mij + self.j0[(i, j)] * c;
+                if v != 0.0 {
+                    out.push((i, j, v));
+                }
+            }
+        }
+        out
+    }
+
+    /// `x ← M⁻¹ x` for `M = diag(I, m, I)`; false when `m` is singular. A lumped (diagonal)
+    /// `m` divides entry by entry, `O(N)`; otherwise `m` alone is factored (dense, `O(N³)`).
+    /// Either way the result equals nalgebra's dense LU solve with `big_mass()` to the last
+    /// bit (its identity blocks neither pivot nor update the `m` block).
+    pub fn solve_mass(&self, x: &mut [f64]) -> bool {
+        let n = self.dofs.len();
+        if self.mass_entries.iter().all(|(i, j, _)| i == j) {
+            let mut diag = vec![0.0; n];
+            for &(i, _, m) in &self.mass_entries {
+                diag[i] = m;
+            }
+            if diag.iter().any(|m| *m == 0.0) {
+                return false;
+            }
+            for (xi, m) in x[n..2 * n].iter_mut().zip(&diag) {
+                *xi /= m;
+            }
+            return true;
+        }
+        let lu = self.mass.clone().lu();
+        let mut v = DVector::from_column_slice(&x[n..2 * n]);
+        if !lu.solve_mut(&mut v) {
+            return false;
+        }
+        x[n..2 * n].copy_from_slice(v.as_slice());
+        true
+    }
+
     /// Kinetic energy `½ vᵀ m v`.
     pub fn kinetic_energy(&self, y: &[f64]) -> f64 {
         let n = self.dofs.len();
