@@ -371,3 +371,88 @@ pub(crate) fn seismic_vector(
     }
     p
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::NoFiles;
+
+    fn chain(n: usize) -> Model {
+        let mut t = String::from("title = \"chain\"\n");
+        for i in 1..=n {
+            t += &format!("[[node]]\nid = {i}\ndofs = [\"x\"]\n");
+        }
+        for i in 1..=n {
+            let nodes = if i == 1 {
+                "[1]".to_string()
+            } else {
+                format!("[{}, {i}]", i - 1)
+            };
+            t += &format!(
+                "[[element]]\ntype = \"spring\"\nname = \"k{i}\"\nnodes = {nodes}\ndof = \"x\"\n\
+                 k = 4.0e4\n[[element]]\ntype = \"mass\"\nname = \"m{i}\"\nnode = {i}\nmass = 50.0\n"
+            );
+        }
+        t += "[damping]\nalpha = 0.05\nbeta = 0.001\n";
+        t += "[analysis]\nintegrator = \"mg-alpha\"\ntime_step = 0.001\nduration = 0.01\n";
+        Model::from_toml(&t, "chain.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The Rayleigh damping of a chain is one sparse element whose force, `J0` block and
+    /// recorded output touch `O(N)` terms (3N − 2 nonzeros of `C`, N mass entries), so a
+    /// results row costs `O(N)` whatever N; its force equals `(αM + βK) v` assembled densely
+    /// and independently here.
+    #[test]
+    fn rayleigh_damping_work_is_linear_in_the_chain_length() {
+        let (alpha, beta) = (0.05, 0.001);
+        for n in [10usize, 100, 1000] {
+            let parts = build_partitions(&chain(n), Grouping::Monolithic).expect("builds");
+            let st = &parts[0].state;
+            let slot = st
+                .slots
+                .iter()
+                .position(|s| s.name.starts_with("rayleigh@"))
+                .expect("a Rayleigh element");
+            let c = st.slots[slot].element.sparse_damping().expect("sparse");
+            // The work of one evaluation of its force (one multiply-add per stored entry).
+            assert_eq!(c.values.len(), 3 * n - 2, "N = {n}");
+            assert!(st.slots[slot].is_precomputed_linear());
+            assert_eq!(st.mass_entries.len(), n);
+            // Every other element works on at most two DOFs.
+            assert!(st
+                .slots
+                .iter()
+                .enumerate()
+                .all(|(k, s)| k == slot || s.map.len() <= 2));
+            if n <= 100 {
+                // Dense reference: C = α M + β K of the chain.
+                let mut dense = DMatrix::<f64>::zeros(n, n);
+                for i in 0..n {
+                    dense[(i, i)] = alpha * 50.0 + beta * if i + 1 < n { 8.0e4 } else { 4.0e4 };
+                    if i + 1 < n {
+                        dense[(i, i + 1)] = -beta * 4.0e4;
+                        dense[(i + 1, i)] = -beta * 4.0e4;
+                    }
+                }
+                let mut y = vec![0.0; st.size()];
+                for i in 0..n {
+                    y[n + i] = (0.3 * i as f64).sin();
+                }
+                let mut ws = st.workspace();
+                let mut force = vec![0.0; n];
+                st.element_force(slot, &y, &mut force, &mut ws);
+                let expect = &dense * DVector::from_column_slice(&y[n..2 * n]);
+                for i in 0..n {
+                    assert!((force[i] - expect[i]).abs() < 1e-12 * expect.amax().max(1.0));
+                }
+                // The J0 block it contributes is that matrix.
+                for i in 0..n {
+                    for j in 0..n {
+                        let expect = dense[(i, j)];
+                        assert!((st.j0[(n + i, n + j)] - expect).abs() < 1e-9);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -185,7 +185,7 @@ pub struct StateSpace {
     pub mass: DMatrix<f64>,
     /// Nonzero entries `(i, j, m_ij)` of `mass`, row by row (for `O(nnz)` products; rebuild
     /// with [`StateSpace::refresh_mass_entries`] after changing `mass`).
-    mass_entries: Vec<(usize, usize, f64)>,
+    pub(crate) mass_entries: Vec<(usize, usize, f64)>,
     /// Element slots.
     pub slots: Vec<ElementSlot>,
     /// `J0 = ∂R/∂Y` at the zero state (with the estimate of a physical specimen).
