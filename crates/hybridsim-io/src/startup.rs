@@ -100,7 +100,10 @@ mod tests {
         // A 64 MB allocation touched page by page raises the peak by about as much.
         let big = vec![1u8; 64 << 20];
         let after = peak_rss_bytes().unwrap();
-        assert!(after >= now + (60 << 20), "peak {after} after 64 MB, was {now}");
+        assert!(
+            after >= now + (60 << 20),
+            "peak {after} after 64 MB, was {now}"
+        );
         drop(big);
         let s = Startup::measure(Instant::now(), 10);
         assert!(s.seconds >= 0.0 && s.build_seconds >= 0.0);

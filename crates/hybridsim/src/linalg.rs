@@ -435,7 +435,11 @@ mod tests {
                 let lu = m.clone().lu();
                 let (l, u) = (lu.l(), lu.u());
                 for i in 0..n {
-                    assert_eq!(f.diag[i].to_bits(), u[(i, i)].to_bits(), "n = {n}, U[{i},{i}]");
+                    assert_eq!(
+                        f.diag[i].to_bits(),
+                        u[(i, i)].to_bits(),
+                        "n = {n}, U[{i},{i}]"
+                    );
                     for (t, r) in (f.u_first[i]..i).enumerate() {
                         assert_eq!(f.u_val[f.u_ptr[i] + t], u[(r, i)], "U[{r},{i}]");
                     }
@@ -493,7 +497,11 @@ mod tests {
             b[i] += v * x_true[j];
         }
         f.solve(&mut b);
-        let err = b.iter().zip(&x_true).map(|(a, t)| (a - t).abs()).fold(0.0, f64::max);
+        let err = b
+            .iter()
+            .zip(&x_true)
+            .map(|(a, t)| (a - t).abs())
+            .fold(0.0, f64::max);
         assert!(err < 1e-9, "largest error {err:e}");
     }
 

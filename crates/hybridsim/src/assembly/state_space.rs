@@ -611,8 +611,7 @@ impl StateSpace {
             // The mass entries of row i: identity outside the momentum rows.
             let (lo, hi) = if (n..2 * n).contains(&i) {
                 let lo = mass_row;
-                while mass_row < self.mass_entries.len() && self.mass_entries[mass_row].0 == i - n
-                {
+                while mass_row < self.mass_entries.len() && self.mass_entries[mass_row].0 == i - n {
                     mass_row += 1;
                 }
                 (lo, mass_row)

@@ -16,7 +16,7 @@ pub struct SparseRows<'a> {
     pub values: &'a [f64],
 }
 
-/// Rayleigh damping `C = α M_R + β K_R` (Rayleigh 1877; Chopra 2012, §11.4) over a
+/// Rayleigh damping `C = α M_R + β K_R` (Chopra 1995) over a
 /// substructure's DOFs, where `M_R` and `K_R` are the mass and stiffness of the elements it
 /// applies to: a linear element with force `r = C v`, no mass, no stiffness, no extra states.
 ///
@@ -195,7 +195,9 @@ mod tests {
                 assert_eq!(rd[i].eps, c[(i, j)]);
             }
         }
-        assert!(RayleighDamping::from_contributions(dofs(2), vec![(0, 0, 1.0, 0.0)], 0.0, 1.0)
-            .is_none());
+        assert!(
+            RayleighDamping::from_contributions(dofs(2), vec![(0, 0, 1.0, 0.0)], 0.0, 1.0)
+                .is_none()
+        );
     }
 }

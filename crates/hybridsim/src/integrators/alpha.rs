@@ -108,7 +108,10 @@ impl AlphaState {
     pub fn start(&mut self, state: &StateSpace, rhs: &DVector<f64>) -> Result<(), String> {
         let mut ydot = rhs.clone();
         if !state.solve_mass(ydot.as_mut_slice()) {
-            return Err(format!("substructure `{}`: singular mass matrix", state.name));
+            return Err(format!(
+                "substructure `{}`: singular mass matrix",
+                state.name
+            ));
         }
         self.y.copy_from(&state.y0);
         self.ydot.copy_from(&ydot);
