@@ -652,7 +652,7 @@ impl StateSpace {
             for &(i, _, m) in &self.mass_entries {
                 diag[i] = m;
             }
-            if diag.iter().any(|m| *m == 0.0) {
+            if diag.contains(&0.0) {
                 return false;
             }
             for (xi, m) in x[n..2 * n].iter_mut().zip(&diag) {
