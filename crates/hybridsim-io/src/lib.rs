@@ -20,6 +20,7 @@ pub mod lab;
 pub mod memory;
 mod results;
 mod rowfile;
+pub mod startup;
 pub mod sweep;
 pub mod updating;
 
@@ -106,6 +107,7 @@ pub struct LoadedModel {
 
 /// Read and validate a model file.
 pub fn load_model(path: &Path) -> Result<LoadedModel, ModelError> {
+    startup::mark_start();
     let name = path.display().to_string();
     let text = read_bounded(path, hybridsim::config::MAX_MODEL_BYTES as u64)
         .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))

@@ -535,6 +535,8 @@ struct Progress<'a> {
     /// The step of the last results row on disk.
     last_step: Option<u64>,
     indicators: &'a [TrackingIndicators],
+    /// Start-up time and memory (parse → first step).
+    startup: &'a crate::startup::Startup,
 }
 
 /// The lab part of `run.json` (time scale, safety, divergence criterion, indicators, seeds).
@@ -590,6 +592,7 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
         step_time,
         lab_rows,
         last_step,
+        startup,
         ..
     } = p;
     let m = &sim.model;
@@ -679,6 +682,7 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
         "last_step_on_disk": last_step,
         "columns": sim.columns().len(),
         "files": { "results": "results.csv", "model": "model.toml" },
+        "startup": startup.to_json(),
         "timing": {
             "started_unix": started,
             "wall_seconds": wall.as_secs_f64(),
@@ -780,11 +784,19 @@ pub fn run_to_folder_with(
     abort: &AtomicBool,
     opts: &RunOptions,
 ) -> Result<RunReport, RunError> {
+    let build_start = Instant::now();
     let mut sim = Engine::new(loaded.model.clone(), opts.connector.as_deref())?;
     // Online model updating ([updating], issue 14), resolved before the folder is touched.
     let n_steps = sim.n_steps();
     let mut updating =
         hybridsim::online_updating::OnlineUpdating::new(&sim.model, sim.integ.as_mut(), n_steps)?;
+    let dofs = sim
+        .integrator()
+        .partitions()
+        .iter()
+        .map(|p| p.state.n_dofs())
+        .sum();
+    let startup = crate::startup::Startup::measure(build_start, dofs);
     crate::folder::prepare_folder(folder, opts.overwrite)?;
     let factory = opts.writer.clone().unwrap_or_else(crate::file_factory);
     let json_path = folder.join("run.json");
@@ -808,6 +820,7 @@ pub fn run_to_folder_with(
                 lab_rows: &lab_rows,
                 last_step: disk.last_step(),
                 indicators: &[],
+                startup: &startup,
             },
         )
     };
@@ -1049,6 +1062,7 @@ pub fn run_to_folder_with(
             lab_rows: &lab_rows,
             last_step: written.last_step,
             indicators: &indicators,
+            startup: &startup,
         },
     );
     if let Some(u) = &updating {

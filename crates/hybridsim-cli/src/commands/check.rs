@@ -27,7 +27,15 @@ pub fn execute(args: Args) -> Result<ExitCode> {
             lab.transfer = hybridsim::model::lab::TransferKind::Virtual;
         }
     }
+    let build_start = std::time::Instant::now();
     let sim = hybridsim::Simulation::new(model).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let dofs = sim
+        .integrator
+        .partitions()
+        .iter()
+        .map(|p| p.state.n_dofs())
+        .sum();
+    let startup = hybridsim_io::startup::Startup::measure(build_start, dofs);
     // A laboratory whose measurement at rest trips the safety layer cannot start a test: the
     // integrator builds (a run reports the event from its first step, with a results folder),
     // but `check` refuses the file here.
@@ -48,6 +56,18 @@ pub fn execute(args: Args) -> Result<ExitCode> {
              contacted"
         );
     }
+    // `check` builds exactly what a run builds before its first step, so these are the
+    // run's start-up time and memory (issue 20), up to the results files.
+    println!(
+        "start-up estimate: {:.3} s (assembly and factorization {:.3} s), peak memory {}",
+        startup.seconds,
+        startup.build_seconds,
+        startup.peak_rss_bytes.map_or("unknown".into(), |b| format!(
+            "{:.1} MB ({:.0} bytes per DOF over {dofs} DOFs)",
+            b as f64 / 1e6,
+            b as f64 / dofs.max(1) as f64
+        ))
+    );
     println!("ok: {} is valid", args.model.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -431,6 +431,7 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
             ss.mass[(i, i)] = 0.0;
             ss.slots.remove(slot);
         }
+        ss.refresh_mass_entries();
         // Imposed copies start where their motion is at t = 0.
         for (i, d) in dofs.iter().enumerate() {
             if let Some(m) = model.imposed_motions.iter().find(|m| m.dof == *d) {

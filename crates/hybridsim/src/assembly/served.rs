@@ -198,8 +198,7 @@ impl ServedSubstructure {
         }
         let mut numerical: Vec<(String, ElementRef, Vec<f64>)> = Vec::new();
         let mut specimen_elements: Vec<SpecimenElement> = Vec::new();
-        let mut m_r = DMatrix::<f64>::zeros(n, n);
-        let mut k_r = DMatrix::<f64>::zeros(n, n);
+        let mut rayleigh_terms = Vec::new();
         let mut any_rayleigh = false;
         for inst in &instances {
             if lab && inst.role == Role::Specimen {
@@ -219,21 +218,7 @@ impl ServedSubstructure {
             if inst.rayleigh {
                 any_rayleigh = true;
                 let map = map_of(&inst.element);
-                let scatter = |target: &mut DMatrix<f64>, local: &DMatrix<f64>| {
-                    for (i, mi) in map.iter().enumerate() {
-                        for (j, mj) in map.iter().enumerate() {
-                            if let (Some(a), Some(b)) = (mi, mj) {
-                                target[(*a, *b)] += local[(i, j)];
-                            }
-                        }
-                    }
-                };
-                if let Some(m) = inst.element.mass() {
-                    scatter(&mut m_r, &m);
-                }
-                if let Some(k) = crate::elements::rayleigh_stiffness(inst.element.as_ref()) {
-                    scatter(&mut k_r, &k);
-                }
+                super::rayleigh_contributions(inst.element.as_ref(), &map, &mut rayleigh_terms);
             }
             numerical.push((
                 inst.name.clone(),
@@ -246,8 +231,7 @@ impl ServedSubstructure {
             numerical.extend(super::rayleigh_element(
                 name,
                 &served,
-                &m_r,
-                &k_r,
+                rayleigh_terms,
                 coefficients,
             ));
         }

@@ -1,7 +1,7 @@
 //! One substructure in state-space form, and a partition (state space + optional specimen).
 
 use super::seismic_vector;
-use crate::elements::{zero_state_tangent, DofRef, ElementRef};
+use crate::elements::{zero_state_tangent, DofRef, ElementRef, SparseRows};
 use crate::error::{Diagnostics, ModelError};
 use crate::excitation::TimeFunction;
 use crate::model::{Estimate, Model};
@@ -65,6 +65,9 @@ impl SlotKernel {
         if e.n_states() > 0 {
             return SlotKernel::Generic;
         }
+        if let Some(c) = e.sparse_damping() {
+            return Self::from_sparse_damping(c, map, n);
+        }
         let ne = map.len();
         let Some(k) = e.linear_stiffness() else {
             return SlotKernel::Generic;
@@ -116,6 +119,33 @@ impl SlotKernel {
             SlotKernel::Linear { rows, cols, vals }
         }
     }
+
+    /// The kernel of an element with force `r = C v`, `C` given in compressed rows
+    /// ([`crate::elements::Element::sparse_damping`]): the same terms, in the same order, as
+    /// [`SlotKernel::classify`] takes from the dense matrices, in `O(nnz)`.
+    fn from_sparse_damping(c: SparseRows<'_>, map: &[Option<usize>], n: usize) -> Self {
+        let mut rows = Vec::new();
+        let mut cols = Vec::with_capacity(c.values.len());
+        let mut vals = Vec::with_capacity(c.values.len());
+        for (i, mi) in map.iter().enumerate() {
+            let Some(row) = mi else { continue };
+            for t in c.row_start[i]..c.row_start[i + 1] {
+                let (j, value) = (c.columns[t], c.values[t]);
+                if let (Some(col), true) = (map[j], value != 0.0) {
+                    cols.push(n + col);
+                    vals.push(value);
+                }
+            }
+            if rows.last().map_or(0, |r: &(usize, usize)| r.1) < cols.len() {
+                rows.push((n + row, cols.len()));
+            }
+        }
+        if rows.is_empty() {
+            SlotKernel::Inert
+        } else {
+            SlotKernel::Linear { rows, cols, vals }
+        }
+    }
 }
 
 /// Scratch buffers for gathering element inputs (sized to the largest element).
@@ -153,6 +183,9 @@ pub struct StateSpace {
     pub n_states: usize,
     /// Mass matrix `m` over the DOFs.
     pub mass: DMatrix<f64>,
+    /// Nonzero entries `(i, j, m_ij)` of `mass`, row by row (for `O(nnz)` products; rebuild
+    /// with [`StateSpace::refresh_mass_entries`] after changing `mass`).
+    pub(crate) mass_entries: Vec<(usize, usize, f64)>,
     /// Element slots.
     pub slots: Vec<ElementSlot>,
     /// `J0 = ∂R/∂Y` at the zero state (with the estimate of a physical specimen).
@@ -218,6 +251,19 @@ impl StateSpace {
             if let Some(m) = slot.element.mass() {
                 super::scatter(&mut mass, &m, &slot.map);
             }
+            if let Some(c) = slot.element.sparse_damping() {
+                // `r = C v`: only the `∂r/∂v` block, entry by entry (the dense tangent's other
+                // entries are zeros).
+                for (i, mi) in slot.map.iter().enumerate() {
+                    let Some(row) = mi else { continue };
+                    for t in c.row_start[i]..c.row_start[i + 1] {
+                        if let Some(col) = slot.map[c.columns[t]] {
+                            j0[(n + row, n + col)] += c.values[t];
+                        }
+                    }
+                }
+                continue;
+            }
             let t = zero_state_tangent(slot.element.as_ref());
             let ne = slot.map.len();
             let nse = slot.n_states;
@@ -274,7 +320,10 @@ impl StateSpace {
                 );
             }
         }
-        if !diag.has_errors() && n > 0 && mass.clone().cholesky().is_none() {
+        let mass_entries = nonzero_entries(&mass);
+        // A lumped (diagonal) mass with positive entries is positive definite as it stands.
+        let diagonal = mass_entries.iter().all(|(i, j, _)| i == j);
+        if !diag.has_errors() && n > 0 && !diagonal && mass.clone().cholesky().is_none() {
             diag.push(
                 format!("substructure.{name}"),
                 "the mass matrix is not positive definite (check the `linear` elements' m)",
@@ -334,6 +383,7 @@ impl StateSpace {
             dofs,
             n_states: ns,
             mass,
+            mass_entries,
             slots,
             j0,
             y0,
@@ -356,6 +406,7 @@ impl StateSpace {
             dofs: Vec::new(),
             n_states: 0,
             mass: DMatrix::zeros(0, 0),
+            mass_entries: Vec::new(),
             slots: Vec::new(),
             j0: DMatrix::zeros(0, 0),
             y0: DVector::zeros(0),
@@ -405,6 +456,12 @@ impl StateSpace {
         }
         let element = std::sync::Arc::get_mut(&mut s.element).expect("own copy");
         element.set_parameter(parameter, value)
+    }
+
+    /// Rebuild the sparse copy of `mass` used by [`StateSpace::mass_times`] and
+    /// [`StateSpace::kinetic_energy`] after `mass` was changed in place.
+    pub fn refresh_mass_entries(&mut self) {
+        self.mass_entries = nonzero_entries(&self.mass);
     }
 
     /// Keep only the nodal loads on DOFs for which `keep` holds. A load on a DOF shared by
@@ -594,12 +651,10 @@ impl StateSpace {
     pub fn mass_times(&self, x: &[f64], out: &mut [f64]) {
         let n = self.dofs.len();
         out[..n].copy_from_slice(&x[..n]);
-        for i in 0..n {
-            let mut acc = 0.0;
-            for j in 0..n {
-                acc += self.mass[(i, j)] * x[n + j];
-            }
-            out[n + i] = acc;
+        // Row by row over the nonzero entries: the dense sum's order without its zero terms.
+        out[n..2 * n].iter_mut().for_each(|o| *o = 0.0);
+        for &(i, j, m) in &self.mass_entries {
+            out[n + i] += m * x[n + j];
         }
         out[2 * n..].copy_from_slice(&x[2 * n..]);
     }
@@ -612,14 +667,81 @@ impl StateSpace {
         m
     }
 
+    /// The nonzero entries `(row, column, value)` of `D = M + c J0`, row by row, with the
+    /// values of `big_mass() + &j0 * c` to the last bit, without forming a dense matrix
+    /// besides `j0` itself.
+    pub fn d_entries(&self, c: f64) -> Vec<(usize, usize, f64)> {
+        let (n, size) = (self.dofs.len(), self.size());
+        let mut mass_row = 0;
+        let mut out = Vec::new();
+        for i in 0..size {
+            // The mass entries of row i: identity outside the momentum rows.
+            let (lo, hi) = if (n..2 * n).contains(&i) {
+                let lo = mass_row;
+                while mass_row < self.mass_entries.len() && self.mass_entries[mass_row].0 == i - n {
+                    mass_row += 1;
+                }
+                (lo, mass_row)
+            } else {
+                (0, 0)
+            };
+            let mut m = lo;
+            for j in 0..size {
+                let mij = if (n..2 * n).contains(&i) {
+                    if m < hi && self.mass_entries[m].1 + n == j {
+                        m += 1;
+                        self.mass_entries[m - 1].2
+                    } else {
+                        0.0
+                    }
+                } else if i == j {
+                    1.0
+                } else {
+                    0.0
+                };
+                let v = mij + self.j0[(i, j)] * c;
+                if v != 0.0 {
+                    out.push((i, j, v));
+                }
+            }
+        }
+        out
+    }
+
+    /// `x ← M⁻¹ x` for `M = diag(I, m, I)`; false when `m` is singular. A lumped (diagonal)
+    /// `m` divides entry by entry, `O(N)`; otherwise `m` alone is factored (dense, `O(N³)`).
+    /// Either way the result equals nalgebra's dense LU solve with `big_mass()` to the last
+    /// bit (its identity blocks neither pivot nor update the `m` block).
+    pub fn solve_mass(&self, x: &mut [f64]) -> bool {
+        let n = self.dofs.len();
+        if self.mass_entries.iter().all(|(i, j, _)| i == j) {
+            let mut diag = vec![0.0; n];
+            for &(i, _, m) in &self.mass_entries {
+                diag[i] = m;
+            }
+            if diag.contains(&0.0) {
+                return false;
+            }
+            for (xi, m) in x[n..2 * n].iter_mut().zip(&diag) {
+                *xi /= m;
+            }
+            return true;
+        }
+        let lu = self.mass.clone().lu();
+        let mut v = DVector::from_column_slice(&x[n..2 * n]);
+        if !lu.solve_mut(&mut v) {
+            return false;
+        }
+        x[n..2 * n].copy_from_slice(v.as_slice());
+        true
+    }
+
     /// Kinetic energy `½ vᵀ m v`.
     pub fn kinetic_energy(&self, y: &[f64]) -> f64 {
         let n = self.dofs.len();
         let mut e = 0.0;
-        for i in 0..n {
-            for j in 0..n {
-                e += 0.5 * y[n + i] * self.mass[(i, j)] * y[n + j];
-            }
+        for &(i, j, m) in &self.mass_entries {
+            e += 0.5 * y[n + i] * m * y[n + j];
         }
         e
     }
@@ -651,9 +773,25 @@ impl StateSpace {
     }
 }
 
+/// The nonzero entries of `m`, row by row.
+fn nonzero_entries(m: &DMatrix<f64>) -> Vec<(usize, usize, f64)> {
+    let mut out = Vec::new();
+    for i in 0..m.nrows() {
+        for j in 0..m.ncols() {
+            if m[(i, j)] != 0.0 {
+                out.push((i, j, m[(i, j)]));
+            }
+        }
+    }
+    out
+}
+
 /// Whether an element can store energy: false for masses, dashpots and damping terms (a
 /// linear stiffness that is identically zero).
 fn stores_energy(e: &dyn crate::elements::Element) -> bool {
+    if e.sparse_damping().is_some() {
+        return false;
+    }
     !e.linear_stiffness().is_some_and(|k| k.amax() == 0.0)
 }
 

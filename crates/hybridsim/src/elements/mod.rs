@@ -24,6 +24,7 @@ mod linear;
 mod mass;
 mod mostaghel;
 pub mod mr_damper;
+mod rayleigh;
 mod sliding_bearing;
 mod spring;
 mod steel01;
@@ -41,6 +42,7 @@ pub use linear::LinearSuperelement;
 pub use mass::Mass;
 pub use mostaghel::Mostaghel;
 pub use mr_damper::MrDamper;
+pub use rayleigh::{RayleighDamping, SparseRows};
 pub use sliding_bearing::{FrictionTable, TripleSlidingBearing};
 pub use spring::Spring;
 pub use steel01::Steel01;
@@ -195,6 +197,15 @@ pub trait Element: Send + Sync + fmt::Debug + ElementClone {
 
     /// Constant damping matrix for linear elements.
     fn linear_damping(&self) -> Option<DMatrix<f64>> {
+        None
+    }
+
+    /// The constant damping matrix in compressed rows, for a linear element with force
+    /// `r = C v` only (no mass, stiffness or extra states) too large to be handled dense: the
+    /// Rayleigh damping of a whole substructure ([`RayleighDamping`]). Assembly then uses these
+    /// entries instead of [`Element::linear_damping`] and the tangent. `None` (the default)
+    /// for every other element.
+    fn sparse_damping(&self) -> Option<SparseRows<'_>> {
         None
     }
 

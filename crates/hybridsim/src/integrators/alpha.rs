@@ -106,11 +106,13 @@ impl AlphaState {
     /// for a coupled start) and `V_0 = Ẏ_0` (Abbiati et al. 2019, eqs 14, 24;
     /// ALGORITHMS.md A1, A2).
     pub fn start(&mut self, state: &StateSpace, rhs: &DVector<f64>) -> Result<(), String> {
-        let ydot = state
-            .big_mass()
-            .lu()
-            .solve(rhs)
-            .ok_or_else(|| format!("substructure `{}`: singular mass matrix", state.name))?;
+        let mut ydot = rhs.clone();
+        if !state.solve_mass(ydot.as_mut_slice()) {
+            return Err(format!(
+                "substructure `{}`: singular mass matrix",
+                state.name
+            ));
+        }
         self.y.copy_from(&state.y0);
         self.ydot.copy_from(&ydot);
         self.v.copy_from(&ydot);
@@ -198,14 +200,14 @@ impl AlphaStepper {
     ) -> Result<Self, String> {
         let st = &part.state;
         let c = params.c(dt);
-        let d = st.big_mass() + &st.j0 * c;
+        let d = st.d_entries(c);
         let singular = || {
             format!(
                 "substructure `{}`: D = M + c·J0 is singular for Δt = {dt}",
                 st.name
             )
         };
-        let d_fact = FactoredMatrix::new(&d).ok_or_else(singular)?;
+        let d_fact = FactoredMatrix::from_entries(st.size(), &d).ok_or_else(singular)?;
         let n = st.size();
         if part.physical.is_some() && corrections > 1 {
             return Err(format!(

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Start-up (parse → first step) and per-step cost of large numerical substructures (issue 20).
+
+Writes a shear chain of N storeys (N DOFs: storey masses 50 t, storey springs 4e4 kN/m, Rayleigh
+damping α = 0.05 /s, β = 1e-3 s, a seeded synthetic ground motion), runs it with `hybridsim run`
+(MG-α ρ∞ = 1, or PG-α with the first storey physical on the virtual lab with --pg-alpha) and
+reports from run.json `startup.seconds`, `startup.peak_rss_bytes` (VmHWM: the whole process,
+parse to the first step) and the run loop's per-step time, with the same model built in
+openseespy (zeroLength springs, lumped masses, `rayleigh α 0 β 0`, Newmark average
+acceleration, Linear, BandGeneral) when it is installed: model build + first step timed, and
+the steps.
+
+Usage:  python3 scripts/bench/startup_chain.py --exe target/release/hybridsim \
+            --n 1000 10000 100000 [--steps 1000] [--pg-alpha] [--opensees] [--out out/startup]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def chain(n, steps, pg_alpha):
+    dt = 1e-3
+    duration = steps * dt
+    out = [
+        f'title = "Shear chain of {n} storeys (start-up benchmark)"',
+        '[units]\nlength = "m"\nforce = "kN"\ntime = "s"',
+    ]
+    out.append("\n\n".join(f'[[node]]\nid = {i}\ndofs = ["x"]' for i in range(1, n + 1)))
+    if pg_alpha:
+        out.append("[substructure.frame]")
+        out.append(
+            "[substructure.first_storey]\nphysical = true\n"
+            'estimate = { dofs = [[1, "x"]], stiffness = [[40000.0]], damping = [[0.0]] }'
+        )
+        out.append(
+            '[[element]]\ntype = "mass"\nname = "m1"\nnode = 1\nmass = 50.0\n'
+            "split = { frame = 0.5, first_storey = 0.5 }"
+        )
+        out.append(
+            '[[element]]\ntype = "spring"\nname = "column1"\nnodes = [1]\ndof = "x"\n'
+            'k = 40000.0\nsubstructure = "first_storey"'
+        )
+    else:
+        out.append('[[element]]\ntype = "mass"\nname = "m1"\nnode = 1\nmass = 50.0')
+        out.append('[[element]]\ntype = "spring"\nname = "column1"\nnodes = [1]\ndof = "x"\nk = 40000.0')
+    sub = '\nsubstructure = "frame"' if pg_alpha else ""
+    body = []
+    for i in range(2, n + 1):
+        body.append(
+            f'[[element]]\ntype = "spring"\nname = "column{i}"\nnodes = [{i - 1}, {i}]\n'
+            f'dof = "x"\nk = 40000.0{sub}'
+        )
+        body.append(f'[[element]]\ntype = "mass"\nname = "m{i}"\nnode = {i}\nmass = 50.0{sub}')
+    out.append("\n\n".join(body))
+    out.append("[damping]\nalpha = 0.05\nbeta = 0.001")
+    out.append(
+        '[[ground_motion]]\ndirection = "x"\n'
+        f"synthetic = {{ seed = 2026, duration = {duration:.3f}, pga = 0.1 }}"
+    )
+    if pg_alpha:
+        out.append(
+            '[analysis]\nintegrator = "pg-alpha"\nrho_inf = 1.0\n'
+            f"time_step = {dt}\nsubcycles = 1\nduration = {duration:.3f}"
+        )
+        out.append("[lab]\nregime = \"as-fast-as-possible\"\nseed = 2027")
+        out.append(
+            '[[lab.actuator]]\nname = "storey1"\ndofs = [[1, "x"]]\n'
+            "capacity = { stroke = 0.5, velocity = 5.0, force = 60000.0 }\n"
+            'dynamics = { kind = "ideal" }'
+        )
+    else:
+        out.append(
+            '[analysis]\nintegrator = "mg-alpha"\nrho_inf = 1.0\n'
+            f"time_step = {dt}\nduration = {duration:.3f}"
+        )
+    out.append(f"[output]\nevery = {steps}")
+    return "\n\n".join(out) + "\n"
+
+
+def opensees(n, steps):
+    try:
+        import openseespy.opensees as ops
+    except ImportError:
+        return None
+    t0 = time.perf_counter()
+    ops.wipe()
+    ops.model("basic", "-ndm", 1, "-ndf", 1)
+    ops.node(0, 0.0)
+    ops.fix(0, 1)
+    ops.uniaxialMaterial("Elastic", 1, 4.0e4)
+    for i in range(1, n + 1):
+        ops.node(i, 0.0)
+        ops.mass(i, 50.0)
+        ops.element("zeroLength", i, i - 1, i, "-mat", 1, "-dir", 1)
+    ops.rayleigh(0.05, 0.0, 0.001, 0.0)
+    ops.timeSeries("Path", 1, "-dt", 1e-3, "-values", *([0.0] * (steps + 1)))
+    ops.pattern("UniformExcitation", 1, 1, "-accel", 1)
+    ops.constraints("Plain")
+    ops.numberer("RCM")
+    ops.system("BandGeneral")
+    ops.algorithm("Linear")
+    ops.integrator("Newmark", 0.5, 0.25)
+    ops.analysis("Transient")
+    ops.analyze(1, 1e-3)
+    t1 = time.perf_counter()
+    ops.analyze(steps - 1, 1e-3)
+    t2 = time.perf_counter()
+    ops.wipe()
+    return t1 - t0, (t2 - t1) / max(steps - 1, 1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exe", default="target/release/hybridsim")
+    ap.add_argument("--n", type=int, nargs="+", default=[1000, 10000, 100000])
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--pg-alpha", action="store_true")
+    ap.add_argument("--opensees", action="store_true")
+    ap.add_argument("--out", default="out/startup")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    print("| N | integrator | start-up (s) | peak RSS (MB) | bytes/DOF | per step (µs) | "
+          "OpenSees build + 1st step (s) | OpenSees per step (µs) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in a.n:
+        name = f"chain{n}{'_pg' if a.pg_alpha else ''}"
+        model = os.path.join(a.out, name + ".toml")
+        with open(model, "w") as f:
+            f.write(chain(n, a.steps, a.pg_alpha))
+        folder = os.path.join(a.out, name)
+        t0 = time.perf_counter()
+        r = subprocess.run([a.exe, "run", model, "-o", folder, "--overwrite", "-q"],
+                           capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if r.returncode != 0:
+            print(f"| {n} | run failed ({r.returncode}): {r.stderr.strip()[-300:]} |")
+            continue
+        info = json.load(open(os.path.join(folder, "run.json")))
+        st = info.get("startup", {})
+        secs, rss = st.get("seconds", float("nan")), st.get("peak_rss_bytes", float("nan"))
+        per_step = info.get("timing", {}).get("mean_step_microseconds", float("nan"))
+        os_res = opensees(n, a.steps) if a.opensees else None
+        os_cols = f"{os_res[0]:.3f} | {os_res[1] * 1e6:.1f}" if os_res else "– | –"
+        print(f"| {n} | {'PG-α' if a.pg_alpha else 'MG-α'} | {secs:.3f} | {rss / 1e6:.1f} | "
+              f"{rss / n:.0f} | {per_step:.1f} | {os_cols} |  (process wall {wall:.2f} s)")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
