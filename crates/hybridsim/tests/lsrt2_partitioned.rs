@@ -4,48 +4,63 @@
 mod common;
 use common::*;
 
+/// One node `x` shared by subdomains, each `(name, mass, stiffness, damping)`, with the initial
+/// state `(d0, v0)` and `[analysis]` given by `analysis`, `time_step` and `duration`.
+fn shared_node_model(
+    initial: (f64, f64),
+    subdomains: &[(&str, f64, f64, f64)],
+    analysis: &str,
+    dt: f64,
+    duration: f64,
+) -> String {
+    let (d0, v0) = initial;
+    let mut t = format!(
+        "[[node]]\nid = 1\ndofs = [\"x\"]\ninitial_displacement = {{ x = {d0:?} }}\n\
+         initial_velocity = {{ x = {v0:?} }}\n"
+    );
+    for (name, ..) in subdomains {
+        t += &format!("[substructure.{name}]\n");
+    }
+    for (name, m, k, c) in subdomains {
+        t += &format!(
+            "[[element]]\ntype = \"mass\"\nnode = 1\nmass = {m:?}\nsubstructure = \"{name}\"\n\
+             [[element]]\ntype = \"spring\"\nnodes = [1]\ndof = \"x\"\nk = {k:?}\n\
+             substructure = \"{name}\"\n"
+        );
+        if *c != 0.0 {
+            t += &format!(
+                "[[element]]\ntype = \"dashpot\"\nnodes = [1]\ndof = \"x\"\nc = {c:?}\n\
+                 substructure = \"{name}\"\n"
+            );
+        }
+    }
+    t + &format!("[analysis]\n{analysis}\ntime_step = {dt:?}\nduration = {duration:?}\n")
+}
+
 /// The split-mass SDoF of §5.1: m = mA + mB = 1, k = kA + kB = 1, b1 = mA/mB = kB/kA,
 /// d(0) = 1, v(0) = 1, so that u(t) = cos t + sin t.
 fn split_mass(b1: f64, analysis: &str, dt: f64, duration: f64) -> String {
     let (ma, mb) = (b1 / (1.0 + b1), 1.0 / (1.0 + b1));
     let (ka, kb) = (1.0 / (1.0 + b1), b1 / (1.0 + b1));
-    format!(
-        r#"
-[[node]]
-id = 1
-dofs = ["x"]
-initial_displacement = {{ x = 1.0 }}
-initial_velocity = {{ x = 1.0 }}
-[substructure.A]
-[substructure.B]
-[[element]]
-type = "mass"
-node = 1
-mass = {ma:?}
-substructure = "A"
-[[element]]
-type = "spring"
-nodes = [1]
-dof = "x"
-k = {ka:?}
-substructure = "A"
-[[element]]
-type = "mass"
-node = 1
-mass = {mb:?}
-substructure = "B"
-[[element]]
-type = "spring"
-nodes = [1]
-dof = "x"
-k = {kb:?}
-substructure = "B"
-[analysis]
-{analysis}
-time_step = {dt:?}
-duration = {duration:?}
-"#
+    shared_node_model(
+        (1.0, 1.0),
+        &[("A", ma, ka, 0.0), ("B", mb, kb, 0.0)],
+        analysis,
+        dt,
+        duration,
     )
+}
+
+/// Errors at halved time steps, their slopes printed under `label` and the last slope
+/// required within `tolerance` of 2.
+fn assert_second_order(label: &str, dts: &[f64], error: impl Fn(f64) -> f64, tolerance: f64) {
+    let e: Vec<f64> = dts.iter().map(|dt| error(*dt)).collect();
+    let s = slopes(&e);
+    println!("{label}: errors {e:?} slopes {s:.3?}");
+    assert!(
+        (s.last().unwrap() - 2.0).abs() < tolerance,
+        "{label}: slopes {s:?}"
+    );
 }
 
 /// Error of both interface copies at the end against cos t + sin t, and the largest
@@ -80,16 +95,11 @@ const VARIANTS: [&str; 6] = [
 fn every_variant_is_second_order_on_the_split_mass_model() {
     for b1 in [0.1, 0.5] {
         for v in VARIANTS {
-            let dts = [0.02, 0.01, 0.005, 0.0025];
-            let e: Vec<f64> = dts.iter().map(|dt| errors(b1, v, *dt, 4.0).0).collect();
-            let s = slopes(&e);
-            println!(
-                "b1 = {b1}, {}: errors {e:?} slopes {s:.3?}",
-                v.replace('\n', ", ")
-            );
-            assert!(
-                (s.last().unwrap() - 2.0).abs() < 0.15,
-                "b1 = {b1}, {v}: slopes {s:?}"
+            assert_second_order(
+                &format!("b1 = {b1}, {}", v.replace('\n', ", ")),
+                &[0.02, 0.01, 0.005, 0.0025],
+                |dt| errors(b1, v, dt, 4.0).0,
+                0.15,
             );
         }
     }
@@ -170,47 +180,12 @@ fn table_1_translational_system_is_second_order() {
     let (mn, kn, cn, mp, kp): (f64, f64, f64, f64, f64) =
         (1658.2, 306640.0, 555.66, 552.7, 39670.0);
     let text = |analysis: &str, dt: f64| {
-        format!(
-            r#"
-[[node]]
-id = 1
-dofs = ["x"]
-initial_displacement = {{ x = 0.01 }}
-[substructure.numerical]
-[substructure.physical]
-[[element]]
-type = "mass"
-node = 1
-mass = {mn:?}
-substructure = "numerical"
-[[element]]
-type = "spring"
-nodes = [1]
-dof = "x"
-k = {kn:?}
-substructure = "numerical"
-[[element]]
-type = "dashpot"
-nodes = [1]
-dof = "x"
-c = {cn:?}
-substructure = "numerical"
-[[element]]
-type = "mass"
-node = 1
-mass = {mp:?}
-substructure = "physical"
-[[element]]
-type = "spring"
-nodes = [1]
-dof = "x"
-k = {kp:?}
-substructure = "physical"
-[analysis]
-{analysis}
-time_step = {dt:?}
-duration = 0.512
-"#
+        shared_node_model(
+            (0.01, 0.0),
+            &[("numerical", mn, kn, cn), ("physical", mp, kp, 0.0)],
+            analysis,
+            dt,
+            0.512,
         )
     };
     // Exact damped free vibration of the emulated system.
@@ -225,25 +200,19 @@ duration = 0.512
         "integrator = \"lsrt2-interfield\"\nsubcycles = 2",
         "integrator = \"lsrt2-interfield\"\nsubcycles = 2\nprojection = \"velocity\"",
     ] {
-        let dts = [0.004, 0.002, 0.001, 0.0005];
-        let e: Vec<f64> = dts
-            .iter()
-            .map(|dt| {
-                let mdl = model(&text(v, *dt));
+        assert_second_order(
+            &format!("Table 1, {}", v.replace('\n', ", ")),
+            &[0.004, 0.002, 0.001, 0.0005],
+            |dt| {
+                let mdl = model(&text(v, dt));
                 let mut integ = hybridsim::integrators::build(&mdl).unwrap();
-                let n = (0.512 / dt).round() as u64;
-                for _ in 0..n {
+                for _ in 0..(0.512 / dt).round() as u64 {
                     integ.step().unwrap();
                 }
                 (integ.state(0)[0] - exact(integ.time())).abs()
-            })
-            .collect();
-        let s = slopes(&e);
-        println!(
-            "Table 1, {}: errors {e:?} slopes {s:.3?}",
-            v.replace('\n', ", ")
+            },
+            0.2,
         );
-        assert!((s.last().unwrap() - 2.0).abs() < 0.2, "{v}: {s:?}");
     }
 }
 
