@@ -117,3 +117,16 @@ fn struct_keys_reads_the_fields() {
         assert!(!keys.is_empty(), "table `{table}` lists no keys");
     }
 }
+
+/// Every element kind a model file may name has its table in the key list (and so in the
+/// document): a new kind registered without its keys fails here.
+#[test]
+fn every_element_kind_has_its_keys() {
+    let tables: BTreeSet<String> = model_keys().into_iter().map(|(t, _)| t).collect();
+    for kind in hybridsim::config::ElementRegistry::default().kinds() {
+        assert!(
+            tables.contains(&format!("element.{kind}")),
+            "element kind `{kind}` has no `element.{kind}` key table"
+        );
+    }
+}

@@ -578,3 +578,14 @@ fn rewrite_nodes(message: &str, nodes: &[FrameNode]) -> String {
     out.push_str(rest);
     out
 }
+
+/// The keys of `type = "frame"` and its sub-tables, for the model-file reference
+/// ([`super::keys::model_keys`]).
+pub(super) fn frame_keys() -> Vec<(&'static str, Vec<String>)> {
+    use super::keys::struct_keys;
+    vec![
+        ("element.frame", struct_keys::<FrameParams>()),
+        ("element.frame.node", struct_keys::<FrameNode>()),
+        ("element.frame.member", struct_keys::<MemberParams>()),
+    ]
+}

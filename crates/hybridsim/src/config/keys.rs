@@ -92,6 +92,9 @@ pub fn model_keys() -> Vec<(String, Vec<String>)> {
     );
     add("element.mass", super::registry::mass_keys());
     add("element.linear", super::registry::linear_keys());
+    for (table, keys) in super::frame::frame_keys() {
+        add(table, keys);
+    }
     add("element.spring", declared::<Spring>());
     add("element.dashpot", declared::<Dashpot>());
     add("element.cubic_spring", declared::<CubicSpring>());
