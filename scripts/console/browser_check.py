@@ -104,21 +104,19 @@ def wait_for(ws, expr, deadline, what):
     raise RuntimeError(f"timed out waiting for {what} ({expr})")
 
 
-def main():
-    args = sys.argv[1:]
-    url = args[0]
-    shot = args[args.index("--screenshot") + 1] if "--screenshot" in args else None
-    timeout = float(args[args.index("--timeout") + 1]) if "--timeout" in args else 60.0
-    deadline = time.time() + timeout
+def start_chromium(profile_prefix, window_size, deadline):
+    """Start headless Chromium with a fresh profile and its DevTools port open; returns the
+    process, the profile folder and the WebSocket URL of its page. Exits with status 3 when no
+    Chromium is installed. Stop it with `stop_chromium`."""
     exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if not exe:
         print("chromium not found", file=sys.stderr)
         sys.exit(3)
-    profile = tempfile.mkdtemp(prefix="hybridsim-console-chromium-")
+    profile = tempfile.mkdtemp(prefix=profile_prefix)
     proc = subprocess.Popen(
         [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--disable-extensions", "--disable-background-networking", "--remote-debugging-port=0",
-         f"--user-data-dir={profile}", "--window-size=1500,1900", "about:blank"],
+         f"--user-data-dir={profile}", f"--window-size={window_size}", "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         port_file = os.path.join(profile, "DevToolsActivePort")
@@ -129,7 +127,31 @@ def main():
         port = int(open(port_file).read().split()[0])
         targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10))
         page = next(t for t in targets if t.get("type") == "page")
-        ws = WebSocket(page["webSocketDebuggerUrl"], timeout=20)
+        return proc, profile, page["webSocketDebuggerUrl"]
+    except Exception:
+        stop_chromium(proc, profile)
+        raise
+
+
+def stop_chromium(proc, profile):
+    """End a browser from `start_chromium` (bounded wait) and remove its profile."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def main():
+    args = sys.argv[1:]
+    url = args[0]
+    shot = args[args.index("--screenshot") + 1] if "--screenshot" in args else None
+    timeout = float(args[args.index("--timeout") + 1]) if "--timeout" in args else 60.0
+    deadline = time.time() + timeout
+    proc, profile, page_url = start_chromium("hybridsim-console-chromium-", "1500,1900", deadline)
+    try:
+        ws = WebSocket(page_url, timeout=20)
         ws.call("Page.enable")
         ws.call("Page.navigate", url=url)
         wait_for(ws, "!!(window.consoleState && window.consoleState.updates >= 3)", deadline, "3 updates")
@@ -169,12 +191,7 @@ def main():
         print(json.dumps({"first": first, "later": later, "canvases": canvases,
                           "armed_message": armed_text, "final_status": status}))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(profile, ignore_errors=True)
+        stop_chromium(proc, profile)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,10 @@ and saves a full-page screenshot. Prints one JSON line with what it saw; exits n
 failure, with one line on standard error naming it. Standard library only; the websocket
 client is the one of scripts/console/browser_check.py.
 """
-import base64, json, os, shutil, subprocess, sys, tempfile, time, urllib.request
+import base64, json, os, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "console"))
-from browser_check import WebSocket  # noqa: E402
+from browser_check import WebSocket, start_chromium, stop_chromium  # noqa: E402
 
 
 class RecordingSocket(WebSocket):
@@ -61,27 +61,10 @@ def main():
     shot = args[args.index("--screenshot") + 1] if "--screenshot" in args else None
     timeout = float(args[args.index("--timeout") + 1]) if "--timeout" in args else 60.0
     deadline = time.time() + timeout
-    exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if not exe:
-        print("chromium not found", file=sys.stderr)
-        sys.exit(3)
     url = "file://" + path
-    profile = tempfile.mkdtemp(prefix="hybridsim-report-chromium-")
-    proc = subprocess.Popen(
-        [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-extensions", "--disable-background-networking", "--remote-debugging-port=0",
-         f"--user-data-dir={profile}", "--window-size=1280,1000", "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, profile, page_url = start_chromium("hybridsim-report-chromium-", "1280,1000", deadline)
     try:
-        port_file = os.path.join(profile, "DevToolsActivePort")
-        while not os.path.exists(port_file) or not open(port_file).read().strip():
-            if time.time() > deadline or proc.poll() is not None:
-                raise RuntimeError("chromium did not open its DevTools port")
-            time.sleep(0.1)
-        port = int(open(port_file).read().split()[0])
-        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10))
-        page = next(t for t in targets if t.get("type") == "page")
-        ws = RecordingSocket(page["webSocketDebuggerUrl"], timeout=30)
+        ws = RecordingSocket(page_url, timeout=30)
         for domain in ("Page", "Runtime", "Log", "Network"):
             ws.call(f"{domain}.enable")
         ws.events.clear()
@@ -122,12 +105,7 @@ def main():
         if requests:
             raise RuntimeError(f"the page fetched other resources: {requests}")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(profile, ignore_errors=True)
+        stop_chromium(proc, profile)
 
 
 if __name__ == "__main__":
