@@ -9,11 +9,11 @@ the assumptions). `hybridsim check examples/bridge_ab_modal.toml` prints its per
 import argparse
 import os
 
-from periods_3d import ROUNDED
+from periods_3d import EXAMPLE_MEMBERS, ROUNDED
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DOFS = ["x", "y", "z", "rx", "ry", "rz"]
-NE = 8  # members per span and per pier
+NE = EXAMPLE_MEMBERS  # members per span and per pier
 
 
 def main():

@@ -70,11 +70,14 @@ def build(p, ne=8, out=False):
     return 2*np.pi/np.sqrt(w2)
 def res(p): return (build(p)-TARGET)/TARGET
 ROUNDED = [33.6, 51.1, 14.2, 3.07e7, 13.3]  # side span, middle span, pier height (m), E (kPa), deck t/m
+# Members per span and per pier of the example (the fit uses 8; 3 keeps the example's 77 DOFs
+# cheap for the analyses every example goes through, and moves the periods by under 0.3 %).
+EXAMPLE_MEMBERS = 3
 
 if __name__ == "__main__":
     if "--check" not in sys.argv:
         r = so.least_squares(res, [30, 40, 10, 3e7, 10.0], bounds=([10, 10, 3, 1e7, 5], [80, 100, 40, 5e7, 40]))
         print("fitted:", r.x, "periods:", build(r.x), "relative errors:", res(r.x))
-    t = build(ROUNDED)
-    print("rounded", ROUNDED, "periods:", " ".join(f"{x:.9f}" for x in t))
+    t = build(ROUNDED, ne=EXAMPLE_MEMBERS)
+    print("rounded", ROUNDED, f"{EXAMPLE_MEMBERS} members a span, periods:", " ".join(f"{x:.9f}" for x in t))
     print("relative to Table 3:", " ".join(f"{x:+.4f}" for x in (t - TARGET) / TARGET))
