@@ -11,10 +11,8 @@
 
 mod common;
 
-use common::{hybridsim, json, lab_without_noise_free, scratch};
-use std::io::{BufRead, BufReader};
+use common::{hybridsim, json, lab_without_noise_free, over_link, scratch, serve_controller};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 
 /// The quick start, 4 s long.
 fn quickstart() -> String {
@@ -22,56 +20,6 @@ fn quickstart() -> String {
     let short = text.replacen("duration = 20.0\n", "duration = 4.0\n", 1);
     assert_ne!(short, text, "the quick start's analysis duration moved");
     short
-}
-
-/// `text` tested through the controller link `transfer` at `address`, reply timeout
-/// `timeout` s.
-fn over_link(text: &str, transfer: &str, address: &str, timeout: f64) -> String {
-    let lab = "[lab]\n";
-    assert!(text.contains(lab));
-    text.replacen(lab, &format!("[lab]\ntransfer = \"{transfer}\"\n"), 1)
-        .replacen(
-            "[safety]\n",
-            &format!("[lab.link]\naddress = \"{address}\"\ntimeout = {timeout}\n\n[safety]\n"),
-            1,
-        )
-}
-
-/// A controller process; killed when dropped.
-struct Controller {
-    child: Child,
-    address: String,
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Start `hybridsim controller MODEL --once` with `options`; returns it once it listens.
-fn controller(model: &Path, options: &[&str]) -> Controller {
-    let mut child = hybridsim()
-        .arg("controller")
-        .arg(model)
-        .args(["--once", "--idle-timeout", "20", "--address", "127.0.0.1:0"])
-        .args(options)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    stdout.read_line(&mut first).unwrap();
-    // Keep reading: a controller whose stdout is closed would fail on its next line.
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    let address = first
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("controller's first line: {first:?}"))
-        .to_string();
-    Controller { child, address }
 }
 
 /// Write `text` as `name` in `dir`.
@@ -117,7 +65,7 @@ fn a_test_through_the_controller_link_is_bit_identical_to_the_in_process_test() 
         ("tcp", &["run"][..]),
         ("udp", &["realtime", "--pacing", "fast"][..]),
     ] {
-        let ctl = controller(&local, &[if transfer == "tcp" { "--tcp" } else { "--udp" }]);
+        let ctl = serve_controller(&local, &[if transfer == "tcp" { "--tcp" } else { "--udp" }]);
         let model = write(
             &dir,
             &format!("{transfer}.toml"),
@@ -155,7 +103,7 @@ fn trips(name: &str, transfer: &str, timeout: f64, options: &[&str], event: &str
     let dir = scratch(name);
     let text = quickstart();
     let local = write(&dir, "local.toml", &text);
-    let ctl = controller(&local, options);
+    let ctl = serve_controller(&local, options);
     let model = write(
         &dir,
         "link.toml",
@@ -278,7 +226,7 @@ fn the_two_process_example_completes_over_the_link() {
     let dir = scratch("example");
     let text =
         std::fs::read_to_string(common::root().join("examples/two_process_udp.toml")).unwrap();
-    let ctl = controller(&common::root().join("examples/two_process_udp.toml"), &[]);
+    let ctl = serve_controller(&common::root().join("examples/two_process_udp.toml"), &[]);
     let model = write(
         &dir,
         "example.toml",

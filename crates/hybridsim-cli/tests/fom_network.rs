@@ -5,19 +5,8 @@
 
 mod common;
 
-use common::{hybridsim, scratch};
-use std::io::{BufRead, BufReader};
+use common::{hybridsim, over_link, scratch, serve_controller};
 use std::path::Path;
-use std::process::{Child, Stdio};
-
-struct Controller(Child);
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn model() -> String {
     let text =
@@ -48,31 +37,8 @@ fn fom_over_the_controller_link_is_bit_identical_to_the_in_process_run() {
     let text = model();
     let local = dir.join("local.toml");
     std::fs::write(&local, &text).unwrap();
-    let mut child = hybridsim()
-        .arg("controller")
-        .arg(&local)
-        .args(["--once", "--idle-timeout", "20", "--address", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    stdout.read_line(&mut first).unwrap();
-    let _guard = Controller(child);
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    let address = first
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
-    let net = text
-        .replacen("[lab]\n", "[lab]\ntransfer = \"udp\"\n", 1)
-        .replacen(
-            "[safety]\n",
-            &format!("[lab.link]\naddress = \"{address}\"\ntimeout = 2.0\n\n[safety]\n"),
-            1,
-        );
+    let controller = serve_controller(&local, &[]);
+    let net = over_link(&text, "udp", &controller.address, 2.0);
     let net_model = dir.join("net.toml");
     std::fs::write(&net_model, net).unwrap();
     run(&net_model, &dir.join("net"));

@@ -7,11 +7,9 @@
 
 mod common;
 
-use common::{col, hybridsim, read_csv, root, scratch};
+use common::{col, hybridsim, over_link, read_csv, root, scratch, serve_controller};
 use hybridsim::model::{Model, NoFiles};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 
 const SPLIT_MASS: &str = "examples/lsrt2_interfield_split_mass.toml";
 const TABLE_1: &str = "examples/lsrt2_table1_virtual_lab.toml";
@@ -187,37 +185,6 @@ fn table_1_on_the_virtual_lab_follows_the_closed_form_with_both_schemes() {
     }
 }
 
-struct Controller(Child);
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `hybridsim controller --once` serving the model's virtual lab on 127.0.0.1; the address.
-fn serve(model: &Path) -> (Controller, String) {
-    let mut child = hybridsim()
-        .arg("controller")
-        .arg(model)
-        .args(["--once", "--idle-timeout", "20", "--address", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    stdout.read_line(&mut first).unwrap();
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    let address = first
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("controller said `{first}`"))
-        .to_string();
-    (Controller(child), address)
-}
-
 /// Both schemes drive the Table 1 lab over the controller link (UDP, loopback) in
 /// lock-step: `results.csv` is byte-identical to the in-process lab's.
 #[test]
@@ -229,14 +196,8 @@ fn over_the_controller_link_both_schemes_are_bit_identical_to_the_in_process_lab
     ] {
         let local = dir.join(format!("{name}.toml"));
         std::fs::write(&local, &text).unwrap();
-        let (_guard, address) = serve(&local);
-        let net = text
-            .replacen("[lab]\n", "[lab]\ntransfer = \"udp\"\n", 1)
-            .replacen(
-                "[safety]\n",
-                &format!("[lab.link]\naddress = \"{address}\"\ntimeout = 2.0\n\n[safety]\n"),
-                1,
-            );
+        let controller = serve_controller(&local, &[]);
+        let net = over_link(&text, "udp", &controller.address, 2.0);
         assert!(net.contains("transfer = \"udp\"") && net.contains("[lab.link]"));
         let net_model = dir.join(format!("{name}-net.toml"));
         std::fs::write(&net_model, net).unwrap();

@@ -132,3 +132,56 @@ fn lines_without(cells: &[&str], drop: &[bool]) -> String {
         .collect::<Vec<_>>()
         .join(",")
 }
+
+/// A `hybridsim controller` process serving a model's virtual lab on 127.0.0.1; killed and
+/// reaped when dropped, whatever the test does.
+pub struct Controller {
+    child: std::process::Child,
+    /// The address it listens on (`127.0.0.1:PORT`).
+    pub address: String,
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `hybridsim controller MODEL --once --idle-timeout 20 --address 127.0.0.1:0` with
+/// `options`; returns once it says where it listens. Its stdout is drained on a thread, since a
+/// controller whose stdout is closed would fail on its next line.
+pub fn serve_controller(model: &Path, options: &[&str]) -> Controller {
+    use std::io::{BufRead, BufReader};
+    let mut child = hybridsim()
+        .arg("controller")
+        .arg(model)
+        .args(["--once", "--idle-timeout", "20", "--address", "127.0.0.1:0"])
+        .args(options)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    stdout.read_line(&mut first).unwrap();
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    let address = first
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("controller's first line: {first:?}"))
+        .to_string();
+    Controller { child, address }
+}
+
+/// `text` (a model with a `[lab]` and a `[safety]` table) tested through the controller link
+/// `transfer` (`udp` or `tcp`) at `address`, reply timeout `timeout` s.
+pub fn over_link(text: &str, transfer: &str, address: &str, timeout: f64) -> String {
+    assert!(text.contains("[lab]\n") && text.contains("[safety]\n"));
+    text.replacen("[lab]\n", &format!("[lab]\ntransfer = \"{transfer}\"\n"), 1)
+        .replacen(
+            "[safety]\n",
+            &format!("[lab.link]\naddress = \"{address}\"\ntimeout = {timeout}\n\n[safety]\n"),
+            1,
+        )
+}
