@@ -102,6 +102,8 @@ pub struct ThreadSetup {
     pub pinned: bool,
     /// Whether SCHED_FIFO was set.
     pub fifo: bool,
+    /// The SCHED_FIFO priority, when it was set.
+    pub priority: Option<u8>,
     /// Why something failed.
     pub note: String,
 }
@@ -134,7 +136,10 @@ pub fn setup_current_thread(
             prio,
             ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::Fifo),
         ) {
-            Ok(()) => out.fifo = true,
+            Ok(()) => {
+                out.fifo = true;
+                out.priority = Some(priority.clamp(1, 99));
+            }
             Err(e) => out.note.push_str(&format!(
                 "SCHED_FIFO not permitted ({e:?}), running SCHED_OTHER; "
             )),

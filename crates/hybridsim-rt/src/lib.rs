@@ -354,8 +354,15 @@ impl RunOutcome {
         }
         for st in &self.setup {
             s.push_str(&format!(
-                "thread {}: cpu {:?} pinned {} SCHED_FIFO {} {}\n",
-                st.task, st.cpu, st.pinned, st.fifo, st.note
+                "thread {}: cpu {:?} pinned {} SCHED_FIFO {}{} {}\n",
+                st.task,
+                st.cpu,
+                st.pinned,
+                st.fifo,
+                st.priority
+                    .map(|p| format!(" (priority {p})"))
+                    .unwrap_or_default(),
+                st.note
             ));
         }
         for i in &self.indicators {
@@ -1215,8 +1222,12 @@ pub fn run_integrator(
     } else {
         false
     };
-    let coord_setup =
-        clock::setup_current_thread("link", cpu_for(0), lab.runner.priority, realtime);
+    let priority = lab.runner.priority;
+    // One SCHED_FIFO priority for the three tasks. Rate-monotonic priorities (physical above
+    // link above numerical) were measured worse on an N = 1000 chain at 4096 Hz: the link and
+    // physical threads' waiting rounds then starve the numerical task, which the link waits
+    // for (physical wake-up lateness p50 61 ms against 0.1 µs; BENCHMARKS.md, issue 20).
+    let coord_setup = clock::setup_current_thread("link", cpu_for(0), priority, realtime);
     let soft_realtime = realtime && !coord_setup.fifo;
     if soft_realtime && (any_hardware || opts.require_realtime || !opts.allow_soft_realtime) {
         if memory_locked {
@@ -1231,7 +1242,6 @@ pub fn run_integrator(
     let dtc_ns = (ts.dt_c * 1e9).round() as u64;
     let spin_ns = lab.runner.spin_budget_ns();
     let marker = opts.loop_marker;
-    let priority = lab.runner.priority;
     let inject = opts.inject;
 
     // The supervisor's bounds.
@@ -1602,6 +1612,7 @@ pub fn run_integrator(
         cpu: None,
         pinned: false,
         fifo: false,
+        priority: None,
         note: why.into(),
     };
     let mut worker = |h: std::thread::JoinHandle<(TaskStats, ThreadSetup)>,
@@ -1739,7 +1750,7 @@ pub fn run_integrator(
         "tasks": tasks.iter().map(|t| t.to_json()).collect::<Vec<_>>(),
         "scheduling": {
             "memory_locked": memory_locked,
-            "threads": setup.iter().map(|s| json!({"task": s.task, "cpu": s.cpu, "pinned": s.pinned, "sched_fifo": s.fifo, "note": s.note})).collect::<Vec<_>>(),
+            "threads": setup.iter().map(|s| json!({"task": s.task, "cpu": s.cpu, "pinned": s.pinned, "sched_fifo": s.fifo, "priority": s.priority, "note": s.note})).collect::<Vec<_>>(),
         },
         "indicators": indicators.iter().map(|i| i.to_json()).collect::<Vec<_>>(),
         "estimation": estimation,

@@ -585,6 +585,7 @@ fn run_paced(
         cpu,
         pinned: false,
         fifo: false,
+        priority: None,
         note: why.into(),
     };
     let step_end = match joined {
@@ -742,7 +743,7 @@ fn run_paced(
         "tasks": tasks.iter().map(|t| t.to_json()).collect::<Vec<_>>(),
         "scheduling": {
             "memory_locked": memory_locked,
-            "threads": setup.iter().map(|s| json!({"task": s.task, "cpu": s.cpu, "pinned": s.pinned, "sched_fifo": s.fifo, "note": s.note})).collect::<Vec<_>>(),
+            "threads": setup.iter().map(|s| json!({"task": s.task, "cpu": s.cpu, "pinned": s.pinned, "sched_fifo": s.fifo, "priority": s.priority, "note": s.note})).collect::<Vec<_>>(),
         },
         "indicators": indicators.iter().map(|i| i.to_json()).collect::<Vec<_>>(),
         "estimation": Value::Null,
