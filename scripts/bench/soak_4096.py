@@ -164,6 +164,10 @@ def main():
              "every = 4 at 4096 Hz writes about 40 MB/s of CSV; a long soak needs a coarser "
              "record (e.g. 256) or the disk fills and the writer falls behind")
     ap.add_argument(
+        "--cpus", type=int, nargs="+",
+        help="[runner] cpus of the soak models (e.g. 0 1: link and physical on CPU 0, numerical "
+             "on CPU 1); default: not pinned")
+    ap.add_argument(
         "--max-overruns",
         type=int,
         help="[safety] max_overruns for the soak (default: the model's, 10): a VM is not an "
@@ -179,6 +183,8 @@ def main():
         models.append((f"chain N = {a.chain} at 4096 Hz", f"chain{a.chain}_4096",
                        chain(a.chain, seconds, a.max_overruns, a.chain_every)))
     for name, stem, text in models:
+        if a.cpus:
+            text += "\n[runner]\ncpus = [" + ", ".join(str(c) for c in a.cpus) + "]\n"
         path = os.path.join(a.out, stem + ".toml")
         open(path, "w").write(text)
         folder = os.path.join(a.out, stem)
