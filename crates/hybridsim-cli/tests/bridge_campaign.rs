@@ -172,9 +172,18 @@ fn the_tested_dcsb_agrees_with_the_all_numerical_iso_bridge() {
     );
     // The partitioned test (PG-alpha, ss = 4) against the monolithic all-numerical model: the
     // stick-slip of the bearings shifts by a step or so, hence the looser history bound.
-    assert!(e_d < 0.08 && e_p < 0.05, "ideal actuator, peaks: {e_d}, {e_p}");
-    assert!(h_d < 0.15 && h_p < 0.25, "ideal actuator, histories: {h_d}, {h_p}");
-    assert!(e_d_lag < 0.08 && e_p_lag < 0.05, "10 ms lag, peaks: {e_d_lag}, {e_p_lag}");
+    assert!(
+        e_d < 0.08 && e_p < 0.05,
+        "ideal actuator, peaks: {e_d}, {e_p}"
+    );
+    assert!(
+        h_d < 0.15 && h_p < 0.25,
+        "ideal actuator, histories: {h_d}, {h_p}"
+    );
+    assert!(
+        e_d_lag < 0.08 && e_p_lag < 0.05,
+        "10 ms lag, peaks: {e_d_lag}, {e_p_lag}"
+    );
 }
 
 #[test]
@@ -200,6 +209,9 @@ fn every_isolation_variant_lowers_the_pier_displacement() {
             "{name}: pier peak {u_pier} m is not well below AB's {u_ab} m"
         );
         // The isolation works by the bearing's deformation: it moves more than the pier.
-        assert!(u_bearing > u_pier, "{name}: bearing {u_bearing} m, pier {u_pier} m");
+        assert!(
+            u_bearing > u_pier,
+            "{name}: bearing {u_bearing} m, pier {u_pier} m"
+        );
     }
 }
