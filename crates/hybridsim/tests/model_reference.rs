@@ -130,3 +130,176 @@ fn every_element_kind_has_its_keys() {
         );
     }
 }
+
+/// A two-DOF split-mass model with one actuator whose `dynamics` is `DYNAMICS` and whose extra
+/// keys are `EXTRA`.
+const LAB_MODEL: &str = r#"title = "hand-read lab tables"
+[[node]]
+id = 1
+dofs = ["x"]
+[substructure.numerical]
+[substructure.specimen]
+physical = true
+estimate = { dofs = [[1, "x"]], stiffness = [[4.0e5]] }
+[[element]]
+type = "mass"
+node = 1
+mass = 8.0e3
+split = { numerical = 0.5, specimen = 0.5 }
+[[element]]
+type = "spring"
+nodes = [1]
+dof = "x"
+k = 4.0e5
+substructure = "specimen"
+[analysis]
+integrator = "pg-alpha"
+time_step = 0.01
+duration = 0.1
+[lab]
+time_scale = 1.0
+[[lab.actuator]]
+name = "act1"
+dofs = [[1, "x"]]
+capacity = { stroke = 0.075, velocity = 0.6, force = 2.5e4 }
+DYNAMICS
+EXTRA
+[safety.actuator.act1]
+displacement = 0.05
+velocity = 0.5
+force = 2.0e4
+increment = 2.0e-3
+[safety.divergence]
+displacement = 0.04
+force = 1.0e5
+"#;
+
+/// A valid value of each key of the hand-read tables, so that a table with every listed key
+/// plus one unknown key has exactly one problem: the unknown key.
+fn sample(key: &str) -> &'static str {
+    match key {
+        "a" => "[[-100.0]]",
+        "b" | "c" => "[100.0]",
+        "num" => "[1.0]",
+        "den" => "[0.004, 1.0]",
+        "discretization" => "\"tustin\"",
+        "min" => "-1.0",
+        "max" => "1.0",
+        "range" => "1.0",
+        "resolution" => "0.001",
+        "phase" => "30.0",
+        "substeps" => "20",
+        _ => "0.001",
+    }
+}
+
+/// Reads `LAB_MODEL` with `dynamics` and `extra`; the issues' `(field, reason)`.
+fn lab_issues(dynamics: &str, extra: &str) -> Vec<(String, String)> {
+    let text = LAB_MODEL
+        .replace("DYNAMICS", dynamics)
+        .replace("EXTRA", extra);
+    match hybridsim::Model::from_toml(&text, "lab.toml", &hybridsim::model::NoFiles) {
+        Ok(_) => Vec::new(),
+        Err(e) => e
+            .issues
+            .iter()
+            .map(|i| {
+                assert_eq!(i.file, "lab.toml", "{i}");
+                (i.field.clone(), i.reason.clone())
+            })
+            .collect(),
+    }
+}
+
+/// The hand-read sub-tables of `[[lab.actuator]]` (`controller`, `signals`, each stand-alone
+/// `dynamics` kind, each block kind) reject an unknown key with an error naming the file and
+/// the field, and accept every key the reference lists for them (the lists the parser checks
+/// against are the ones `model_keys` reports, so the document covers them too).
+#[test]
+fn hand_read_lab_tables_reject_unknown_keys() {
+    let tables = model_keys();
+    let mut checked = 0;
+    for (table, keys) in &tables {
+        if let Some(kind) = table.strip_prefix("lab.actuator.dynamics.") {
+            let mut body: Vec<String> = keys
+                .iter()
+                .filter(|k| *k != "kind")
+                .map(|k| format!("{k} = {}", sample(k)))
+                .collect();
+            body.insert(0, format!("kind = \"{kind}\""));
+            let ok = format!("dynamics = {{ {} }}", body.join(", "));
+            let issues = lab_issues(&ok, "");
+            assert!(
+                issues.iter().all(|(_, r)| !r.contains("unknown key")),
+                "{table}: a listed key is rejected: {issues:?}"
+            );
+            let bad = ok.replace(" }", ", bogus_key = 1.0 }");
+            let issues = lab_issues(&bad, "");
+            assert!(
+                issues
+                    .iter()
+                    .any(|(f, r)| f == "lab.actuator[0].dynamics.bogus_key"
+                        && r.contains("unknown key")),
+                "{table}: {issues:?}"
+            );
+            checked += 1;
+        } else if let Some(kind) = table.strip_prefix("lab.actuator.block.") {
+            let body: Vec<String> = keys
+                .iter()
+                .map(|k| match k.as_str() {
+                    "kind" => format!("kind = \"{kind}\""),
+                    // `zero`/`pole` and `frequency`/`phase` are alternatives; `prewarp` needs
+                    // Tustin; derivative filters exclude each other.
+                    "zero" | "pole" | "derivative_time_constant" => String::new(),
+                    k => format!("{k} = {}", sample(k)),
+                })
+                .filter(|s| !s.is_empty())
+                .collect();
+            let chain = format!(
+                "dynamics = [{{ kind = \"first_order\", tau = 0.001 }}, {{ {} }}]",
+                body.join(", ")
+            );
+            let issues = lab_issues(&chain, "");
+            assert!(
+                issues.iter().all(|(_, r)| !r.contains("unknown key")),
+                "{table}: a listed key is rejected: {issues:?}"
+            );
+            let bad = chain.replace(" }]", ", bogus_key = 1.0 }]");
+            let issues = lab_issues(&bad, "");
+            assert!(
+                issues
+                    .iter()
+                    .any(|(f, r)| f == "lab.actuator[0].dynamics[1].bogus_key"
+                        && r.contains("unknown key")),
+                "{table}: {issues:?}"
+            );
+            assert!(
+                issues.iter().all(|(f, _)| !f.ends_with("bogus_key")
+                    || f == "lab.actuator[0].dynamics[1].bogus_key"),
+                "{table}: {issues:?}"
+            );
+            checked += 1;
+        } else if let Some(name) = table.strip_prefix("lab.actuator.") {
+            if name != "controller" && name != "signals" {
+                continue;
+            }
+            let extra = if name == "controller" {
+                "controller = { feedback = [{ kind = \"pid\", kp = 1.0 }], bogus_key = 1.0 }"
+            } else {
+                "controller = { feedback = [{ kind = \"pid\", kp = 1.0 }] }\n\
+                 signals = { command = [{ kind = \"rate_limit\", rate = 1.0 }], bogus_key = 1.0 }"
+            };
+            let issues = lab_issues("", extra);
+            assert!(
+                issues
+                    .iter()
+                    .any(|(f, r)| f == &format!("lab.actuator[0].{name}.bogus_key")
+                        && r.contains("unknown key")),
+                "{table}: {issues:?}"
+            );
+            checked += 1;
+        }
+    }
+    // controller, signals, 5 stand-alone dynamics kinds, 10 block kinds.
+    assert_eq!(checked, 17, "hand-read tables in model_keys()");
+}

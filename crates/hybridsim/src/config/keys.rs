@@ -76,7 +76,9 @@ pub fn element_parameters() -> Vec<(&'static str, Vec<ParameterRow>)> {
 ///
 /// Table names are dotted paths as in error messages, with `NAME` for a name the user chooses
 /// and `element.KIND` for the kind-specific keys of `[[element]]` with `type = "KIND"` (beside
-/// the keys every element shares, listed under `element`).
+/// the keys every element shares, listed under `element`). The hand-read tables of an actuator
+/// are `lab.actuator.controller`, `lab.actuator.signals`, `lab.actuator.dynamics.KIND` (a
+/// stand-alone `dynamics` table) and `lab.actuator.block.KIND` (a block of a chain).
 pub fn model_keys() -> Vec<(String, Vec<String>)> {
     let mut out: Vec<(String, Vec<String>)> = Vec::new();
     let mut add = |table: &str, keys: Vec<String>| out.push((table.to_string(), keys));
@@ -163,6 +165,28 @@ pub fn model_keys() -> Vec<(String, Vec<String>)> {
         "lab.actuator.compensation.compliance",
         struct_keys::<ComplianceSpec>(),
     );
+    // The hand-read sub-tables of an actuator: the parser checks them against the same lists.
+    let strings = |keys: &[&str]| keys.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    add(
+        "lab.actuator.controller",
+        strings(super::lab::CONTROLLER_KEYS),
+    );
+    add("lab.actuator.signals", strings(super::lab::SIGNALS_KEYS));
+    for kind in super::lab::LEGACY_KINDS {
+        if let Some(keys) = super::lab::dynamics_keys(kind) {
+            add(&format!("lab.actuator.dynamics.{kind}"), strings(keys));
+        }
+    }
+    for kind in super::lab::BLOCK_KINDS {
+        if let Some((params, linear)) = super::lab::block_keys(kind) {
+            let mut keys = vec!["kind".to_string()];
+            keys.extend(strings(params));
+            if linear {
+                keys.extend(strings(super::lab::LINEAR_BLOCK_KEYS));
+            }
+            add(&format!("lab.actuator.block.{kind}"), keys);
+        }
+    }
     add("safety", struct_keys::<SafetySpec>());
     add("safety.limits.NAME", struct_keys::<LimitsSpec>());
     add("safety.divergence", struct_keys::<DivergenceSpec>());

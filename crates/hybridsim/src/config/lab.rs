@@ -1216,6 +1216,12 @@ fn sub_table<'a>(
     Some(t)
 }
 
+/// Keys of an actuator's `controller` table.
+pub(super) const CONTROLLER_KEYS: &[&str] = &["feedback", "feedforward"];
+
+/// Keys of an actuator's `signals` table.
+pub(super) const SIGNALS_KEYS: &[&str] = &["target", "command", "error", "measurement"];
+
 /// `controller = { feedback = [blocks], feedforward = [blocks] }`.
 fn controller(
     v: &toml::Value,
@@ -1224,7 +1230,7 @@ fn controller(
     diag: &mut Diagnostics,
 ) -> ControllerSettings {
     let mut c = ControllerSettings::default();
-    let Some(t) = sub_table(v, f, &["feedback", "feedforward"], diag) else {
+    let Some(t) = sub_table(v, f, CONTROLLER_KEYS, diag) else {
         return c;
     };
     match t.get("feedback") {
@@ -1248,7 +1254,7 @@ fn signals(
     diag: &mut Diagnostics,
 ) -> SignalChains {
     let mut s = SignalChains::default();
-    let Some(t) = sub_table(v, f, &["target", "command", "error", "measurement"], diag) else {
+    let Some(t) = sub_table(v, f, SIGNALS_KEYS, diag) else {
         return s;
     };
     for (key, chain) in [
@@ -1328,20 +1334,8 @@ fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorD
     if block_only || t.contains_key("discretization") || t.contains_key("prewarp") {
         return ActuatorDynamics::Blocks(parse_block(t, f, diag).into_iter().collect());
     }
-    let allowed: &[&str] = match kind {
-        "ideal" => &["kind"],
-        "delay" => &["kind", "delay"],
-        "first_order" => &["kind", "tau"],
-        "transfer_function" => &["kind", "num", "den"],
-        "servo_hydraulic" => &[
-            "kind",
-            "gain",
-            "area",
-            "compliance",
-            "leakage",
-            "mass",
-            "substeps",
-        ],
+    let allowed: &[&str] = match dynamics_keys(kind) {
+        Some(keys) => keys,
         _ => {
             diag.push(
                 format!("{f}.kind"),
@@ -1441,11 +1435,78 @@ fn parse_dynamics(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> ActuatorD
     }
 }
 
+/// Keys of a stand-alone `dynamics = { kind = KIND, … }` table of the kinds that are not
+/// blocks (or are read as before blocks without a `discretization`), `kind` included.
+pub(super) fn dynamics_keys(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "ideal" => &["kind"],
+        "delay" => &["kind", "delay"],
+        "first_order" => &["kind", "tau"],
+        "transfer_function" => &["kind", "num", "den"],
+        "servo_hydraulic" => &[
+            "kind",
+            "gain",
+            "area",
+            "compliance",
+            "leakage",
+            "mass",
+            "substeps",
+        ],
+        _ => return None,
+    })
+}
+
+/// The parameters of a block of kind `kind` and whether it is linear (then it also takes
+/// [`LINEAR_BLOCK_KEYS`]); `None` for a kind that is not a block.
+pub(super) fn block_keys(kind: &str) -> Option<(&'static [&'static str], bool)> {
+    Some(match kind {
+        "state_space" => (&["a", "b", "c", "d"], true),
+        "transfer_function" => (&["num", "den"], true),
+        "first_order" => (&["tau"], true),
+        "delay" => (&["delay"], false),
+        "saturation" => (&["min", "max"], false),
+        "rate_limit" => (&["rate"], false),
+        "quantizer" => (&["resolution", "range"], false),
+        "pid" => (
+            &[
+                "kp",
+                "ki",
+                "kd",
+                "derivative_filter",
+                "derivative_time_constant",
+                "min",
+                "max",
+            ],
+            true,
+        ),
+        "lead_lag" => (&["gain", "zero", "pole", "frequency", "phase"], true),
+        "servo_valve_csi" => (
+            &[
+                "valve_gain",
+                "valve_frequency",
+                "valve_damping",
+                "a1",
+                "a2",
+                "a3",
+                "mass",
+                "damping",
+                "stiffness",
+                "proportional_gain",
+            ],
+            true,
+        ),
+        _ => return None,
+    })
+}
+
+/// Discretization keys every linear block takes.
+pub(super) const LINEAR_BLOCK_KEYS: &[&str] = &["discretization", "prewarp"];
+
 /// Longest chain of blocks in one actuator's `dynamics`.
 const MAX_CHAIN: usize = 16;
 
 /// Every kind a block of a chain may have.
-const BLOCK_KINDS: &[&str] = &[
+pub(super) const BLOCK_KINDS: &[&str] = &[
     "state_space",
     "transfer_function",
     "first_order",
@@ -1460,7 +1521,7 @@ const BLOCK_KINDS: &[&str] = &[
 
 /// Kinds a single `dynamics` table had before blocks (kept bit for bit without a
 /// `discretization`).
-const LEGACY_KINDS: &[&str] = &[
+pub(super) const LEGACY_KINDS: &[&str] = &[
     "ideal",
     "delay",
     "first_order",
@@ -1687,44 +1748,10 @@ fn parse_block(t: &toml::Table, f: &str, diag: &mut Diagnostics) -> Option<Block
             }
         },
     };
-    const LINEAR: &[&str] = &["discretization", "prewarp"];
-    let (params, linear): (&[&str], bool) = match kind {
-        "state_space" => (&["a", "b", "c", "d"], true),
-        "transfer_function" => (&["num", "den"], true),
-        "first_order" => (&["tau"], true),
-        "delay" => (&["delay"], false),
-        "saturation" => (&["min", "max"], false),
-        "rate_limit" => (&["rate"], false),
-        "quantizer" => (&["resolution", "range"], false),
-        "pid" => (
-            &[
-                "kp",
-                "ki",
-                "kd",
-                "derivative_filter",
-                "derivative_time_constant",
-                "min",
-                "max",
-            ],
-            true,
-        ),
-        "lead_lag" => (&["gain", "zero", "pole", "frequency", "phase"], true),
-        "servo_valve_csi" => (
-            &[
-                "valve_gain",
-                "valve_frequency",
-                "valve_damping",
-                "a1",
-                "a2",
-                "a3",
-                "mass",
-                "damping",
-                "stiffness",
-                "proportional_gain",
-            ],
-            true,
-        ),
-        "servo_hydraulic" | "ideal" => {
+    const LINEAR: &[&str] = LINEAR_BLOCK_KEYS;
+    let (params, linear): (&[&str], bool) = match (block_keys(kind), kind) {
+        (Some(keys), _) => keys,
+        (None, "servo_hydraulic" | "ideal") => {
             diag.push(
                 format!("{f}.kind"),
                 format!(
