@@ -8,12 +8,25 @@
 //!
 //! With `--batch` the realizations run as the Python `hybridsim.batch` runs them (variants
 //! built and run on every core), timed from the overrides to the last result.
+//! `--parsed-variants` builds every variant by parsing and validating its text, as
+//! `sweep::variant` did before its typed path for `lab.seed` (for before/after comparisons).
 
 use hybridsim_io::memory::{run_in_memory, MemoryOptions};
-use hybridsim_io::sweep::{variant, Override};
+use hybridsim_io::sweep::{apply_overrides, base_folder, load_text, Override};
+use hybridsim_io::LoadedModel;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
+
+/// `sweep::variant`, or with `--parsed-variants` the variant parsed from its text.
+fn variant(base: &LoadedModel, o: &[Override]) -> Result<LoadedModel, hybridsim::ModelError> {
+    if !std::env::args().any(|a| a == "--parsed-variants") {
+        return hybridsim_io::sweep::variant(base, o);
+    }
+    let source = base.path.display().to_string();
+    let text = apply_overrides(&base.text, &source, o)?;
+    load_text(&text, &source, &base_folder(base), base.path.clone())
+}
 
 fn main() {
     let batch = std::env::args().any(|a| a == "--batch");
@@ -38,12 +51,15 @@ fn main() {
         let t0 = Instant::now();
         // `--serial-variants`: build the variants on the calling thread first, as the batch
         // API did before `variants_parallel` (for before/after comparisons).
-        let loaded = if std::env::args().any(|a| a == "--serial-variants") {
+        let loaded: Vec<LoadedModel> = if std::env::args().any(|a| a == "--serial-variants") {
             list.iter()
                 .map(|o| variant(&base, o).unwrap_or_else(|e| panic!("{e}")))
                 .collect()
         } else {
-            hybridsim_io::sweep::variants_parallel(&base, &list, None).unwrap()
+            hybridsim_io::sweep::parallel_map(list.len(), None, |i| {
+                variant(&base, &list[i]).unwrap_or_else(|e| panic!("{e}"))
+            })
+            .unwrap()
         };
         let t_build = t0.elapsed().as_secs_f64();
         let abort = AtomicBool::new(false);

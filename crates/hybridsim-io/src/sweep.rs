@@ -211,7 +211,37 @@ pub fn variant(base: &LoadedModel, overrides: &[Override]) -> Result<LoadedModel
     }
     let source = base.path.display().to_string();
     let text = apply_overrides(&base.text, &source, overrides)?;
+    if let Some(model) = typed_variant(base, overrides) {
+        // The same model the text below would give, without parsing, validating and
+        // generating its records again (a noise study's variants differ by a seed).
+        return Ok(LoadedModel {
+            model,
+            path: base.path.clone(),
+            sha256: crate::hex(&Sha256::digest(text.as_bytes())),
+            text,
+            record_sha256: base.record_sha256.clone(),
+        });
+    }
     load_text(&text, &source, &base_folder(base), base.path.clone())
+}
+
+/// `base`'s validated model with `overrides` set on the typed model, for the overrides whose
+/// effect on the model is one field that no validation rule or derived value reads:
+/// `lab.seed` (a non-negative integer, with a `[lab]` in `base`), the seed of the lab's
+/// noise. `None` for any other override: the variant is then parsed and validated from its
+/// text. Both paths give the same model bit for bit (`typed_variants_equal_parsed_ones`).
+fn typed_variant(base: &LoadedModel, overrides: &[Override]) -> Option<Model> {
+    let mut model = None;
+    for o in overrides {
+        match (o.key.as_str(), &o.value) {
+            ("lab.seed", toml::Value::Integer(seed)) if *seed >= 0 => {
+                let m = model.get_or_insert_with(|| base.model.clone());
+                m.lab.as_mut()?.lab.seed = *seed as u64;
+            }
+            _ => return None,
+        }
+    }
+    model
 }
 
 /// Every variant of `base` (`variants[i]` its overrides), built and validated on `jobs`
@@ -480,6 +510,49 @@ pub fn write_summary(path: &Path, rows: &[SweepRow]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_variants_equal_parsed_ones() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/quickstart.toml");
+        let base = crate::load_model(&path).unwrap();
+        let source = base.path.display().to_string();
+        for seed in [0_i64, 1, 7, 2027, i64::MAX] {
+            let o = [Override {
+                key: "lab.seed".into(),
+                value: toml::Value::Integer(seed),
+            }];
+            assert!(typed_variant(&base, &o).is_some());
+            let fast = variant(&base, &o).unwrap();
+            let text = apply_overrides(&base.text, &source, &o).unwrap();
+            let parsed = load_text(&text, &source, &base_folder(&base), base.path.clone()).unwrap();
+            assert_eq!(fast.model.lab.as_ref().unwrap().lab.seed, seed as u64);
+            // Debug prints every float in its shortest round-trip form: equal text, equal bits.
+            assert_eq!(format!("{:?}", fast.model), format!("{:?}", parsed.model));
+            assert_eq!(fast.text, parsed.text);
+            assert_eq!(fast.sha256, parsed.sha256);
+            assert_eq!(fast.record_sha256, parsed.record_sha256);
+        }
+        // Anything else (and a negative seed, refused by the parser) takes the parsed path.
+        for (key, value) in [
+            ("lab.seed", toml::Value::Integer(-1)),
+            ("lab.seed", toml::Value::String("1".into())),
+            ("output.every", toml::Value::Integer(3)),
+        ] {
+            let o = [Override {
+                key: key.into(),
+                value,
+            }];
+            assert!(typed_variant(&base, &o).is_none(), "{key}");
+        }
+        assert!(variant(
+            &base,
+            &[Override {
+                key: "lab.seed".into(),
+                value: toml::Value::Integer(-1),
+            }]
+        )
+        .is_err());
+    }
 
     #[test]
     fn overrides_reach_tables_arrays_and_new_keys() {
