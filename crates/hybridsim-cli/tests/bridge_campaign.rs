@@ -142,8 +142,8 @@ fn the_tested_dcsb_agrees_with_the_all_numerical_iso_bridge() {
         move |r: &[f64]| r[c]
     };
     let (p_num, p_tested, p_lagged) = (pier(&hn), pier(&ht), pier(&hl));
-    let scale_d = peak(&rn, &d_num);
-    let scale_p = peak(&rn, &p_num);
+    let scale_d = peak(&rn, d_num);
+    let scale_p = peak(&rn, p_num);
     assert!(scale_d > 1e-3, "the bearing hardly moves: {scale_d} m");
     // Largest difference over the history, relative to the numerical peak.
     let diff = |rows_a: &[Vec<f64>],

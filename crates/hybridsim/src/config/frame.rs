@@ -444,6 +444,17 @@ pub(super) fn build_frame(
             return None;
         }
     };
+    // Out-of-range coordinates or properties (a member 1e146 long) overflow the condensed
+    // matrices; an SVD of a non-finite matrix does not terminate.
+    let finite = |m: &DMatrix<f64>| m.iter().all(|x| x.is_finite());
+    if !finite(&condensed.mass) || !finite(&condensed.stiffness) {
+        diag.push(
+            format!("{field}.node"),
+            "the coordinates and member properties give a non-finite condensed mass or \
+             stiffness (a coordinate or a property out of range?)",
+        );
+        return None;
+    }
     let influence = influence(&p, &model, &retained, &condensed.mass, diag, field)?;
     let n = retained.len();
     Some(Arc::new(LinearSuperelement::new(
@@ -515,6 +526,14 @@ fn influence(
             return None;
         }
     };
+    if load.iter().any(|x| !x.is_finite()) {
+        diag.push(
+            format!("{field}.node"),
+            "the coordinates and masses give a non-finite seismic load (a coordinate or a mass \
+             out of range?)",
+        );
+        return None;
+    }
     if load.iter().all(|x| *x == 0.0) {
         return Some(Some(DVector::zeros(retained.len())));
     }
