@@ -1250,6 +1250,9 @@ pub fn run_integrator(
     let mut base = base_json(model, lab, &pg, opts, realtime, grace);
     base["soft_realtime"] = json!(soft_realtime);
     base["spin_budget_us"] = json!(spin_ns as f64 / 1e3);
+    // Start-up (issue 20): from reading the model file to here, the integrator built, before
+    // the first step.
+    base["startup"] = startup_json(&pg);
     match pacing_check(model, lab, realtime) {
         Ok((doc, warning)) => {
             base["pacing_check"] = doc;
@@ -2260,4 +2263,12 @@ mod tests {
             assert!(e.contains(bad), "{e}");
         }
     }
+}
+
+/// The `startup` object of run.json measured now (the integrator built, before the first
+/// step): seconds since the model file was read, peak resident memory, bytes per DOF.
+pub(crate) fn startup_json(engine: &dyn TimeIntegrator) -> Value {
+    let dofs = engine.partitions().iter().map(|p| p.state.n_dofs()).sum();
+    let from = hybridsim_io::startup::start().unwrap_or_else(std::time::Instant::now);
+    hybridsim_io::startup::Startup::measure(from, dofs).to_json()
 }
