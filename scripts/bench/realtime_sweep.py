@@ -89,7 +89,7 @@ def main():
             tasks, holds = [], j.get("status") == "completed"
             for t in j.get("tasks", []):
                 late = t.get("wakeup_lateness") or {}
-                ticks = t.get("ticks") or t.get("activations") or 0
+                ticks = (t.get("execution") or {}).get("count") or 0
                 misses = t.get("deadline_misses", 0)
                 tasks.append(f"{t['task']}: {misses} / {ticks or '?'}, "
                              f"{late.get('p99_us', '–')} / {late.get('max_us', '–')}")

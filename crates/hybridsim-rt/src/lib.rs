@@ -2151,6 +2151,14 @@ fn lock_within(m: &Mutex<bool>, bound: Duration) -> Option<std::sync::MutexGuard
     }
 }
 
+/// The `startup` object of run.json measured now (the integrator built, before the first
+/// step): seconds since the model file was read, peak resident memory, bytes per DOF.
+pub(crate) fn startup_json(engine: &dyn TimeIntegrator) -> Value {
+    let dofs = engine.partitions().iter().map(|p| p.state.n_dofs()).sum();
+    let from = hybridsim_io::startup::start().unwrap_or_else(std::time::Instant::now);
+    hybridsim_io::startup::Startup::measure(from, dofs).to_json()
+}
+
 /// The parts of run.json known before the run starts.
 fn base_json(
     model: &Model,
@@ -2263,12 +2271,4 @@ mod tests {
             assert!(e.contains(bad), "{e}");
         }
     }
-}
-
-/// The `startup` object of run.json measured now (the integrator built, before the first
-/// step): seconds since the model file was read, peak resident memory, bytes per DOF.
-pub(crate) fn startup_json(engine: &dyn TimeIntegrator) -> Value {
-    let dofs = engine.partitions().iter().map(|p| p.state.n_dofs()).sum();
-    let from = hybridsim_io::startup::start().unwrap_or_else(std::time::Instant::now);
-    hybridsim_io::startup::Startup::measure(from, dofs).to_json()
 }
