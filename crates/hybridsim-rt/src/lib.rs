@@ -1260,6 +1260,9 @@ pub fn run_integrator(
     let mut base = base_json(model, lab, &pg, opts, realtime, grace);
     base["soft_realtime"] = json!(soft_realtime);
     base["spin_budget_us"] = json!(spin_ns as f64 / 1e3);
+    // Start-up (issue 20): from reading the model file to here, the integrator built, before
+    // the first step.
+    base["startup"] = startup_json(&pg);
     match pacing_check(model, lab, realtime) {
         Ok((doc, warning)) => {
             base["pacing_check"] = doc;
@@ -2157,6 +2160,14 @@ fn lock_within(m: &Mutex<bool>, bound: Duration) -> Option<std::sync::MutexGuard
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// The `startup` object of run.json measured now (the integrator built, before the first
+/// step): seconds since the model file was read, peak resident memory, bytes per DOF.
+pub(crate) fn startup_json(engine: &dyn TimeIntegrator) -> Value {
+    let dofs = engine.partitions().iter().map(|p| p.state.n_dofs()).sum();
+    let from = hybridsim_io::startup::start().unwrap_or_else(std::time::Instant::now);
+    hybridsim_io::startup::Startup::measure(from, dofs).to_json()
 }
 
 /// The parts of run.json known before the run starts.

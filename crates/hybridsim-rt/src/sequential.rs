@@ -352,6 +352,7 @@ fn run_paced(
     let journal = Arc::new(Journal::default());
     let watch = Arc::new(Watch::default());
     let mut base = base_json(model, lab, integ.as_ref(), opts, realtime, grace);
+    base["startup"] = crate::startup_json(integ.as_ref());
     base["runner"] = json!("hybridsim-rt (paced single-step)");
     base["integrator"] = json!(integ.name());
     base["spin_budget_us"] = json!(spin_ns as f64 / 1e3);

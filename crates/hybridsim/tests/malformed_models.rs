@@ -1684,11 +1684,49 @@ fn a_node_with_200000_dofs_is_refused_before_anything_is_allocated() {
     let text = format!(
         "[[node]]\nid = 7\ndofs = [{}]\n\n\
          [[element]]\ntype = \"mass\"\nname = \"m\"\nnode = 7\nmass = 1.0\n\n\
-         [analysis]\nintegrator = \"mg-alpha\"\ntime_step = 0.01\nduration = 1.0\n",
+         [analysis]\nintegrator = \"lsrt2\"\ntime_step = 0.01\nduration = 1.0\n",
         dofs.join(", ")
     );
-    check(&text, "node[0].dofs", "node 7 declares 200000 DOFs");
+    // Issue 20: the bound is the start-up memory of the integrator's matrices (dense here).
+    let issue = check(&text, "node[0].dofs", "node 7 declares 200000 DOFs");
+    assert!(
+        issue.reason.contains("forms dense (2N)² state matrices"),
+        "{issue}"
+    );
+    assert!(
+        issue
+            .reason
+            .contains("over the start-up memory budget of 2048 MB"),
+        "{issue}"
+    );
     assert_eq!(hybridsim::config::MAX_DOFS, 2000);
+}
+
+#[test]
+fn the_dof_bound_is_the_start_up_memory_of_the_integrator() {
+    // Issue 20: the sparse start-up of MG-α and PG-α takes 10⁵ DOFs (and 10⁶) within the
+    // budget, a dense integrator about 4 000; the default integrator is MG-α.
+    use hybridsim::config::{startup_memory_estimate as bytes, MEMORY_BUDGET_BYTES as budget};
+    for sparse in [
+        None,
+        Some("mg-alpha"),
+        Some("pg-alpha"),
+        Some("trapezoidal"),
+    ] {
+        assert!(bytes(1_000_000, sparse) <= budget);
+        assert!(bytes(1_100_000, sparse) > budget);
+    }
+    for dense in [
+        "lsrt2",
+        "llm",
+        "fom",
+        "osm",
+        "explicit-rths",
+        "lsrt2-partitioned",
+    ] {
+        assert!(bytes(4_000, Some(dense)) <= budget, "{dense}");
+        assert!(bytes(4_200, Some(dense)) > budget, "{dense}");
+    }
 }
 
 #[test]

@@ -428,10 +428,9 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
         };
         // Remove the placeholder masses of massless imposed copies again.
         for (&i, &slot) in zero_rows.iter().zip(&placeholders).rev() {
-            ss.mass[(i, i)] = 0.0;
+            ss.clear_mass_diagonal(i);
             ss.slots.remove(slot);
         }
-        ss.refresh_mass_entries();
         // Imposed copies start where their motion is at t = 0.
         for (i, d) in dofs.iter().enumerate() {
             if let Some(m) = model.imposed_motions.iter().find(|m| m.dof == *d) {

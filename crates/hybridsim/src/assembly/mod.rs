@@ -449,10 +449,65 @@ mod tests {
                 for i in 0..n {
                     for j in 0..n {
                         let expect = dense[(i, j)];
-                        assert!((st.j0[(n + i, n + j)] - expect).abs() < 1e-9);
+                        assert!((st.j0()[(n + i, n + j)] - expect).abs() < 1e-9);
                     }
                 }
             }
         }
+    }
+
+    /// `J0` and the mass are assembled as entries: `D = M + c J0` from them equals the dense
+    /// `big_mass() + J0 c` to the last bit (with a Rayleigh term and an estimate on the same
+    /// rows), and building the partitions of a chain
+    /// beyond the old 2000-DOF limit forms no dense matrix.
+    #[test]
+    fn sparse_j0_and_mass_equal_the_dense_assembly_and_form_no_dense_matrix() {
+        let mut st = build_partitions(&chain(30), Grouping::Monolithic)
+            .expect("builds")
+            .remove(0)
+            .state;
+        assert_eq!(st.dense_formed(), (false, false));
+        let estimate = crate::model::Estimate {
+            dofs: st.dofs[..2].to_vec(),
+            stiffness: DMatrix::from_row_slice(2, 2, &[3.0e4, -1.0e4, -1.0e4, 2.0e4]),
+            damping: DMatrix::from_row_slice(2, 2, &[60.0, 0.0, 0.0, 7.5]),
+        };
+        for c in [0.0, 1.0e-3 / 3.0, 0.0137] {
+            for est in [None, Some(estimate.clone())] {
+                st.set_estimate(est);
+                let dense = st.big_mass() + st.j0() * c;
+                let entries = st.d_entries(c);
+                let mut from_entries = DMatrix::<f64>::zeros(st.size(), st.size());
+                for &(i, j, v) in &entries {
+                    assert!(v != 0.0);
+                    from_entries[(i, j)] = v;
+                }
+                for (a, b) in dense.iter().zip(from_entries.iter()) {
+                    assert_eq!(a.to_bits(), b.to_bits());
+                }
+                // Row by row, by column within a row.
+                assert!(entries
+                    .windows(2)
+                    .all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1)));
+            }
+        }
+        // After the dense copy was handed out, a new estimate updates it in place.
+        st.set_estimate(Some(estimate));
+        let again = {
+            let mut m = DMatrix::<f64>::zeros(st.size(), st.size());
+            for &(i, j, v) in st.j0_entries() {
+                m[(i, j)] = v;
+            }
+            m
+        };
+        assert_eq!(st.j0(), &again);
+        // Beyond the old limit: entries only, O(N) of them.
+        let n = 3000;
+        let parts = build_partitions(&chain(n), Grouping::Monolithic).expect("builds");
+        let st = &parts[0].state;
+        assert_eq!(st.dense_formed(), (false, false));
+        assert_eq!(st.mass_entries().len(), n);
+        // −I, the springs' K (3N − 2) and the Rayleigh C (3N − 2).
+        assert_eq!(st.j0_entries().len(), n + 2 * (3 * n - 2));
     }
 }

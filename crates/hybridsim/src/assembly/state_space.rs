@@ -7,6 +7,7 @@ use crate::excitation::TimeFunction;
 use crate::model::{Estimate, Model};
 use crate::physical::{LabControl, PhysicalPort, PortError};
 use nalgebra::{DMatrix, DVector};
+use std::sync::OnceLock;
 
 /// An element placed in a state space: where its DOFs and extra states live.
 #[derive(Debug, Clone)]
@@ -181,15 +182,18 @@ pub struct StateSpace {
     pub dofs: Vec<DofRef>,
     /// Number of extra states.
     pub n_states: usize,
-    /// Mass matrix `m` over the DOFs.
-    pub mass: DMatrix<f64>,
-    /// Nonzero entries `(i, j, m_ij)` of `mass`, row by row (for `O(nnz)` products; rebuild
-    /// with [`StateSpace::refresh_mass_entries`] after changing `mass`).
+    /// Nonzero entries `(i, j, m_ij)` of the mass matrix `m` over the DOFs, row by row and
+    /// by column within a row (what the start-up path and `O(nnz)` products use).
     pub(crate) mass_entries: Vec<(usize, usize, f64)>,
+    /// The dense `m`, formed from `mass_entries` on the first call of [`StateSpace::mass`].
+    mass_dense: OnceLock<DMatrix<f64>>,
     /// Element slots.
     pub slots: Vec<ElementSlot>,
-    /// `J0 = ∂R/∂Y` at the zero state (with the estimate of a physical specimen).
-    pub j0: DMatrix<f64>,
+    /// Nonzero entries `(i, j, J0_ij)` of `J0 = ∂R/∂Y` at the zero state (with the estimate
+    /// of a physical specimen), row by row and by column within a row.
+    pub(crate) j0_entries: Vec<(usize, usize, f64)>,
+    /// The dense `J0`, formed from `j0_entries` on the first call of [`StateSpace::j0`].
+    j0_dense: OnceLock<DMatrix<f64>>,
     /// Initial state `Y0`.
     pub y0: DVector<f64>,
     /// Estimated specimen stiffness/damping included in `j0` (physical substructures).
@@ -242,14 +246,23 @@ impl StateSpace {
         }
         let ns = offset;
         let big = 2 * n + ns;
-        let mut mass = DMatrix::zeros(n, n);
-        let mut j0 = DMatrix::zeros(big, big);
+        // Triplets in the order the dense assembly added them: merged by a stable sort, each
+        // entry sums its contributions in that order from 0, so the values equal the dense
+        // sums to the last bit (the zero terms skipped change no sum).
+        let mut mass = Vec::new();
+        let mut j0 = Vec::with_capacity(n);
         for i in 0..n {
-            j0[(i, n + i)] = -1.0;
+            j0.push((i, n + i, -1.0));
         }
         for slot in &slots {
             if let Some(m) = slot.element.mass() {
-                super::scatter(&mut mass, &m, &slot.map);
+                for (i, mi) in slot.map.iter().enumerate() {
+                    let Some(a) = mi else { continue };
+                    for (j, mj) in slot.map.iter().enumerate() {
+                        let Some(b) = mj else { continue };
+                        mass.push((*a, *b, m[(i, j)]));
+                    }
+                }
             }
             if let Some(c) = slot.element.sparse_damping() {
                 // `r = C v`: only the `∂r/∂v` block, entry by entry (the dense tangent's other
@@ -258,7 +271,7 @@ impl StateSpace {
                     let Some(row) = mi else { continue };
                     for t in c.row_start[i]..c.row_start[i + 1] {
                         if let Some(col) = slot.map[c.columns[t]] {
-                            j0[(n + row, n + col)] += c.values[t];
+                            j0.push((n + row, n + col, c.values[t]));
                         }
                     }
                 }
@@ -289,7 +302,7 @@ impl StateSpace {
                 let sign = if row < ne { 1.0 } else { -1.0 };
                 for c in 0..2 * ne + nse {
                     if let Some(col) = col_index(c) {
-                        j0[(target, col)] += sign * t[(row, c)];
+                        j0.push((target, col, sign * t[(row, c)]));
                     }
                 }
             }
@@ -303,14 +316,22 @@ impl StateSpace {
                     let Some(j) = dofs.iter().position(|x| x == db) else {
                         continue;
                     };
-                    j0[(n + i, j)] += est.stiffness[(a, b)];
-                    j0[(n + i, n + j)] += est.damping[(a, b)];
+                    j0.push((n + i, j, est.stiffness[(a, b)]));
+                    j0.push((n + i, n + j, est.damping[(a, b)]));
                 }
+            }
+        }
+        let j0_entries = merge_triplets(j0);
+        let mass_entries = merge_triplets(mass);
+        let mut mass_diagonal = vec![0.0; n];
+        for &(i, j, m) in &mass_entries {
+            if i == j {
+                mass_diagonal[i] = m;
             }
         }
         // Mass must be positive definite: name the first massless DOF.
         for (i, d) in dofs.iter().enumerate() {
-            if mass[(i, i)] <= 0.0 {
+            if mass_diagonal[i] <= 0.0 {
                 diag.push(
                     format!("substructure.{name}"),
                     format!(
@@ -320,10 +341,13 @@ impl StateSpace {
                 );
             }
         }
-        let mass_entries = nonzero_entries(&mass);
         // A lumped (diagonal) mass with positive entries is positive definite as it stands.
         let diagonal = mass_entries.iter().all(|(i, j, _)| i == j);
-        if !diag.has_errors() && n > 0 && !diagonal && mass.clone().cholesky().is_none() {
+        if !diag.has_errors()
+            && n > 0
+            && !diagonal
+            && dense_from_entries(n, &mass_entries).cholesky().is_none()
+        {
             diag.push(
                 format!("substructure.{name}"),
                 "the mass matrix is not positive definite (check the `linear` elements' m)",
@@ -382,10 +406,11 @@ impl StateSpace {
             physical,
             dofs,
             n_states: ns,
-            mass,
             mass_entries,
+            mass_dense: OnceLock::new(),
             slots,
-            j0,
+            j0_entries,
+            j0_dense: OnceLock::new(),
             y0,
             estimate: estimate.cloned(),
             loads,
@@ -405,10 +430,11 @@ impl StateSpace {
             physical: false,
             dofs: Vec::new(),
             n_states: 0,
-            mass: DMatrix::zeros(0, 0),
             mass_entries: Vec::new(),
+            mass_dense: OnceLock::new(),
             slots: Vec::new(),
-            j0: DMatrix::zeros(0, 0),
+            j0_entries: Vec::new(),
+            j0_dense: OnceLock::new(),
             y0: DVector::zeros(0),
             estimate: None,
             loads: Vec::new(),
@@ -424,12 +450,19 @@ impl StateSpace {
     /// rebuild its operators).
     pub fn set_estimate(&mut self, estimate: Option<Estimate>) {
         if let Some(old) = self.estimate.take() {
-            add_estimate(&mut self.j0, &self.dofs, &old, -1.0);
+            add_estimate(&mut self.j0_entries, &self.dofs, &old, -1.0);
         }
         if let Some(new) = &estimate {
-            add_estimate(&mut self.j0, &self.dofs, new, 1.0);
+            add_estimate(&mut self.j0_entries, &self.dofs, new, 1.0);
         }
         self.estimate = estimate;
+        // A dense copy already handed out follows the entries (same values, in place).
+        if let Some(dense) = self.j0_dense.get_mut() {
+            dense.fill(0.0);
+            for &(i, j, v) in &self.j0_entries {
+                dense[(i, j)] = v;
+            }
+        }
     }
 
     /// Change parameter `parameter` of element `slot` at run time (online model updating,
@@ -458,10 +491,45 @@ impl StateSpace {
         element.set_parameter(parameter, value)
     }
 
-    /// Rebuild the sparse copy of `mass` used by [`StateSpace::mass_times`] and
-    /// [`StateSpace::kinetic_energy`] after `mass` was changed in place.
-    pub fn refresh_mass_entries(&mut self) {
-        self.mass_entries = nonzero_entries(&self.mass);
+    /// Remove the mass of DOF `i` from the diagonal (the placeholder mass of a massless
+    /// imposed copy); the dense copy, if one was formed, is dropped and formed again.
+    pub(crate) fn clear_mass_diagonal(&mut self, i: usize) {
+        self.mass_entries.retain(|&(r, c, _)| !(r == i && c == i));
+        self.mass_dense = OnceLock::new();
+    }
+
+    /// The dense mass matrix `m` over the DOFs. Formed (allocated) on the first call only:
+    /// integrators that need it dense call it at set-up; the start-up path of the sparse
+    /// ones never does (`O(N²)` memory).
+    pub fn mass(&self) -> &DMatrix<f64> {
+        self.mass_dense
+            .get_or_init(|| dense_from_entries(self.dofs.len(), &self.mass_entries))
+    }
+
+    /// The dense `J0 = ∂R/∂Y` at the zero state. Formed (allocated) on the first call only:
+    /// integrators that need it dense call it at set-up, so that calls in their steps do not
+    /// allocate; the sparse start-up path ([`StateSpace::d_entries`]) never does.
+    pub fn j0(&self) -> &DMatrix<f64> {
+        self.j0_dense
+            .get_or_init(|| dense_from_entries(self.size(), &self.j0_entries))
+    }
+
+    /// Whether the dense `J0` and the dense mass have been formed (for the start-up checks).
+    pub fn dense_formed(&self) -> (bool, bool) {
+        (
+            self.j0_dense.get().is_some(),
+            self.mass_dense.get().is_some(),
+        )
+    }
+
+    /// The nonzero entries `(row, column, value)` of `J0`, row by row.
+    pub fn j0_entries(&self) -> &[(usize, usize, f64)] {
+        &self.j0_entries
+    }
+
+    /// The nonzero entries `(row, column, value)` of the mass matrix `m`, row by row.
+    pub fn mass_entries(&self) -> &[(usize, usize, f64)] {
+        &self.mass_entries
     }
 
     /// Keep only the nodal loads on DOFs for which `keep` holds. A load on a DOF shared by
@@ -663,7 +731,9 @@ impl StateSpace {
     pub fn big_mass(&self) -> DMatrix<f64> {
         let n = self.dofs.len();
         let mut m = DMatrix::identity(self.size(), self.size());
-        m.view_mut((n, n), (n, n)).copy_from(&self.mass);
+        for &(i, j, v) in &self.mass_entries {
+            m[(n + i, n + j)] = v;
+        }
         m
     }
 
@@ -672,36 +742,47 @@ impl StateSpace {
     /// besides `j0` itself.
     pub fn d_entries(&self, c: f64) -> Vec<(usize, usize, f64)> {
         let (n, size) = (self.dofs.len(), self.size());
-        let mut mass_row = 0;
-        let mut out = Vec::new();
+        let (mut mk, mut jk) = (0, 0);
+        let mut out = Vec::with_capacity(self.j0_entries.len() + size);
         for i in 0..size {
-            // The mass entries of row i: identity outside the momentum rows.
-            let (lo, hi) = if (n..2 * n).contains(&i) {
-                let lo = mass_row;
-                while mass_row < self.mass_entries.len() && self.mass_entries[mass_row].0 == i - n {
-                    mass_row += 1;
+            // Row i of M (the identity outside the momentum rows) merged with row i of J0 by
+            // column: `m_ij + J0_ij c` with a missing entry read as 0 (the dense sum's value).
+            let identity = [(i, i, 1.0)];
+            let m_row: &[(usize, usize, f64)] = if (n..2 * n).contains(&i) {
+                let lo = mk;
+                while mk < self.mass_entries.len() && self.mass_entries[mk].0 == i - n {
+                    mk += 1;
                 }
-                (lo, mass_row)
+                &self.mass_entries[lo..mk]
             } else {
-                (0, 0)
+                &identity
             };
-            let mut m = lo;
-            for j in 0..size {
-                let mij = if (n..2 * n).contains(&i) {
-                    if m < hi && self.mass_entries[m].1 + n == j {
-                        m += 1;
-                        self.mass_entries[m - 1].2
-                    } else {
-                        0.0
-                    }
-                } else if i == j {
-                    1.0
+            let lo = jk;
+            while jk < self.j0_entries.len() && self.j0_entries[jk].0 == i {
+                jk += 1;
+            }
+            let j_row = &self.j0_entries[lo..jk];
+            let offset = if (n..2 * n).contains(&i) { n } else { 0 };
+            let (mut a, mut b) = (0, 0);
+            while a < m_row.len() || b < j_row.len() {
+                let ca = m_row.get(a).map_or(usize::MAX, |e| e.1 + offset);
+                let cb = j_row.get(b).map_or(usize::MAX, |e| e.1);
+                let col = ca.min(cb);
+                let mij = if ca == col {
+                    a += 1;
+                    m_row[a - 1].2
                 } else {
                     0.0
                 };
-                let v = mij + self.j0[(i, j)] * c;
+                let jij = if cb == col {
+                    b += 1;
+                    j_row[b - 1].2
+                } else {
+                    0.0
+                };
+                let v = mij + jij * c;
                 if v != 0.0 {
-                    out.push((i, j, v));
+                    out.push((i, col, v));
                 }
             }
         }
@@ -727,7 +808,7 @@ impl StateSpace {
             }
             return true;
         }
-        let lu = self.mass.clone().lu();
+        let lu = self.mass().clone().lu();
         let mut v = DVector::from_column_slice(&x[n..2 * n]);
         if !lu.solve_mut(&mut v) {
             return false;
@@ -773,17 +854,35 @@ impl StateSpace {
     }
 }
 
-/// The nonzero entries of `m`, row by row.
-fn nonzero_entries(m: &DMatrix<f64>) -> Vec<(usize, usize, f64)> {
-    let mut out = Vec::new();
-    for i in 0..m.nrows() {
-        for j in 0..m.ncols() {
-            if m[(i, j)] != 0.0 {
-                out.push((i, j, m[(i, j)]));
-            }
+/// Merge triplets `(row, column, value)` into the nonzero entries, row by row and by column:
+/// a stable sort keeps each entry's contributions in the order given, summed from 0 as a
+/// dense `+=` assembly would, so the values are the dense ones to the last bit.
+fn merge_triplets(mut t: Vec<(usize, usize, f64)>) -> Vec<(usize, usize, f64)> {
+    t.sort_by_key(|&(i, j, _)| (i, j));
+    let mut out: Vec<(usize, usize, f64)> = Vec::with_capacity(t.len());
+    let mut k = 0;
+    while k < t.len() {
+        let (i, j) = (t[k].0, t[k].1);
+        let mut v = 0.0;
+        while k < t.len() && t[k].0 == i && t[k].1 == j {
+            v += t[k].2;
+            k += 1;
+        }
+        if v != 0.0 {
+            out.push((i, j, v));
         }
     }
+    out.shrink_to_fit();
     out
+}
+
+/// The dense `size × size` matrix of `entries`.
+fn dense_from_entries(size: usize, entries: &[(usize, usize, f64)]) -> DMatrix<f64> {
+    let mut m = DMatrix::zeros(size, size);
+    for &(i, j, v) in entries {
+        m[(i, j)] = v;
+    }
+    m
 }
 
 /// Whether an element can store energy: false for masses, dashpots and damping terms (a
@@ -796,8 +895,13 @@ fn stores_energy(e: &dyn crate::elements::Element) -> bool {
 }
 
 /// Add `sign ×` the estimated stiffness/damping to the momentum rows of `J0`.
-fn add_estimate(j0: &mut DMatrix<f64>, dofs: &[DofRef], est: &Estimate, sign: f64) {
+fn add_estimate(j0: &mut Vec<(usize, usize, f64)>, dofs: &[DofRef], est: &Estimate, sign: f64) {
     let n = dofs.len();
+    let mut add =
+        |i: usize, j: usize, v: f64| match j0.binary_search_by_key(&(i, j), |e| (e.0, e.1)) {
+            Ok(k) => j0[k].2 += v,
+            Err(k) => j0.insert(k, (i, j, 0.0 + v)),
+        };
     for (a, da) in est.dofs.iter().enumerate() {
         let Some(i) = dofs.iter().position(|x| x == da) else {
             continue;
@@ -806,8 +910,8 @@ fn add_estimate(j0: &mut DMatrix<f64>, dofs: &[DofRef], est: &Estimate, sign: f6
             let Some(j) = dofs.iter().position(|x| x == db) else {
                 continue;
             };
-            j0[(n + i, j)] += sign * est.stiffness[(a, b)];
-            j0[(n + i, n + j)] += sign * est.damping[(a, b)];
+            add(n + i, j, sign * est.stiffness[(a, b)]);
+            add(n + i, n + j, sign * est.damping[(a, b)]);
         }
     }
 }

@@ -37,7 +37,7 @@ pub use structure::{dynamic_matrix, validate_element_partitions, validate_struct
 use crate::error::{Diagnostics, ModelError};
 use crate::model::{Model, SourceResolver};
 use crate::units::Units;
-pub use nodes::MAX_DOFS;
+pub use nodes::{startup_memory_estimate, MAX_DOFS, MEMORY_BUDGET_BYTES};
 pub use registry::{parse_params, ElementBuilder, ElementContext, ElementRegistry};
 use schema::{ModelFile, RESERVED_TABLES};
 
@@ -148,9 +148,10 @@ fn build(
     let llm = analysis::llm_mode(spec.analysis.as_ref());
     reserved_tables(&spec, &mut diag);
     let units = units(spec.units, &mut diag);
-    // The assembly allocates dense matrices of the DOF count squared: refuse an oversized
-    // model before any node, element, substructure or partition is built.
-    if nodes::too_many_dofs(&spec.node, &mut diag) {
+    // Refuse a model whose start-up matrices would not fit the memory budget before any
+    // node, element, substructure or partition is built.
+    let integrator = spec.analysis.as_ref().map(|a| a.integrator.as_str());
+    if nodes::too_many_dofs(&spec.node, integrator, &mut diag) {
         return Err(diag.into_error());
     }
     let (nodes, node_dofs) = nodes::nodes(&spec.node, &mut diag);

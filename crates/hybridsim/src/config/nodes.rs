@@ -5,29 +5,74 @@ use crate::error::Diagnostics;
 use crate::model::Node;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Most DOFs a model may declare over all its nodes. The assembly, the partitions and the
-/// interface operators are dense: a model of `n` DOFs allocates several `n × n` and
-/// `(2n + states)²` matrices of f64 and factors them (O(n³)), so 2 000 DOFs already mean
-/// about 130 MB per state matrix.
+/// Most DOFs a single element or estimate may list (`linear` elements and estimates are dense
+/// `n × n` matrices of their own).
 pub const MAX_DOFS: usize = 2_000;
 
-/// Whether the nodes declare more than [`MAX_DOFS`] DOFs in all (recorded at the node that
-/// crosses the bound, with `node` for the total).
-pub(super) fn too_many_dofs(specs: &[NodeSpec], diag: &mut Diagnostics) -> bool {
+/// Start-up memory the reader lets a model claim (bytes): the model-level check estimates the
+/// matrices the chosen integrator forms and refuses a model above this budget.
+pub const MEMORY_BUDGET_BYTES: usize = 2 << 30;
+
+/// Estimated bytes per DOF of the sparse start-up path (`mg-alpha`, `pg-alpha`): state space
+/// entries, band LU factors and the integrator's vectors, with margin.
+const SPARSE_BYTES_PER_DOF: usize = 2_048;
+
+/// Whether integrator `name` (the `[analysis] integrator` key, `None` for the default) starts
+/// up on sparse matrices only; every other integrator forms dense `(2N)²` state matrices.
+pub(super) fn sparse_integrator(name: Option<&str>) -> bool {
+    matches!(
+        name,
+        None | Some("mg-alpha") | Some("pg-alpha") | Some("trapezoidal")
+    )
+}
+
+/// Estimated start-up memory (bytes) of `dofs` DOFs with integrator `name`: about 2 KB a DOF on
+/// the sparse path, and four dense `(2N)²` matrices of f64 otherwise.
+pub fn startup_memory_estimate(dofs: usize, integrator: Option<&str>) -> usize {
+    if sparse_integrator(integrator) {
+        dofs.saturating_mul(SPARSE_BYTES_PER_DOF)
+    } else {
+        let big = dofs.saturating_mul(2);
+        big.saturating_mul(big).saturating_mul(4 * 8)
+    }
+}
+
+/// Whether the nodes declare more DOFs than the integrator can start up within
+/// [`MEMORY_BUDGET_BYTES`] (recorded at the node that crosses the bound, with `node` for the
+/// total).
+pub(super) fn too_many_dofs(
+    specs: &[NodeSpec],
+    integrator: Option<&str>,
+    diag: &mut Diagnostics,
+) -> bool {
     let total: usize = specs.iter().map(|n| n.dofs.len()).sum();
-    if total <= MAX_DOFS {
+    let fits = |dofs: usize| startup_memory_estimate(dofs, integrator) <= MEMORY_BUDGET_BYTES;
+    if fits(total) {
         return false;
     }
+    let name = integrator.unwrap_or("mg-alpha");
+    let how = if sparse_integrator(integrator) {
+        format!("integrator `{name}` needs about {SPARSE_BYTES_PER_DOF} bytes a DOF")
+    } else {
+        format!(
+            "integrator `{name}` forms dense (2N)² state matrices (`mg-alpha` and `pg-alpha` \
+             start up on sparse ones)"
+        )
+    };
     let mut running = 0usize;
     for (i, n) in specs.iter().enumerate() {
         running += n.dofs.len();
-        if running > MAX_DOFS {
+        if !fits(running) {
             diag.push(
                 format!("node[{i}].dofs"),
                 format!(
-                    "node {} declares {} DOFs, bringing the model to {running} (of {total} in                      all); at most {MAX_DOFS} DOFs are supported (the assembled matrices are                      dense)",
+                    "node {} declares {} DOFs, bringing the model to {running} (of {total} in \
+                     all): {how}, about {} MB for {total} DOFs, over the start-up memory budget \
+                     of {} MB",
                     n.id,
-                    n.dofs.len()
+                    n.dofs.len(),
+                    startup_memory_estimate(total, integrator) >> 20,
+                    MEMORY_BUDGET_BYTES >> 20
                 ),
             );
             break;

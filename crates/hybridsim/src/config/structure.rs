@@ -43,7 +43,7 @@ pub fn validate_structure(model: &Model) -> Result<(), ModelError> {
 /// `D^(i) = M^(i) + c K_0^(i)` of a partition (Hovmand et al. 2022, eq 8 with `c = γΔt`; with a
 /// generalized-α basic solver `c = γΔt α_f/α_m`).
 pub fn dynamic_matrix(part: &Partition, params: AlphaParameters, dt: f64) -> DMatrix<f64> {
-    part.state.big_mass() + &part.state.j0 * params.c(dt)
+    part.state.big_mass() + part.state.j0() * params.c(dt)
 }
 
 /// Checks of the LLM mode that need the assembled layout: everything

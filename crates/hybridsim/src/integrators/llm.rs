@@ -343,7 +343,7 @@ fn consistent_start(
         let fr = &f - &r;
         for i in 0..n {
             for j in 0..n {
-                a[(off + i, off + j)] = part.state.mass[(i, j)];
+                a[(off + i, off + j)] = part.state.mass()[(i, j)];
             }
             b[off + i] = fr[n + i];
         }

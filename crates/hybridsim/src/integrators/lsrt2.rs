@@ -50,7 +50,7 @@ impl Lsrt2 {
         let mut r = DVector::zeros(size);
         part.residual_at_rest(t0, y.as_slice(), r.as_mut_slice())
             .map_err(|e| e.to_string())?;
-        let d = part.state.big_mass() + &part.state.j0 * (gamma * dt);
+        let d = part.state.big_mass() + part.state.j0() * (gamma * dt);
         let d_lu = d.lu();
         if !d_lu.is_invertible() {
             return Err("LSRT2: D = M + γΔt·J0 is singular".into());
@@ -117,7 +117,7 @@ impl TimeIntegrator for Lsrt2 {
             part.residual(self.stage.as_slice(), self.res.as_mut_slice());
             self.k2.copy_from(&self.load);
             self.k2 -= &self.res;
-            self.k2.gemv(self.gamma, &part.state.j0, &self.k1, 1.0);
+            self.k2.gemv(self.gamma, part.state.j0(), &self.k1, 1.0);
             self.d_lu.solve_mut(&mut self.k2);
             self.k2 *= dt;
         }

@@ -254,7 +254,7 @@ impl Lsrt2Interfield {
             let s = &mut self.subs[c];
             s.k2.copy_from(&s.f);
             s.k2.gemv(1.0, &s.l, &self.lambda, 1.0);
-            s.k2.gemv(self.gamma, &self.parts[c].state.j0, &s.k1, 1.0);
+            s.k2.gemv(self.gamma, self.parts[c].state.j0(), &s.k1, 1.0);
             s.d_lu.solve_mut(&mut s.k2);
             s.k2 *= h;
             s.y += &s.k2;
@@ -335,7 +335,7 @@ impl Lsrt2Interfield {
             let d = s.d_cycle.as_ref().expect("coarse cycle operator");
             s.k2.copy_from(&s.f);
             s.k2.gemv(1.0, &s.l, &self.lambda, 1.0);
-            s.k2.gemv(gamma, &self.parts[c].state.j0, &s.k1, 1.0);
+            s.k2.gemv(gamma, self.parts[c].state.j0(), &s.k1, 1.0);
             d.solve_mut(&mut s.k2);
             s.k2 *= ha;
             self.ya_next.copy_from(&self.ya[0]);
@@ -369,7 +369,7 @@ impl Lsrt2Interfield {
                 }
                 s.k2.copy_from(&s.f);
                 s.k2.gemv(1.0, &s.l, &self.lambda, 1.0);
-                s.k2.gemv(gamma, &p.state.j0, &s.k1, 1.0);
+                s.k2.gemv(gamma, p.state.j0(), &s.k1, 1.0);
                 s.d_lu.solve_mut(&mut s.k2);
                 s.k2 *= h;
                 s.y += &s.k2;

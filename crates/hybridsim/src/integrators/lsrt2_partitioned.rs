@@ -102,7 +102,7 @@ pub(crate) fn d_operator(
     h: f64,
 ) -> Result<LU<f64, Dyn, Dyn>, String> {
     let st = &part.state;
-    let d = st.big_mass() + &st.j0 * (gamma * h);
+    let d = st.big_mass() + st.j0() * (gamma * h);
     let lu = d.lu();
     if lu.is_invertible() {
         Ok(lu)
@@ -424,7 +424,7 @@ pub(crate) fn partitioned_step(
     for (p, s) in parts.iter().zip(subs.iter_mut()) {
         s.k2.copy_from(&s.f);
         s.k2.gemv(1.0, &s.l, lambda, 1.0);
-        s.k2.gemv(gamma, &p.state.j0, &s.k1, 1.0);
+        s.k2.gemv(gamma, p.state.j0(), &s.k1, 1.0);
         s.d_lu.solve_mut(&mut s.k2);
         s.k2 *= h;
         s.y += &s.k2;

@@ -105,7 +105,7 @@ impl SecondOrder {
             .next()
             .expect("one partition");
         let n = numerical.state.n_dofs();
-        let mass = numerical.state.mass.clone();
+        let mass = numerical.state.mass().clone();
         if mass.clone().lu().try_inverse().is_none() {
             return Err(refuse(
                 "element",
