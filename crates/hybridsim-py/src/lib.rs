@@ -787,6 +787,8 @@ struct SimInner {
     lab_records: bool,
     lab: Vec<(usize, Vec<f64>)>,
     ended: Option<EndState>,
+    /// Online model updating of `[updating]`, applied after every step as in a run.
+    updating: Option<hybridsim::online_updating::OnlineUpdating>,
 }
 
 impl SimInner {
@@ -841,6 +843,9 @@ impl SimInner {
             let end = self.stop(Fault::Step(e));
             return Err(end_error_with(&end, self.integ.as_ref()).unwrap_or_default());
         }
+        if let Some(u) = self.updating.as_mut() {
+            u.after_step(self.integ.as_mut());
+        }
         self.drain();
         if let Some(m) = &self.divergence {
             if let Some(value) = m.observe_force(self.integ.multipliers()) {
@@ -880,7 +885,12 @@ impl PySimulation {
     ) -> PyResult<Self> {
         let (m, connector) = with_specimens(&model.loaded, specimens)?;
         let inner = py.detach(move || -> Result<SimInner, hybridsim::ModelError> {
-            let integ = hybridsim::integrators::build_with(&m, connector.as_deref())?;
+            let mut integ = hybridsim::integrators::build_with(&m, connector.as_deref())?;
+            let updating = hybridsim::online_updating::OnlineUpdating::new(
+                &m,
+                integ.as_mut(),
+                m.analysis.n_steps(),
+            )?;
             let recorder = Recorder::new(&m, integ.as_ref());
             let ncol = recorder.columns().len();
             let lab = integ
@@ -901,6 +911,7 @@ impl PySimulation {
                 lab_records,
                 lab,
                 ended: None,
+                updating,
             })
         });
         let inner = inner.map_err(model_err)?;

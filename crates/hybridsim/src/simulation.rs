@@ -16,17 +16,25 @@ pub struct Simulation {
     /// Its integrator.
     pub integrator: Box<dyn TimeIntegrator>,
     recorder: Recorder,
+    /// Online model updating of `[updating]`, applied after every step as in a run.
+    updating: Option<crate::online_updating::OnlineUpdating>,
 }
 
 impl Simulation {
     /// Build the integrator and recorder for `model`.
     pub fn new(model: Model) -> Result<Self, ModelError> {
-        let integrator = integrators::build(&model)?;
+        let mut integrator = integrators::build(&model)?;
         let recorder = Recorder::new(&model, integrator.as_ref());
+        let updating = crate::online_updating::OnlineUpdating::new(
+            &model,
+            integrator.as_mut(),
+            model.analysis.n_steps(),
+        )?;
         Ok(Self {
             model,
             integrator,
             recorder,
+            updating,
         })
     }
 
@@ -35,9 +43,20 @@ impl Simulation {
         self.model.analysis.n_steps()
     }
 
-    /// One coarse step.
+    /// One coarse step; with `[updating]`, then the online updating's work after it (the
+    /// previous update's estimates applied, a new update), as in `runner::run`.
     pub fn step(&mut self) -> Result<(), StepError> {
-        self.integrator.step()
+        self.integrator.step()?;
+        if let Some(u) = self.updating.as_mut() {
+            u.after_step(self.integrator.as_mut());
+        }
+        Ok(())
+    }
+
+    /// The online model updating of `[updating]`, if the model has one: its estimates,
+    /// state and record ([`crate::online_updating::OnlineUpdating`]).
+    pub fn updating(&self) -> Option<&crate::online_updating::OnlineUpdating> {
+        self.updating.as_ref()
     }
 
     /// Recorded columns.

@@ -136,6 +136,7 @@ pub fn model_keys() -> Vec<(String, Vec<String>)> {
     add("lab.link", struct_keys::<LinkSpec>());
     add("lab.fault", struct_keys::<FaultSpec>());
     add("lab.setup", struct_keys::<SetupSpec>());
+    add("lab.degradation", struct_keys::<DegradationSpec>());
     add("lab.force_control", struct_keys::<ForceControlSpec>());
     add("lab.actuator", struct_keys::<ActuatorSpec>());
     add("lab.actuator.noise", struct_keys::<NoiseSpec>());

@@ -4,8 +4,9 @@
 
 use super::finite_positive;
 use super::schema::{
-    ActuatorSpec, AdcSpec, CapacitySpec, CompensationSpec, DivergenceSpec, FaultSpec,
-    ForceControlSpec, LabSpec, LimitsSpec, LinkSpec, NoiseSpec, RunnerSpec, SafetySpec, SetupSpec,
+    ActuatorSpec, AdcSpec, CapacitySpec, CompensationSpec, DegradationSpec, DivergenceSpec,
+    FaultSpec, ForceControlSpec, LabSpec, LimitsSpec, LinkSpec, NoiseSpec, RunnerSpec, SafetySpec,
+    SetupSpec,
 };
 use crate::error::Diagnostics;
 use crate::model::lab::*;
@@ -111,6 +112,8 @@ pub(super) struct LabContext<'a> {
     pub free_dofs: usize,
     /// Each physical substructure's name and DOFs (actuator → substructure assignment).
     pub physical_substructures: Vec<(String, Vec<(i64, String)>)>,
+    /// The specimen elements (`[[lab.degradation]]`).
+    pub specimen_elements: Vec<(String, crate::elements::ElementRef)>,
 }
 
 impl<'a> LabContext<'a> {
@@ -166,6 +169,11 @@ impl<'a> LabContext<'a> {
             every: usize::try_from(every).unwrap_or(usize::MAX).max(1),
             free_dofs,
             physical_substructures,
+            specimen_elements: elements
+                .iter()
+                .filter(|e| e.role == Role::Specimen)
+                .map(|e| (e.name.clone(), e.element.clone()))
+                .collect(),
         }
     }
 }
@@ -310,6 +318,7 @@ fn lab_table(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> LabSet
     assign_substructures(&mut actuators, &setups, ctx, diag);
     let force_control = force_control(&spec.force_control, &actuators, ctx, diag);
     let faults = faults(&spec.fault, transfer, &actuators, diag);
+    let degradation = degradation(&spec.degradation, transfer, ctx, diag);
     LabSettings {
         transfer,
         regime,
@@ -323,6 +332,7 @@ fn lab_table(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> LabSet
         faults,
         link,
         setups,
+        degradation,
     }
 }
 
@@ -3214,4 +3224,119 @@ fn assign_substructures(
             a.substructure = l;
         }
     }
+}
+
+/// `[[lab.degradation]]`: specimen elements of the virtual laboratory whose parameter changes
+/// during the test. Only the virtual laboratory has a specimen to change.
+fn degradation(
+    specs: &[toml::Value],
+    transfer: TransferKind,
+    ctx: &LabContext,
+    diag: &mut Diagnostics,
+) -> Vec<SpecimenDegradation> {
+    let mut out = Vec::new();
+    for (i, v) in specs.iter().enumerate() {
+        let f = format!("lab.degradation[{i}]");
+        if !matches!(transfer, TransferKind::Virtual) {
+            diag.push(
+                f,
+                "a specimen can only be degraded in the virtual laboratory (`transfer = \"virtual\"`)",
+            );
+            continue;
+        }
+        let Some(spec) = deserialize::<DegradationSpec>(v, &f, diag) else {
+            continue;
+        };
+        let element = match &spec.element {
+            None => {
+                diag.push(
+                    format!("{f}.element"),
+                    "is required: a specimen element's name",
+                );
+                continue;
+            }
+            Some(name) => match ctx.specimen_elements.iter().find(|(n, _)| n == name) {
+                Some((_, e)) => e,
+                None => {
+                    diag.push(
+                        format!("{f}.element"),
+                        format!("`{name}` is not a specimen element of a physical substructure"),
+                    );
+                    continue;
+                }
+            },
+        };
+        let Some(parameter) = spec.parameter.clone() else {
+            diag.push(
+                format!("{f}.parameter"),
+                "is required: one of the element's parameters",
+            );
+            continue;
+        };
+        let known: Vec<&str> = element.parameters().iter().map(|(n, _)| *n).collect();
+        if !known.contains(&parameter.as_str()) {
+            diag.push(
+                format!("{f}.parameter"),
+                format!(
+                    "`{parameter}` is not a parameter of the {} element (it has: {})",
+                    element.kind(),
+                    known.join(", ")
+                ),
+            );
+            continue;
+        }
+        let Some(to) = spec.to else {
+            diag.push(
+                format!("{f}.to"),
+                "is required: the parameter's final value",
+            );
+            continue;
+        };
+        if let Err(e) = element.clone_box().set_parameter(&parameter, to) {
+            diag.push(
+                format!("{f}.to"),
+                format!("{to} is refused by the element: {e}"),
+            );
+            continue;
+        }
+        let from_time = spec.from_time.unwrap_or(0.0);
+        if !(from_time.is_finite() && from_time >= 0.0) {
+            diag.push(
+                format!("{f}.from_time"),
+                format!("must be a finite time ≥ 0 s, found {from_time}"),
+            );
+            continue;
+        }
+        let Some(until_time) = spec.until_time else {
+            diag.push(
+                format!("{f}.until_time"),
+                "is required: the wall-clock test time at which `to` is reached",
+            );
+            continue;
+        };
+        if !(until_time.is_finite() && until_time >= from_time) {
+            diag.push(
+                format!("{f}.until_time"),
+                format!("must be finite and ≥ from_time = {from_time} s, found {until_time}"),
+            );
+            continue;
+        }
+        if out.iter().any(|d: &SpecimenDegradation| {
+            d.element == *spec.element.as_ref().unwrap() && d.parameter == parameter
+        }) {
+            diag.push(
+                format!("{f}.parameter"),
+                format!("`{parameter}` of this element is already degraded by an earlier entry"),
+            );
+            continue;
+        }
+        out.push(SpecimenDegradation {
+            element: spec.element.clone().unwrap(),
+            parameter,
+            to,
+            from_time,
+            until_time,
+        });
+    }
+    out
 }

@@ -392,6 +392,32 @@ pub struct LabSpec {
     /// `lab.setup[i]`.
     #[serde(default)]
     pub setup: Vec<toml::Value>,
+    /// `[[lab.degradation]]`, read entry by entry ([`DegradationSpec`]) so that problems are
+    /// reported at `lab.degradation[i]`.
+    #[serde(default)]
+    pub degradation: Vec<toml::Value>,
+}
+
+/// `[[lab.degradation]]`: a specimen element of the virtual laboratory whose parameter moves
+/// linearly from its model-file value to `to` between two wall-clock test times.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DegradationSpec {
+    /// Name of a specimen element.
+    #[serde(default)]
+    pub element: Option<String>,
+    /// One of the element's parameters.
+    #[serde(default)]
+    pub parameter: Option<String>,
+    /// Value reached at `until_time`.
+    #[serde(default)]
+    pub to: Option<f64>,
+    /// Wall-clock test time (s) at which the change starts (default 0).
+    #[serde(default)]
+    pub from_time: Option<f64>,
+    /// Wall-clock test time (s) at which `to` is reached (required, ≥ `from_time`).
+    #[serde(default)]
+    pub until_time: Option<f64>,
 }
 
 /// `[lab.link]`: the peer of a network transfer system.

@@ -742,6 +742,41 @@ pub struct LabSettings {
     pub link: Option<LinkSettings>,
     /// Kinematic experimental setups (`[[lab.setup]]`).
     pub setups: Vec<SetupSettings>,
+    /// Specimen degradation of the virtual laboratory (`[[lab.degradation]]`).
+    pub degradation: Vec<SpecimenDegradation>,
+}
+
+/// A specimen element of the virtual laboratory whose parameter changes during the test
+/// (`[[lab.degradation]]`): a tested pier that loses stiffness, the truth that online model
+/// updating has to track. The parameter moves linearly from the element's model-file value at
+/// wall-clock test time `from_time` to `to` at `until_time` (a step when they are equal) and
+/// stays there; the element's states are kept (see `ElementDriver::set_parameter`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecimenDegradation {
+    /// Name of the specimen element.
+    pub element: String,
+    /// The parameter (one of the element's `parameters()`).
+    pub parameter: String,
+    /// Final value.
+    pub to: f64,
+    /// Wall-clock test time (s) at which the change starts.
+    pub from_time: f64,
+    /// Wall-clock test time (s) at which `to` is reached.
+    pub until_time: f64,
+}
+
+impl SpecimenDegradation {
+    /// The parameter's value at wall-clock test time `t`, from its initial value `from`.
+    pub fn value_at(&self, from: f64, t: f64) -> f64 {
+        if t <= self.from_time {
+            from
+        } else if t >= self.until_time {
+            self.to
+        } else {
+            let s = (t - self.from_time) / (self.until_time - self.from_time);
+            from + s * (self.to - from)
+        }
+    }
 }
 
 /// What the safety layer does after an event.

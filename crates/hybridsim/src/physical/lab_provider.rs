@@ -1058,6 +1058,7 @@ impl Recipe {
             self.inertia.clone(),
         )
         .with_faults(&cfg.lab.faults)
+        .with_degradation(&cfg.lab.degradation)
     }
 }
 

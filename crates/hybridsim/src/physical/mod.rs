@@ -134,6 +134,40 @@ impl NumericalSpecimen {
         }
     }
 
+    /// Back to the model file's elements in their initial states (a measurement at rest).
+    pub(crate) fn reset(&mut self) -> Result<(), PortError> {
+        self.have_prev = false;
+        for slot in &mut self.slots {
+            slot.driver = ElementDriver::from_shared(&slot.element, &slot.s0)
+                .map_err(|e| PortError::Fault(format!("specimen element `{}`: {e}", slot.name)))?;
+        }
+        Ok(())
+    }
+
+    /// Index of the element named `name`, and the value of its parameter `parameter` (the
+    /// model file's), if both exist. Allocates; call at setup.
+    pub(crate) fn parameter_slot(&self, name: &str, parameter: &str) -> Option<(usize, f64)> {
+        let k = self.slots.iter().position(|s| s.name == name)?;
+        let value = self.slots[k]
+            .element
+            .parameters()
+            .into_iter()
+            .find(|(n, _)| *n == parameter)?
+            .1;
+        Some((k, value))
+    }
+
+    /// Change a parameter of element `slot` (a degrading specimen); it acts from the next
+    /// evaluation on, the element's states are kept.
+    pub(crate) fn set_slot_parameter(
+        &mut self,
+        slot: usize,
+        parameter: &str,
+        value: f64,
+    ) -> Result<(), String> {
+        self.slots[slot].driver.set_parameter(parameter, value)
+    }
+
     /// Evaluate the stand-in at `(u, v)` reached at time `t` and commit (the virtual lab's
     /// specimen, at wall-clock time).
     pub(crate) fn evaluate(
@@ -201,11 +235,7 @@ impl PhysicalSubstructure for NumericalSpecimen {
         force: &mut [f64],
     ) -> Result<(), PortError> {
         debug_assert_eq!(u.len(), self.n_dofs);
-        self.have_prev = false;
-        for slot in &mut self.slots {
-            slot.driver = ElementDriver::from_shared(&slot.element, &slot.s0)
-                .map_err(|e| PortError::Fault(format!("specimen element `{}`: {e}", slot.name)))?;
-        }
+        self.reset()?;
         self.evaluate(t, u, v, force)
     }
 

@@ -28,7 +28,9 @@ use super::blocks::{Block, Series};
 use super::setup::SetupMap;
 use super::transfer::{ActuatorCommand, Sample, TransferSystem};
 use super::{NumericalSpecimen, PhysicalSubstructure, TransferError};
-use crate::model::lab::{ActuatorDynamics, ActuatorSettings, InjectedFault, InjectedFaultKind};
+use crate::model::lab::{
+    ActuatorDynamics, ActuatorSettings, InjectedFault, InjectedFaultKind, SpecimenDegradation,
+};
 
 /// SplitMix64 finalizer.
 fn mix(mut z: u64) -> u64 {
@@ -103,6 +105,8 @@ pub struct VirtualLab {
     /// Wall time of the last tick sent.
     t_wall: f64,
     stalled: bool,
+    /// Degrading specimen parameters: (specimen slot, initial value, schedule).
+    degradation: Vec<(usize, f64, SpecimenDegradation)>,
 }
 
 impl VirtualLab {
@@ -170,7 +174,22 @@ impl VirtualLab {
             faults: Vec::new(),
             t_wall: f64::NEG_INFINITY,
             stalled: false,
+            degradation: Vec::new(),
         }
+    }
+
+    /// Degrade the specimen elements of `[[lab.degradation]]` that belong to this lab's
+    /// specimen: before every evaluation at wall time `t`, each parameter is set to
+    /// [`SpecimenDegradation::value_at`] `t` (the truth that online updating tracks).
+    pub fn with_degradation(mut self, degradation: &[SpecimenDegradation]) -> Self {
+        self.degradation = degradation
+            .iter()
+            .filter_map(|d| {
+                let (slot, from) = self.specimen.parameter_slot(&d.element, &d.parameter)?;
+                Some((slot, from, d.clone()))
+            })
+            .collect();
+        self
     }
 
     /// Inject the faults of `[[lab.fault]]` that name one of this lab's actuators (the
@@ -227,7 +246,25 @@ impl VirtualLab {
                 )
                 .map_err(|e| TransferError::new(format!("virtual lab: {e}")))?;
         }
-        let evaluated = if at_rest {
+        if at_rest && !self.degradation.is_empty() {
+            // The at-rest measurement starts from fresh elements: reset them first so that
+            // the degraded values below hold for it too.
+            self.specimen
+                .reset()
+                .map_err(|e| TransferError::new(format!("virtual specimen: {e}")))?;
+        }
+        for (slot, from, d) in &self.degradation {
+            self.specimen
+                .set_slot_parameter(*slot, &d.parameter, d.value_at(*from, t_wall))
+                .map_err(|e| {
+                    TransferError::new(format!(
+                        "virtual specimen: degrading `{}`.{}: {e}",
+                        d.element, d.parameter
+                    ))
+                })?;
+        }
+        // (With degradation the at-rest reset was done above.)
+        let evaluated = if at_rest && self.degradation.is_empty() {
             self.specimen
                 .measure_at_rest(t_wall, &self.u, &self.v, &mut self.f)
         } else {
