@@ -2553,3 +2553,37 @@ fn setup_dof_driven_by_another_actuator() {
         "also drives a DOF of this setup",
     );
 }
+
+#[test]
+fn nonlinear_solver_keys_are_checked() {
+    let text = edit(
+        SPLIT,
+        "subcycles = 10",
+        "subcycles = 10\nnonlinear_solver = \"newton\"",
+    );
+    check(
+        &text,
+        "analysis.nonlinear_solver",
+        "must be \"converged\" or \"corrections\", found `newton`",
+    );
+    let text = edit(
+        SPLIT,
+        "subcycles = 10",
+        "subcycles = 10\nnonlinear_tolerance = 0.0",
+    );
+    check(
+        &text,
+        "analysis.nonlinear_tolerance",
+        "must be in (0, 1), found 0",
+    );
+    let text = edit(
+        SPLIT,
+        "subcycles = 10",
+        "subcycles = 10\nnonlinear_max_iterations = 0",
+    );
+    check(
+        &text,
+        "analysis.nonlinear_max_iterations",
+        "must be between 1 and 1000, found 0",
+    );
+}

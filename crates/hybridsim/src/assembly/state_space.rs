@@ -157,6 +157,9 @@ pub struct ElementWorkspace {
     s: Vec<f64>,
     r: Vec<f64>,
     sdot: Vec<f64>,
+    u1: Vec<f64>,
+    r1: Vec<f64>,
+    s1: Vec<f64>,
 }
 
 impl ElementWorkspace {
@@ -167,6 +170,9 @@ impl ElementWorkspace {
             s: vec![0.0; max_states],
             r: vec![0.0; max_dofs],
             sdot: vec![0.0; max_states],
+            u1: vec![0.0; max_dofs],
+            r1: vec![0.0; max_dofs],
+            s1: vec![0.0; max_states],
         }
     }
 }
@@ -625,6 +631,82 @@ impl StateSpace {
             &mut ws.r[..ne],
             &mut ws.sdot[..slot.n_states],
         );
+    }
+
+    /// Rows of `Y` (extra states) that [`StateSpace::path_update`] sets: the states of the
+    /// elements with [`crate::elements::Element::exact_path_update`].
+    pub fn path_update_rows(&self) -> Vec<usize> {
+        let n = self.dofs.len();
+        let mut rows = Vec::new();
+        for slot in &self.slots {
+            if matches!(slot.kernel, SlotKernel::Generic) && slot.element.exact_path_update() {
+                let s0 = 2 * n + slot.state_offset;
+                rows.extend(s0..s0 + slot.n_states);
+            }
+        }
+        rows
+    }
+
+    /// Whether any element is evaluated through its own law (not as precomputed linear terms):
+    /// the state space is then (possibly) nonlinear.
+    pub fn has_nonlinear_elements(&self) -> bool {
+        self.slots
+            .iter()
+            .any(|s| matches!(s.kernel, SlotKernel::Generic))
+    }
+
+    /// Consistent state update over a step (issue 17): for every element with
+    /// [`crate::elements::Element::exact_path_update`], set its extra states in `y` to their
+    /// value at the end of the straight deformation path from `y_start`'s displacements and
+    /// states to `y`'s displacements — the elastic predictor `s_start + ṡ(u_start, Δu,
+    /// s_start)` followed by [`crate::elements::Element::project_state`] at the end (the return
+    /// mapping; Simo & Hughes 1998) — and its absorbed energy `e` (if it has one) to
+    /// `e_start + ½ (r_start + r_end)·Δu`, the trapezoidal work along the path. Other states
+    /// are left as they are. Allocation-free.
+    pub fn path_update(&self, y_start: &[f64], y: &mut [f64], ws: &mut ElementWorkspace) {
+        let n = self.dofs.len();
+        for slot in &self.slots {
+            if !matches!(slot.kernel, SlotKernel::Generic) || !slot.element.exact_path_update() {
+                continue;
+            }
+            let ne = slot.map.len();
+            let ns = slot.n_states;
+            for (i, m) in slot.map.iter().enumerate() {
+                let (a, b) = m.map_or((0.0, 0.0), |k| (y_start[k], y[k]));
+                ws.u[i] = a;
+                ws.u1[i] = b;
+                ws.v[i] = b - a;
+            }
+            let s0 = 2 * n + slot.state_offset;
+            ws.s[..ns].copy_from_slice(&y_start[s0..s0 + ns]);
+            slot.element.restoring(
+                &ws.u[..ne],
+                &ws.v[..ne],
+                &ws.s[..ns],
+                &mut ws.r[..ne],
+                &mut ws.sdot[..ns],
+            );
+            for ((s1, s), sd) in ws.s1[..ns].iter_mut().zip(&ws.s[..ns]).zip(&ws.sdot[..ns]) {
+                *s1 = s + sd;
+            }
+            slot.element
+                .project_state(&ws.u1[..ne], &ws.v[..ne], &ws.s[..ns], &mut ws.s1[..ns]);
+            if let Some(ie) = slot.absorbed_energy_state {
+                slot.element.restoring(
+                    &ws.u1[..ne],
+                    &ws.v[..ne],
+                    &ws.s1[..ns],
+                    &mut ws.r1[..ne],
+                    &mut ws.sdot[..ns],
+                );
+                let mut work = 0.0;
+                for i in 0..ne {
+                    work += 0.5 * (ws.r[i] + ws.r1[i]) * ws.v[i];
+                }
+                ws.s1[ie] = ws.s[ie] + work;
+            }
+            y[s0..s0 + ns].copy_from_slice(&ws.s1[..ns]);
+        }
     }
 
     /// Element forces (per element DOF) at state `y`, into `out` (length of the element DOFs).

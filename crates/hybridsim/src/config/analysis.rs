@@ -57,6 +57,7 @@ pub(super) fn analysis(
     let force_delay = force_delay(a, integrator, substructures, diag);
     let (projection, coarse) = lsrt2_partitioned(a, integrator, start, substructures, diag);
     let estimator = estimator(a, integrator, rho_inf, diag);
+    let (nonlinear_tolerance, nonlinear_max_iterations) = nonlinear_solver(a, diag);
     if diag.len() > before {
         return None;
     }
@@ -73,6 +74,8 @@ pub(super) fn analysis(
         projection,
         coarse,
         estimator,
+        nonlinear_tolerance,
+        nonlinear_max_iterations,
     })
 }
 
@@ -525,4 +528,48 @@ fn estimator(
     };
     out.i_modification = e.i_modification.unwrap_or(false);
     out
+}
+
+/// `analysis.nonlinear_solver`, `nonlinear_tolerance`, `nonlinear_max_iterations` (issue 17):
+/// the converged solve is the default, except when `corrections` is given without
+/// `nonlinear_solver` (a fixed number of corrections, as before).
+fn nonlinear_solver(a: &AnalysisSpec, diag: &mut Diagnostics) -> (Option<f64>, usize) {
+    let converged = match a.nonlinear_solver.as_deref() {
+        None => a.corrections.is_none(),
+        Some("converged") => true,
+        Some("corrections") => false,
+        Some(other) => {
+            diag.push(
+                "analysis.nonlinear_solver",
+                format!("must be \"converged\" or \"corrections\", found `{other}`"),
+            );
+            true
+        }
+    };
+    let tol = a
+        .nonlinear_tolerance
+        .unwrap_or(crate::model::NONLINEAR_TOLERANCE);
+    if !(tol.is_finite() && tol > 0.0 && tol < 1.0) {
+        diag.push(
+            "analysis.nonlinear_tolerance",
+            format!("must be in (0, 1), found {tol}"),
+        );
+    }
+    let max_it = a
+        .nonlinear_max_iterations
+        .unwrap_or(crate::model::NONLINEAR_MAX_ITERATIONS as i64);
+    if !(1..=1000).contains(&max_it) {
+        diag.push(
+            "analysis.nonlinear_max_iterations",
+            format!("must be between 1 and 1000, found {max_it}"),
+        );
+    }
+    let given = a.nonlinear_tolerance.is_some() || a.nonlinear_max_iterations.is_some();
+    if !converged && given {
+        diag.push(
+            "analysis.nonlinear_tolerance",
+            "only used with nonlinear_solver = \"converged\"",
+        );
+    }
+    (converged.then_some(tol), max_it.clamp(1, 1000) as usize)
 }

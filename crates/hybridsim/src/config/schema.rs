@@ -259,6 +259,16 @@ pub struct AnalysisSpec {
     /// `fom`/`osm`: tangent-stiffness estimation and scheme options.
     #[serde(default)]
     pub estimator: Option<EstimatorSpec>,
+    /// `converged` (default unless `corrections` is given) or `corrections`: how numerical
+    /// partitions with nonlinear elements solve each step.
+    #[serde(default)]
+    pub nonlinear_solver: Option<String>,
+    /// Relative tolerance of the converged solve (default 1e-10).
+    #[serde(default)]
+    pub nonlinear_tolerance: Option<f64>,
+    /// Iteration bound of the converged solve (default 20).
+    #[serde(default)]
+    pub nonlinear_max_iterations: Option<i64>,
 }
 
 /// `[analysis.estimator]` (integrators `fom` and `osm`).

@@ -179,4 +179,7 @@ impl Element for LeadRubberBearing {
     fn driver_substep(&self) -> Option<f64> {
         Some(0.5 * self.p0)
     }
+    fn exact_path_update(&self) -> bool {
+        true
+    }
 }

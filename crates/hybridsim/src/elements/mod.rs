@@ -286,6 +286,17 @@ pub trait Element: Send + Sync + fmt::Debug + ElementClone {
     fn driver_substep(&self) -> Option<f64> {
         None
     }
+
+    /// Whether the element's state update over a time step may be done along the straight
+    /// deformation path: the elastic predictor `s_start + ṡ(u_start, Δu, s_start)` (the rate
+    /// law with the increment `Δu` as velocity) followed by [`Element::project_state`] at the
+    /// end deformation is the exact update of a rate-independent, piecewise-linear law (the
+    /// return mapping of OpenSees's `Steel01`; Simo & Hughes 1998). Integrators then solve the
+    /// step with these states instead of integrating their rate law, which locates yield and
+    /// unloading events inside the step (issue 17). Default: false.
+    fn exact_path_update(&self) -> bool {
+        false
+    }
 }
 
 /// Shared handle to an element.

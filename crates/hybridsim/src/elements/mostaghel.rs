@@ -133,4 +133,7 @@ impl Element for Mostaghel {
     fn driver_substep(&self) -> Option<f64> {
         Some(0.1 * self.delta)
     }
+    fn exact_path_update(&self) -> bool {
+        true
+    }
 }

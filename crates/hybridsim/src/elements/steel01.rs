@@ -127,4 +127,7 @@ impl Element for Steel01 {
     fn driver_substep(&self) -> Option<f64> {
         Some(0.1 * self.fy / self.e)
     }
+    fn exact_path_update(&self) -> bool {
+        true
+    }
 }

@@ -152,6 +152,18 @@ impl AlphaState {
 /// With `corrections = k > 1` (numerical partitions only), `k − 1` further fixed-`D`
 /// corrections `Ẏ ← Ẏ + D⁻¹(F + LΛw − M Ẏ − R(Ỹ + cẎ))` restore second order on nonlinear
 /// problems (ALGORITHMS.md E38).
+///
+/// With a convergence tolerance ([`AlphaStepper::with_convergence`], the default of models
+/// with nonlinear numerical elements, issue 17) a numerical partition with nonlinear elements
+/// instead iterates the same modified-Newton correction (the initial tangent in `D`, factored
+/// once) until the increment of `Ẏ` is below the tolerance relative to `Ẏ` in each block
+/// (`u`, `v`, `s`), at most `max_iterations` times; the states of elements with an exact path
+/// update ([`crate::elements::Element::exact_path_update`]: bilinear, Steel01, lead-rubber)
+/// are set by that update (a return mapping along the step's straight deformation path, which
+/// locates yield and unloading inside the step) rather than by their rate law. A step that
+/// does not converge keeps its last iterate and is counted ([`AlphaStepper::unconverged_steps`]).
+/// A linear partition takes none of this path (the same bits as before); a physical partition
+/// is never iterated (its specimen is commanded once per step).
 #[derive(Debug, Clone)]
 pub struct AlphaStepper {
     /// Parameters.
@@ -170,6 +182,14 @@ pub struct AlphaStepper {
     rhs: DVector<f64>,
     tmp: DVector<f64>,
     y_iter: DVector<f64>,
+    /// Relative convergence tolerance of the converged solve (`None`: fixed corrections).
+    pub tolerance: Option<f64>,
+    /// Iteration bound of the converged solve.
+    pub max_iterations: usize,
+    nonlinear: bool,
+    path_rows: Vec<usize>,
+    unconverged: u64,
+    iterations: u64,
 }
 
 impl AlphaStepper {
@@ -188,7 +208,33 @@ impl AlphaStepper {
             rhs: DVector::zeros(0),
             tmp: DVector::zeros(0),
             y_iter: DVector::zeros(0),
+            tolerance: None,
+            max_iterations: 0,
+            nonlinear: false,
+            path_rows: Vec::new(),
+            unconverged: 0,
+            iterations: 0,
         }
+    }
+
+    /// Solve each step of a numerical partition with nonlinear elements to `tolerance`
+    /// (relative increment of `Ẏ` per block), at most `max_iterations` corrections, with the
+    /// exact path update of the elements that have one; `None` keeps the fixed number of
+    /// corrections. Ignored for a physical partition (never iterated) and for a linear one.
+    pub fn with_convergence(mut self, tolerance: Option<f64>, max_iterations: usize) -> Self {
+        self.tolerance = tolerance;
+        self.max_iterations = max_iterations.max(1);
+        self
+    }
+
+    /// Steps whose converged solve reached `max_iterations` without meeting the tolerance.
+    pub fn unconverged_steps(&self) -> u64 {
+        self.unconverged
+    }
+
+    /// Corrections made by the converged solve so far (all steps).
+    pub fn iterations(&self) -> u64 {
+        self.iterations
     }
 
     /// Factorize `D = M + c J0` of `part` for step `dt`.
@@ -228,6 +274,16 @@ impl AlphaStepper {
             rhs: DVector::zeros(n),
             tmp: DVector::zeros(n),
             y_iter: DVector::zeros(n),
+            tolerance: None,
+            max_iterations: 20,
+            nonlinear: part.physical.is_none() && st.has_nonlinear_elements(),
+            path_rows: if part.physical.is_none() {
+                st.path_update_rows()
+            } else {
+                Vec::new()
+            },
+            unconverged: 0,
+            iterations: 0,
         })
     }
 
@@ -296,6 +352,12 @@ impl AlphaStepper {
             *d = l - r;
         }
         self.d_fact.solve(to.ydot.as_mut_slice());
+        if self.nonlinear && part.physical.is_none() {
+            if let Some(tol) = self.tolerance {
+                self.converge(part, from, tol, to);
+                return self.correct(to);
+            }
+        }
         // Further fixed-D corrections (numerical partitions only).
         for _ in 1..self.corrections {
             self.y_iter.copy_from(&self.y_tilde);
@@ -313,8 +375,74 @@ impl AlphaStepper {
             self.d_fact.solve(self.rhs.as_mut_slice());
             to.ydot += &self.rhs;
         }
-        // Corrector (eq 13).
-        let (c, w) = (self.c, af / am);
+        self.correct(to)
+    }
+
+    /// `Y = Ỹ + cẎ` into `y_iter`, with the exact path update of the states that have one, and
+    /// `Ẏ` of those states made consistent with it.
+    fn iterate_state(&mut self, part: &mut Partition, from: &AlphaState, ydot: &mut DVector<f64>) {
+        self.y_iter.copy_from(&self.y_tilde);
+        self.y_iter.axpy(self.c, ydot, 1.0);
+        if !self.path_rows.is_empty() {
+            part.state
+                .path_update(from.y.as_slice(), self.y_iter.as_mut_slice(), &mut part.ws);
+            for &r in &self.path_rows {
+                ydot[r] = (self.y_iter[r] - self.y_tilde[r]) / self.c;
+            }
+        }
+    }
+
+    /// The converged solve of `M Ẏ + R(Ỹ + cẎ) = F + LΛw` (modified Newton with `D`).
+    fn converge(&mut self, part: &mut Partition, from: &AlphaState, tol: f64, to: &mut AlphaState) {
+        let n = part.state.n_dofs();
+        let size = self.y_iter.len();
+        let mut converged = false;
+        for _ in 0..self.max_iterations {
+            self.iterate_state(part, from, &mut to.ydot);
+            part.state.residual(
+                self.y_iter.as_slice(),
+                self.res.as_mut_slice(),
+                &mut part.ws,
+            );
+            part.state
+                .mass_times(to.ydot.as_slice(), self.tmp.as_mut_slice());
+            self.rhs.copy_from(&self.load);
+            self.rhs -= &self.res;
+            self.rhs -= &self.tmp;
+            for &r in &self.path_rows {
+                self.rhs[r] = 0.0;
+            }
+            self.d_fact.solve(self.rhs.as_mut_slice());
+            to.ydot += &self.rhs;
+            self.iterations += 1;
+            converged = true;
+            for (lo, hi) in [(0, n), (n, 2 * n), (2 * n, size)] {
+                let mut inc: f64 = 0.0;
+                let mut mag: f64 = 0.0;
+                for i in lo..hi {
+                    if self.path_rows.contains(&i) {
+                        continue;
+                    }
+                    inc = inc.max(self.rhs[i].abs());
+                    mag = mag.max(to.ydot[i].abs());
+                }
+                if inc > tol * mag && inc > f64::MIN_POSITIVE {
+                    converged = false;
+                }
+            }
+            if converged {
+                break;
+            }
+        }
+        if !converged {
+            self.unconverged += 1;
+        }
+        self.iterate_state(part, from, &mut to.ydot);
+    }
+
+    /// Corrector (eq 13).
+    fn correct(&self, to: &mut AlphaState) -> Result<(), PortError> {
+        let (c, w) = (self.c, self.params.alpha_f / self.params.alpha_m);
         for ((((y, v), yd), yt), vt) in
             to.y.as_mut_slice()
                 .iter_mut()

@@ -25,7 +25,10 @@ impl MgAlpha {
     pub fn new(mut part: Partition, settings: &StepSettings) -> Result<Self, String> {
         let (dt, t0) = (settings.time_step, settings.t0);
         let params = AlphaParameters::new(settings.rho_inf);
-        let stepper = AlphaStepper::new(&part, params, dt, settings.corrections)?;
+        let stepper = AlphaStepper::new(&part, params, dt, settings.corrections)?.with_convergence(
+            settings.nonlinear_tolerance,
+            settings.nonlinear_max_iterations,
+        );
         let size = part.state.size();
         let mut state = AlphaState::zeros(size);
         state.y.copy_from(&part.state.y0);

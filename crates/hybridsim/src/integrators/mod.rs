@@ -63,6 +63,11 @@ pub struct StepSettings {
     pub projection: crate::model::Lsrt2Projection,
     /// `lsrt2-interfield`: index of the coarse partition (None: the first numerical one).
     pub coarse: Option<usize>,
+    /// Converged solve of nonlinear numerical partitions: relative tolerance (`None`: the
+    /// fixed number of `corrections`; issue 17).
+    pub nonlinear_tolerance: Option<f64>,
+    /// Iteration bound of the converged solve.
+    pub nonlinear_max_iterations: usize,
 }
 
 impl StepSettings {
@@ -79,6 +84,8 @@ impl StepSettings {
             t0: 0.0,
             projection: crate::model::Lsrt2Projection::None,
             coarse: None,
+            nonlinear_tolerance: None,
+            nonlinear_max_iterations: crate::model::NONLINEAR_MAX_ITERATIONS,
         }
     }
 
@@ -94,6 +101,8 @@ impl StepSettings {
             t0: 0.0,
             projection: a.projection,
             coarse: a.coarse,
+            nonlinear_tolerance: a.nonlinear_tolerance,
+            nonlinear_max_iterations: a.nonlinear_max_iterations,
         }
     }
 

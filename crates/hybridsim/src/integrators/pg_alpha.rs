@@ -110,7 +110,11 @@ impl PgAlpha {
             let substeps = if physical { ss } else { 1 };
             let dtx = dt / substeps as f64;
             let stepper =
-                AlphaStepper::new(part, params, dtx, if physical { 1 } else { corrections })?;
+                AlphaStepper::new(part, params, dtx, if physical { 1 } else { corrections })?
+                    .with_convergence(
+                        settings.nonlinear_tolerance,
+                        settings.nonlinear_max_iterations,
+                    );
             let size = part.state.size();
             let (q_y, q_ydot, q_v) =
                 link_operator(part, k, &interface, &stepper, params, dtx, substeps)?;

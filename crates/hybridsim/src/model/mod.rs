@@ -263,7 +263,18 @@ pub struct AnalysisSettings {
     pub coarse: Option<usize>,
     /// `fom`/`osm`: `[analysis.estimator]`.
     pub estimator: fom::EstimatorSettings,
+    /// `analysis.nonlinear_solver = "converged"` (the default): relative tolerance of the
+    /// converged solve of nonlinear numerical partitions; `None` for `"corrections"` (the fixed
+    /// number of corrections of earlier versions).
+    pub nonlinear_tolerance: Option<f64>,
+    /// `analysis.nonlinear_max_iterations`.
+    pub nonlinear_max_iterations: usize,
 }
+
+/// Default relative tolerance of the converged nonlinear solve (`analysis.nonlinear_tolerance`).
+pub const NONLINEAR_TOLERANCE: f64 = 1e-10;
+/// Default iteration bound of the converged nonlinear solve.
+pub const NONLINEAR_MAX_ITERATIONS: usize = 20;
 
 impl AnalysisSettings {
     /// Number of coarse steps.
