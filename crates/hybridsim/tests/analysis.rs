@@ -412,7 +412,18 @@ duration = 1.0
         s.reference_omega
     );
     assert!((s.points[0].modal[0].omega_bar - 2.0 * (0.05f64).atan()).abs() < 1e-12);
-    // The convergence study labels the expected first order (E38).
+    // By default the nonlinear partition is solved to convergence: second order.
+    let r = convergence(&m, &ConvergenceOptions::halving(0.02, 5, 1.0)).unwrap();
+    assert_eq!(r.expected_order, Some(2.0), "{}", r.label);
+    assert!(r.label.contains("converged"), "{}", r.label);
+    assert!(
+        (r.slopes.last().unwrap() - 2.0).abs() < 0.1,
+        "{:?}",
+        r.slopes
+    );
+    // With one fixed-D correction the study labels the expected first order (E38).
+    let mut m = m;
+    m.analysis.nonlinear_tolerance = None;
     let r = convergence(&m, &ConvergenceOptions::halving(0.02, 5, 1.0)).unwrap();
     println!(
         "Duffing MG-α, 1 correction: errors {:?}, slopes {:.3?}, fitted {:.3} — {}",

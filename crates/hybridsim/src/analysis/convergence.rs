@@ -284,12 +284,15 @@ pub fn convergence(
         &errors.iter().map(|e| e.1).collect::<Vec<_>>(),
     );
     let a = &model.analysis;
+    // `nonlinear_tolerance` is `Some` for the converged solve (the default), `None` for a
+    // fixed number of corrections.
+    let converged = a.nonlinear_tolerance.is_some();
     let single_correction = match a.integrator {
         IntegratorKind::PgAlpha => {
             // The physical partition is never corrected (a specimen cannot be reverted).
-            model.substructures.iter().any(|s| s.physical) || a.corrections <= 1
+            model.substructures.iter().any(|s| s.physical) || (!converged && a.corrections <= 1)
         }
-        IntegratorKind::MgAlpha => a.corrections <= 1,
+        IntegratorKind::MgAlpha => !converged && a.corrections <= 1,
         _ => false,
     };
     let (expected, label) = if linear {
@@ -304,6 +307,18 @@ pub fn convergence(
             "slope ≈ 1 expected: one linearized correction with constant D on a nonlinear \
              (hysteretic) model is first order (ALGORITHMS.md E38)"
                 .to_string(),
+        )
+    } else if converged
+        && matches!(
+            a.integrator,
+            IntegratorKind::MgAlpha | IntegratorKind::PgAlpha
+        )
+    {
+        (
+            Some(2.0),
+            "second order expected: the nonlinear numerical partitions are solved to \
+             convergence (analysis.nonlinear_solver = \"converged\")"
+                .into(),
         )
     } else if matches!(a.integrator, IntegratorKind::MgAlpha) {
         (
