@@ -31,9 +31,11 @@ use std::sync::Arc;
 /// without fixed DOFs.
 fn collect_dofs(model: &Model, elements: &[&crate::model::ElementInstance]) -> Vec<DofRef> {
     let mut dofs: Vec<DofRef> = Vec::new();
+    let mut seen: std::collections::HashSet<&DofRef> = std::collections::HashSet::new();
     for e in elements {
         for d in e.element.dofs() {
-            if !model.is_fixed(d) && !dofs.contains(d) {
+            if !seen.contains(d) && !model.is_fixed(d) {
+                seen.insert(d);
                 dofs.push(d.clone());
             }
         }

@@ -447,17 +447,24 @@ pub(super) fn check_coverage(
     substructures: &[Substructure],
     diag: &mut Diagnostics,
 ) {
+    // Every DOF some element acts on, once (a set: a scan of every element per free DOF is
+    // O(N²) on a chain of N storeys).
+    let acted_on: std::collections::HashSet<&DofRef> =
+        elements.iter().flat_map(|e| e.element.dofs()).collect();
+    let spec_index: std::collections::HashMap<i64, usize> = node_specs
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, x)| (x.id, i))
+        .collect();
     for n in nodes {
-        let i = node_specs
-            .iter()
-            .position(|x| x.id == n.id)
-            .unwrap_or_default();
+        let i = spec_index.get(&n.id).copied().unwrap_or_default();
         for (k, d) in n.dofs.iter().enumerate() {
             if n.fixed[k] {
                 continue;
             }
             let dr = DofRef::new(n.id, d);
-            if !elements.iter().any(|e| e.element.dofs().contains(&dr)) {
+            if !acted_on.contains(&dr) {
                 diag.push(
                     format!("node[{i}].dofs"),
                     format!("{dr} is free but no element acts on it (fix it or remove it)"),
