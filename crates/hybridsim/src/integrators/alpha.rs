@@ -188,6 +188,8 @@ pub struct AlphaStepper {
     pub max_iterations: usize,
     nonlinear: bool,
     path_rows: Vec<usize>,
+    /// `path_rows` as a mask over the rows of `Ẏ` (the convergence check skips them).
+    on_path: Vec<bool>,
     unconverged: u64,
     iterations: u64,
 }
@@ -212,6 +214,7 @@ impl AlphaStepper {
             max_iterations: 0,
             nonlinear: false,
             path_rows: Vec::new(),
+            on_path: Vec::new(),
             unconverged: 0,
             iterations: 0,
         }
@@ -261,6 +264,11 @@ impl AlphaStepper {
                 st.name
             ));
         }
+        let path_rows = if part.physical.is_none() {
+            st.path_update_rows()
+        } else {
+            Vec::new()
+        };
         Ok(Self {
             params,
             dt,
@@ -277,10 +285,13 @@ impl AlphaStepper {
             tolerance: None,
             max_iterations: 20,
             nonlinear: part.physical.is_none() && st.has_nonlinear_elements(),
-            path_rows: if part.physical.is_none() {
-                st.path_update_rows()
-            } else {
-                Vec::new()
+            path_rows: path_rows.clone(),
+            on_path: {
+                let mut mask = vec![false; n];
+                for &r in &path_rows {
+                    mask[r] = true;
+                }
+                mask
             },
             unconverged: 0,
             iterations: 0,
@@ -362,20 +373,26 @@ impl AlphaStepper {
         for _ in 1..self.corrections {
             self.y_iter.copy_from(&self.y_tilde);
             self.y_iter.axpy(self.c, &to.ydot, 1.0);
-            part.state.residual(
-                self.y_iter.as_slice(),
-                self.res.as_mut_slice(),
-                &mut part.ws,
-            );
-            part.state
-                .mass_times(to.ydot.as_slice(), self.tmp.as_mut_slice());
-            self.rhs.copy_from(&self.load);
-            self.rhs -= &self.res;
-            self.rhs -= &self.tmp;
+            self.correction_rhs(part, &to.ydot);
             self.d_fact.solve(self.rhs.as_mut_slice());
             to.ydot += &self.rhs;
         }
         self.correct(to)
+    }
+
+    /// The right-hand side of a correction, `F + LΛw − R(Y) − M Ẏ` with `Y` in `y_iter`,
+    /// into `rhs`.
+    fn correction_rhs(&mut self, part: &mut Partition, ydot: &DVector<f64>) {
+        part.state.residual(
+            self.y_iter.as_slice(),
+            self.res.as_mut_slice(),
+            &mut part.ws,
+        );
+        part.state
+            .mass_times(ydot.as_slice(), self.tmp.as_mut_slice());
+        self.rhs.copy_from(&self.load);
+        self.rhs -= &self.res;
+        self.rhs -= &self.tmp;
     }
 
     /// `Y = Ỹ + cẎ` into `y_iter`, with the exact path update of the states that have one, and
@@ -399,16 +416,7 @@ impl AlphaStepper {
         let mut converged = false;
         for _ in 0..self.max_iterations {
             self.iterate_state(part, from, &mut to.ydot);
-            part.state.residual(
-                self.y_iter.as_slice(),
-                self.res.as_mut_slice(),
-                &mut part.ws,
-            );
-            part.state
-                .mass_times(to.ydot.as_slice(), self.tmp.as_mut_slice());
-            self.rhs.copy_from(&self.load);
-            self.rhs -= &self.res;
-            self.rhs -= &self.tmp;
+            self.correction_rhs(part, &to.ydot);
             for &r in &self.path_rows {
                 self.rhs[r] = 0.0;
             }
@@ -420,7 +428,7 @@ impl AlphaStepper {
                 let mut inc: f64 = 0.0;
                 let mut mag: f64 = 0.0;
                 for i in lo..hi {
-                    if self.path_rows.contains(&i) {
+                    if self.on_path[i] {
                         continue;
                     }
                     inc = inc.max(self.rhs[i].abs());
