@@ -13,7 +13,7 @@ fn hybridsim() -> Command {
 fn inject_fault_drives_a_panic_and_a_stall_through_the_cli() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let model = root.join("examples/quickstart.toml");
-    let base = std::env::temp_dir().join(format!("hybridsim-inject-{}", std::process::id()));
+    let base = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("hybridsim-inject");
     for (fault, status, kind) in [
         ("physical:panic:20", "stopped", "task_panic"),
         ("numerical:stall=30:20", "stopped", "watchdog"),

@@ -108,7 +108,8 @@ fn agreement_with_opensees() {
         record["file"].as_str().unwrap_or("?"),
         manifest["openseespy"].as_str().unwrap_or("?")
     );
-    let tmp = std::env::temp_dir().join(format!("hybridsim-opensees-{}", std::process::id()));
+    let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("hybridsim-opensees");
+    let _ = std::fs::remove_dir_all(&tmp);
     let mut sweep: Sweep = BTreeMap::new();
     for case in manifest["cases"].as_array().expect("cases") {
         let name = case["case"].as_str().unwrap().to_string();

@@ -42,7 +42,8 @@ fn check_images(dir: &Path, stems: &[&str]) {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hybridsim-plot-cli-{}-{name}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hybridsim-plot-cli-{name}"));
     let _ = std::fs::remove_dir_all(&d);
     d
 }

@@ -17,7 +17,8 @@ fn o(key: &str, value: &str) -> Override {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hybridsim-io-batch-{}-{name}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hybridsim-io-batch-{name}"));
     let _ = std::fs::remove_dir_all(&d);
     d
 }

@@ -59,7 +59,7 @@ duration = 0.5
 
 #[test]
 fn every_csv_field_round_trips_to_the_recorded_bits() {
-    let dir = std::env::temp_dir().join(format!("hybridsim_csv_roundtrip_{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("hybridsim_csv_roundtrip");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("model.toml");
     std::fs::write(&path, MODEL).unwrap();

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 
 #[test]
 fn the_results_folder_holds_the_applied_ground_motion_and_the_record_hash() {
-    let dir = std::env::temp_dir().join(format!("hybridsim-io-inputs-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("hybridsim-io-inputs");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     // A two-column record in g: 2 s at 0.01 s, peak 0.5 g.

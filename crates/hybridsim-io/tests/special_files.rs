@@ -5,10 +5,8 @@ use hybridsim_io::load_model;
 use std::path::Path;
 
 fn scratch(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "hybridsim-io-special-{}-{name}",
-        std::process::id()
-    ));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hybridsim-io-special-{name}"));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -14,10 +14,8 @@ fn root() -> PathBuf {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "hybridsim-io-write-faults-{}-{name}",
-        std::process::id()
-    ));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hybridsim-io-write-faults-{name}"));
     let _ = std::fs::remove_dir_all(&d);
     d
 }

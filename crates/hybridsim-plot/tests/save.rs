@@ -4,7 +4,7 @@ use hybridsim_plot::{save, save_grid, Axis, Chart, PlotError, Series};
 use std::path::PathBuf;
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hybridsim-plot-{}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("hybridsim-plot");
     std::fs::create_dir_all(&d).unwrap();
     d.join(name)
 }

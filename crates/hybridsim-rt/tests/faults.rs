@@ -179,7 +179,7 @@ fn a_panic_in_the_physical_worker_ends_the_run_instead_of_hanging() {
         }
     }
     let pg = PgAlpha::new(parts, &StepSettings::from_analysis(&model.analysis)).unwrap();
-    let dir = std::env::temp_dir().join(format!("hybridsim-rt-panic-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("hybridsim-rt-panic");
     let _ = std::fs::remove_dir_all(&dir);
     let (tx, rx) = std::sync::mpsc::channel();
     let m = model.clone();

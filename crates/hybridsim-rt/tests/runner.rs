@@ -134,7 +134,8 @@ fn threaded_fast_runner_is_bit_identical_to_the_single_threaded_run() {
 
 #[test]
 fn writer_overflow_and_abort_stop_cleanly_with_every_step_on_disk() {
-    let dir = std::env::temp_dir().join(format!("hybridsim-rt-overflow-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("hybridsim-rt-overflow");
+    let _ = std::fs::remove_dir_all(&dir);
     let model = example(|t| set_duration(t, 4.0));
     let out = run(
         &model,

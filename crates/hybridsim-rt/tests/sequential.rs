@@ -62,7 +62,8 @@ fn frame(extra: &str, every: u64) -> Model {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hybridsim-seq-{name}-{}", std::process::id()));
+    let dir =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hybridsim-seq-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }

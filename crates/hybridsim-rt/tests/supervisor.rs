@@ -28,7 +28,8 @@ fn quickstart(edit: impl FnOnce(String) -> String) -> Model {
 }
 
 fn folder(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hybridsim-rt-sup-{name}-{}", std::process::id()));
+    let dir =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hybridsim-rt-sup-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }

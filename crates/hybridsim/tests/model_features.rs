@@ -97,7 +97,7 @@ fn rayleigh_damping_never_reaches_a_specimen() {
 #[test]
 fn constant_ground_acceleration_gives_the_static_relative_displacement() {
     // SDOF k = 100, m = 1, critically over-damped, under a_g = 0.5 g: u → −m a_g / k.
-    let dir = std::env::temp_dir().join(format!("hybridsim-static-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("hybridsim-static");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("step.txt"), "# time accel\n0 0.5\n100 0.5\n").unwrap();
     let text = r#"

@@ -57,10 +57,8 @@ fn opensees_steel_reference() -> Option<(Vec<[f64; 3]>, [f64; 6])> {
     // One file per call: the tests run in parallel threads of one process.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let out = std::env::temp_dir().join(format!(
-        "hybridsim_steel_ref_{}_{call}.csv",
-        std::process::id()
-    ));
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hybridsim_steel_ref_{call}.csv"));
     let available = Command::new("python3")
         .args(["-c", "import openseespy.opensees"])
         .output()

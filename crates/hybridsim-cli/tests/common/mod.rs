@@ -41,11 +41,8 @@ pub fn ground_motions() -> Option<PathBuf> {
 
 /// A fresh, empty scratch folder unique to this test binary, process and `name`.
 pub fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "hybridsim-{}-{}-{name}",
-        env!("CARGO_CRATE_NAME"),
-        std::process::id()
-    ));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hybridsim-{}-{name}", env!("CARGO_CRATE_NAME")));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
