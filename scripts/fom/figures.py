@@ -107,36 +107,19 @@ def save(fig, path):
 
 # ---------------------------------------------------------------- SDOF (Figs 3-6)
 
-SDOF = """
-[[node]]
-id = 1
-dofs = ["x"]
-initial_displacement = {{ x = 1.0 }}
-
-[substructure.specimen]
-physical = true
-estimate = {{ dofs = [[1, "x"]], stiffness = [[{ratio}]] }}
-
-[[element]]
-type = "mass"
-node = 1
-mass = 1.0
-substructure = "specimen"
-
-[[element]]
-type = "spring"
-name = "k"
-nodes = [1]
-dof = "x"
-k = 1.0
-substructure = "specimen"
-
-[analysis]
-integrator = "{integrator}"
-time_step = {dt}
-duration = 50.0
-{extra}
-"""
+def sdof_model(ratio, integrator, dt, extra):
+    """examples/fom_02_sdof.toml (Hung and El-Tawil 2009) with another estimate ratio, integrator,
+    step and `[analysis]` tail; the example's own estimator table is replaced by `extra`."""
+    text = (ROOT / "examples" / "fom_02_sdof.toml").read_text()
+    text = text[: text.index("[analysis.estimator]")]
+    for pattern, value in [
+        (r"stiffness = \[\[[^\]]*\]\]", f"stiffness = [[{ratio}]]"),
+        (r'integrator = "[^"]*"', f'integrator = "{integrator}"'),
+        (r"time_step = \S+", f"time_step = {dt}"),
+    ]:
+        text, count = re.subn(pattern, value, text, count=1)
+        assert count == 1, f"examples/fom_02_sdof.toml: no match for {pattern}"
+    return text + extra + "\n"
 
 
 def sdof(exe, work, table):
@@ -145,7 +128,7 @@ def sdof(exe, work, table):
     table.append("|---|---|---|---|---|---|")
     for omega in [0.02, 0.1]:
         fig, axes = plt.subplots(2, 1, figsize=(7.0, 4.2), sharex=True)
-        ref = run(exe, SDOF.format(ratio=1.0, integrator="mg-alpha", dt=omega, extra="rho_inf = 1.0"),
+        ref = run(exe, sdof_model(1.0, "mg-alpha", omega, "rho_inf = 1.0"),
                   work, f"sdof_ref_{omega}")
         r = read(ref)
         for ax, ratio, label in zip(axes, [0.1, 10.0], "ab"):
@@ -156,7 +139,7 @@ def sdof(exe, work, table):
             for corrector, style in [(True, "-"), (False, "--")]:
                 extra = "[analysis.estimator]\nupdate = \"none\"\n" + ("" if corrector else "corrector = false\n")
                 name = f"sdof_{omega}_{ratio:g}_{'with' if corrector else 'without'}"
-                folder = run(exe, SDOF.format(ratio=ratio, integrator="fom", dt=omega, extra=extra), work, name)
+                folder = run(exe, sdof_model(ratio, "fom", omega, extra), work, name)
                 x = read(folder)
                 d = x["u.specimen.1.x"]
                 t, y = thin(x["time"], d)
