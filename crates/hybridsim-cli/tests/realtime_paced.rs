@@ -423,22 +423,37 @@ fn the_quick_start_at_4096_hz_completes_without_a_deadline_overrun_stop() {
     assert!(text.contains("max_overruns = 100"));
     let m = dir.join("quickstart_4096.toml");
     std::fs::write(&m, text).unwrap();
-    let folder = dir.join("rt");
-    let mut c = hybridsim();
-    c.args([
-        "realtime",
-        "--pacing",
-        "realtime",
-        "--allow-soft-realtime",
-        "-o",
-    ])
-    .arg(&folder)
-    .arg(&m);
-    let out = output_within(c, Duration::from_secs(120));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stdout}{stderr}");
-    let j = json(&folder.join("run.json"));
+    // The throttling defect stopped every run at about 1 s. A single freeze of the shared VM
+    // beyond 24 ms can also stop one run; it is counted in run.json and the test runs once
+    // more, so only an overrun stop that repeats fails it.
+    let mut attempt = 0;
+    let (out, j, stderr) = loop {
+        attempt += 1;
+        let folder = dir.join(format!("rt-{attempt}"));
+        let mut c = hybridsim();
+        c.args([
+            "realtime",
+            "--pacing",
+            "realtime",
+            "--allow-soft-realtime",
+            "-o",
+        ])
+        .arg(&folder)
+        .arg(&m);
+        let out = output_within(c, Duration::from_secs(120));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        println!("attempt {attempt}:\n{stdout}{stderr}");
+        let j = json(&folder.join("run.json"));
+        if j["safety_event"]["kind"] == "deadline_overruns" && attempt < 2 {
+            println!(
+                "attempt {attempt} stopped on deadline overruns: {}",
+                j["safety_event"]
+            );
+            continue;
+        }
+        break (out, j, stderr);
+    };
     assert_ne!(
         j["safety_event"]["kind"], "deadline_overruns",
         "{stderr}\n{j}"
