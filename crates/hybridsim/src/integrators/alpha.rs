@@ -240,6 +240,16 @@ impl AlphaStepper {
         self.iterations
     }
 
+    /// Rows of `Y` set by the exact path update in the converged solve (empty for a linear or
+    /// physical partition, and under fixed corrections).
+    pub fn path_rows(&self) -> &[usize] {
+        if self.tolerance.is_some() && self.nonlinear {
+            &self.path_rows
+        } else {
+            &[]
+        }
+    }
+
     /// Factorize `D = M + c J0` of `part` for step `dt`.
     pub fn new(
         part: &Partition,

@@ -329,8 +329,19 @@ impl PgAlpha {
 
     /// Phase 4: link update `𝕐^X = 𝕐^{X,free} + ℚ^X Λ_{n+1}` of every partition and
     /// advance to `t_{n+1}` (Steps 13–14).
+    ///
+    /// `ℚ^X` is linear (built on `D^X`, the initial tangent), so in a numerical partition solved
+    /// to convergence the states of the elements with an exact path update (bilinear, Steel01,
+    /// lead-rubber) are then set again by that update, from `t_n` to the linked displacements:
+    /// the elastic increment `ℚ_Y Λ` alone would carry a bearing's force past its yield surface
+    /// when the interface moves it (found on `examples/bridge_iso.toml`: the D-CSB slider reached
+    /// 1.39 δ). `Ẏ` and `V` of those rows follow (`Y = Ỹ + cẎ`, `V = Ṽ + (α_f/α_m)Ẏ`).
     pub fn link_update(&mut self) -> Result<(), StepError> {
-        for run in &mut self.runs {
+        for (k, run) in self.runs.iter_mut().enumerate() {
+            let rows = run.stepper.path_rows();
+            if !rows.is_empty() {
+                run.scratch.y.copy_from(&run.coupled.y);
+            }
             run.coupled.y.copy_from(&run.free.y);
             run.coupled.y.gemv(1.0, &run.q_y, &self.lambda_next, 1.0);
             run.coupled.ydot.copy_from(&run.free.ydot);
@@ -339,6 +350,27 @@ impl PgAlpha {
                 .gemv(1.0, &run.q_ydot, &self.lambda_next, 1.0);
             run.coupled.v.copy_from(&run.free.v);
             run.coupled.v.gemv(1.0, &run.q_v, &self.lambda_next, 1.0);
+            let rows = run.stepper.path_rows();
+            if !rows.is_empty() {
+                for &r in rows {
+                    run.scratch.v[r] = run.coupled.y[r];
+                }
+                let part = &mut self.parts[k];
+                part.state.path_update(
+                    run.scratch.y.as_slice(),
+                    run.coupled.y.as_mut_slice(),
+                    &mut part.ws,
+                );
+                let (c, w) = (
+                    run.stepper.c,
+                    run.stepper.params.alpha_f / run.stepper.params.alpha_m,
+                );
+                for &r in rows {
+                    let change = (run.coupled.y[r] - run.scratch.v[r]) / c;
+                    run.coupled.ydot[r] += change;
+                    run.coupled.v[r] += w * change;
+                }
+            }
         }
         self.lambda.copy_from(&self.lambda_next);
         self.clock.advance();
