@@ -243,11 +243,22 @@ impl AlphaStepper {
     /// Rows of `Y` set by the exact path update in the converged solve (empty for a linear or
     /// physical partition, and under fixed corrections).
     pub fn path_rows(&self) -> &[usize] {
-        if self.tolerance.is_some() && self.nonlinear {
+        if self.solves_to_convergence() {
             &self.path_rows
         } else {
             &[]
         }
+    }
+
+    /// Whether this partition's steps are solved to convergence: a numerical partition with
+    /// nonlinear elements and a tolerance.
+    pub fn solves_to_convergence(&self) -> bool {
+        self.tolerance.is_some() && self.nonlinear
+    }
+
+    /// Whether row `row` of `Y` is set by an exact path update (see [`Self::path_rows`]).
+    pub fn is_path_row(&self, row: usize) -> bool {
+        self.on_path.get(row).copied().unwrap_or(false)
     }
 
     /// Factorize `D = M + c J0` of `part` for step `dt`.

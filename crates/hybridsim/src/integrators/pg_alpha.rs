@@ -371,6 +371,9 @@ impl PgAlpha {
                     run.coupled.v[r] += w * change;
                 }
             }
+            if run.stepper.solves_to_convergence() {
+                settle_states(&mut self.parts[k], run);
+            }
         }
         self.lambda.copy_from(&self.lambda_next);
         self.clock.advance();
@@ -499,6 +502,47 @@ fn physical_free_substep(
     let res = stepper.step(part, from, t, Some((couplings, lambda, w)), scratch);
     std::mem::swap(free, scratch);
     res.map_err(|e| StepError::from_port(&part.state.name, e))
+}
+
+/// After the link update of a numerical partition solved to convergence: the element states
+/// that have no exact path update (Bouc-Wen, and any other rate law) are solved again at the
+/// linked kinematics, `s = s̃ + c ṡ(u, v, s)` with `s̃ = s − cṡ` of the linked state, by
+/// fixed-point iteration to the partition's tolerance (at most its iteration bound); `Ẏ` and
+/// `V` of those rows follow. The linear `ℚΛ` increment gives them the initial tangent's rates
+/// only: a Bouc-Wen pier at the interface of the isolated bridge absorbed negative energy.
+/// Allocation-free (uses the run's scratch state).
+fn settle_states(part: &mut Partition, run: &mut PartitionRun) {
+    let stepper = &run.stepper;
+    let (c, w) = (stepper.c, stepper.params.alpha_f / stepper.params.alpha_m);
+    let n = part.state.n_dofs();
+    let size = run.coupled.y.len();
+    let tol = stepper.tolerance.unwrap_or(0.0);
+    for r in 2 * n..size {
+        run.scratch.ydot[r] = run.coupled.y[r] - c * run.coupled.ydot[r];
+    }
+    for _ in 0..stepper.max_iterations {
+        part.state.residual(
+            run.coupled.y.as_slice(),
+            run.scratch.y.as_mut_slice(),
+            &mut part.ws,
+        );
+        let (mut change, mut magnitude): (f64, f64) = (0.0, 0.0);
+        for r in 2 * n..size {
+            if stepper.is_path_row(r) {
+                continue;
+            }
+            let rate = -run.scratch.y[r];
+            let delta = rate - run.coupled.ydot[r];
+            run.coupled.ydot[r] = rate;
+            run.coupled.y[r] = run.scratch.ydot[r] + c * rate;
+            run.coupled.v[r] += w * delta;
+            change = change.max(delta.abs());
+            magnitude = magnitude.max(rate.abs());
+        }
+        if change <= tol * magnitude || change <= f64::MIN_POSITIVE {
+            break;
+        }
+    }
 }
 
 /// The `Y`, `Ẏ` and `V` blocks of a link operator.
