@@ -15,61 +15,69 @@ Imported by the scripts of this folder; not a command.
 """
 
 
+def _inline(entry):
+    """A `[[table]]` entry (`key = value` lines) as an inline table."""
+    return "{" + ",".join(x.replace(" = ", "=", 1) for x in entry.split("\n")) + "}"
+
+
 def chain(n, *, duration, time_step, every, physical=False, subcycles=4, max_overruns=None,
           title=None):
-    """Model text of a shear chain of `n` storeys (see the module docs)."""
-    out = [
-        f'title = "{title or f"Shear chain of {n} storeys"}"',
-        '[units]\nlength = "m"\nforce = "kN"\ntime = "s"',
-    ]
-    out.append("\n\n".join(f'[[node]]\nid = {i}\ndofs = ["x"]' for i in range(1, n + 1)))
+    """Model text of a shear chain of `n` storeys (see the module docs).
+
+    Nodes and elements are written as root arrays of inline tables (`node = [{ … }, …]`):
+    the same model as `[[node]]`/`[[element]]` tables in about 75 % of the bytes, so that
+    the N = 10^5 chain (15 MB) stays under the 16 MiB model-file bound."""
+    nodes = [f'id = {i}\ndofs = ["x"]' for i in range(1, n + 1)]
+    elements = []
+    tables = []
     if physical:
-        out.append("[substructure.frame]")
-        out.append(
+        tables.append("[substructure.frame]")
+        tables.append(
             "[substructure.first_storey]\nphysical = true\n"
             'estimate = { dofs = [[1, "x"]], stiffness = [[40000.0]], damping = [[60.0]] }'
         )
-        out.append(
-            '[[element]]\ntype = "mass"\nname = "m1"\nnode = 1\nmass = 60.0\n'
+        elements.append(
+            'type = "mass"\nname = "m1"\nnode = 1\nmass = 60.0\n'
             "split = { frame = 0.5, first_storey = 0.5 }"
         )
-        out.append(
-            '[[element]]\ntype = "spring"\nname = "column1"\nnodes = [1]\ndof = "x"\n'
+        elements.append(
+            'type = "spring"\nname = "column1"\nnodes = [1]\ndof = "x"\n'
             'k = 40000.0\nsubstructure = "first_storey"'
         )
-        out.append(
-            '[[element]]\ntype = "dashpot"\nname = "column1_damping"\nnodes = [1]\ndof = "x"\n'
+        elements.append(
+            'type = "dashpot"\nname = "column1_damping"\nnodes = [1]\ndof = "x"\n'
             'c = 60.0\nsubstructure = "first_storey"'
         )
-        body = []
         for i in range(2, n + 1):
-            body.append(
-                f'[[element]]\ntype = "spring"\nname = "column{i}"\nnodes = [{i - 1}, {i}]\n'
+            elements.append(
+                f'type = "spring"\nname = "column{i}"\nnodes = [{i - 1}, {i}]\n'
                 f'dof = "x"\nk = 40000.0\nsubstructure = "frame"'
             )
-            body.append(
-                f'[[element]]\ntype = "dashpot"\nname = "damper{i}"\nnodes = [{i - 1}, {i}]\n'
+            elements.append(
+                f'type = "dashpot"\nname = "damper{i}"\nnodes = [{i - 1}, {i}]\n'
                 f'dof = "x"\nc = 60.0\nsubstructure = "frame"'
             )
-            body.append(
-                f'[[element]]\ntype = "mass"\nname = "m{i}"\nnode = {i}\nmass = 50.0\n'
+            elements.append(
+                f'type = "mass"\nname = "m{i}"\nnode = {i}\nmass = 50.0\n'
                 'substructure = "frame"'
             )
-        if body:
-            out.append("\n\n".join(body))
     else:
-        out.append('[[element]]\ntype = "mass"\nname = "m1"\nnode = 1\nmass = 50.0')
-        out.append('[[element]]\ntype = "spring"\nname = "column1"\nnodes = [1]\ndof = "x"\nk = 40000.0')
-        body = []
+        elements.append('type = "mass"\nname = "m1"\nnode = 1\nmass = 50.0')
+        elements.append('type = "spring"\nname = "column1"\nnodes = [1]\ndof = "x"\nk = 40000.0')
         for i in range(2, n + 1):
-            body.append(
-                f'[[element]]\ntype = "spring"\nname = "column{i}"\nnodes = [{i - 1}, {i}]\n'
+            elements.append(
+                f'type = "spring"\nname = "column{i}"\nnodes = [{i - 1}, {i}]\n'
                 f'dof = "x"\nk = 40000.0'
             )
-            body.append(f'[[element]]\ntype = "mass"\nname = "m{i}"\nnode = {i}\nmass = 50.0')
-        if body:
-            out.append("\n\n".join(body))
-        out.append("[damping]\nalpha = 0.05\nbeta = 0.001")
+            elements.append(f'type = "mass"\nname = "m{i}"\nnode = {i}\nmass = 50.0')
+        tables.append("[damping]\nalpha = 0.05\nbeta = 0.001")
+    out = [
+        f'title = "{title or f"Shear chain of {n} storeys"}"',
+        "node = [\n" + ",\n".join(_inline(x) for x in nodes) + "\n]",
+        "element = [\n" + ",\n".join(_inline(x) for x in elements) + "\n]",
+        '[units]\nlength = "m"\nforce = "kN"\ntime = "s"',
+    ]
+    out.extend(tables)
     out.append(
         '[[ground_motion]]\ndirection = "x"\n'
         f"synthetic = {{ seed = 2026, duration = {duration:.3f}, pga = 0.1 }}"
