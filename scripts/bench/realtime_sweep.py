@@ -2,7 +2,7 @@
 """The largest PG-α numerical substructure that holds real time (issue 20).
 
 For each controller rate (default 1000 and 4096 Hz) and each N, writes the shear chain of
-`soak_4096.py` (N storeys, storey 1 the physical substructure on the virtual lab, PG-α with
+`chain_model.py` (N storeys, storey 1 the physical substructure on the virtual lab, PG-α with
 ss = 4 subcycles, so Δt^N = 4 / rate) and runs it with `hybridsim realtime --pacing realtime`
 for a few seconds, then reads run.json: status, deadline misses and wake-up lateness of every
 task, and the `startup` record. A rate "holds" at N when the run completed with at most
@@ -26,21 +26,21 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import soak_4096  # noqa: E402  (the chain model)
+import chain_model  # noqa: E402  (the chain model)
 
 
 def chain(n, seconds, rate, subcycles):
-    """soak_4096's chain with Δt^N = subcycles / rate and ss = subcycles."""
-    text = soak_4096.chain(n, seconds, 1000)
-    dt = subcycles / rate
-    for old, new in [
-        ("time_step = 0.0009765625\nsubcycles = 4", f"time_step = {dt!r}\nsubcycles = {subcycles}"),
-        ("[output]\nevery = 4", f"[output]\nevery = {subcycles}"),
-    ]:
-        if old not in text:
-            sys.exit(f"soak_4096.chain: cannot find {old!r}")
-        text = text.replace(old, new)
-    return text
+    """The chain of `chain_model` (storey 1 physical) with Δt^N = subcycles / rate."""
+    return chain_model.chain(
+        n,
+        duration=seconds,
+        time_step=subcycles / rate,
+        every=subcycles,
+        physical=True,
+        subcycles=subcycles,
+        max_overruns=1000,
+        title=f"Shear chain of {n} storeys, first storey tested, {rate:g} Hz",
+    )
 
 
 def load():

@@ -29,6 +29,8 @@ import sys
 import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chain_model  # noqa: E402  (the chain model)
 
 
 def quickstart(seconds, max_overruns):
@@ -51,66 +53,18 @@ def quickstart(seconds, max_overruns):
 
 
 def chain(n, seconds, max_overruns, every=4):
-    """A shear chain of n storeys (n DOFs): storey 1 physical, the rest numerical."""
-    out = [
-        f'title = "Shear chain of {n} storeys, first storey tested, 4096 Hz"',
-        '[units]\nlength = "m"\nforce = "kN"\ntime = "s"',
-    ]
-    for i in range(1, n + 1):
-        out.append(f'[[node]]\nid = {i}\ndofs = ["x"]')
-    out.append("[substructure.frame]")
-    out.append(
-        "[substructure.first_storey]\nphysical = true\n"
-        'estimate = { dofs = [[1, "x"]], stiffness = [[40000.0]], damping = [[60.0]] }'
+    """A shear chain of n storeys (n DOFs): storey 1 physical, the rest numerical
+    (`chain_model.chain` with Δt^N = 4/4096 s, ss = 4)."""
+    return chain_model.chain(
+        n,
+        duration=seconds,
+        time_step=4 / 4096,
+        every=every,
+        physical=True,
+        subcycles=4,
+        max_overruns=max_overruns,
+        title=f"Shear chain of {n} storeys, first storey tested, 4096 Hz",
     )
-    out.append(
-        '[[element]]\ntype = "mass"\nname = "m1"\nnode = 1\nmass = 60.0\n'
-        "split = { frame = 0.5, first_storey = 0.5 }"
-    )
-    out.append(
-        '[[element]]\ntype = "spring"\nname = "column1"\nnodes = [1]\ndof = "x"\n'
-        'k = 40000.0\nsubstructure = "first_storey"'
-    )
-    out.append(
-        '[[element]]\ntype = "dashpot"\nname = "column1_damping"\nnodes = [1]\ndof = "x"\n'
-        'c = 60.0\nsubstructure = "first_storey"'
-    )
-    for i in range(2, n + 1):
-        out.append(
-            f'[[element]]\ntype = "spring"\nname = "column{i}"\nnodes = [{i - 1}, {i}]\n'
-            f'dof = "x"\nk = 40000.0\nsubstructure = "frame"'
-        )
-        out.append(
-            f'[[element]]\ntype = "dashpot"\nname = "damper{i}"\nnodes = [{i - 1}, {i}]\n'
-            f'dof = "x"\nc = 60.0\nsubstructure = "frame"'
-        )
-        out.append(
-            f'[[element]]\ntype = "mass"\nname = "m{i}"\nnode = {i}\nmass = 50.0\n'
-            'substructure = "frame"'
-        )
-    out.append(
-        f'[[ground_motion]]\ndirection = "x"\n'
-        f"synthetic = {{ seed = 2026, duration = {seconds:.1f}, pga = 0.1 }}"
-    )
-    out.append(
-        '[analysis]\nintegrator = "pg-alpha"\nrho_inf = 0.9\n'
-        f"time_step = 0.0009765625\nsubcycles = 4\nduration = {seconds:.1f}"
-    )
-    out.append(f"[output]\nevery = {every}")
-    out.append('[lab]\nregime = "real-time"\ntime_scale = 1.0\nseed = 2027')
-    out.append(
-        '[[lab.actuator]]\nname = "storey1"\ndofs = [[1, "x"]]\n'
-        "capacity = { stroke = 0.3, velocity = 2.5, force = 6000.0 }\n"
-        'dynamics = { kind = "delay", delay = 0.004 }\nnoise = { force_rms = 0.5 }\n'
-        "compensation = { delay = { order = 1, estimate = 0.004 } }"
-    )
-    out.append('[safety]\non_trip = "hold"' + (f"\nmax_overruns = {max_overruns}" if max_overruns is not None else ""))
-    out.append(
-        "[safety.actuator.storey1]\ndisplacement = 0.25\nvelocity = 2.0\nforce = 5000.0\n"
-        "increment = 0.002"
-    )
-    out.append("[safety.divergence]\ndisplacement = 0.2\nforce = 20000.0")
-    return "\n\n".join(out) + "\n"
 
 
 def run(exe, model, folder, soft):

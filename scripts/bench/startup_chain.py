@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Start-up (parse → first step) and per-step cost of large numerical substructures (issue 20).
 
-Writes a shear chain of N storeys (N DOFs: storey masses 50 t, storey springs 4e4 kN/m, Rayleigh
-damping α = 0.05 /s, β = 1e-3 s, a seeded synthetic ground motion), runs it with `hybridsim run`
-(MG-α ρ∞ = 1, or PG-α with the first storey physical on the virtual lab with --pg-alpha) and
+Writes a shear chain of N storeys (`chain_model.py`: N DOFs, storey masses 50 t, storey springs
+4e4 kN/m, Rayleigh damping α = 0.05 /s, β = 1e-3 s, a seeded synthetic ground motion; with
+--pg-alpha the real-time benchmarks' chain, its first storey physical on the virtual lab, PG-α
+ss = 1, with a current `[lab]`/`[safety]` table), runs it with `hybridsim run` and
 reports from run.json `startup.seconds`, `startup.peak_rss_bytes` (VmHWM: the whole process,
 parse to the first step) and the run loop's per-step time, with the same model built in
 openseespy (zeroLength springs, lumped masses, `rayleigh α 0 β 0`, Newmark average
@@ -20,64 +21,22 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chain_model  # noqa: E402  (the chain model)
+
 
 def chain(n, steps, pg_alpha):
+    """`chain_model.chain` with Δt = 1 ms, one results row at the end."""
     dt = 1e-3
-    duration = steps * dt
-    out = [
-        f'title = "Shear chain of {n} storeys (start-up benchmark)"',
-        '[units]\nlength = "m"\nforce = "kN"\ntime = "s"',
-    ]
-    out.append("\n\n".join(f'[[node]]\nid = {i}\ndofs = ["x"]' for i in range(1, n + 1)))
-    if pg_alpha:
-        out.append("[substructure.frame]")
-        out.append(
-            "[substructure.first_storey]\nphysical = true\n"
-            'estimate = { dofs = [[1, "x"]], stiffness = [[40000.0]], damping = [[0.0]] }'
-        )
-        out.append(
-            '[[element]]\ntype = "mass"\nname = "m1"\nnode = 1\nmass = 50.0\n'
-            "split = { frame = 0.5, first_storey = 0.5 }"
-        )
-        out.append(
-            '[[element]]\ntype = "spring"\nname = "column1"\nnodes = [1]\ndof = "x"\n'
-            'k = 40000.0\nsubstructure = "first_storey"'
-        )
-    else:
-        out.append('[[element]]\ntype = "mass"\nname = "m1"\nnode = 1\nmass = 50.0')
-        out.append('[[element]]\ntype = "spring"\nname = "column1"\nnodes = [1]\ndof = "x"\nk = 40000.0')
-    sub = '\nsubstructure = "frame"' if pg_alpha else ""
-    body = []
-    for i in range(2, n + 1):
-        body.append(
-            f'[[element]]\ntype = "spring"\nname = "column{i}"\nnodes = [{i - 1}, {i}]\n'
-            f'dof = "x"\nk = 40000.0{sub}'
-        )
-        body.append(f'[[element]]\ntype = "mass"\nname = "m{i}"\nnode = {i}\nmass = 50.0{sub}')
-    out.append("\n\n".join(body))
-    out.append("[damping]\nalpha = 0.05\nbeta = 0.001")
-    out.append(
-        '[[ground_motion]]\ndirection = "x"\n'
-        f"synthetic = {{ seed = 2026, duration = {duration:.3f}, pga = 0.1 }}"
+    return chain_model.chain(
+        n,
+        duration=steps * dt,
+        time_step=dt,
+        every=steps,
+        physical=pg_alpha,
+        subcycles=1,
+        title=f"Shear chain of {n} storeys (start-up benchmark)",
     )
-    if pg_alpha:
-        out.append(
-            '[analysis]\nintegrator = "pg-alpha"\nrho_inf = 1.0\n'
-            f"time_step = {dt}\nsubcycles = 1\nduration = {duration:.3f}"
-        )
-        out.append("[lab]\nregime = \"as-fast-as-possible\"\nseed = 2027")
-        out.append(
-            '[[lab.actuator]]\nname = "storey1"\ndofs = [[1, "x"]]\n'
-            "capacity = { stroke = 0.5, velocity = 5.0, force = 60000.0 }\n"
-            'dynamics = { kind = "ideal" }'
-        )
-    else:
-        out.append(
-            '[analysis]\nintegrator = "mg-alpha"\nrho_inf = 1.0\n'
-            f"time_step = {dt}\nduration = {duration:.3f}"
-        )
-    out.append(f"[output]\nevery = {steps}")
-    return "\n\n".join(out) + "\n"
 
 
 def opensees(n, steps):

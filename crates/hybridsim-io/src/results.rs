@@ -24,8 +24,18 @@ use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Rows buffered between the simulation and the writer thread.
+/// Rows buffered between the simulation and the writer thread (at most).
 const QUEUE_ROWS: usize = 1024;
+/// Bytes of the rows buffered between the simulation and the writer thread: a wide row (about
+/// 7 columns a DOF) gets fewer than [`QUEUE_ROWS`] buffers, so that the queue's memory does not
+/// grow with the number of DOFs (1026 rows were 57 KB a DOF once every buffer was used).
+const QUEUE_BYTES: usize = 32 << 20;
+
+/// Rows of the writer queue for rows of `ncol` values: [`QUEUE_BYTES`] worth, between 16
+/// and [`QUEUE_ROWS`].
+fn queue_rows(ncol: usize) -> usize {
+    (QUEUE_BYTES / (8 * ncol.max(1))).clamp(16, QUEUE_ROWS)
+}
 /// Batches of lab records (one batch per physical substructure and coarse step) buffered
 /// between the simulation and the lab writer thread.
 const QUEUE_LAB_BATCHES: usize = 1024;
@@ -861,9 +871,10 @@ pub fn run_to_folder_with(
     };
 
     let ncol = sim.columns().len();
-    let (row_tx, row_rx) = sync_channel::<(u64, Vec<f64>)>(QUEUE_ROWS);
-    let (free_tx, free_rx) = sync_channel::<Vec<f64>>(QUEUE_ROWS + 2);
-    for _ in 0..QUEUE_ROWS + 2 {
+    let queue = queue_rows(ncol);
+    let (row_tx, row_rx) = sync_channel::<(u64, Vec<f64>)>(queue);
+    let (free_tx, free_rx) = sync_channel::<Vec<f64>>(queue + 2);
+    for _ in 0..queue + 2 {
         let _ = free_tx.try_send(vec![0.0; ncol]);
     }
     let writer = writer_thread(results_file, row_rx, free_tx, disk.clone());

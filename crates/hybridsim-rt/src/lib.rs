@@ -1159,7 +1159,9 @@ pub fn run_integrator(
     let ss = pg.subcycles() as u64;
     let n_steps = opts.max_steps.unwrap_or(a.n_steps()).min(a.n_steps());
     let every = model.output.every;
-    let ring_rows = opts.results_ring.unwrap_or(lab.runner.results_ring);
+    let ring_rows = opts
+        .results_ring
+        .unwrap_or_else(|| lab.runner.results_ring_rows(ncol));
     // Online model updating ([updating], issue 14): on the link thread after every step
     // (StepExecutor::after_step), estimates applied one step later, as in `hybridsim run`.
     let mut updating = hybridsim::online_updating::OnlineUpdating::new(model, &mut pg, n_steps)

@@ -290,7 +290,9 @@ fn run_paced(
     let ss = a.subcycles.max(1) as u64;
     let n_steps = opts.max_steps.unwrap_or(a.n_steps()).min(a.n_steps());
     let every = model.output.every;
-    let ring_rows = opts.results_ring.unwrap_or(lab.runner.results_ring);
+    let ring_rows = opts
+        .results_ring
+        .unwrap_or_else(|| lab.runner.results_ring_rows(ncol));
     // Online model updating ([updating], issue 14): on the step thread after every step,
     // estimates applied one step later, as in `hybridsim run`.
     let mut updating =

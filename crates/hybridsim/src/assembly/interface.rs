@@ -3,6 +3,7 @@
 use super::{Partition, SteklovPoincare};
 use crate::elements::DofRef;
 use nalgebra::{DMatrix, DVector};
+use std::collections::HashSet;
 
 /// One interface multiplier: a DOF shared by two partitions.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,15 +59,19 @@ impl Interface {
         let mut order: Vec<usize> = (0..parts.len()).collect();
         order.sort_by_key(|i| (parts[*i].state.physical, *i));
         let mut out = Vec::new();
-        let mut seen: Vec<&DofRef> = Vec::new();
+        // Hash sets: a numerical partition of N DOFs is scanned in O(N), not O(N²).
+        let held: Vec<HashSet<&DofRef>> = parts
+            .iter()
+            .map(|p| p.state.dofs.iter().collect())
+            .collect();
+        let mut seen: HashSet<&DofRef> = HashSet::new();
         for &a in &order {
             for d in &parts[a].state.dofs {
-                if seen.contains(&d) {
+                if !seen.insert(d) {
                     continue;
                 }
-                seen.push(d);
                 for &b in order.iter().skip_while(|x| **x != a).skip(1) {
-                    if parts[b].state.dofs.contains(d) {
+                    if held[b].contains(d) {
                         out.push(InterfaceDof {
                             dof: d.clone(),
                             plus: b,

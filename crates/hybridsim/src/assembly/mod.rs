@@ -44,7 +44,7 @@ fn collect_dofs(model: &Model, elements: &[&crate::model::ElementInstance]) -> V
         let n = model.node(d.node).expect("validated node");
         (d.node, n.dofs.iter().position(|x| *x == d.dof).unwrap_or(0))
     };
-    dofs.sort_by_key(order);
+    dofs.sort_by_cached_key(order);
     dofs
 }
 
@@ -54,6 +54,32 @@ fn map_dofs(dofs: &[DofRef], element: &ElementRef) -> Vec<Option<usize>> {
         .iter()
         .map(|d| dofs.iter().position(|x| x == d))
         .collect()
+}
+
+/// Row of every DOF of a partition's DOF list, by hash: the `dofs.iter().position(..)` of a
+/// DOF in O(1), so that mapping every element of an N-DOF partition is O(N), not O(N²).
+/// A DOF listed twice maps to its first row, as `position` does.
+pub(crate) struct DofIndex<'a>(std::collections::HashMap<&'a DofRef, usize>);
+
+impl<'a> DofIndex<'a> {
+    /// Index the DOFs of a partition.
+    pub(crate) fn new(dofs: &'a [DofRef]) -> Self {
+        let mut map = std::collections::HashMap::with_capacity(dofs.len());
+        for (i, d) in dofs.iter().enumerate() {
+            map.entry(d).or_insert(i);
+        }
+        Self(map)
+    }
+
+    /// Row of `d`, if the partition has it.
+    pub(crate) fn get(&self, d: &DofRef) -> Option<usize> {
+        self.0.get(d).copied()
+    }
+
+    /// Rows of an element's DOFs (none for a DOF outside the partition: fixed or elsewhere).
+    pub(crate) fn map(&self, element: &ElementRef) -> Vec<Option<usize>> {
+        element.dofs().iter().map(|d| self.get(d)).collect()
+    }
 }
 
 /// How the elements of a model are grouped into partitions.
@@ -147,12 +173,13 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
         let instances: Vec<&crate::model::ElementInstance> =
             members.iter().map(|i| &model.elements[*i]).collect();
         let dofs = collect_dofs(model, &instances);
+        let index = DofIndex::new(&dofs);
         let mut numerical: Vec<(String, ElementRef, Vec<f64>)> = Vec::new();
         let mut specimen: Vec<SpecimenElement> = Vec::new();
         let mut rayleigh_terms = Vec::new();
         let mut any_rayleigh = false;
         for inst in &instances {
-            let map = map_dofs(&dofs, &inst.element);
+            let map = index.map(&inst.element);
             if *physical && inst.role == Role::Specimen {
                 specimen.push(SpecimenElement {
                     name: inst.name.clone(),
@@ -172,6 +199,7 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
                 inst.initial_state.clone(),
             ));
         }
+        drop(index);
         if let (Some(coefficients), true) = (rayleigh, any_rayleigh) {
             numerical.extend(rayleigh_element(name, &dofs, rayleigh_terms, coefficients));
         }
@@ -260,13 +288,14 @@ pub fn linearize(model: &Model) -> LinearizedModel {
     let all: Vec<&crate::model::ElementInstance> = model.elements.iter().collect();
     let dofs = collect_dofs(model, &all);
     let n = dofs.len();
+    let index = DofIndex::new(&dofs);
     let mut m = DMatrix::zeros(n, n);
     let mut k = DMatrix::zeros(n, n);
     let mut c = DMatrix::zeros(n, n);
     let mut m_rayleigh = DMatrix::zeros(n, n);
     let mut k_rayleigh = DMatrix::zeros(n, n);
     for inst in &all {
-        let map = map_dofs(&dofs, &inst.element);
+        let map = index.map(&inst.element);
         if inst.rayleigh {
             if let Some(me) = inst.element.mass() {
                 scatter(&mut m_rayleigh, &me, &map);
@@ -284,6 +313,7 @@ pub fn linearize(model: &Model) -> LinearizedModel {
         scatter(&mut k, &ke, &map);
         scatter(&mut c, &ce, &map);
     }
+    drop(index);
     LinearizedModel {
         dofs,
         m,
@@ -354,6 +384,7 @@ pub(crate) fn seismic_vector(
     direction: &str,
 ) -> DVector<f64> {
     let mut p = DVector::zeros(dofs.len());
+    let index = DofIndex::new(dofs);
     for (_, e, _) in elements {
         let Some(m) = e.mass() else { continue };
         let ed = e.dofs();
@@ -366,7 +397,7 @@ pub(crate) fn seismic_vector(
         });
         let pe = &m * iota;
         for (i, d) in ed.iter().enumerate() {
-            if let Some(k) = dofs.iter().position(|x| x == d) {
+            if let Some(k) = index.get(d) {
                 p[k] += pe[i];
             }
         }
@@ -398,6 +429,33 @@ mod tests {
         t += "[damping]\nalpha = 0.05\nbeta = 0.001\n";
         t += "[analysis]\nintegrator = \"mg-alpha\"\ntime_step = 0.001\nduration = 0.01\n";
         Model::from_toml(&t, "chain.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The hashed DOF rows equal the linear search they replace, element by element (DOFs
+    /// outside the partition map to none, a DOF listed twice to its first row), and a model
+    /// whose node list is not sorted by id still finds every node.
+    #[test]
+    fn hashed_dof_rows_equal_the_linear_search() {
+        let model = chain(50);
+        let all: Vec<&crate::model::ElementInstance> = model.elements.iter().collect();
+        let mut dofs = collect_dofs(&model, &all);
+        assert_eq!(dofs.len(), 50);
+        // Only part of the DOFs, one of them twice.
+        dofs.truncate(30);
+        dofs.push(dofs[7].clone());
+        let index = DofIndex::new(&dofs);
+        for inst in &model.elements {
+            assert_eq!(index.map(&inst.element), map_dofs(&dofs, &inst.element));
+        }
+        assert_eq!(index.get(&dofs[7]), Some(7));
+        assert_eq!(index.get(&DofRef::new(40, "x")), None);
+        let mut shuffled = model.clone();
+        shuffled.nodes.reverse();
+        for id in 1..=50 {
+            assert_eq!(shuffled.node(id).map(|n| n.id), Some(id));
+            assert_eq!(model.node(id).map(|n| n.id), Some(id));
+        }
+        assert!(model.node(51).is_none() && shuffled.node(0).is_none());
     }
 
     /// The Rayleigh damping of a chain is one sparse element whose force, `J0` block and

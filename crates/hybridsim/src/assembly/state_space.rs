@@ -230,12 +230,9 @@ impl StateSpace {
         let n = dofs.len();
         let mut slots = Vec::new();
         let mut offset = 0;
+        let index = super::DofIndex::new(&dofs);
         for (ename, e, _) in &elements {
-            let map: Vec<Option<usize>> = e
-                .dofs()
-                .iter()
-                .map(|d| dofs.iter().position(|x| x == d))
-                .collect();
+            let map: Vec<Option<usize>> = index.map(e);
             let stores_energy = stores_energy(e.as_ref());
             let kernel = SlotKernel::classify(e.as_ref(), &map, n);
             slots.push(ElementSlot {
@@ -315,11 +312,11 @@ impl StateSpace {
         }
         if let Some(est) = estimate {
             for (a, da) in est.dofs.iter().enumerate() {
-                let Some(i) = dofs.iter().position(|x| x == da) else {
+                let Some(i) = index.get(da) else {
                     continue;
                 };
                 for (b, db) in est.dofs.iter().enumerate() {
-                    let Some(j) = dofs.iter().position(|x| x == db) else {
+                    let Some(j) = index.get(db) else {
                         continue;
                     };
                     j0.push((n + i, j, est.stiffness[(a, b)]));
@@ -376,11 +373,7 @@ impl StateSpace {
         let loads = model
             .loads
             .iter()
-            .filter_map(|l| {
-                dofs.iter()
-                    .position(|d| *d == l.dof)
-                    .map(|k| (k, l.function.clone()))
-            })
+            .filter_map(|l| index.get(&l.dof).map(|k| (k, l.function.clone())))
             .collect();
         let seismic = model
             .ground_motions
@@ -407,6 +400,7 @@ impl StateSpace {
             .iter()
             .map(|g| g.acceleration.clone())
             .collect();
+        drop(index);
         Ok(Self {
             name: name.to_string(),
             physical,

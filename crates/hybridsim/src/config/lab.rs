@@ -226,8 +226,9 @@ pub(super) fn lab(
             pacing: Pacing::Fast,
             cpus: Vec::new(),
             priority: 80,
-            results_ring: 8192,
+            results_ring: crate::model::lab::DEFAULT_RESULTS_RING_ROWS,
             spin_budget: crate::model::lab::DEFAULT_SPIN_BUDGET_US,
+            results_ring_given: false,
         }),
         Some(v) => {
             deserialize::<RunnerSpec>(v, "runner", diag).map(|spec| runner_table(spec, diag))
@@ -2624,7 +2625,10 @@ fn runner_table(spec: RunnerSpec, diag: &mut Diagnostics) -> RunnerSettings {
             format!("must be 1..99, found {priority}"),
         );
     }
-    let results_ring = spec.results_ring.unwrap_or(8192);
+    let results_ring_given = spec.results_ring.is_some();
+    let results_ring = spec
+        .results_ring
+        .unwrap_or(crate::model::lab::DEFAULT_RESULTS_RING_ROWS as i64);
     if results_ring < 16 {
         diag.push(
             "runner.results_ring",
@@ -2659,6 +2663,7 @@ fn runner_table(spec: RunnerSpec, diag: &mut Diagnostics) -> RunnerSettings {
         } else {
             crate::model::lab::DEFAULT_SPIN_BUDGET_US
         },
+        results_ring_given,
     }
 }
 
@@ -2848,11 +2853,11 @@ fn ring_bound(
     ctx: &LabContext,
     diag: &mut Diagnostics,
 ) {
-    let rows = runner.results_ring;
+    let results_cols = 1 + 3 * ctx.free_dofs as u128;
+    let rows = runner.results_ring_rows(results_cols.min(usize::MAX as u128) as usize);
     if rows as u128 > MAX_RESULTS_RING as u128 {
         return; // already refused by `runner_table`
     }
-    let results_cols = 1 + 3 * ctx.free_dofs as u128;
     let lab_rows = lab_ring_rows(rows, ctx.ss, ctx.every);
     let lab_cols = lab_columns(lab.actuators.len()) as u128;
     let bytes = 8 * (rows as u128 * results_cols + lab_rows * lab_cols);

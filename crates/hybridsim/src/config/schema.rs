@@ -794,7 +794,7 @@ pub struct RunnerSpec {
     /// SCHED_FIFO priority.
     #[serde(default)]
     pub priority: Option<i64>,
-    /// Results ring capacity in rows.
+    /// Results ring capacity in rows (default: as many rows as fit 64 MiB, 16 to 8192).
     #[serde(default)]
     pub results_ring: Option<i64>,
     /// Spin budget of the paced waits (µs).

@@ -967,7 +967,18 @@ pub struct RunnerSettings {
     /// The last stretch of every paced wait that spins instead of sleeping (µs; the runner
     /// sleeps with an absolute `clock_nanosleep` to this much before each deadline).
     pub spin_budget: f64,
+    /// Whether `[runner] results_ring` was given; if not, the runner sizes the ring by bytes
+    /// ([`RunnerSettings::results_ring_rows`]).
+    pub results_ring_given: bool,
 }
+
+/// Bytes of the real-time runner's results ring when `[runner] results_ring` is not given:
+/// the ring holds as many rows as fit (at most [`DEFAULT_RESULTS_RING_ROWS`], at least 16), so
+/// its memory does not grow with the row width (about 7 columns a DOF: 8192 rows were
+/// 0.46 MB a DOF, locked in memory by a SCHED_FIFO run).
+pub const DEFAULT_RESULTS_RING_BYTES: usize = 64 << 20;
+/// Most rows of the default results ring (the `[runner] results_ring` default of narrow rows).
+pub const DEFAULT_RESULTS_RING_ROWS: usize = 8192;
 
 /// Default `[runner] spin_budget` (µs).
 pub const DEFAULT_SPIN_BUDGET_US: f64 = 50.0;
@@ -978,6 +989,19 @@ impl RunnerSettings {
     /// [`RunnerSettings::spin_budget`] in nanoseconds.
     pub fn spin_budget_ns(&self) -> u64 {
         (self.spin_budget * 1e3).round().max(0.0) as u64
+    }
+
+    /// Rows of the results ring for rows of `columns` values: `[runner] results_ring` when
+    /// given, else as many rows as fit [`DEFAULT_RESULTS_RING_BYTES`], between 16 and
+    /// [`DEFAULT_RESULTS_RING_ROWS`].
+    pub fn results_ring_rows(&self, columns: usize) -> usize {
+        if self.results_ring_given {
+            self.results_ring
+        } else {
+            (DEFAULT_RESULTS_RING_BYTES / (8 * columns.max(1)))
+                .clamp(16, DEFAULT_RESULTS_RING_ROWS)
+                .min(self.results_ring)
+        }
     }
 }
 
@@ -990,4 +1014,39 @@ pub struct LabConfig {
     pub safety: SafetySettings,
     /// `[runner]`.
     pub runner: RunnerSettings,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runner(results_ring: usize, given: bool) -> RunnerSettings {
+        RunnerSettings {
+            pacing: Pacing::Fast,
+            cpus: Vec::new(),
+            priority: 80,
+            results_ring,
+            spin_budget: DEFAULT_SPIN_BUDGET_US,
+            results_ring_given: given,
+        }
+    }
+
+    /// Without `[runner] results_ring` the ring holds 64 MiB of rows (8192 narrow rows, fewer
+    /// wide ones, never fewer than 16), so its memory stays bounded as N grows; a given size
+    /// is kept whatever the width.
+    #[test]
+    fn the_default_results_ring_is_sized_by_bytes_and_a_given_one_is_kept() {
+        let auto = runner(DEFAULT_RESULTS_RING_ROWS, false);
+        assert_eq!(auto.results_ring_rows(10), 8192);
+        assert_eq!(auto.results_ring_rows(1024), 8192);
+        // A chain of 1000 storeys records about 7 columns a DOF.
+        assert_eq!(auto.results_ring_rows(7006), (64 << 20) / (8 * 7006));
+        assert_eq!(auto.results_ring_rows(7006), 1197);
+        assert!(auto.results_ring_rows(7006) * 7006 * 8 <= 64 << 20);
+        assert_eq!(auto.results_ring_rows(10_000_000), 16);
+        assert_eq!(auto.results_ring_rows(0), 8192);
+        let given = runner(8192, true);
+        assert_eq!(given.results_ring_rows(7006), 8192);
+        assert_eq!(runner(20, true).results_ring_rows(10), 20);
+    }
 }

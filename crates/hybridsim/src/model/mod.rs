@@ -358,8 +358,14 @@ pub const LSRT2_GAMMA_HIGH: f64 = 1.0 + std::f64::consts::FRAC_1_SQRT_2;
 
 impl Model {
     /// Index of a node by id.
+    ///
+    /// `nodes` is sorted by id (as the model reader leaves it), so this is a binary search;
+    /// a list built otherwise is searched linearly when the binary search misses.
     pub fn node(&self, id: i64) -> Option<&Node> {
-        self.nodes.iter().find(|n| n.id == id)
+        match self.nodes.binary_search_by_key(&id, |n| n.id) {
+            Ok(i) => Some(&self.nodes[i]),
+            Err(_) => self.nodes.iter().find(|n| n.id == id),
+        }
     }
 
     /// Initial displacement and velocity of a DOF.
