@@ -664,6 +664,17 @@ impl TimeIntegrator for PgAlpha {
     fn set_time(&mut self, t: f64) {
         self.clock.set_time(t);
     }
+    fn nonlinear_solve(&self) -> Option<super::NonlinearSolveReport> {
+        let mut reports = self
+            .runs
+            .iter()
+            .filter_map(|r| r.stepper.nonlinear_report());
+        let mut total = reports.next()?;
+        for r in reports {
+            total.merge(&r);
+        }
+        Some(total)
+    }
 }
 
 #[cfg(test)]
