@@ -197,6 +197,8 @@ pub struct AlphaStepper {
     solves: u64,
     first_unconverged: Option<f64>,
     worst_unconverged: f64,
+    /// `Y_n` kept by [`AlphaStepper::keep_start`] for [`AlphaStepper::reproject`].
+    y_start: DVector<f64>,
 }
 
 /// What the converged nonlinear solve of the numerical partitions did over a run (issue 17),
@@ -267,6 +269,7 @@ impl AlphaStepper {
             solves: 0,
             first_unconverged: None,
             worst_unconverged: 0.0,
+            y_start: DVector::zeros(0),
         }
     }
 
@@ -363,7 +366,43 @@ impl AlphaStepper {
             solves: 0,
             first_unconverged: None,
             worst_unconverged: 0.0,
+            y_start: DVector::zeros(n),
         })
+    }
+
+    /// Whether a linear correction of this partition's end state must be followed by
+    /// [`AlphaStepper::reproject`]: a numerical partition with path-updated states under the
+    /// converged solve.
+    pub fn reprojects(&self) -> bool {
+        self.nonlinear && self.tolerance.is_some() && !self.path_rows.is_empty()
+    }
+
+    /// Keep `Y_n` (the state the step started from) for [`AlphaStepper::reproject`].
+    /// Allocation-free.
+    pub fn keep_start(&mut self, y: &DVector<f64>) {
+        if self.reprojects() {
+            self.y_start.copy_from(y);
+        }
+    }
+
+    /// After a linear correction of the step's end state `to` (PG-α's link update
+    /// `𝕐 = 𝕐^free + ℚ Λ`, whose operator is built with the initial tangent), put the
+    /// path-updated states back on their laws: their values along the straight path from the
+    /// kept `Y_n` ([`AlphaStepper::keep_start`]) to the corrected displacements (the return
+    /// mapping of the converged solve), with `Ẏ` and `V` of those rows consistent with them
+    /// (eq 13). Without it the elastic correction carries the force of a yielded bilinear
+    /// bearing past its yield bound (issue 17). Nothing for other partitions. Allocation-free.
+    pub fn reproject(&mut self, part: &mut Partition, to: &mut AlphaState) {
+        if !self.reprojects() {
+            return;
+        }
+        part.state
+            .path_update(self.y_start.as_slice(), to.y.as_mut_slice(), &mut part.ws);
+        let w = self.params.alpha_f / self.params.alpha_m;
+        for &r in &self.path_rows {
+            to.ydot[r] = (to.y[r] - self.y_tilde[r]) / self.c;
+            to.v[r] = self.v_tilde[r] + w * to.ydot[r];
+        }
     }
 
     /// Solve `D x = b` in place.

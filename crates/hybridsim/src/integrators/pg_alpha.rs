@@ -328,9 +328,13 @@ impl PgAlpha {
     }
 
     /// Phase 4: link update `𝕐^X = 𝕐^{X,free} + ℚ^X Λ_{n+1}` of every partition and
-    /// advance to `t_{n+1}` (Steps 13–14).
+    /// advance to `t_{n+1}` (Steps 13–14). The states of hysteretic elements with an exact path
+    /// update in the numerical partition are then put back on their laws
+    /// ([`AlphaStepper::reproject`]): `ℚ` is built with the initial tangent, so the linear
+    /// correction alone would move a yielded bilinear force past its bound.
     pub fn link_update(&mut self) -> Result<(), StepError> {
-        for run in &mut self.runs {
+        for (run, part) in self.runs.iter_mut().zip(self.parts.iter_mut()) {
+            run.stepper.keep_start(&run.coupled.y);
             run.coupled.y.copy_from(&run.free.y);
             run.coupled.y.gemv(1.0, &run.q_y, &self.lambda_next, 1.0);
             run.coupled.ydot.copy_from(&run.free.ydot);
@@ -339,6 +343,8 @@ impl PgAlpha {
                 .gemv(1.0, &run.q_ydot, &self.lambda_next, 1.0);
             run.coupled.v.copy_from(&run.free.v);
             run.coupled.v.gemv(1.0, &run.q_v, &self.lambda_next, 1.0);
+            // Hysteretic states back on their laws after the linear correction (issue 17).
+            run.stepper.reproject(part, &mut run.coupled);
         }
         self.lambda.copy_from(&self.lambda_next);
         self.clock.advance();
