@@ -162,8 +162,8 @@ impl AlphaState {
 /// Bouc-Wen) are set by that update (a return mapping along the step's straight deformation
 /// path, which locates yield and unloading inside the step; for Bouc-Wen the law integrated
 /// along that path, so velocity reversals fall at the ends of steps) rather than by their
-/// rate law. A step that
-/// does not converge keeps its last iterate and is counted ([`AlphaStepper::unconverged_steps`]).
+/// rate law. A step that does not converge keeps its last iterate and is counted
+/// ([`AlphaStepper::unconverged_steps`], [`AlphaStepper::nonlinear_report`]).
 /// A linear partition takes none of this path (the same bits as before); a physical partition
 /// is never iterated (its specimen is commanded once per step).
 #[derive(Debug, Clone)]
