@@ -590,6 +590,42 @@ fn lab_json(sim: &Engine, p: &Progress) -> Option<Value> {
     }))
 }
 
+/// The coarse step whose end is `t` (1-based; the first step ends at `Δt`).
+fn step_ending_at(t: f64, dt: f64) -> u64 {
+    (t / dt).round().max(1.0) as u64
+}
+
+/// `run.json`'s `nonlinear_solve`: what the converged solve of the numerical partitions did.
+fn nonlinear_solve_json(r: &hybridsim::integrators::NonlinearSolveReport, dt: f64) -> Value {
+    json!({
+        "tolerance": r.tolerance,
+        "max_iterations": r.max_iterations,
+        "solves": r.solves,
+        "iterations": r.iterations,
+        "unconverged_steps": r.unconverged_steps,
+        "first_unconverged_step": r.first_unconverged_time.map(|t| step_ending_at(t, dt)),
+        "first_unconverged_time": r.first_unconverged_time,
+        "worst_residual": r.worst_residual,
+    })
+}
+
+/// The warning of a run with unconverged steps.
+fn unconverged_warning(r: &hybridsim::integrators::NonlinearSolveReport, dt: f64) -> String {
+    format!(
+        "analysis.nonlinear_max_iterations: {} step(s) of the nonlinear solve did not meet \
+         analysis.nonlinear_tolerance = {:e} within {} iterations (first: step {} at t = {}; \
+         worst residual, the last correction relative to the rate, {:.3e}); those steps keep \
+         their last iterate",
+        r.unconverged_steps,
+        r.tolerance,
+        r.max_iterations,
+        r.first_unconverged_time
+            .map_or(0, |t| step_ending_at(t, dt)),
+        r.first_unconverged_time.unwrap_or(0.0),
+        r.worst_residual,
+    )
+}
+
 fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
     let lab = lab_json(sim, &p);
     let Progress {
@@ -679,6 +715,7 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
         "rayleigh": rayleigh.map(|(alpha, beta)| json!({"alpha": alpha, "beta": beta})),
         "ground_motions": crate::inputs::ground_motion_json(m, &loaded.record_sha256),
         "warnings": crate::inputs::warnings_json(m),
+        "nonlinear_solve": integ.nonlinear_solve().map(|r| nonlinear_solve_json(&r, a.time_step)),
         "random_seeds": seeds,
         "status": status,
         "error": error,
@@ -700,6 +737,12 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
             "mean_step_microseconds": if steps > 0 { step_time.as_secs_f64() * 1e6 / steps as f64 } else { 0.0 },
         },
     });
+    // Unconverged steps of the converged nonlinear solve: an event among the warnings.
+    if let (Some(r), Some(Value::Array(w))) = (integ.nonlinear_solve(), out.get_mut("warnings")) {
+        if r.unconverged_steps > 0 {
+            w.push(json!(unconverged_warning(&r, a.time_step)));
+        }
+    }
     if let (Some(Value::Object(lab)), Value::Object(o)) = (lab, &mut out) {
         for (k, v) in lab {
             o.insert(k, v);

@@ -2,8 +2,11 @@
 //! (issue 17): a Bouc-Wen SDOF and a six-storey bilinear (`mostaghel`, equal to OpenSees
 //! `Steel01`) shear building, damped and undamped, under El Centro 1940 NS at Δt = 1 ms, against
 //! an independent fine-step reference and OpenSees at the same step, both computed by
-//! `scripts/accuracy/hysteretic_reference.py` (numpy; openseespy). The order is measured by
-//! step halving (2, 1, 0.5, 0.25 ms).
+//! `scripts/accuracy/hysteretic_reference.py` (numpy, scipy; openseespy). The order is
+//! measured by step halving (2, 1, 0.5, 0.25 ms), and for Bouc-Wen also against the
+//! reference (an adaptive DOP853 solution). The second test answers whether the bilinear
+//! building's 1e-4 target is reachable at 1 ms with the trapezoidal rule (it is not: the same
+//! building with elastic storeys errs by more, against its exact solution).
 //!
 //! The references are written to `$HYBRIDSIM_ACCURACY_REFERENCE` when set (and reused), else
 //! to a folder under the target directory. Without Python/numpy or the record the test skips
@@ -17,6 +20,8 @@ use std::process::Command;
 
 const CASES: [&str; 3] = ["bouc_wen_sdof", "shear6_damped", "shear6_undamped"];
 const DTS_US: [u64; 4] = [2000, 1000, 500, 250];
+/// The elastic twins of the six-storey building, against their exact solution.
+const ELASTIC_CASES: [&str; 2] = ["shear6_elastic_damped", "shear6_elastic_undamped"];
 
 fn skip_or_fail(why: &str) -> Option<PathBuf> {
     if std::env::var_os("CI").is_some() {
@@ -32,7 +37,12 @@ fn references() -> Option<PathBuf> {
         Some(d) => PathBuf::from(d),
         None => Path::new(env!("CARGO_TARGET_TMPDIR")).join("hysteretic_accuracy"),
     };
-    if dir.join("manifest.json").is_file() {
+    let complete = dir.join("manifest.json").is_file()
+        && CASES
+            .iter()
+            .chain(&ELASTIC_CASES)
+            .all(|c| dir.join(format!("{c}_reference.csv")).is_file());
+    if complete {
         return Some(dir);
     }
     let script = common::root().join("scripts/accuracy/hysteretic_reference.py");
@@ -161,11 +171,20 @@ fn hysteretic_substructures_are_second_order_at_default_settings() {
                 }
             }
         } else {
-            // Bouc-Wen (n = 1, a kink of the law at every velocity reversal): the slopes scatter
-            // (2.83, 1.64); their mean over the three halvings must be second order.
-            let mean = slopes.iter().sum::<f64>() / slopes.len() as f64;
-            if mean.is_nan() || mean < 1.9 {
-                failures.push(format!("{case}: mean order {mean:.3} < 1.9"));
+            // Bouc-Wen: the law is integrated along each step's straight deformation path, so
+            // the kink at velocity reversals lies at the ends of steps; the order by step
+            // halving against the adaptive (DOP853) reference is 2.0 ± 0.1 at every halving.
+            let errors: Vec<f64> = DTS_US
+                .iter()
+                .zip(&runs)
+                .map(|(&dt, r)| history_error(r, &on_grid(&reference, dt), 1))
+                .collect();
+            let against = common::slopes(&errors);
+            println!("{case}: history errors vs reference at 2, 1, 0.5, 0.25 ms {errors:?}, slopes {against:.3?}");
+            for s in slopes.iter().chain(&against) {
+                if (s - 2.0).abs() > 0.1 {
+                    failures.push(format!("{case}: order {s:.3} not 2.0 ± 0.1"));
+                }
             }
         }
         let os = dir.join(format!("{case}_opensees.csv"));
@@ -186,6 +205,89 @@ fn hysteretic_substructures_are_second_order_at_default_settings() {
             }
         } else {
             skip_or_fail(&format!("no OpenSees history {}", os.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The reference rows on the grid of a run at `dt_us` (every 1 ms, or every 2 ms at 2 ms).
+fn on_grid(reference: &[Vec<f64>], dt_us: u64) -> Vec<Vec<f64>> {
+    let stride = if dt_us > 1000 { 2 } else { 1 };
+    reference.iter().step_by(stride).cloned().collect()
+}
+
+/// Peak of each DOF's absolute value.
+fn peaks(a: &[Vec<f64>]) -> Vec<f64> {
+    (0..a[0].len())
+        .map(|i| a.iter().map(|r| r[i].abs()).fold(0.0, f64::max))
+        .collect()
+}
+
+/// Item 1 of issue 17: is the 1e-4 peak-error target reachable at Δt = 1 ms for the bilinear
+/// building? The trapezoidal rule (MG-α with ρ∞ = 1, equal to OpenSees's Newmark average
+/// acceleration) on the same building with elastic storeys, against its exact solution (matrix
+/// exponential, exact to round-off), already errs by more than 1e-4 of the peak at 1 ms, and is
+/// cleanly second order. On the bilinear building the error against the fine-step reference
+/// equals the estimate from hybridsim's own 1 ms and 0.5 ms runs (Richardson, `4/3` of their
+/// difference), so the reference is not what is wrong: the remaining error is the rule's own,
+/// a few times the elastic building's. The target 1e-4 needs Δt ≈ 0.4 ms (damped) or 0.2 ms
+/// (undamped) with this rule.
+#[test]
+fn the_trapezoidal_rule_alone_exceeds_1e_4_on_the_six_storey_building_at_1ms() {
+    let Some(dir) = references() else { return };
+    let mut failures = Vec::new();
+    let mut elastic_at_1ms = Vec::new();
+    for case in ELASTIC_CASES {
+        let exact = read_csv(&dir.join(format!("{case}_reference.csv")));
+        let errors: Vec<f64> = DTS_US
+            .iter()
+            .map(|&dt| peak_error(&run(&dir, case, dt, |t| t), &on_grid(&exact, dt)))
+            .collect();
+        let slopes = common::slopes(&errors);
+        println!(
+            "{case}: peak errors vs exact at 2, 1, 0.5, 0.25 ms {errors:?}, slopes {slopes:.3?}"
+        );
+        if errors[1].is_nan() || errors[1] <= 1e-4 {
+            failures.push(format!(
+                "{case}: the trapezoidal error at 1 ms {:.2e} is not above 1e-4",
+                errors[1]
+            ));
+        }
+        for s in &slopes {
+            if (s - 2.0).abs() > 0.1 {
+                failures.push(format!(
+                    "{case}: order {s:.3} against the exact solution not 2.0 ± 0.1"
+                ));
+            }
+        }
+        elastic_at_1ms.push(errors[1]);
+    }
+    for (case, elastic) in ["shear6_damped", "shear6_undamped"]
+        .iter()
+        .zip(&elastic_at_1ms)
+    {
+        let reference = read_csv(&dir.join(format!("{case}_reference.csv")));
+        let at_1ms = run(&dir, case, 1000, |t| t);
+        let at_half: Vec<Vec<f64>> = run(&dir, case, 500, |t| t);
+        let error = peak_error(&at_1ms, &reference);
+        // Richardson from hybridsim alone: per DOF, (4/3)(peak at 1 ms − peak at 0.5 ms) / peak.
+        let (p1, ph, pr) = (peaks(&at_1ms), peaks(&at_half), peaks(&reference));
+        let estimate = (0..pr.len())
+            .map(|i| (4.0 / 3.0 * (p1[i] - ph[i])).abs() / pr[i])
+            .fold(0.0, f64::max);
+        let ratio = error / elastic;
+        println!(
+            "{case}: peak error vs reference {error:.3e}, self-convergence estimate {estimate:.3e}, ratio to the elastic building's {ratio:.2}"
+        );
+        if error.is_nan() || estimate.is_nan() || (error - estimate).abs() > 0.1 * error {
+            failures.push(format!(
+                "{case}: error vs reference {error:.2e} differs from the self-convergence estimate {estimate:.2e} by more than 10 %"
+            ));
+        }
+        if !(1.0..=10.0).contains(&ratio) {
+            failures.push(format!(
+                "{case}: ratio {ratio:.2} to the elastic building's error outside [1, 10]"
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

@@ -685,6 +685,8 @@ impl StateSpace {
             }
             slot.element
                 .project_state(&ws.u1[..ne], &ws.v[..ne], &ws.s[..ns], &mut ws.s1[..ns]);
+            slot.element
+                .integrate_path(&ws.u[..ne], &ws.u1[..ne], &ws.s[..ns], &mut ws.s1[..ns]);
             if let Some(ie) = slot.absorbed_energy_state {
                 slot.element.restoring(
                     &ws.u1[..ne],

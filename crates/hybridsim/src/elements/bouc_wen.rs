@@ -111,4 +111,89 @@ impl Element for BoucWen {
         // 1/50 of the yield deformation r_u/A.
         Some(0.02 * self.ultimate_force() / self.a)
     }
+    fn exact_path_update(&self) -> bool {
+        true
+    }
+    fn integrate_path(&self, u_start: &[f64], u: &[f64], s_start: &[f64], s: &mut [f64]) {
+        s[0] = self.force_along_path(s_start[0], deformation(u) - deformation(u_start));
+    }
+}
+
+impl BoucWen {
+    /// The force at the end of a straight deformation increment `delta` from force `r0`: the
+    /// law is rate-independent, `dr/dd = A − [β sgn(r Δ) + γ] |r|ⁿ` along a monotonic path, so
+    /// with `ρ = r sgn(Δ)` and the path length `ξ = |Δ|`,
+    /// `dρ/dξ = A − (β sgn ρ + γ)|ρ|ⁿ`. For `n = 1` both branches are linear and solved in
+    /// closed form, with the switch at `ρ = 0` located exactly: `ρ < 0` (unloading):
+    /// `ρ' = A + (γ − β)ρ`; `ρ ≥ 0` (loading): `ρ' = A − (β + γ)ρ`. For other `n`, classical
+    /// Runge–Kutta in `ξ` with steps of at most 1/200 of the yield deformation `r_u/A`.
+    /// This is the event location at velocity reversals of issue 17: the straight path of a
+    /// step never reverses, so the kink of the rate law at `ḋ = 0` is at the ends of steps.
+    pub fn force_along_path(&self, r0: f64, delta: f64) -> f64 {
+        if delta == 0.0 || !delta.is_finite() {
+            return r0;
+        }
+        let sign = delta.signum();
+        let xi = delta.abs();
+        let rho = r0 * sign;
+        let out = if self.n == 1.0 {
+            self.path_linear(rho, xi)
+        } else {
+            self.path_runge_kutta(rho, xi)
+        };
+        out * sign
+    }
+
+    fn path_linear(&self, mut rho: f64, mut xi: f64) -> f64 {
+        let a = self.a;
+        if rho < 0.0 {
+            // ρ' = A + cρ, c = γ − β, from ρ < 0 towards 0.
+            let c = self.gamma - self.beta;
+            let x = c * rho / a;
+            // Path length to ρ = 0 (infinite when the branch never gets there).
+            let to_zero = if c == 0.0 {
+                -rho / a
+            } else if x > -1.0 {
+                -x.ln_1p() / c
+            } else {
+                f64::INFINITY
+            };
+            if xi <= to_zero {
+                return if c == 0.0 {
+                    rho + a * xi
+                } else {
+                    rho * (c * xi).exp() + a * (c * xi).exp_m1() / c
+                };
+            }
+            xi -= to_zero;
+            rho = 0.0;
+        }
+        // ρ' = A − bρ, b = β + γ > 0.
+        let b = self.beta + self.gamma;
+        rho * (-b * xi).exp() - a * (-b * xi).exp_m1() / b
+    }
+
+    fn path_runge_kutta(&self, mut rho: f64, xi: f64) -> f64 {
+        let rate = |p: f64| {
+            let sg = if p > 0.0 {
+                1.0
+            } else if p < 0.0 {
+                -1.0
+            } else {
+                0.0
+            };
+            self.a - (self.beta * sg + self.gamma) * p.abs().powf(self.n)
+        };
+        let h_max = 0.005 * self.ultimate_force() / self.a;
+        let steps = ((xi / h_max).ceil() as usize).clamp(1, 100_000);
+        let h = xi / steps as f64;
+        for _ in 0..steps {
+            let k1 = rate(rho);
+            let k2 = rate(rho + 0.5 * h * k1);
+            let k3 = rate(rho + 0.5 * h * k2);
+            let k4 = rate(rho + h * k3);
+            rho += h / 6.0 * (k1 + 2.0 * (k2 + k3) + k4);
+        }
+        rho
+    }
 }

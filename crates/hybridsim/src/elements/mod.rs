@@ -297,6 +297,15 @@ pub trait Element: Send + Sync + fmt::Debug + ElementClone {
     fn exact_path_update(&self) -> bool {
         false
     }
+
+    /// For an element with [`Element::exact_path_update`] whose law is rate-independent but not
+    /// piecewise linear (Bouc-Wen): set the extra states `s` at the end of the straight
+    /// deformation path from `u_start` (states `s_start`) to `u`, by integrating the law along
+    /// the path in the deformation (exactly, or finely), after the predictor and
+    /// [`Element::project_state`]. Along a straight path the deformation never reverses, so the
+    /// velocity reversals of the step fall at its ends and the kink of the law at `ḋ = 0`
+    /// never lies inside an integration interval. Must not allocate. Default: nothing.
+    fn integrate_path(&self, _u_start: &[f64], _u: &[f64], _s_start: &[f64], _s: &mut [f64]) {}
 }
 
 /// Shared handle to an element.

@@ -158,10 +158,12 @@ impl AlphaState {
 /// instead iterates the same modified-Newton correction (the initial tangent in `D`, factored
 /// once) until the increment of `Ẏ` is below the tolerance relative to `Ẏ` in each block
 /// (`u`, `v`, `s`), at most `max_iterations` times; the states of elements with an exact path
-/// update ([`crate::elements::Element::exact_path_update`]: bilinear, Steel01, lead-rubber)
-/// are set by that update (a return mapping along the step's straight deformation path, which
-/// locates yield and unloading inside the step) rather than by their rate law. A step that
-/// does not converge keeps its last iterate and is counted ([`AlphaStepper::unconverged_steps`]).
+/// update ([`crate::elements::Element::exact_path_update`]: bilinear, Steel01, lead-rubber,
+/// Bouc-Wen) are set by that update (a return mapping along the step's straight deformation
+/// path, which locates yield and unloading inside the step; for Bouc-Wen the law integrated
+/// along that path, so velocity reversals fall at the ends of steps) rather than by their
+/// rate law. A step that does not converge keeps its last iterate and is counted
+/// ([`AlphaStepper::unconverged_steps`], [`AlphaStepper::nonlinear_report`]).
 /// A linear partition takes none of this path (the same bits as before); a physical partition
 /// is never iterated (its specimen is commanded once per step).
 #[derive(Debug, Clone)]
@@ -192,6 +194,53 @@ pub struct AlphaStepper {
     on_path: Vec<bool>,
     unconverged: u64,
     iterations: u64,
+    solves: u64,
+    first_unconverged: Option<f64>,
+    worst_unconverged: f64,
+    /// `Y_n` kept by [`AlphaStepper::keep_start`] for [`AlphaStepper::reproject`].
+    y_start: DVector<f64>,
+}
+
+/// What the converged nonlinear solve of the numerical partitions did over a run (issue 17),
+/// for `run.json`: how many steps it solved, how many of those reached the iteration bound
+/// without meeting the tolerance, when the first of them ended, and the worst last correction
+/// among them.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct NonlinearSolveReport {
+    /// Steps solved by the converged path (substeps of a subcycled partition count singly).
+    pub solves: u64,
+    /// Corrections made, all steps.
+    pub iterations: u64,
+    /// Steps that reached `max_iterations` without meeting the tolerance (each keeps its last
+    /// iterate and the run goes on).
+    pub unconverged_steps: u64,
+    /// End time of the first unconverged step.
+    pub first_unconverged_time: Option<f64>,
+    /// Worst residual of an unconverged step: the last correction `D⁻¹ r` (`r` the residual of
+    /// the step's equations) relative to `Ẏ`, the largest over the blocks `u`, `v`, `s` — the
+    /// quantity that `tolerance` bounds (0 when every step converged).
+    pub worst_residual: f64,
+    /// The tolerance of the solve.
+    pub tolerance: f64,
+    /// The iteration bound of the solve.
+    pub max_iterations: usize,
+}
+
+impl NonlinearSolveReport {
+    /// Combine the reports of two partitions.
+    pub fn merge(&mut self, other: &NonlinearSolveReport) {
+        self.solves += other.solves;
+        self.iterations += other.iterations;
+        self.unconverged_steps += other.unconverged_steps;
+        self.first_unconverged_time =
+            match (self.first_unconverged_time, other.first_unconverged_time) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        self.worst_residual = self.worst_residual.max(other.worst_residual);
+        self.tolerance = self.tolerance.max(other.tolerance);
+        self.max_iterations = self.max_iterations.max(other.max_iterations);
+    }
 }
 
 impl AlphaStepper {
@@ -217,6 +266,10 @@ impl AlphaStepper {
             on_path: Vec::new(),
             unconverged: 0,
             iterations: 0,
+            solves: 0,
+            first_unconverged: None,
+            worst_unconverged: 0.0,
+            y_start: DVector::zeros(0),
         }
     }
 
@@ -240,16 +293,6 @@ impl AlphaStepper {
         self.iterations
     }
 
-    /// Rows of `Y` set by the exact path update in the converged solve (empty for a linear or
-    /// physical partition, and under fixed corrections).
-    pub fn path_rows(&self) -> &[usize] {
-        if self.solves_to_convergence() {
-            &self.path_rows
-        } else {
-            &[]
-        }
-    }
-
     /// Whether this partition's steps are solved to convergence: a numerical partition with
     /// nonlinear elements and a tolerance.
     pub fn solves_to_convergence(&self) -> bool {
@@ -259,6 +302,21 @@ impl AlphaStepper {
     /// Whether row `row` of `Y` is set by an exact path update (see [`Self::path_rows`]).
     pub fn is_path_row(&self, row: usize) -> bool {
         self.on_path.get(row).copied().unwrap_or(false)
+    }
+
+    /// The report of the converged solve, if this stepper takes it (a numerical partition with
+    /// nonlinear elements and a tolerance); `None` otherwise.
+    pub fn nonlinear_report(&self) -> Option<NonlinearSolveReport> {
+        let tolerance = self.tolerance?;
+        self.nonlinear.then_some(NonlinearSolveReport {
+            solves: self.solves,
+            iterations: self.iterations,
+            unconverged_steps: self.unconverged,
+            first_unconverged_time: self.first_unconverged,
+            worst_residual: self.worst_unconverged,
+            tolerance,
+            max_iterations: self.max_iterations,
+        })
     }
 
     /// Factorize `D = M + c J0` of `part` for step `dt`.
@@ -316,7 +374,46 @@ impl AlphaStepper {
             },
             unconverged: 0,
             iterations: 0,
+            solves: 0,
+            first_unconverged: None,
+            worst_unconverged: 0.0,
+            y_start: DVector::zeros(n),
         })
+    }
+
+    /// Whether a linear correction of this partition's end state must be followed by
+    /// [`AlphaStepper::reproject`]: a numerical partition with path-updated states under the
+    /// converged solve.
+    pub fn reprojects(&self) -> bool {
+        self.nonlinear && self.tolerance.is_some() && !self.path_rows.is_empty()
+    }
+
+    /// Keep `Y_n` (the state the step started from) for [`AlphaStepper::reproject`].
+    /// Allocation-free.
+    pub fn keep_start(&mut self, y: &DVector<f64>) {
+        if self.reprojects() {
+            self.y_start.copy_from(y);
+        }
+    }
+
+    /// After a linear correction of the step's end state `to` (PG-α's link update
+    /// `𝕐 = 𝕐^free + ℚ Λ`, whose operator is built with the initial tangent), put the
+    /// path-updated states back on their laws: their values along the straight path from the
+    /// kept `Y_n` ([`AlphaStepper::keep_start`]) to the corrected displacements (the return
+    /// mapping of the converged solve), with `Ẏ` and `V` of those rows consistent with them
+    /// (eq 13). Without it the elastic correction carries the force of a yielded bilinear
+    /// bearing past its yield bound (issue 17). Nothing for other partitions. Allocation-free.
+    pub fn reproject(&mut self, part: &mut Partition, to: &mut AlphaState) {
+        if !self.reprojects() {
+            return;
+        }
+        part.state
+            .path_update(self.y_start.as_slice(), to.y.as_mut_slice(), &mut part.ws);
+        let w = self.params.alpha_f / self.params.alpha_m;
+        for &r in &self.path_rows {
+            to.ydot[r] = (to.y[r] - self.y_tilde[r]) / self.c;
+            to.v[r] = self.v_tilde[r] + w * to.ydot[r];
+        }
     }
 
     /// Solve `D x = b` in place.
@@ -386,7 +483,7 @@ impl AlphaStepper {
         self.d_fact.solve(to.ydot.as_mut_slice());
         if self.nonlinear && part.physical.is_none() {
             if let Some(tol) = self.tolerance {
-                self.converge(part, from, tol, to);
+                self.converge(part, from, tol, t_next, to);
                 return self.correct(to);
             }
         }
@@ -431,10 +528,19 @@ impl AlphaStepper {
     }
 
     /// The converged solve of `M Ẏ + R(Ỹ + cẎ) = F + LΛw` (modified Newton with `D`).
-    fn converge(&mut self, part: &mut Partition, from: &AlphaState, tol: f64, to: &mut AlphaState) {
+    fn converge(
+        &mut self,
+        part: &mut Partition,
+        from: &AlphaState,
+        tol: f64,
+        t_next: f64,
+        to: &mut AlphaState,
+    ) {
         let n = part.state.n_dofs();
         let size = self.y_iter.len();
         let mut converged = false;
+        let mut last = 0.0;
+        self.solves += 1;
         for _ in 0..self.max_iterations {
             self.iterate_state(part, from, &mut to.ydot);
             self.correction_rhs(part, &to.ydot);
@@ -445,6 +551,7 @@ impl AlphaStepper {
             to.ydot += &self.rhs;
             self.iterations += 1;
             converged = true;
+            last = 0.0;
             for (lo, hi) in [(0, n), (n, 2 * n), (2 * n, size)] {
                 let mut inc: f64 = 0.0;
                 let mut mag: f64 = 0.0;
@@ -458,6 +565,7 @@ impl AlphaStepper {
                 if inc > tol * mag && inc > f64::MIN_POSITIVE {
                     converged = false;
                 }
+                last = f64::max(last, if mag > 0.0 { inc / mag } else { inc });
             }
             if converged {
                 break;
@@ -465,6 +573,8 @@ impl AlphaStepper {
         }
         if !converged {
             self.unconverged += 1;
+            self.first_unconverged.get_or_insert(t_next);
+            self.worst_unconverged = self.worst_unconverged.max(last);
         }
         self.iterate_state(part, from, &mut to.ydot);
     }

@@ -133,4 +133,7 @@ impl TimeIntegrator for MgAlpha {
     fn set_time(&mut self, t: f64) {
         self.clock.set_time(t);
     }
+    fn nonlinear_solve(&self) -> Option<super::NonlinearSolveReport> {
+        self.stepper.nonlinear_report()
+    }
 }

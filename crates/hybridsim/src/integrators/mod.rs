@@ -25,7 +25,7 @@ pub mod second_order;
 mod step_error;
 pub mod tangent;
 
-pub use alpha::{AlphaParameters, AlphaState, AlphaStepper};
+pub use alpha::{AlphaParameters, AlphaState, AlphaStepper, NonlinearSolveReport};
 pub use explicit_rths::ExplicitRths;
 pub use fom::Fom;
 pub use llm::{Llm, LlmRun};
@@ -342,6 +342,11 @@ pub trait TimeIntegrator: Send {
                 self.name()
             )
         })
+    }
+    /// What the converged nonlinear solve (`analysis.nonlinear_solver = "converged"`) of the
+    /// numerical partitions did so far: `None` for schemes and models that do not take it.
+    fn nonlinear_solve(&self) -> Option<NonlinearSolveReport> {
+        None
     }
 }
 

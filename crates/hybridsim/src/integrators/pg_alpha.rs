@@ -328,20 +328,16 @@ impl PgAlpha {
     }
 
     /// Phase 4: link update `𝕐^X = 𝕐^{X,free} + ℚ^X Λ_{n+1}` of every partition and
-    /// advance to `t_{n+1}` (Steps 13–14).
-    ///
-    /// `ℚ^X` is linear (built on `D^X`, the initial tangent), so in a numerical partition solved
-    /// to convergence the states of the elements with an exact path update (bilinear, Steel01,
-    /// lead-rubber) are then set again by that update, from `t_n` to the linked displacements:
-    /// the elastic increment `ℚ_Y Λ` alone would carry a bearing's force past its yield surface
-    /// when the interface moves it (found on `examples/bridge_iso.toml`: the D-CSB slider reached
-    /// 1.39 δ). `Ẏ` and `V` of those rows follow (`Y = Ỹ + cẎ`, `V = Ṽ + (α_f/α_m)Ẏ`).
+    /// advance to `t_{n+1}` (Steps 13–14). The states of hysteretic elements with an exact path
+    /// update in the numerical partition are then put back on their laws
+    /// ([`AlphaStepper::reproject`]): `ℚ` is built with the initial tangent, so the linear
+    /// correction alone would move a yielded bilinear force past its bound (found on
+    /// `examples/bridge_iso.toml`: the D-CSB slider reached 1.39 δ). The other element states
+    /// of a partition solved to convergence (Bouc-Wen, rate laws) are solved again at the
+    /// linked kinematics ([`settle_states`]).
     pub fn link_update(&mut self) -> Result<(), StepError> {
-        for (k, run) in self.runs.iter_mut().enumerate() {
-            let rows = run.stepper.path_rows();
-            if !rows.is_empty() {
-                run.scratch.y.copy_from(&run.coupled.y);
-            }
+        for (run, part) in self.runs.iter_mut().zip(self.parts.iter_mut()) {
+            run.stepper.keep_start(&run.coupled.y);
             run.coupled.y.copy_from(&run.free.y);
             run.coupled.y.gemv(1.0, &run.q_y, &self.lambda_next, 1.0);
             run.coupled.ydot.copy_from(&run.free.ydot);
@@ -350,29 +346,10 @@ impl PgAlpha {
                 .gemv(1.0, &run.q_ydot, &self.lambda_next, 1.0);
             run.coupled.v.copy_from(&run.free.v);
             run.coupled.v.gemv(1.0, &run.q_v, &self.lambda_next, 1.0);
-            let rows = run.stepper.path_rows();
-            if !rows.is_empty() {
-                for &r in rows {
-                    run.scratch.v[r] = run.coupled.y[r];
-                }
-                let part = &mut self.parts[k];
-                part.state.path_update(
-                    run.scratch.y.as_slice(),
-                    run.coupled.y.as_mut_slice(),
-                    &mut part.ws,
-                );
-                let (c, w) = (
-                    run.stepper.c,
-                    run.stepper.params.alpha_f / run.stepper.params.alpha_m,
-                );
-                for &r in rows {
-                    let change = (run.coupled.y[r] - run.scratch.v[r]) / c;
-                    run.coupled.ydot[r] += change;
-                    run.coupled.v[r] += w * change;
-                }
-            }
+            // Hysteretic states back on their laws after the linear correction (issue 17).
+            run.stepper.reproject(part, &mut run.coupled);
             if run.stepper.solves_to_convergence() {
-                settle_states(&mut self.parts[k], run);
+                settle_states(part, run);
             }
         }
         self.lambda.copy_from(&self.lambda_next);
@@ -739,6 +716,17 @@ impl TimeIntegrator for PgAlpha {
     }
     fn set_time(&mut self, t: f64) {
         self.clock.set_time(t);
+    }
+    fn nonlinear_solve(&self) -> Option<super::NonlinearSolveReport> {
+        let mut reports = self
+            .runs
+            .iter()
+            .filter_map(|r| r.stepper.nonlinear_report());
+        let mut total = reports.next()?;
+        for r in reports {
+            total.merge(&r);
+        }
+        Some(total)
     }
 }
 

@@ -1,0 +1,124 @@
+//! The converged nonlinear solve (issue 17, `analysis.nonlinear_solver = "converged"`, the
+//! default) runs inside every step of a numerical partition with hysteretic elements: its
+//! iterations, the return mapping of the path-updated states and the bookkeeping of
+//! unconverged steps must not allocate. Counted with the counting allocator on MG-α (chains of
+//! bilinear, Steel01, Bouc-Wen and lead-rubber springs; converging and forced to stop at one
+//! iteration) and on PG-α's numerical partition of the isolated bridge.
+mod common;
+use common::*;
+
+#[global_allocator]
+static GLOBAL: common::counting::Counting = common::counting::Counting;
+use common::counting::count;
+
+const SPRINGS: [&str; 4] = [
+    "type = \"mostaghel\"\nk = 8000.0\nalpha = 0.05\ndelta = 0.004",
+    "type = \"steel01\"\nE = 7000.0\nFy = 30.0\nb = 0.03",
+    "type = \"bouc_wen\"\nA = 6000.0\nbeta = 3.5\ngamma = 60.0\nn = 1.0",
+    "type = \"lead_rubber\"\nr_lead = 40.0\nk_rubber = 600.0\nn_rubber = 2.0\na_lead = 5.0\np0 = 1.0e-3",
+];
+
+/// A chain of the hysteretic springs `springs` under a synthetic motion, all numerical;
+/// `extra` goes into `[analysis]`.
+fn chain(springs: &[&str], integrator_extra: &str) -> hybridsim::Model {
+    let mut text = String::from(
+        "title = \"hysteretic chain\"\n[units]\nlength = \"m\"\nforce = \"kN\"\ntime = \"s\"\n",
+    );
+    for i in 1..=springs.len() {
+        text += &format!("[[node]]\nid = {i}\ndofs = [\"x\"]\n");
+        text +=
+            &format!("[[element]]\ntype = \"mass\"\nname = \"m{i}\"\nnode = {i}\nmass = 50.0\n");
+    }
+    for (i, s) in springs.iter().enumerate() {
+        let nodes = if i == 0 {
+            "[1]".to_string()
+        } else {
+            format!("[{}, {}]", i + 1, i)
+        };
+        text += &format!(
+            "[[element]]\n{s}\nname = \"s{}\"\nnodes = {nodes}\ndof = \"x\"\n",
+            i + 1
+        );
+    }
+    text += "[[ground_motion]]\ndirection = \"x\"\nsynthetic = { seed = 11, duration = 5.0, pga = 0.4 }\n";
+    text += &format!(
+        "[analysis]\nintegrator = \"mg-alpha\"\nrho_inf = 1.0\ntime_step = 0.002\nduration = 3.0\n{integrator_extra}\n"
+    );
+    model(&text)
+}
+
+/// Count the allocations of 1000 steps; `expect_unconverged`: whether some steps must (`Some(true)`),
+/// must not (`Some(false)`) or may (`None`) reach the iteration bound.
+fn count_steps(mut sim: hybridsim::Simulation, what: &str, expect_unconverged: Option<bool>) {
+    let mut row = vec![0.0; sim.columns().len()];
+    // Warm up.
+    sim.step().unwrap();
+    sim.record(&mut row);
+    let allocations = count(|| {
+        for _ in 0..1000 {
+            sim.step().unwrap();
+        }
+    });
+    let report = sim
+        .integrator
+        .nonlinear_solve()
+        .unwrap_or_else(|| panic!("{what}: the converged solve was not taken"));
+    println!("{what}: {allocations} allocations in 1000 steps; {report:?}");
+    assert!(report.solves >= 1001, "{what}: {report:?}");
+    assert!(report.iterations >= report.solves, "{what}: {report:?}");
+    if let Some(expected) = expect_unconverged {
+        assert_eq!(report.unconverged_steps > 0, expected, "{what}: {report:?}");
+    }
+    assert_eq!(allocations, 0, "{what}: the converged step allocates");
+}
+
+#[test]
+fn the_converged_solve_does_not_allocate() {
+    assert!(
+        count(|| {
+            std::hint::black_box(vec![1u8; 16]);
+        }) >= 1
+    );
+    count_steps(
+        hybridsim::Simulation::new(chain(&SPRINGS[..3], "")).unwrap(),
+        "mg-alpha, bilinear + Steel01 + Bouc-Wen, default",
+        Some(false),
+    );
+    count_steps(
+        hybridsim::Simulation::new(chain(
+            &SPRINGS,
+            "nonlinear_tolerance = 1e-15\nnonlinear_max_iterations = 1",
+        ))
+        .unwrap(),
+        "mg-alpha, all four with lead-rubber, one iteration",
+        Some(true),
+    );
+    // The lead-rubber bearing's force jumps with the sign of the velocity (Abbiati et al.
+    // 2019), so some steps near reversals reach the bound (BENCHMARKS.md, issue 17): counted,
+    // not asserted here.
+    count_steps(
+        hybridsim::Simulation::new(chain(&SPRINGS, "")).unwrap(),
+        "mg-alpha, all four with lead-rubber, default",
+        None,
+    );
+    let bridge = example_with("bridge_iso.toml", |t| {
+        set(t, "analysis", "duration", 6.0);
+        // A synthetic motion instead of the record (no file needed).
+        let gm: toml::Value = toml::from_str::<toml::Table>(
+            "direction = 'y'\nsynthetic = { seed = 7, duration = 6.0, pga = 0.35 }",
+        )
+        .unwrap()
+        .into();
+        t.insert("ground_motion".into(), toml::Value::Array(vec![gm]));
+    });
+    let dt = bridge.analysis.time_step;
+    assert!(
+        dt * 1001.0 <= 6.0 + 1e-9,
+        "the bridge needs 1001 steps in 6 s"
+    );
+    count_steps(
+        hybridsim::Simulation::new(bridge).unwrap(),
+        "pg-alpha, bridge_iso",
+        Some(false),
+    );
+}
