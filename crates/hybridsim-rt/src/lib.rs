@@ -18,7 +18,10 @@
 //!   preallocated lock-free rings ([`rtrb`]);
 //! - an **estimation slot** receives a snapshot (interface displacements and measured
 //!   specimen forces) per step and feeds a [`hybridsim::updating::Estimator`] (the secant
-//!   stiffness is reported, not applied; updates at a fixed step latency are the next wave);
+//!   stiffness is reported, not applied);
+//! - with `[updating]`, an **updating task** runs the online model updating's filter on a
+//!   thread of its own, fed by a snapshot queue, its estimates applied one coarse step later
+//!   on the link thread, as in `hybridsim run` ([`updating_task`]);
 //! - a **writer** thread turns the rings into `results.csv` and `lab.csv`.
 //!
 //! The link task is also the **supervisor** of the workers. Every wait for a worker's report
@@ -1487,6 +1490,7 @@ pub fn run_integrator(
             estimate_tx,
             inject,
             marker,
+            realtime.then(|| updating_task::idle_sleep_ns(ss * dtc_ns)),
         ));
         updating_queues = Some((snap_tx, estimate_rx));
     }

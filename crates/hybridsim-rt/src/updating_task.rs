@@ -25,7 +25,7 @@
 
 use crate::clock::{now_ns, Backoff};
 use crate::stats::TaskStats;
-use crate::{wait_pop, Task, TaskFault, TaskFaultKind};
+use crate::{Task, TaskFault, TaskFaultKind};
 use hybridsim::integrators::TimeIntegrator;
 use hybridsim::online_updating::{
     OnlineUpdating, UpdateEstimate, UpdateFilter, UpdateSnapshot, UpdatingOff,
@@ -49,13 +49,45 @@ pub(crate) struct TaskEnd {
     pub panic: Option<String>,
 }
 
-/// Spawn the updating task with `filter`.
+/// How long the idle updating task sleeps between looks at its queue with pacing `realtime`:
+/// a fiftieth of the coarse step, within [20 µs, 100 µs] (one snapshot per coarse step; a
+/// shorter sleep only burns the CPU the real-time tasks need).
+pub fn idle_sleep_ns(coarse_step_ns: u64) -> u64 {
+    (coarse_step_ns / 50).clamp(20_000, 100_000)
+}
+
+/// The next message; `None` once the link thread is gone and nothing is left. Spins briefly,
+/// then sleeps `sleep_ns` (`None`: the runner's usual backoff, for pacing `fast`).
+fn next(c: &mut rtrb::Consumer<ToTask>, sleep_ns: Option<u64>) -> Option<ToTask> {
+    let Some(sleep_ns) = sleep_ns else {
+        return crate::wait_pop(c);
+    };
+    let mut spins = 0u32;
+    loop {
+        if let Ok(x) = c.pop() {
+            return Some(x);
+        }
+        if c.is_abandoned() {
+            return c.pop().ok();
+        }
+        if spins < 64 {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            crate::clock::sleep_until_with(now_ns() + sleep_ns, 0);
+        }
+    }
+}
+
+/// Spawn the updating task with `filter` (`sleep_ns`: see [`idle_sleep_ns`]; `None` with
+/// pacing `fast`).
 pub(crate) fn spawn(
     mut filter: Box<UpdateFilter>,
     mut snapshots: rtrb::Consumer<ToTask>,
     mut estimates: rtrb::Producer<UpdateEstimate>,
     inject: Option<TaskFault>,
     marker: Option<fn(bool)>,
+    sleep_ns: Option<u64>,
 ) -> std::thread::JoinHandle<TaskEnd> {
     std::thread::Builder::new()
         .name("hs-updating".into())
@@ -66,7 +98,7 @@ pub(crate) fn spawn(
             if let Some(m) = marker {
                 m(true);
             }
-            while let Some(Some((s, pushed))) = wait_pop(&mut snapshots) {
+            while let Some(Some((s, pushed))) = next(&mut snapshots, sleep_ns) {
                 if panic.is_some() {
                     // Failed: take the snapshots, do nothing with them.
                     continue;

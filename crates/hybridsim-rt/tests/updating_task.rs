@@ -260,3 +260,43 @@ fn an_updating_fault_needs_an_updating_task() {
         .parse::<hybridsim_rt::TaskFault>()
         .is_err());
 }
+
+/// **Measurement, not a check** (`cargo test -p hybridsim-rt --test updating_task -- --ignored
+/// --nocapture`; reported in BENCHMARKS.md): the updating task's execution time per update
+/// and its share of the 5 ms coarse step of the example, paced at real time (soft real time
+/// allowed), 2000 steps.
+#[test]
+#[ignore]
+fn updating_task_share_of_the_coarse_step_at_real_time() {
+    let model = bridge();
+    let out = run(
+        &model,
+        &RunOptions {
+            pacing: Some(Pacing::Realtime),
+            allow_soft_realtime: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let task = updating_task_stats(&out);
+    let dt = model.analysis.time_step;
+    let mean_us = task["execution"]["mean_us"].as_f64().unwrap();
+    let p99_us = task["execution"]["p99_us"].as_f64().unwrap();
+    println!(
+        "status {:?}, {} steps, wall {:.2} s",
+        out.status, out.steps, out.wall
+    );
+    for t in out.run_json["tasks"].as_array().unwrap() {
+        println!("{t}");
+    }
+    println!(
+        "updating task: mean {mean_us:.1} µs, p99 {p99_us:.1} µs per update = {:.2} % (mean) / \
+         {:.2} % (p99) of the {:.1} ms coarse step; thread CPU {:.3} s over {:.2} s; misses {}",
+        100.0 * mean_us * 1e-6 / dt,
+        100.0 * p99_us * 1e-6 / dt,
+        dt * 1e3,
+        task["cpu_seconds"].as_f64().unwrap_or(f64::NAN),
+        task["loop_seconds"].as_f64().unwrap_or(f64::NAN),
+        out.run_json["updating_task"]["misses"],
+    );
+}
