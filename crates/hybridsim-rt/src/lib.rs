@@ -1609,6 +1609,7 @@ pub fn run_integrator(
                 miss_run: 0,
                 worst_miss_run: 0,
                 late: 0,
+                behind: false,
             })
         }
         _ => &mut exec,

@@ -13,7 +13,9 @@
 //! **Misses.** An estimate that is not back when due is a miss: the receivers keep the values
 //! they have, and the estimate is dropped when it arrives (the filter itself goes on with
 //! every snapshot, in order). With pacing `fast` the link thread waits for it, bounded by the
-//! watchdog, so that a fast run stays deterministic; with pacing `realtime` it never waits.
+//! watchdog, so that a fast run stays deterministic (after a wait that timed out it does not
+//! wait again until an estimate is back in time: a stalled task costs one bounded wait); with
+//! pacing `realtime` it never waits.
 //!
 //! **Faults.** A panic of the task, a non-finite estimate or a full snapshot queue (a task
 //! that fell behind) turn updating off ([`OnlineUpdating::turn_off`]), never the test; a trip
@@ -162,19 +164,30 @@ pub(crate) struct WithUpdatingTask<'a> {
     pub worst_miss_run: u64,
     /// Estimates that came back after they were due (dropped).
     pub late: u64,
+    /// A wait for an estimate timed out: no more waits until one is back in time (a stalled
+    /// task costs one bounded wait, not one per step).
+    pub behind: bool,
 }
 
 impl WithUpdatingTask<'_> {
     /// The estimate of `step`, or `None` (a miss). Older, late estimates are dropped.
     fn receive(&mut self, step: u64) -> Option<UpdateEstimate> {
+        let wait = !self.realtime && !self.behind;
         let until = now_ns().saturating_add(self.wait_ns);
         let mut b = Backoff::default();
         loop {
             match self.estimates.pop() {
                 Ok(e) if e.step < step && !e.task_failed => self.late += 1,
-                Ok(e) => return Some(e),
+                Ok(e) => {
+                    self.behind = false;
+                    return Some(e);
+                }
                 Err(_) => {
-                    if self.realtime || self.estimates.is_abandoned() || now_ns() > until {
+                    if !wait || self.estimates.is_abandoned() {
+                        return None;
+                    }
+                    if now_ns() > until {
+                        self.behind = true;
                         return None;
                     }
                     b.snooze();
