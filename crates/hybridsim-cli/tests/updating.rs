@@ -369,3 +369,55 @@ fn bad_degradation_entries_name_the_field() {
         );
     }
 }
+
+/// `hybridsim realtime --inject-fault updating:panic:500` on the example: the updating task
+/// panics at its snapshot after 500 steps; updating is turned off there (run.json:
+/// `updating.state` tripped, `updating.task_fault`, `updating_task.panic`), the test
+/// completes (exit 0, every step), and 499 estimates were applied. The updating task is in
+/// run.json's `tasks` with one activation per step up to the fault.
+#[test]
+fn realtime_turns_updating_off_on_an_injected_panic_of_its_task() {
+    let dir = scratch("updating-panic");
+    let model = root().join(EXAMPLE);
+    let out = dir.join("rt");
+    let o = hybridsim()
+        .args([
+            "realtime",
+            "--pacing",
+            "fast",
+            "--inject-fault",
+            "updating:panic:500",
+        ])
+        .arg("-o")
+        .arg(&out)
+        .arg(&model)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let doc = json(&out.join("run.json"));
+    assert_eq!(doc["status"], "completed");
+    assert_eq!(doc["steps_completed"], 2000);
+    let u = &doc["updating"];
+    assert_eq!(u["state"], "tripped");
+    assert_eq!(u["applied"], 499);
+    assert_eq!(u["task_fault"]["reason"], "the updating task panicked");
+    assert_eq!(u["task_fault"]["time"].as_f64().unwrap(), 501.0 * 0.005);
+    assert!(doc["updating_task"]["panic"]
+        .as_str()
+        .unwrap()
+        .contains("injected panic in the updating task"));
+    let task = doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["task"] == "updating")
+        .expect("the updating task in run.json");
+    assert_eq!(task["execution"]["count"], 500);
+    // The records stop at the fault's update; results.csv has every step.
+    let (_, rows) = read_updating(&out.join("updating.csv"));
+    assert_eq!(rows.len(), 499);
+    let (_, results) = read_csv(&out.join("results.csv"));
+    assert_eq!(results.len(), 2001);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -28,6 +28,8 @@ pub fn updating_json(s: &UpdatingSummary) -> Value {
         "tripped": s.tripped.as_ref().map(|(why, t)| json!({"reason": why, "time": finite(*t)})),
         "apply_error": s.apply_error,
         "records_dropped": s.dropped,
+        "task_fault": s.task_fault.map(|(why, t)| json!({"reason": why, "time": finite(t)})),
+        "misses": s.misses,
         "file": "updating.csv",
     })
 }

@@ -18,7 +18,10 @@
 //!   preallocated lock-free rings ([`rtrb`]);
 //! - an **estimation slot** receives a snapshot (interface displacements and measured
 //!   specimen forces) per step and feeds a [`hybridsim::updating::Estimator`] (the secant
-//!   stiffness is reported, not applied; updates at a fixed step latency are the next wave);
+//!   stiffness is reported, not applied);
+//! - with `[updating]`, an **updating task** runs the online model updating's filter on a
+//!   thread of its own, fed by a snapshot queue, its estimates applied one coarse step later
+//!   on the link thread, as in `hybridsim run` ([`updating_task`]);
 //! - a **writer** thread turns the rings into `results.csv` and `lab.csv`.
 //!
 //! The link task is also the **supervisor** of the workers. Every wait for a worker's report
@@ -61,6 +64,7 @@ pub mod clock;
 pub mod paced_transfer;
 pub mod sequential;
 pub mod stats;
+pub mod updating_task;
 
 pub use sequential::run_sequential;
 
@@ -117,6 +121,8 @@ pub enum Task {
     Estimation,
     /// The writer of `results.csv`, `lab.csv` and the run.json heartbeat.
     Writer,
+    /// The online updating task (`[updating]`, [`updating_task`]).
+    Updating,
 }
 
 impl Task {
@@ -127,6 +133,7 @@ impl Task {
             Task::Physical => "physical",
             Task::Estimation => "estimation",
             Task::Writer => "writer",
+            Task::Updating => "updating",
         }
     }
 }
@@ -139,6 +146,8 @@ pub enum TaskFaultKind {
     /// The task blocks for this long (a transfer system that does not answer, a numerical
     /// step that does not return, a writer stuck on a hung disk).
     Stall(Duration),
+    /// The updating task returns a non-finite estimate (`updating` only).
+    NonFinite,
 }
 
 /// **Test hook**: make one task of the runner panic or stall, once, so that the supervisor's
@@ -147,7 +156,9 @@ pub enum TaskFaultKind {
 /// `at` counts what the task handles: the coarse step of its job for `numerical` and
 /// `physical` (before the step's first substep), the step of the snapshot for `estimation`,
 /// and results rows already written for `writer`. Parsed from `TASK:KIND:AT`, KIND being
-/// `panic`, `stall` (an hour) or `stall=SECONDS`, e.g. `physical:stall=2.5:30`.
+/// `panic`, `stall` (an hour) or `stall=SECONDS`, e.g. `physical:stall=2.5:30`. The
+/// `updating` task counts the step of its snapshot too (steps taken after the step) and has
+/// one more kind, `nan`: its estimate of that step is not finite.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TaskFault {
     /// The task.
@@ -169,6 +180,8 @@ impl TaskFault {
         match kind {
             TaskFaultKind::Panic => panic!("injected panic in the {} task", task.name()),
             TaskFaultKind::Stall(d) => std::thread::sleep(d),
+            // Done by the updating task on its estimate.
+            TaskFaultKind::NonFinite => {}
         }
     }
 }
@@ -177,8 +190,9 @@ impl std::str::FromStr for TaskFault {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        let form = "expected TASK:KIND:AT with TASK numerical, physical, estimation or writer, \
-                    KIND panic, stall or stall=SECONDS, AT a step (a row count for writer)";
+        let form = "expected TASK:KIND:AT with TASK numerical, physical, estimation, writer or \
+                    updating, KIND panic, stall or stall=SECONDS (or nan for updating), AT a \
+                    step (a row count for writer)";
         let parts: Vec<&str> = s.split(':').collect();
         let [task, kind, at] = parts[..] else {
             return Err(format!("`{s}`: {form}"));
@@ -188,11 +202,13 @@ impl std::str::FromStr for TaskFault {
             "physical" => Task::Physical,
             "estimation" => Task::Estimation,
             "writer" => Task::Writer,
+            "updating" => Task::Updating,
             other => return Err(format!("`{s}`: unknown task `{other}`; {form}")),
         };
         let kind = match kind.trim() {
             "panic" => TaskFaultKind::Panic,
             "stall" => TaskFaultKind::Stall(Duration::from_secs(3600)),
+            "nan" if task == Task::Updating => TaskFaultKind::NonFinite,
             k => match k.strip_prefix("stall=").map(|x| x.trim().parse::<f64>()) {
                 Some(Ok(sec)) if sec.is_finite() && (0.0..=86_400.0).contains(&sec) => {
                     TaskFaultKind::Stall(Duration::from_secs_f64(sec))
@@ -1162,10 +1178,17 @@ pub fn run_integrator(
     let ring_rows = opts
         .results_ring
         .unwrap_or_else(|| lab.runner.results_ring_rows(ncol));
-    // Online model updating ([updating], issue 14): on the link thread after every step
-    // (StepExecutor::after_step), estimates applied one step later, as in `hybridsim run`.
+    // Online model updating ([updating], issue 14): observed and applied on the link thread
+    // after every step, the filter on a task of its own (updating_task), estimates applied
+    // one step later, as in `hybridsim run`.
     let mut updating = hybridsim::online_updating::OnlineUpdating::new(model, &mut pg, n_steps)
         .map_err(|e| StartError::Model(e.to_string()))?;
+    if updating.is_none() && opts.inject.is_some_and(|f| f.task == Task::Updating) {
+        return Err(StartError::Model(format!(
+            "--inject-fault: {} has no [updating], so the runner has no updating task",
+            model.source
+        )));
+    }
 
     // Rings: every size is checked (in u128) before anything is allocated.
     let lab_cols: Vec<Vec<String>> = physical
@@ -1457,6 +1480,22 @@ pub fn run_integrator(
             )
         })
         .expect("spawn");
+    // The updating task: the filter moves to its thread until the end of the run.
+    let mut updating_handle = None;
+    let mut updating_queues = None;
+    if let Some(filter) = updating.as_mut().and_then(|u| u.take_filter()) {
+        let (snap_tx, snap_rx) = RingBuffer::new(updating_task::UPDATING_QUEUE);
+        let (estimate_tx, estimate_rx) = RingBuffer::new(updating_task::UPDATING_QUEUE);
+        updating_handle = Some(updating_task::spawn(
+            filter,
+            snap_rx,
+            estimate_tx,
+            inject,
+            marker,
+            realtime.then(|| updating_task::idle_sleep_ns(ss * dtc_ns)),
+        ));
+        updating_queues = Some((snap_tx, estimate_rx));
+    }
     let writer = spawn_writer(WriterSetup {
         results_file,
         lab_files,
@@ -1557,16 +1596,25 @@ pub fn run_integrator(
     }
     let link_usage = TaskStats::usage_start();
     let wall0 = now_ns();
-    let mut with_updating;
-    let exec_ref: &mut dyn StepExecutor = match updating.as_mut() {
-        Some(updating) => {
-            with_updating = hybridsim::online_updating::WithUpdating {
+    let grace_ns = exec.grace_ns;
+    let mut with_task = None;
+    let exec_ref: &mut dyn StepExecutor = match (updating.as_mut(), updating_queues) {
+        (Some(updating), Some((snapshots, estimates))) => {
+            with_task.insert(updating_task::WithUpdatingTask {
                 inner: &mut exec,
                 updating,
-            };
-            &mut with_updating
+                snapshots,
+                estimates,
+                realtime,
+                wait_ns: grace_ns,
+                misses: 0,
+                miss_run: 0,
+                worst_miss_run: 0,
+                late: 0,
+                behind: false,
+            })
         }
-        None => &mut exec,
+        _ => &mut exec,
     };
     let end = hybridsim::runner::run(
         exec_ref,
@@ -1580,6 +1628,7 @@ pub fn run_integrator(
     if let Some(m) = marker {
         m(false);
     }
+    let updating_front = with_task.map(|w| (w.snapshots, w.misses, w.worst_miss_run, w.late));
     let steps = end.steps;
     let mut status = match &end.state {
         EndState::Completed => RunStatus::Completed,
@@ -1656,6 +1705,41 @@ pub fn run_integrator(
         }
     };
     estimation["snapshots_dropped"] = json!(est_dropped);
+    // The updating task: asked to end, joined within the bound (a stalled one is left
+    // behind; its filter, and the record, with it); its faults never fail the test.
+    let mut updating_stats = None;
+    let mut updating_task_json = Value::Null;
+    if let (Some(h), Some((mut snap_tx, misses, worst, late)), Some(u)) =
+        (updating_handle, updating_front, updating.as_mut())
+    {
+        let until = now_ns() + end_bound.as_nanos() as u64;
+        let mut b = Backoff::default();
+        while snap_tx.push(None).is_err() && !snap_tx.is_abandoned() && now_ns() < until {
+            b.snooze();
+        }
+        let (mut st, panic, stalled) = match join_within(h, end_bound, None) {
+            Joined::Done(end) => {
+                u.restore_filter(end.filter);
+                (end.stats, end.panic, false)
+            }
+            Joined::Panicked(msg) => (TaskStats::new("updating"), Some(msg), false),
+            Joined::Stalled => (TaskStats::new("updating"), None, true),
+        };
+        st.misses = misses;
+        st.worst_run = worst;
+        let summary = u.summary();
+        updating_task_json = json!({
+            "latency_steps": 1,
+            "queue": updating_task::UPDATING_QUEUE,
+            "misses": misses,
+            "longest_miss_run": worst,
+            "late_estimates_dropped": late,
+            "fault": summary.task_fault.map(|(why, t)| json!({"reason": why, "time": t})),
+            "panic": panic,
+            "stalled": stalled,
+        });
+        updating_stats = Some(st);
+    }
     drop(sink);
     let written = match join_within(writer, end_bound, Some(&journal.progress)) {
         Joined::Done(mut w) => {
@@ -1725,7 +1809,8 @@ pub fn run_integrator(
             }
         }
     }
-    let tasks = vec![ps_stats, ns_stats, link_stats, est_stats];
+    let mut tasks = vec![ps_stats, ns_stats, link_stats, est_stats];
+    tasks.extend(updating_stats);
     let setup = vec![coord_setup, ps_setup, ns_setup];
     let (status_name, event_json, error) = match &status {
         RunStatus::Completed => ("completed", Value::Null, writer_error.clone()),
@@ -1765,6 +1850,7 @@ pub fn run_integrator(
         doc.extend(fields);
     }
     if let Some(u) = &updating {
+        run_json["updating_task"] = updating_task_json;
         run_json["updating"] = hybridsim_io::updating::updating_json(&u.summary());
         if let Some(f) = &opts.folder {
             if let Err(e) = hybridsim_io::updating::write_updating_csv(f, u) {

@@ -272,7 +272,10 @@ fn run_paced(
             crate::MAX_PHYSICAL
         )));
     }
-    if let Some(f) = opts.inject.filter(|f| f.task == Task::Estimation) {
+    if let Some(f) = opts
+        .inject
+        .filter(|f| matches!(f.task, Task::Estimation | Task::Updating))
+    {
         return Err(StartError::Model(format!(
             "--inject-fault: the {} runner has no {} task (its tasks are the step, i.e. \
              `physical` or `numerical`, and the writer)",

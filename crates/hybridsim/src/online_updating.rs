@@ -104,9 +104,96 @@ impl UpdateState {
     }
 }
 
-/// The online updating task of a run (see the module documentation).
-pub struct OnlineUpdating {
+/// Most parameters one `[updating]` identifies (the estimates travel in fixed-size messages,
+/// [`UpdateEstimate`], so that a threaded runner can pass them without allocating).
+pub const MAX_UPDATE_PARAMETERS: usize = 16;
+
+/// What the step thread observes after one coarse step, for the filter ([`UpdateFilter`]):
+/// the ground acceleration every step and, on an update step, the identified element's
+/// deformation and its rate at the start and at the end of the update and the force on it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UpdateSnapshot {
+    /// Steps taken after the step (`n + 1` after step `n → n + 1`).
+    pub step: u64,
+    /// Time at the end of the step.
+    pub time: f64,
+    /// Ground acceleration at that time on the identified element's DOF.
+    pub ground_acceleration: f64,
+    /// Whether the filter takes an update at this step.
+    pub update: bool,
+    /// Deformation and rate at the start of the update.
+    pub start: [f64; 2],
+    /// Deformation and rate at its end.
+    pub end: [f64; 2],
+    /// Force on the element's first DOF at the end.
+    pub force: f64,
+}
+
+/// What the filter returns after an update step ([`UpdateFilter::process`]): the estimates,
+/// and whether they are to be sent to the receivers (not when the identification is frozen
+/// or tripped).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UpdateEstimate {
+    /// The step of the snapshot it answers.
+    pub step: u64,
+    /// Send the values to the receivers.
+    pub send: bool,
+    /// The estimates (the first [`UpdateFilter::parameter_count`] are used).
+    pub values: [f64; MAX_UPDATE_PARAMETERS],
+    /// The task that ran the filter failed (a panic): updating is to be turned off.
+    pub task_failed: bool,
+}
+
+/// Why updating was turned off by its task rather than by the filter
+/// ([`OnlineUpdating::turn_off`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdatingOff {
+    /// The task that runs the filter panicked.
+    Panic,
+    /// An estimate was not finite (it is never applied).
+    NonFinite,
+    /// The task fell behind: its snapshot queue was full.
+    Stalled,
+}
+
+impl UpdatingOff {
+    /// A short description for run.json.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Panic => "the updating task panicked",
+            Self::NonFinite => "a non-finite estimate (not applied)",
+            Self::Stalled => "the updating task fell behind (its snapshot queue was full)",
+        }
+    }
+}
+
+/// The identification side of [`OnlineUpdating`]: the filter, fed one [`UpdateSnapshot`] per
+/// coarse step, and the record of its updates. It runs inline after every step
+/// ([`OnlineUpdating::after_step`]) or, taken out with [`OnlineUpdating::take_filter`], on a
+/// task of its own (the threaded real-time runner), with the same arithmetic in the same
+/// order. Allocation-free after construction.
+pub struct UpdateFilter {
     identification: Identification<ElementModel>,
+    parameters: Vec<&'static str>,
+    period: u64,
+    dt: f64,
+    // Record: one row per update, `[t, θ…, σ…, predicted force, measured force, state]`.
+    record: Vec<f64>,
+    width: usize,
+    rows: usize,
+    capacity: usize,
+    dropped: u64,
+    frozen_at: Option<f64>,
+    tripped_at: Option<f64>,
+    updates: u64,
+}
+
+/// The online updating of a run (see the module documentation): the step-thread side (what
+/// is observed after each step, what is applied to the receivers) and its [`UpdateFilter`].
+pub struct OnlineUpdating {
+    filter: Option<Box<UpdateFilter>>,
+    /// The identified element as the model holds it (its deformation map).
+    element: std::sync::Arc<dyn crate::elements::Element>,
     identified: String,
     source: IdentifiedSource,
     /// Partition DOF of each element DOF.
@@ -119,29 +206,28 @@ pub struct OnlineUpdating {
     /// `(partition, slot, name)` of every receiver.
     receivers: Vec<(usize, usize, String)>,
     period: u64,
-    dt: f64,
     since: u64,
     /// Deformation and its rate at the end of the last update (or the start).
     start: [f64; 2],
-    pending: bool,
+    /// The step whose estimate is due at the next step's end.
+    awaiting: Option<u64>,
+    /// The estimate of the inline filter, waiting for its step of latency.
+    ready: Option<UpdateEstimate>,
     values: Vec<f64>,
     applied: u64,
     apply_error: Option<(usize, usize)>,
+    /// Estimates that were not back when due (threaded runner).
+    misses: u64,
+    /// Update snapshots taken.
+    observed: u64,
+    /// Updating turned off by its task, and when.
+    off: Option<(UpdatingOff, f64)>,
     // Buffers.
     partition_u: Vec<f64>,
     element_u: Vec<f64>,
     element_v: Vec<f64>,
     element_f: Vec<f64>,
     ws: ElementWorkspace,
-    // Record: one row per update, `[t, θ…, σ…, predicted force, measured force, state]`.
-    record: Vec<f64>,
-    width: usize,
-    rows: usize,
-    capacity: usize,
-    dropped: u64,
-    frozen_at: Option<f64>,
-    tripped_at: Option<f64>,
-    updates: u64,
 }
 
 /// What run.json says of an online updating ([`OnlineUpdating::summary`]).
@@ -173,6 +259,11 @@ pub struct UpdatingSummary {
     pub apply_error: Option<String>,
     /// Records that did not fit the buffer (0 unless the run went beyond its planned steps).
     pub dropped: u64,
+    /// Updating turned off by its task (a panic, a non-finite estimate, a stall), and when.
+    pub task_fault: Option<(&'static str, f64)>,
+    /// Estimates that were not back from the updating task when due (the previous ones were
+    /// kept); 0 when the filter runs inline.
+    pub misses: u64,
 }
 
 impl OnlineUpdating {
@@ -281,6 +372,15 @@ impl OnlineUpdating {
             receivers.push((k, s, rname.clone()));
         }
         let parameters: Vec<&'static str> = identification.model().parameter_names().to_vec();
+        if parameters.len() > MAX_UPDATE_PARAMETERS {
+            return Err(err(
+                "parameters",
+                format!(
+                    "{} parameters identified; at most {MAX_UPDATE_PARAMETERS} are supported",
+                    parameters.len()
+                ),
+            ));
+        }
         // Give every receiver its own copy of its element now (this allocates), with the
         // value it has; an integrator that cannot change parameters says so here.
         for (k, s, rname) in &receivers {
@@ -308,28 +408,11 @@ impl OnlineUpdating {
         let width = 4 + 2 * np;
         let period = cfg.period.max(1);
         let capacity = (n_steps / period + 1) as usize;
-        let mut me = Self {
+        let filter = UpdateFilter {
             identification,
-            identified: name,
-            source,
-            map,
-            force_dof,
-            force_sign,
-            parameters,
-            receivers,
+            parameters: parameters.clone(),
             period,
             dt: integ.time_step(),
-            since: 0,
-            start: [0.0; 2],
-            pending: false,
-            values: vec![0.0; np],
-            applied: 0,
-            apply_error: None,
-            partition_u: vec![0.0; n],
-            element_u: vec![0.0; ne],
-            element_v: vec![0.0; ne],
-            element_f: vec![0.0; ne],
-            ws,
             record: vec![0.0; capacity * width],
             width,
             rows: 0,
@@ -338,6 +421,33 @@ impl OnlineUpdating {
             frozen_at: None,
             tripped_at: None,
             updates: 0,
+        };
+        let mut me = Self {
+            filter: Some(Box::new(filter)),
+            element: instance.element.clone(),
+            identified: name,
+            source,
+            map,
+            force_dof,
+            force_sign,
+            parameters,
+            receivers,
+            period,
+            since: 0,
+            start: [0.0; 2],
+            awaiting: None,
+            ready: None,
+            values: vec![0.0; np],
+            applied: 0,
+            apply_error: None,
+            misses: 0,
+            observed: 0,
+            off: None,
+            partition_u: vec![0.0; n],
+            element_u: vec![0.0; ne],
+            element_v: vec![0.0; ne],
+            element_f: vec![0.0; ne],
+            ws,
         };
         // The start of the first update: the state the integrator starts from.
         me.start = me.kinematics(integ, false);
@@ -370,9 +480,14 @@ impl OnlineUpdating {
             self.element_u[i] = m.map_or(0.0, |d| self.partition_u[d]);
             self.element_v[i] = m.map_or(0.0, |d| y[n + d]);
         }
-        let element = self.identification.model().element();
-        let d = element.deformation(&self.element_u).unwrap_or(f64::NAN);
-        let v = element.deformation(&self.element_v).unwrap_or(f64::NAN);
+        let d = self
+            .element
+            .deformation(&self.element_u)
+            .unwrap_or(f64::NAN);
+        let v = self
+            .element
+            .deformation(&self.element_v)
+            .unwrap_or(f64::NAN);
         [d, v]
     }
 
@@ -395,59 +510,299 @@ impl OnlineUpdating {
         self.force_sign * f
     }
 
-    /// After every completed coarse step: apply the estimates of the previous update (one
-    /// step of latency), watch the ground acceleration, and update every `period` steps.
+    /// After every completed coarse step, with the filter inline: apply the estimates of the
+    /// previous update (one step of latency), observe the step and run the filter on it.
     /// Allocation-free.
     pub fn after_step(&mut self, integ: &mut dyn TimeIntegrator) {
-        if self.pending {
-            self.pending = false;
-            if self.apply_error.is_none() {
-                'apply: for (r, (k, s, _)) in self.receivers.iter().enumerate() {
-                    for (j, p) in self.parameters.iter().enumerate() {
-                        if integ
-                            .set_element_parameter(*k, *s, p, self.values[j])
-                            .is_err()
-                        {
-                            self.apply_error = Some((r, j));
-                            break 'apply;
-                        }
+        if self.awaiting.is_some() {
+            let ready = self.ready.take();
+            self.apply_estimate(integ, ready.as_ref());
+        }
+        if self.off.is_some() {
+            return;
+        }
+        let snapshot = self.observe(integ);
+        if let Some(filter) = self.filter.as_mut() {
+            self.ready = filter.process(&snapshot);
+        }
+    }
+
+    /// The step whose estimate is due now (at the end of the step after it), if any.
+    pub fn awaiting(&self) -> Option<u64> {
+        self.awaiting
+    }
+
+    /// Apply the estimate due now ([`OnlineUpdating::awaiting`]); `None` when it is not back
+    /// from the updating task in time: a miss, and the receivers keep the previous values. An
+    /// estimate of a failed task or with a non-finite value turns updating off
+    /// ([`OnlineUpdating::turn_off`]) and is not applied. Allocation-free.
+    pub fn apply_estimate(
+        &mut self,
+        integ: &mut dyn TimeIntegrator,
+        estimate: Option<&UpdateEstimate>,
+    ) {
+        self.awaiting = None;
+        let Some(e) = estimate else {
+            self.misses += 1;
+            return;
+        };
+        let t = integ.time();
+        if e.task_failed {
+            self.turn_off(UpdatingOff::Panic, t);
+            return;
+        }
+        if !e.send || self.off.is_some() {
+            return;
+        }
+        let np = self.parameters.len();
+        if e.values[..np].iter().any(|v| !v.is_finite()) {
+            self.turn_off(UpdatingOff::NonFinite, t);
+            return;
+        }
+        self.values.copy_from_slice(&e.values[..np]);
+        if self.apply_error.is_none() {
+            'apply: for (r, (k, s, _)) in self.receivers.iter().enumerate() {
+                for (j, p) in self.parameters.iter().enumerate() {
+                    if integ
+                        .set_element_parameter(*k, *s, p, self.values[j])
+                        .is_err()
+                    {
+                        self.apply_error = Some((r, j));
+                        break 'apply;
                     }
                 }
-                if self.apply_error.is_none() {
-                    self.applied += 1;
-                }
+            }
+            if self.apply_error.is_none() {
+                self.applied += 1;
             }
         }
+    }
+
+    /// What the filter needs of the step just completed (the ground acceleration; on an
+    /// update step, the element's kinematics and force); on an update step, its estimate is
+    /// due at the end of the next step ([`OnlineUpdating::awaiting`]). Allocation-free.
+    pub fn observe(&mut self, integ: &dyn TimeIntegrator) -> UpdateSnapshot {
         let t = integ.time();
         let p = self.partition();
         let d = self.map[self.force_dof].expect("a free DOF");
         let ag = integ.partitions()[p].state.ground_acceleration(d, t);
-        self.identification.observe_ground_acceleration(ag);
-        self.note_state(t);
+        let mut s = UpdateSnapshot {
+            step: integ.steps_taken(),
+            time: t,
+            ground_acceleration: ag,
+            update: false,
+            start: self.start,
+            end: [0.0; 2],
+            force: 0.0,
+        };
         self.since += 1;
         if self.since < self.period {
-            return;
+            return s;
         }
         self.since = 0;
-        let end = self.kinematics(integ, true);
-        let force = self.force(integ);
+        s.update = true;
+        s.end = self.kinematics(integ, true);
+        s.force = self.force(integ);
+        self.start = s.end;
+        self.awaiting = Some(s.step);
+        self.observed += 1;
+        s
+    }
+
+    /// Turn updating off (its task failed): nothing more is observed or applied; the
+    /// receivers keep the last values they received. The first reason is kept.
+    pub fn turn_off(&mut self, why: UpdatingOff, time: f64) {
+        self.off.get_or_insert((why, time));
+        self.awaiting = None;
+    }
+
+    /// Whether updating was turned off by its task.
+    pub fn is_off(&self) -> bool {
+        self.off.is_some()
+    }
+
+    /// Take the filter out to run it on a task of its own (`None` if already taken).
+    pub fn take_filter(&mut self) -> Option<Box<UpdateFilter>> {
+        self.filter.take()
+    }
+
+    /// Put the filter back after its task ended (for the record and the summary).
+    pub fn restore_filter(&mut self, filter: Box<UpdateFilter>) {
+        self.filter = Some(filter);
+    }
+
+    /// The identification (`None` while the filter is out on its task).
+    pub fn identification(&self) -> Option<&Identification<ElementModel>> {
+        self.filter.as_ref().map(|f| &f.identification)
+    }
+
+    /// Where the identified element sits.
+    pub fn source(&self) -> IdentifiedSource {
+        self.source
+    }
+
+    /// Updates taken so far (by the filter; the update snapshots taken while it is out).
+    pub fn updates(&self) -> u64 {
+        self.filter.as_ref().map_or(self.observed, |f| f.updates)
+    }
+
+    /// Estimates that were not back from the updating task when due.
+    pub fn misses(&self) -> u64 {
+        self.misses
+    }
+
+    /// The headers of `updating.csv`: `time`, each parameter, `sd.`each parameter,
+    /// `force.predicted`, `force.measured`, `state`.
+    pub fn csv_headers(&self) -> Vec<String> {
+        let mut h = vec!["time".to_string()];
+        h.extend(self.parameters.iter().map(|p| p.to_string()));
+        h.extend(self.parameters.iter().map(|p| format!("sd.{p}")));
+        h.extend(["force.predicted", "force.measured", "state"].map(String::from));
+        h
+    }
+
+    /// `updating.csv` as text: one row per update, numbers in Rust's shortest round-trip
+    /// form; the state as its code: 0 active, 1 frozen, 2 tripped (only the headers when
+    /// the filter was lost with a task that never ended).
+    pub fn csv(&self) -> String {
+        let mut out = self.csv_headers().join(",");
+        out.push('\n');
+        let Some(f) = &self.filter else {
+            return out;
+        };
+        for row in f.record.chunks(f.width).take(f.rows) {
+            let (nums, state) = row.split_at(f.width - 1);
+            for x in nums {
+                out.push_str(&format!("{x:e},"));
+            }
+            // The state as its code (every column of a results table is a number).
+            out.push_str(&format!(
+                "{}",
+                UpdateState::from_code(state[0]).code() as u8
+            ));
+            out.push('\n');
+        }
+        out
+    }
+
+    fn state(&self) -> UpdateState {
+        match &self.filter {
+            _ if self.off.is_some() => UpdateState::Tripped,
+            Some(f) => f.state(),
+            None => UpdateState::Tripped,
+        }
+    }
+
+    /// What run.json says.
+    pub fn summary(&self) -> UpdatingSummary {
+        let (parameters, frozen, tripped, dropped) = match &self.filter {
+            Some(f) => {
+                let id = &f.identification;
+                let frozen = id.frozen().map(|fr| {
+                    let why = match fr {
+                        Frozen::Requested => "requested".to_string(),
+                        Frozen::GroundAcceleration => {
+                            "ground acceleration above freeze_above_pga".into()
+                        }
+                        Frozen::AtBound(i) => format!("`{}` reached a bound", self.parameters[i]),
+                    };
+                    (why, f.frozen_at.unwrap_or(f64::NAN))
+                });
+                let tripped = id
+                    .trip()
+                    .map(|t: Trip| (format!("{t:?}"), f.tripped_at.unwrap_or(f64::NAN)));
+                let parameters = self
+                    .parameters
+                    .iter()
+                    .enumerate()
+                    .map(|(j, p)| (p.to_string(), id.parameter(j), id.parameter_sd(j)))
+                    .collect();
+                (parameters, frozen, tripped, f.dropped)
+            }
+            None => (
+                self.parameters
+                    .iter()
+                    .enumerate()
+                    .map(|(j, p)| (p.to_string(), self.values[j], f64::NAN))
+                    .collect(),
+                None,
+                None,
+                0,
+            ),
+        };
+        UpdatingSummary {
+            identified: self.identified.clone(),
+            source: match self.source {
+                IdentifiedSource::Specimen { .. } => "specimen",
+                IdentifiedSource::Numerical { .. } => "numerical",
+            },
+            displacement: match self.source {
+                IdentifiedSource::Specimen { .. } => "measured",
+                IdentifiedSource::Numerical { .. } => "state",
+            },
+            receivers: self.receivers.iter().map(|r| r.2.clone()).collect(),
+            parameters,
+            updates: self.updates(),
+            applied: self.applied,
+            period: self.period,
+            state: self.state(),
+            frozen,
+            tripped,
+            apply_error: self.apply_error.map(|(r, j)| {
+                format!(
+                    "`{}` refused {} = {:e}",
+                    self.receivers[r].2, self.parameters[j], self.values[j]
+                )
+            }),
+            dropped,
+            task_fault: self.off.map(|(why, t)| (why.describe(), t)),
+            misses: self.misses,
+        }
+    }
+}
+
+impl UpdateFilter {
+    /// Parameters identified (the used length of [`UpdateEstimate::values`]).
+    pub fn parameter_count(&self) -> usize {
+        self.parameters.len()
+    }
+
+    /// The identification.
+    pub fn identification(&self) -> &Identification<ElementModel> {
+        &self.identification
+    }
+
+    /// Take one step's snapshot: watch the ground acceleration and, on an update step, take
+    /// one update over the `period` steps since the last one; returns its estimate then.
+    /// Allocation-free.
+    pub fn process(&mut self, s: &UpdateSnapshot) -> Option<UpdateEstimate> {
+        let t = s.time;
+        self.identification
+            .observe_ground_acceleration(s.ground_acceleration);
+        self.note_state(t);
+        if !s.update {
+            return None;
+        }
         let kinematics = crate::updating::StepKinematics {
             dt: self.period as f64 * self.dt,
-            displacement: [self.start[0], end[0]],
-            velocity: [self.start[1], end[1]],
+            displacement: [s.start[0], s.end[0]],
+            velocity: [s.start[1], s.end[1]],
         };
-        self.start = end;
         let sending = !self.identification.is_frozen() && self.identification.trip().is_none();
-        let trip = self.identification.update(&kinematics, force);
+        let trip = self.identification.update(&kinematics, s.force);
         self.updates += 1;
-        if sending && trip.is_none() {
-            for (j, v) in self.values.iter_mut().enumerate() {
-                *v = self.identification.parameter(j);
-            }
-            self.pending = true;
+        let mut e = UpdateEstimate {
+            step: s.step,
+            send: sending && trip.is_none(),
+            values: [0.0; MAX_UPDATE_PARAMETERS],
+            task_failed: false,
+        };
+        for (j, v) in e.values.iter_mut().take(self.parameters.len()).enumerate() {
+            *v = self.identification.parameter(j);
         }
         self.note_state(t);
-        self.push_row(t, force);
+        self.push_row(t, s.force);
+        Some(e)
     }
 
     fn note_state(&mut self, t: f64) {
@@ -486,98 +841,6 @@ impl OnlineUpdating {
         row[2 + 2 * np] = measured;
         row[3 + 2 * np] = state;
         self.rows += 1;
-    }
-
-    /// The identification.
-    pub fn identification(&self) -> &Identification<ElementModel> {
-        &self.identification
-    }
-
-    /// Where the identified element sits.
-    pub fn source(&self) -> IdentifiedSource {
-        self.source
-    }
-
-    /// Updates taken so far.
-    pub fn updates(&self) -> u64 {
-        self.updates
-    }
-
-    /// The headers of `updating.csv`: `time`, each parameter, `sd.`each parameter,
-    /// `force.predicted`, `force.measured`, `state`.
-    pub fn csv_headers(&self) -> Vec<String> {
-        let mut h = vec!["time".to_string()];
-        h.extend(self.parameters.iter().map(|p| p.to_string()));
-        h.extend(self.parameters.iter().map(|p| format!("sd.{p}")));
-        h.extend(["force.predicted", "force.measured", "state"].map(String::from));
-        h
-    }
-
-    /// `updating.csv` as text: one row per update, numbers in Rust's shortest round-trip
-    /// form; the state as its code: 0 active, 1 frozen, 2 tripped.
-    pub fn csv(&self) -> String {
-        let mut out = self.csv_headers().join(",");
-        out.push('\n');
-        for row in self.record.chunks(self.width).take(self.rows) {
-            let (nums, state) = row.split_at(self.width - 1);
-            for x in nums {
-                out.push_str(&format!("{x:e},"));
-            }
-            // The state as its code (every column of a results table is a number).
-            out.push_str(&format!(
-                "{}",
-                UpdateState::from_code(state[0]).code() as u8
-            ));
-            out.push('\n');
-        }
-        out
-    }
-
-    /// What run.json says.
-    pub fn summary(&self) -> UpdatingSummary {
-        let id = &self.identification;
-        let frozen = id.frozen().map(|f| {
-            let why = match f {
-                Frozen::Requested => "requested".to_string(),
-                Frozen::GroundAcceleration => "ground acceleration above freeze_above_pga".into(),
-                Frozen::AtBound(i) => format!("`{}` reached a bound", self.parameters[i]),
-            };
-            (why, self.frozen_at.unwrap_or(f64::NAN))
-        });
-        let tripped = id
-            .trip()
-            .map(|t: Trip| (format!("{t:?}"), self.tripped_at.unwrap_or(f64::NAN)));
-        UpdatingSummary {
-            identified: self.identified.clone(),
-            source: match self.source {
-                IdentifiedSource::Specimen { .. } => "specimen",
-                IdentifiedSource::Numerical { .. } => "numerical",
-            },
-            displacement: match self.source {
-                IdentifiedSource::Specimen { .. } => "measured",
-                IdentifiedSource::Numerical { .. } => "state",
-            },
-            receivers: self.receivers.iter().map(|r| r.2.clone()).collect(),
-            parameters: self
-                .parameters
-                .iter()
-                .enumerate()
-                .map(|(j, p)| (p.to_string(), id.parameter(j), id.parameter_sd(j)))
-                .collect(),
-            updates: self.updates,
-            applied: self.applied,
-            period: self.period,
-            state: self.state(),
-            frozen,
-            tripped,
-            apply_error: self.apply_error.map(|(r, j)| {
-                format!(
-                    "`{}` refused {} = {:e}",
-                    self.receivers[r].2, self.parameters[j], self.values[j]
-                )
-            }),
-            dropped: self.dropped,
-        }
     }
 }
 

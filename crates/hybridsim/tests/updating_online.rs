@@ -144,7 +144,7 @@ fn estimates_reach_the_receiver_one_step_later_and_track_a_degrading_stiffness()
             Some(p) => assert_eq!(after, p, "step {n}"),
             None => assert_eq!(after, before, "step {n}: nothing to apply yet"),
         }
-        let estimate = online.identification().parameter(0);
+        let estimate = online.identification().unwrap().parameter(0);
         previous = Some(estimate);
         if t > 3.0 {
             worst_tracking = worst_tracking.max((estimate - k_true(t)).abs() / k_true(t));
@@ -152,7 +152,7 @@ fn estimates_reach_the_receiver_one_step_later_and_track_a_degrading_stiffness()
     }
     assert_eq!(allocations, 0, "an update allocated");
     assert_eq!(online.updates(), n_steps);
-    let id = online.identification();
+    let id = online.identification().unwrap();
     let (k, sd) = (id.parameter(0), id.parameter_sd(0));
     let truth = k_true(integ.time());
     println!("final k = {k:.1} ± {sd:.1} (truth {truth}), worst tracking error after 3 s {worst_tracking:.4}");
@@ -184,7 +184,7 @@ fn a_period_spaces_the_updates() {
         online.after_step(integ.as_mut());
     }
     assert_eq!(online.updates(), 25);
-    let k = online.identification().parameter(0);
+    let k = online.identification().unwrap().parameter(0);
     assert!((k - 1.0e4).abs() < 0.02e4, "{k}");
     assert_eq!(online.csv().lines().count(), 26);
 }
@@ -257,12 +257,13 @@ fn simulation_applies_updating_like_a_run() {
             sim.updating()
                 .expect("[updating]")
                 .identification()
+                .expect("the filter inline")
                 .parameter(0),
         );
     }
     let u = sim.updating().unwrap();
     assert_eq!(u.updates(), sim.n_steps());
     assert_eq!(u.summary().applied, sim.n_steps() - 1);
-    let a = u.identification().parameter(0);
+    let a = u.identification().unwrap().parameter(0);
     assert!((a - 5.0e7).abs() < 0.01 * 5.0e7, "A = {a}");
 }
