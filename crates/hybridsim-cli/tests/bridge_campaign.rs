@@ -56,23 +56,11 @@ fn peak(rows: &[Vec<f64>], f: impl Fn(&[f64]) -> f64) -> f64 {
     rows.iter().map(|r| f(r).abs()).fold(0.0, f64::max)
 }
 
+/// Peak |u| of `column` over the run of `model` into `out` (see [`run`]).
 fn peak_pier_displacement(model: &Path, out: &Path, column: &str) -> f64 {
-    let status = hybridsim()
-        .args(["run", "-q"])
-        .arg(model)
-        .arg("-o")
-        .arg(out)
-        .status()
-        .unwrap();
-    assert!(status.success(), "{}", model.display());
-    let (header, rows) = read_csv(&out.join("results.csv"));
-    assert!(
-        rows.iter().flatten().all(|x| x.is_finite()),
-        "{}: a non-finite value",
-        model.display()
-    );
+    let (header, rows) = run(model, out);
     let c = col(&header, column);
-    rows.iter().map(|r| r[c].abs()).fold(0.0, f64::max)
+    peak(&rows, |r| r[c])
 }
 
 #[test]
@@ -89,16 +77,23 @@ fn isolation_lowers_the_tested_pier_displacement() {
     );
 }
 
-/// The all-numerical twin of `examples/bridge_iso_tested.toml`: the bearing pair over Pier 1
-/// moved into the numerical model (same law, same masses), no lab.
+/// The all-numerical twin of `examples/bridge_iso_tested.toml` (and of
+/// `bridge_iso_pier_dcsb_tested.toml`): the tested bearing pair over Pier 1 (and Pier 1) moved
+/// into the numerical model (same laws, same masses), no lab.
 fn all_numerical(tested: &str) -> String {
-    let start = tested.find("[substructure.bearing]").unwrap();
-    let end = start + tested[start..].find("\n\n").unwrap();
-    let mut text = format!("{}{}", &tested[..start], &tested[end..]);
+    let mut text = tested.to_string();
+    for table in ["[substructure.bearing]", "[substructure.pier]"] {
+        let Some(start) = text.find(table) else {
+            continue;
+        };
+        let end = start + text[start..].find("\n\n").unwrap();
+        text = format!("{}{}", &text[..start], &text[end..]);
+    }
     // One numerical model, integrated by the monolithic generalized-alpha scheme with the same
     // rho_inf and step.
     text = text
         .replace("substructure = \"bearing\"", "substructure = \"bridge\"")
+        .replace("substructure = \"pier\"", "substructure = \"bridge\"")
         .replace("split = { bridge = 0.5, bearing = 0.5 }\n", "")
         .replace("integrator = \"pg-alpha\"", "integrator = \"mg-alpha\"")
         .replace("subcycles = 4\n", "");
@@ -107,6 +102,30 @@ fn all_numerical(tested: &str) -> String {
     text
 }
 
+/// `text` with the coarse step Δt^N divided by 4 (and the output every 4 times as many steps,
+/// so that rows fall at the same times).
+fn quarter_step(text: &str) -> String {
+    let (dt, every) = ("time_step = 0.0009765625", "[output]\nevery = 8\n");
+    assert!(text.contains(dt) && text.contains(every));
+    text.replace(dt, "time_step = 0.000244140625")
+        .replace(every, "[output]\nevery = 32\n")
+}
+
+/// The tested D-CSB against its all-numerical twin (the same bridge with the bearing pair over
+/// Pier 1 numerical, integrated monolithically by MG-α with the converged nonlinear solve).
+///
+/// Where the difference comes from (issue 18; measured at 0.35 g El Centro, 4 s): the twin is
+/// converged in Δt (its pier peak moves by 0.2 % from Δt = 1/1024 s to Δt/16), so the
+/// difference is the tested run's own error, and that error is first order in Δt: pier peak
+/// +5.9 %, +2.4 %, +1.0 % at Δt, Δt/2, Δt/4 (bearing +1.6 %, +1.4 %, +0.8 %). PG-α commands
+/// the specimen along the *free* path of its substeps, which lacks the share
+/// `(j/ss) Λ_{n+1}` of the interface force; the link update then moves the physical
+/// partition onto the coupled path by `ℚ^P Λ_{n+1}`, which is exact by superposition for a
+/// linear specimen but not for a stick-slip bearing, whose slip state stays that of the free
+/// path. The gap grows as `Λ Δt² / m^P`: here up to 0.2 mm per coarse step on 1 t interface
+/// plates against the bearing's 1 mm yield displacement. Under the former single correction
+/// (`nonlinear_solver = "corrections"`) the twin had an error of its own (pier +3.3 % at Δt)
+/// that happened to cancel the tested run's, hence the 0.25 % agreement then.
 #[test]
 fn the_tested_dcsb_agrees_with_the_all_numerical_iso_bridge() {
     let dir = scratch("bridge-tested");
@@ -114,6 +133,10 @@ fn the_tested_dcsb_agrees_with_the_all_numerical_iso_bridge() {
     let text = std::fs::read_to_string(&tested).unwrap();
     let numerical = dir.join("numerical.toml");
     std::fs::write(&numerical, all_numerical(&text)).unwrap();
+    let tested_fine = dir.join("tested_fine.toml");
+    std::fs::write(&tested_fine, quarter_step(&text)).unwrap();
+    let numerical_fine = dir.join("numerical_fine.toml");
+    std::fs::write(&numerical_fine, quarter_step(&all_numerical(&text))).unwrap();
     // The same run with a first-order actuator lag of 10 ms (wall clock): 39 µs of simulation
     // time at lambda = 256.
     let lagged = dir.join("lagged.toml");
@@ -128,64 +151,101 @@ fn the_tested_dcsb_agrees_with_the_all_numerical_iso_bridge() {
     let (hn, rn) = run(&numerical, &dir.join("numerical"));
     let (ht, rt) = run(&tested, &dir.join("tested"));
     let (hl, rl) = run(&lagged, &dir.join("lagged"));
-    assert_eq!(rn.len(), rt.len());
-    assert_eq!(rn.len(), rl.len());
-    let bearing = |h: &[String], deck: &str, pier: &str| {
-        let (a, b) = (col(h, deck), col(h, pier));
+    let (hnf, rnf) = run(&numerical_fine, &dir.join("numerical_fine"));
+    let (htf, rtf) = run(&tested_fine, &dir.join("tested_fine"));
+    for rows in [&rt, &rl, &rnf, &rtf] {
+        assert_eq!(rn.len(), rows.len());
+    }
+    let bearing = |h: &[String]| {
+        let (a, b) = (col(h, "u.bridge.6.y[m]"), col(h, "u.bridge.106.y[m]"));
         move |r: &[f64]| r[a] - r[b]
     };
-    let d_num = bearing(&hn, "u.bridge.6.y[m]", "u.bridge.106.y[m]");
-    let d_tested = bearing(&ht, "u.bridge.6.y[m]", "u.bridge.106.y[m]");
-    let d_lagged = bearing(&hl, "u.bridge.6.y[m]", "u.bridge.106.y[m]");
     let pier = |h: &[String]| {
         let c = col(h, "u.bridge.106.y[m]");
         move |r: &[f64]| r[c]
     };
-    let (p_num, p_tested, p_lagged) = (pier(&hn), pier(&ht), pier(&hl));
-    let scale_d = peak(&rn, d_num);
-    let scale_p = peak(&rn, p_num);
-    assert!(scale_d > 1e-3, "the bearing hardly moves: {scale_d} m");
-    // Largest difference over the history, relative to the numerical peak.
-    let diff = |rows_a: &[Vec<f64>],
-                fa: &dyn Fn(&[f64]) -> f64,
-                rows_b: &[Vec<f64>],
-                fb: &dyn Fn(&[f64]) -> f64| {
-        rows_a
-            .iter()
-            .zip(rows_b)
-            .map(|(a, b)| (fa(a) - fb(b)).abs())
-            .fold(0.0, f64::max)
+    // Peaks of (bearing, pier) and the largest history differences relative to the peaks.
+    let peaks = |h: &[String], rows: &[Vec<f64>]| (peak(rows, bearing(h)), peak(rows, pier(h)));
+    let history = |ha: &[String], ra: &[Vec<f64>], hb: &[String], rb: &[Vec<f64>]| {
+        let (da, pa, db, pb) = (bearing(ha), pier(ha), bearing(hb), pier(hb));
+        let (sd, sp) = peaks(ha, ra);
+        ra.iter().zip(rb).fold((0.0f64, 0.0f64), |(d, p), (a, b)| {
+            (
+                d.max((da(a) - db(b)).abs() / sd),
+                p.max((pa(a) - pb(b)).abs() / sp),
+            )
+        })
     };
-    let peak_error = |rows: &[Vec<f64>], f: &dyn Fn(&[f64]) -> f64, reference: f64| {
-        (peak(rows, f) - reference).abs() / reference
+    let error = |x: (f64, f64), reference: (f64, f64)| {
+        (
+            (x.0 - reference.0).abs() / reference.0,
+            (x.1 - reference.1).abs() / reference.1,
+        )
     };
-    let e_d = peak_error(&rt, &d_tested, scale_d);
-    let e_p = peak_error(&rt, &p_tested, scale_p);
-    let e_d_lag = peak_error(&rl, &d_lagged, scale_d);
-    let e_p_lag = peak_error(&rl, &p_lagged, scale_p);
-    let h_d = diff(&rn, &d_num, &rt, &d_tested) / scale_d;
-    let h_p = diff(&rn, &p_num, &rt, &p_tested) / scale_p;
+    let (num, num_fine) = (peaks(&hn, &rn), peaks(&hnf, &rnf));
+    assert!(num.0 > 1e-3, "the bearing hardly moves: {} m", num.0);
+    let twin = error(num, num_fine);
+    let coarse = error(peaks(&ht, &rt), num);
+    let fine = error(peaks(&htf, &rtf), num_fine);
+    let lag = error(peaks(&hl, &rl), peaks(&ht, &rt));
+    let h_coarse = history(&hn, &rn, &ht, &rt);
+    let h_fine = history(&hnf, &rnf, &htf, &rtf);
     println!(
-        "all-numerical peaks: bearing {scale_d:.4e} m, pier {scale_p:.4e} m; tested D-CSB, ideal \
-         actuator: peak errors bearing {e_d:.2e}, pier {e_p:.2e}, largest history differences \
-         {h_d:.2e}, {h_p:.2e} of the peaks; 10 ms lag: peak errors {e_d_lag:.2e}, {e_p_lag:.2e}"
+        "all-numerical peaks: bearing {:.4e} m, pier {:.4e} m (Δt/4 vs Δt: {:.2e}, {:.2e}); \
+         tested D-CSB, ideal actuator, peak errors (bearing, pier): Δt {:.2e}, {:.2e}; Δt/4 \
+         {:.2e}, {:.2e}; largest history differences of the peaks: Δt {:.2e}, {:.2e}; Δt/4 \
+         {:.2e}, {:.2e}; 10 ms lag against the ideal actuator: {:.2e}, {:.2e}",
+        num.0,
+        num.1,
+        twin.0,
+        twin.1,
+        coarse.0,
+        coarse.1,
+        fine.0,
+        fine.1,
+        h_coarse.0,
+        h_coarse.1,
+        h_fine.0,
+        h_fine.1,
+        lag.0,
+        lag.1
     );
-    // The partitioned test (PG-alpha, ss = 4) against the monolithic all-numerical model: the
-    // stick-slip of the bearings shifts by a step or so, hence the looser history bound.
-    // Since the converged solve of nonlinear partitions became the default (issue 17), the
-    // pier's peak differs by 5.9 % (it was 0.25 % when both sides made one correction).
+    // The reference is converged: what remains is the tested run's error.
     assert!(
-        e_d < 0.08 && e_p < 0.08,
-        "ideal actuator, peaks: {e_d}, {e_p}"
+        twin.0 < 0.005 && twin.1 < 0.005,
+        "twin, Δt vs Δt/4: {twin:?}"
     );
+    // The tested run's error is the physical partition's first-order error (see above): it
+    // falls with Δt, and at Δt/4 the peaks agree within 1.5 %.
     assert!(
-        h_d < 0.15 && h_p < 0.25,
-        "ideal actuator, histories: {h_d}, {h_p}"
+        coarse.0 < 0.03 && coarse.1 < 0.08,
+        "ideal actuator, Δt, peaks: {coarse:?}"
     );
+    if common::ground_motion_folder().is_some() {
+        assert!(
+            fine.0 < 0.015 && fine.1 < 0.015,
+            "ideal actuator, Δt/4, peaks: {fine:?}"
+        );
+        assert!(
+            fine.1 < 0.5 * coarse.1,
+            "the pier's error does not fall with Δt: {coarse:?} -> {fine:?}"
+        );
+    } else {
+        // The synthetic motion (no records): the bearing's peak agrees within 0.4 %, but the
+        // pier's peak falls in a stick phase of the bearings and its error converges slowly
+        // and changes sign (measured +8.0 %, -7.2 %, -3.1 % at Δt, Δt/4, Δt/16).
+        assert!(
+            fine.0 < 0.015 && fine.1 < 0.08,
+            "ideal actuator, Δt/4, peaks: {fine:?}"
+        );
+    }
     assert!(
-        e_d_lag < 0.08 && e_p_lag < 0.08,
-        "10 ms lag, peaks: {e_d_lag}, {e_p_lag}"
+        h_fine.0 < 0.5 * h_coarse.0.max(0.02) && h_fine.1 < 0.5 * h_coarse.1.max(0.02),
+        "histories: Δt {h_coarse:?}, Δt/4 {h_fine:?}"
     );
+    // 39 µs of simulated lag changes the peaks by little against the ideal actuator.
+    assert!(lag.0 < 0.002 && lag.1 < 0.002, "10 ms lag, peaks: {lag:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -216,4 +276,69 @@ fn every_isolation_variant_lowers_the_pier_displacement() {
             "{name}: bearing {u_bearing} m, pier {u_pier} m"
         );
     }
+}
+
+/// Pier 1 (1:2 specimen) and one D-CSB over it tested at once: two physical substructures on
+/// one virtual lab, one actuator each, sharing node 106, the pier's actuator with its own
+/// scales. It runs under `run` and `realtime --pacing fast` (the same rows) and agrees with the
+/// all-numerical bridge: at Δt = 1/1024 s the peaks within 5 % (bearing) and 6 % (pier;
+/// measured -1.9 %, +4.1 % with the records), at Δt/4 within 1.5 % (measured 0.08 %, 0.90 %): the
+/// physical partitions' first-order error of the tested D-CSB test above.
+#[test]
+fn pier_and_dcsb_tested_at_once_agree_with_the_all_numerical_bridge() {
+    let dir = scratch("bridge-two-tested");
+    let tested = short_copy("bridge_iso_pier_dcsb_tested.toml", &dir);
+    let text = std::fs::read_to_string(&tested).unwrap();
+    let numerical = dir.join("numerical.toml");
+    std::fs::write(&numerical, all_numerical(&text)).unwrap();
+    let tested_fine = dir.join("tested_fine.toml");
+    std::fs::write(&tested_fine, quarter_step(&text)).unwrap();
+    let numerical_fine = dir.join("numerical_fine.toml");
+    std::fs::write(&numerical_fine, quarter_step(&all_numerical(&text))).unwrap();
+    let (hn, rn) = run(&numerical, &dir.join("numerical"));
+    let (ht, rt) = run(&tested, &dir.join("tested"));
+    let (hnf, rnf) = run(&numerical_fine, &dir.join("numerical_fine"));
+    let (htf, rtf) = run(&tested_fine, &dir.join("tested_fine"));
+    let rt_out = dir.join("realtime");
+    let status = hybridsim()
+        .args(["realtime", "--pacing", "fast", "-o"])
+        .arg(&rt_out)
+        .arg(&tested)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (hr, rr) = read_csv(&rt_out.join("results.csv"));
+    assert_eq!(hr, ht);
+    assert_eq!(rr, rt, "realtime --pacing fast differs from run");
+    let run_json = common::json(&dir.join("tested").join("run.json"));
+    assert_eq!(
+        run_json["lab"]["actuator_scales"]["pier"]["force_scale"],
+        serde_json::json!(4.0),
+        "{}",
+        run_json["lab"]
+    );
+    let peaks = |h: &[String], rows: &[Vec<f64>]| {
+        let (a, b) = (col(h, "u.bridge.6.y[m]"), col(h, "u.bridge.106.y[m]"));
+        (peak(rows, |r| r[a] - r[b]), peak(rows, |r| r[b]))
+    };
+    let error = |x: (f64, f64), reference: (f64, f64)| {
+        (
+            (x.0 - reference.0).abs() / reference.0,
+            (x.1 - reference.1).abs() / reference.1,
+        )
+    };
+    let coarse = error(peaks(&ht, &rt), peaks(&hn, &rn));
+    let fine = error(peaks(&htf, &rtf), peaks(&hnf, &rnf));
+    println!("pier + D-CSB tested, peak errors (bearing, pier): Δt {coarse:?}, Δt/4 {fine:?}");
+    // Measured with the records -1.9 %, +4.1 %; with the synthetic motion 3.7 %, 2.3 %.
+    assert!(coarse.0 < 0.05 && coarse.1 < 0.06, "Δt: {coarse:?}");
+    // Without the records (a synthetic motion) the pier's peak falls in a stick phase of the
+    // bearings and converges more slowly (see the tested D-CSB test).
+    let pier_fine = if common::ground_motion_folder().is_some() {
+        0.015
+    } else {
+        0.08
+    };
+    assert!(fine.0 < 0.015 && fine.1 < pier_fine, "Δt/4: {fine:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

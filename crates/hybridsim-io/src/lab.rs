@@ -279,6 +279,26 @@ pub fn lab_settings_json(
     m.insert("geometric_scale".into(), lab.geometric_scale.into());
     m.insert("force_scale".into(), lab.force_scale.into());
     m.insert("device_multiplier".into(), lab.device_multiplier.into());
+    // Actuators whose specimen has its own scales (`[[lab.actuator]] geometric_scale`, …).
+    let own: serde_json::Map<String, serde_json::Value> = lab
+        .actuators
+        .iter()
+        .filter_map(|a| {
+            a.scale.map(|s| {
+                (
+                    a.name.clone(),
+                    serde_json::json!({
+                        "geometric_scale": s.geometric_scale,
+                        "force_scale": s.force_scale,
+                        "device_multiplier": s.device_multiplier,
+                    }),
+                )
+            })
+        })
+        .collect();
+    if !own.is_empty() {
+        m.insert("actuator_scales".into(), own.into());
+    }
     m.insert(
         "lab_csv_scale".into(),
         "specimen: lab.csv holds the specimen's displacements and forces in the model's units; \

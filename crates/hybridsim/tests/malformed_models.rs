@@ -2587,3 +2587,57 @@ fn nonlinear_solver_keys_are_checked() {
         "must be between 1 and 1000, found 0",
     );
 }
+
+/// `[[lab.actuator]] geometric_scale`, `force_scale`, `device_multiplier` (issue 18: specimens
+/// at different scales tested at once): positive and finite, and one set per substructure.
+#[test]
+fn actuator_scales_are_checked() {
+    let lab = append(SPLIT, LAB);
+    for key in ["geometric_scale", "force_scale", "device_multiplier"] {
+        for bad in ["-2.0", "0.0", "nan"] {
+            let text = edit(
+                &lab,
+                "name = \"act1\"\n",
+                &format!("name = \"act1\"\n{key} = {bad}\n"),
+            );
+            check(&text, &format!("lab.actuator[0].{key}"), "must be positive");
+        }
+    }
+    // A second actuator on the same substructure with another device multiplier.
+    let second = r#"
+[[lab.actuator]]
+name = "act2"
+dofs = [[1, "x"]]
+device_multiplier = 2.0
+capacity = { stroke = 0.075, velocity = 0.6, force = 2.5e4 }
+
+[safety.actuator.act2]
+displacement = 0.05
+velocity = 0.5
+force = 2.0e4
+increment = 2.0e-3
+"#;
+    let text = append(&lab, second);
+    let issue = check(
+        &text,
+        "lab.actuator[1].device_multiplier",
+        "share one geometric_scale, force_scale and device_multiplier",
+    );
+    assert!(issue.reason.contains("`act1`"), "{issue}");
+    // An actuator's own geometric scale: its force scale defaults to the square.
+    let own = edit(
+        &lab,
+        "name = \"act1\"\n",
+        "name = \"act1\"\ngeometric_scale = 2.0\n",
+    );
+    let model = Model::from_toml(&own, SOURCE, &NoFiles).unwrap();
+    let scale = model.lab.as_ref().unwrap().lab.actuators[0].scale.unwrap();
+    assert_eq!(
+        (
+            scale.geometric_scale,
+            scale.force_scale,
+            scale.device_multiplier
+        ),
+        (2.0, 4.0, 1.0)
+    );
+}

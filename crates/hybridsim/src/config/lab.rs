@@ -317,6 +317,12 @@ fn lab_table(spec: &LabSpec, ctx: &LabContext, diag: &mut Diagnostics) -> LabSet
     }
     let setups = setups(&spec.setup, &mut actuators, ctx, diag);
     assign_substructures(&mut actuators, &setups, ctx, diag);
+    specimen_scales(
+        &spec.actuator,
+        &mut actuators,
+        (geometric_scale, force_scale, device_multiplier),
+        diag,
+    );
     let force_control = force_control(&spec.force_control, &actuators, ctx, diag);
     let faults = faults(&spec.fault, transfer, &actuators, diag);
     let degradation = degradation(&spec.degradation, transfer, ctx, diag);
@@ -737,6 +743,7 @@ fn actuator(
         substructure: a.substructure.clone(),
         setup: None,
         control_error: control_error(a.control_error.as_ref(), f, diag),
+        scale: None,
     }
 }
 
@@ -3227,6 +3234,94 @@ fn assign_substructures(
     for (a, l) in actuators.iter_mut().zip(loads) {
         if a.substructure.is_none() {
             a.substructure = l;
+        }
+    }
+}
+
+/// `[[lab.actuator]] geometric_scale`, `force_scale`, `device_multiplier`: the scales of an
+/// actuator's specimen when they differ from the lab's, so that specimens at different scales
+/// (a 1:2 pier and a full-scale bearing, one of a pair) are tested at once. A key not given
+/// takes the lab's value (`force_scale`: the actuator's `geometric_scale` squared when it gives
+/// one). The actuators of one physical substructure share one set of scales.
+fn specimen_scales(
+    specs: &[ActuatorSpec],
+    actuators: &mut [ActuatorSettings],
+    (geometric, force, multiplier): (f64, f64, f64),
+    diag: &mut Diagnostics,
+) {
+    for (i, (spec, a)) in specs.iter().zip(actuators.iter_mut()).enumerate() {
+        if spec.geometric_scale.is_none()
+            && spec.force_scale.is_none()
+            && spec.device_multiplier.is_none()
+        {
+            continue;
+        }
+        let g = spec.geometric_scale.unwrap_or(geometric);
+        let scale = SpecimenScale {
+            geometric_scale: g,
+            force_scale: spec
+                .force_scale
+                .unwrap_or(if spec.geometric_scale.is_some() {
+                    g * g
+                } else {
+                    force
+                }),
+            device_multiplier: spec.device_multiplier.unwrap_or(multiplier),
+        };
+        let mut ok = true;
+        for (key, value) in [
+            ("geometric_scale", spec.geometric_scale),
+            ("force_scale", spec.force_scale),
+            ("device_multiplier", spec.device_multiplier),
+        ] {
+            if let Some(x) = value {
+                if !finite_positive(x) {
+                    diag.push(
+                        format!("lab.actuator[{i}].{key}"),
+                        format!("must be positive and finite, found {x}"),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        if ok {
+            a.scale = Some(scale);
+        }
+    }
+    // One substructure, one set of scales: its measured forces go back through one factor.
+    let lab = SpecimenScale {
+        geometric_scale: geometric,
+        force_scale: force,
+        device_multiplier: multiplier,
+    };
+    for i in 0..actuators.len() {
+        let Some(s) = &actuators[i].substructure else {
+            continue;
+        };
+        let mine = actuators[i].scale.unwrap_or(lab);
+        if let Some(other) = actuators[..i]
+            .iter()
+            .find(|b| b.substructure.as_ref() == Some(s) && b.scale.unwrap_or(lab) != mine)
+        {
+            let key = if other.scale.unwrap_or(lab).geometric_scale != mine.geometric_scale {
+                "geometric_scale"
+            } else if other.scale.unwrap_or(lab).force_scale != mine.force_scale {
+                "force_scale"
+            } else {
+                "device_multiplier"
+            };
+            diag.push(
+                format!("lab.actuator[{i}].{key}"),
+                format!(
+                    "actuator `{}` loads substructure `{s}` with other scales than actuator \
+                     `{}` ({:?} against {:?}): the actuators of one substructure share one \
+                     geometric_scale, force_scale and device_multiplier",
+                    actuators[i].name,
+                    other.name,
+                    mine,
+                    other.scale.unwrap_or(lab)
+                ),
+            );
         }
     }
 }

@@ -523,6 +523,17 @@ pub struct ActuatorSpec {
     /// several).
     #[serde(default)]
     pub substructure: Option<String>,
+    /// Prototype/specimen displacement ratio of this actuator's specimen (default
+    /// `lab.geometric_scale`).
+    #[serde(default)]
+    pub geometric_scale: Option<f64>,
+    /// Prototype/specimen force ratio of this actuator's specimen (default: its
+    /// `geometric_scale` squared when it gives one, else `lab.force_scale`).
+    #[serde(default)]
+    pub force_scale: Option<f64>,
+    /// Device multiplier on this actuator's specimen force (default `lab.device_multiplier`).
+    #[serde(default)]
+    pub device_multiplier: Option<f64>,
 }
 
 /// `[[lab.setup]]`: a kinematic experimental setup (see `crate::physical::setup`).

@@ -540,6 +540,22 @@ pub struct ActuatorSettings {
     pub setup: Option<usize>,
     /// A constant displacement control error of the virtual lab (none by default).
     pub control_error: Option<ControlError>,
+    /// The scales of this actuator's specimen when they differ from the lab's (a 1:2 pier and
+    /// a full-scale bearing tested at once); `None`: `lab.geometric_scale`, `lab.force_scale`
+    /// and `lab.device_multiplier`. The actuators of one substructure share them.
+    pub scale: Option<SpecimenScale>,
+}
+
+/// Prototype/specimen scales of one physical substructure's specimen
+/// (`[[lab.actuator]] geometric_scale`, `force_scale`, `device_multiplier`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpecimenScale {
+    /// Prototype displacement = `geometric_scale` × specimen displacement.
+    pub geometric_scale: f64,
+    /// Prototype force = `force_scale` × `device_multiplier` × specimen force.
+    pub force_scale: f64,
+    /// Device multiplier on the force.
+    pub device_multiplier: f64,
 }
 
 /// A constant displacement control error (Hung and El-Tawil 2009; OpenFresco's

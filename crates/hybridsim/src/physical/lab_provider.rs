@@ -227,7 +227,7 @@ impl LabProvider {
         dofs: &[DofRef],
         specimen: Vec<SpecimenElement>,
     ) -> Result<Self, String> {
-        let config = model
+        let mut config = model
             .lab
             .clone()
             .ok_or("the model has no [lab] configuration")?;
@@ -250,6 +250,13 @@ impl LabProvider {
             return Err(format!(
                 "physical substructure `{name}` has no actuator in [lab] driving its DOFs"
             ));
+        }
+        // The scales of this substructure's specimen, when its actuators give their own (the
+        // reader checked that they agree): every later use reads them from this copy.
+        if let Some(scale) = act.iter().find_map(|&i| config.lab.actuators[i].scale) {
+            config.lab.geometric_scale = scale.geometric_scale;
+            config.lab.force_scale = scale.force_scale;
+            config.lab.device_multiplier = scale.device_multiplier;
         }
         let mut t = vec![0.0; act.len() * n];
         for (row, &ai) in act.iter().enumerate() {
