@@ -208,10 +208,23 @@ fn a_late_estimate_is_a_recorded_miss_and_the_previous_one_is_kept() {
     assert!(misses >= 1, "{task}");
     assert_eq!(updating_task_stats(&out)["deadline_misses"], misses);
     let u = &out.run_json["updating"];
+    println!("{u}");
     assert_eq!(u["misses"], misses);
-    assert_eq!(u["state"], "active");
-    assert_eq!(u["updates"], out.steps);
-    assert_eq!(u["applied"].as_u64().unwrap(), out.steps - 1 - misses);
+    let applied = u["applied"].as_u64().unwrap();
+    match u["state"].as_str() {
+        // The stall ended before the run did: the filter went on with every snapshot.
+        Some("active") => {
+            assert_eq!(u["updates"], out.steps);
+            assert_eq!(applied, out.steps - 1 - misses);
+        }
+        // A fast run on a quiet machine can finish its remaining steps inside the 1.5 s
+        // stall: updating is then turned off as stalled, never the test.
+        Some("tripped") => {
+            assert_eq!(task["stalled"], true, "{task}");
+            assert!(applied + misses <= out.steps - 1, "{u}");
+        }
+        other => panic!("updating state {other:?}: {u}"),
+    }
 }
 
 /// The threaded loop with the updating task allocates nothing in any loop thread (the
