@@ -100,6 +100,10 @@ pub fn run_in_memory(
 ) -> Result<MemoryRun, ModelError> {
     let t0 = Instant::now();
     let mut integ = hybridsim::integrators::build_with(model, opts.connector.as_deref())?;
+    if !opts.lab_records {
+        // Nobody reads them: the per-tick lab records are not even gathered.
+        integ.for_each_lab(&mut |_, lab| lab.set_records_kept(false));
+    }
     let mut recorder = Recorder::new(model, integ.as_ref());
     let columns = recorder.columns().to_vec();
     let ncol = columns.len();

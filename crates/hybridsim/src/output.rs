@@ -58,6 +58,7 @@ pub struct Recorder {
     channels: Vec<Channel>,
     workspaces: Vec<ElementWorkspace>,
     scratch: Vec<f64>,
+    snapshot: RecorderSnapshot,
 }
 
 /// The unit of quantity `q` on DOF `dof` in the model's `units` (the `[unit]` of a column
@@ -274,11 +275,13 @@ impl Recorder {
             }
         }
         let workspaces = parts.iter().map(|p| p.state.workspace()).collect();
+        let snapshot = RecorderSnapshot::new(integrator, &channels);
         Self {
             columns,
             channels,
             workspaces,
             scratch: vec![0.0; max_scratch.max(1)],
+            snapshot,
         }
     }
 
@@ -290,90 +293,332 @@ impl Recorder {
     /// Fill `row` (length of [`Recorder::columns`]) from the integrator's current state.
     /// Allocation-free.
     pub fn record(&mut self, integ: &mut dyn TimeIntegrator, row: &mut [f64]) {
-        let t = integ.time();
-        let mut c = 0;
-        while c < self.channels.len() {
-            let ch = self.channels[c].clone();
-            match ch {
-                Channel::Time => row[c] = t,
-                Channel::U(p, i) => row[c] = integ.state(p)[i],
-                Channel::V(p, i) => {
-                    let n = integ.partitions()[p].state.n_dofs();
-                    row[c] = integ.state(p)[n + i];
+        fill(
+            &self.channels,
+            &mut self.workspaces,
+            &mut self.scratch,
+            &mut Live(integ),
+            row,
+        );
+    }
+
+    /// Copy what [`Recorder::record`] reads from the integrator (time, states, relative
+    /// accelerations, the ports' measured forces and channels, multipliers, the scheme's own
+    /// channels, energies) into buffers allocated with the recorder, to be turned into a row
+    /// later by [`Recorder::record_captured`], which gives the row `record` would have given
+    /// now, bit for bit. A few copies instead of a row's evaluation (element forces, ground
+    /// motion): the run loop takes one after every step of a lab run, whose failed step would
+    /// leave the integrator and the ports inside that step. Element channels are evaluated
+    /// from the captured state when the row is made, with the elements' parameters of that
+    /// moment (they change only between steps, before the capture). Allocation-free.
+    pub fn capture(&mut self, integ: &mut dyn TimeIntegrator) {
+        self.snapshot.capture(integ);
+    }
+
+    /// Fill `row` from the last [`Recorder::capture`] (the integrator gives only the structure:
+    /// partitions, elements, ground motion, interface). Allocation-free.
+    pub fn record_captured(&mut self, integ: &dyn TimeIntegrator, row: &mut [f64]) {
+        fill(
+            &self.channels,
+            &mut self.workspaces,
+            &mut self.scratch,
+            &mut Captured {
+                snapshot: &self.snapshot,
+                integ,
+            },
+            row,
+        );
+    }
+}
+
+/// Copy `src` into `dst`, reusing its storage (allocation-free when the lengths agree, as they
+/// do for an integrator's fixed-size state).
+fn copy_into(dst: &mut Vec<f64>, src: &[f64]) {
+    if dst.len() == src.len() {
+        dst.copy_from_slice(src);
+    } else {
+        dst.clear();
+        dst.extend_from_slice(src);
+    }
+}
+
+/// The per-partition part of a [`RecorderSnapshot`].
+#[derive(Debug, Clone, Default)]
+struct PartitionSnapshot {
+    state: Vec<f64>,
+    /// `Ẏ[n..2n]`.
+    acceleration: Vec<f64>,
+    /// The port's measured force, when there is a port.
+    measured: Option<Vec<f64>>,
+    /// The physical substructure's channels (empty when not recorded).
+    provider: Vec<f64>,
+    /// Whether the partition's energy is recorded, and its value.
+    wants_energy: bool,
+    energy: Option<f64>,
+}
+
+/// What [`Recorder::record`] reads from an integrator, copied by [`Recorder::capture`].
+#[derive(Debug, Clone, Default)]
+struct RecorderSnapshot {
+    time: f64,
+    parts: Vec<PartitionSnapshot>,
+    multipliers: Vec<f64>,
+    extra: Vec<f64>,
+}
+
+impl RecorderSnapshot {
+    /// Buffers sized for `integ` and the recorded `channels`.
+    fn new(integ: &dyn TimeIntegrator, channels: &[Channel]) -> Self {
+        let parts = integ
+            .partitions()
+            .iter()
+            .enumerate()
+            .map(|(p, part)| {
+                let n = part.state.n_dofs();
+                let provider = channels
+                    .iter()
+                    .find_map(|c| match c {
+                        Channel::Provider { part, len } if *part == p && *len > 0 => Some(*len),
+                        _ => None,
+                    })
+                    .unwrap_or(0);
+                PartitionSnapshot {
+                    state: integ.state(p).to_vec(),
+                    acceleration: integ.rate(p).get(n..2 * n).unwrap_or(&[]).to_vec(),
+                    measured: part.physical.as_ref().map(|port| port.measured().to_vec()),
+                    provider: vec![0.0; provider],
+                    wants_energy: channels
+                        .iter()
+                        .any(|c| matches!(c, Channel::Energy(q) if *q == p)),
+                    energy: None,
                 }
-                Channel::AbsAcc(p, i) => {
-                    let st = &integ.partitions()[p].state;
-                    let n = st.n_dofs();
-                    row[c] = integ.rate(p)[n + i] + st.ground_acceleration(i, t);
-                }
-                Channel::State(p, k) => row[c] = integ.state(p)[k],
-                Channel::ElementForce { part, slot, len } => {
-                    if len > 0 {
-                        let st = &integ.partitions()[part].state;
-                        let y = integ.state(part);
-                        st.element_force(
-                            slot,
-                            y,
-                            &mut self.scratch[..len],
-                            &mut self.workspaces[part],
-                        );
-                        row[c + 1 - len..=c].copy_from_slice(&self.scratch[..len]);
+            })
+            .collect();
+        let n_extra = channels
+            .iter()
+            .find_map(|c| match c {
+                Channel::Extra { len } if *len > 0 => Some(*len),
+                _ => None,
+            })
+            .unwrap_or(0);
+        Self {
+            time: integ.time(),
+            parts,
+            multipliers: integ.multipliers().to_vec(),
+            extra: vec![0.0; n_extra],
+        }
+    }
+
+    /// Copy the integrator's current values (in the order [`fill`] reads them: the energies
+    /// last). Allocation-free.
+    fn capture(&mut self, integ: &mut dyn TimeIntegrator) {
+        self.time = integ.time();
+        for (p, snap) in self.parts.iter_mut().enumerate() {
+            copy_into(&mut snap.state, integ.state(p));
+            let part = &integ.partitions()[p];
+            let n = part.state.n_dofs();
+            copy_into(
+                &mut snap.acceleration,
+                integ.rate(p).get(n..2 * n).unwrap_or(&[]),
+            );
+            match (part.physical.as_ref(), snap.measured.as_mut()) {
+                (Some(port), Some(measured)) => {
+                    copy_into(measured, port.measured());
+                    if !snap.provider.is_empty() {
+                        port.substructure().channels(&mut snap.provider);
                     }
                 }
-                Channel::Measured(p, i) => {
-                    row[c] = integ.partitions()[p]
-                        .physical
-                        .as_ref()
-                        .map_or(f64::NAN, |port| port.measured()[i])
-                }
-                Channel::Deformation(p, slot) | Channel::Dissipated(p, slot) => {
-                    let st = &integ.partitions()[p].state;
-                    let (d, e) = st.element_deformation_and_dissipation(
-                        slot,
-                        integ.state(p),
-                        &mut self.workspaces[p],
-                    );
-                    let v = if matches!(ch, Channel::Deformation(..)) {
-                        d
-                    } else {
-                        e
-                    };
-                    row[c] = v.unwrap_or(f64::NAN);
-                }
-                Channel::Provider { part, len } => {
-                    if len > 0 {
-                        if let Some(pr) = integ.partitions()[part]
-                            .physical
-                            .as_ref()
-                            .map(|p| p.substructure())
-                        {
-                            pr.channels(&mut self.scratch[..len]);
-                            row[c + 1 - len..=c].copy_from_slice(&self.scratch[..len]);
-                        }
-                    }
-                }
-                Channel::Lambda(k) => row[c] = integ.multipliers()[k],
-                Channel::GapU(k) | Channel::GapV(k) => {
-                    let iface = integ.interface().expect("interface");
-                    let d = &iface.dofs[k];
-                    let off = if matches!(ch, Channel::GapU(_)) { 0 } else { 1 };
-                    let val = |p: usize| {
-                        let st = &integ.partitions()[p].state;
-                        let n = st.n_dofs();
-                        let i = st.dofs.iter().position(|x| *x == d.dof).unwrap_or(0);
-                        integ.state(p)[off * n + i]
-                    };
-                    row[c] = val(d.plus) - val(d.minus);
-                }
-                Channel::Energy(p) => row[c] = integ.energy(p).unwrap_or(f64::NAN),
-                Channel::Extra { len } => {
-                    if len > 0 {
-                        integ.extra_values(&mut self.scratch[..len]);
-                        row[c + 1 - len..=c].copy_from_slice(&self.scratch[..len]);
-                    }
+                (Some(port), None) => snap.measured = Some(port.measured().to_vec()),
+                (None, _) => snap.measured = None,
+            }
+        }
+        copy_into(&mut self.multipliers, integ.multipliers());
+        if !self.extra.is_empty() {
+            integ.extra_values(&mut self.extra);
+        }
+        for (p, snap) in self.parts.iter_mut().enumerate() {
+            if snap.wants_energy {
+                snap.energy = integ.energy(p);
+            }
+        }
+    }
+}
+
+/// A [`RecorderSnapshot`] over the integrator's structure.
+struct Captured<'a> {
+    snapshot: &'a RecorderSnapshot,
+    integ: &'a dyn TimeIntegrator,
+}
+
+impl RowSource for Captured<'_> {
+    fn integrator(&self) -> &dyn TimeIntegrator {
+        self.integ
+    }
+    fn time(&self) -> f64 {
+        self.snapshot.time
+    }
+    fn state(&self, p: usize) -> &[f64] {
+        &self.snapshot.parts[p].state
+    }
+    fn acceleration(&self, p: usize, i: usize) -> f64 {
+        self.snapshot.parts[p].acceleration[i]
+    }
+    fn measured(&self, p: usize, i: usize) -> f64 {
+        self.snapshot.parts[p]
+            .measured
+            .as_ref()
+            .map_or(f64::NAN, |m| m[i])
+    }
+    fn provider(&self, p: usize, out: &mut [f64]) -> bool {
+        let snap = &self.snapshot.parts[p];
+        if snap.measured.is_none() {
+            return false;
+        }
+        out.copy_from_slice(&snap.provider[..out.len()]);
+        true
+    }
+    fn multipliers(&self) -> &[f64] {
+        &self.snapshot.multipliers
+    }
+    fn energy(&mut self, p: usize) -> Option<f64> {
+        self.snapshot.parts[p].energy
+    }
+    fn extra(&self, out: &mut [f64]) {
+        out.copy_from_slice(&self.snapshot.extra[..out.len()]);
+    }
+}
+
+/// Where a row's values are read: the integrator ([`Live`]) or a [`RecorderSnapshot`]
+/// ([`Captured`]). The structure (partitions, elements, ground motion, interface) always
+/// comes from the integrator.
+trait RowSource {
+    fn integrator(&self) -> &dyn TimeIntegrator;
+    fn time(&self) -> f64;
+    fn state(&self, p: usize) -> &[f64];
+    /// `Ẏ[n + i]` of partition `p` (the relative acceleration of DOF `i`).
+    fn acceleration(&self, p: usize, i: usize) -> f64;
+    /// The port's measured force on DOF `i` (NaN without a port).
+    fn measured(&self, p: usize, i: usize) -> f64;
+    /// The physical substructure's channels; `false` without one.
+    fn provider(&self, p: usize, out: &mut [f64]) -> bool;
+    fn multipliers(&self) -> &[f64];
+    fn energy(&mut self, p: usize) -> Option<f64>;
+    fn extra(&self, out: &mut [f64]);
+}
+
+/// The integrator's current state.
+struct Live<'a>(&'a mut dyn TimeIntegrator);
+
+impl RowSource for Live<'_> {
+    fn integrator(&self) -> &dyn TimeIntegrator {
+        &*self.0
+    }
+    fn time(&self) -> f64 {
+        self.0.time()
+    }
+    fn state(&self, p: usize) -> &[f64] {
+        self.0.state(p)
+    }
+    fn acceleration(&self, p: usize, i: usize) -> f64 {
+        let n = self.0.partitions()[p].state.n_dofs();
+        self.0.rate(p)[n + i]
+    }
+    fn measured(&self, p: usize, i: usize) -> f64 {
+        self.0.partitions()[p]
+            .physical
+            .as_ref()
+            .map_or(f64::NAN, |port| port.measured()[i])
+    }
+    fn provider(&self, p: usize, out: &mut [f64]) -> bool {
+        match self.0.partitions()[p].physical.as_ref() {
+            Some(port) => {
+                port.substructure().channels(out);
+                true
+            }
+            None => false,
+        }
+    }
+    fn multipliers(&self) -> &[f64] {
+        self.0.multipliers()
+    }
+    fn energy(&mut self, p: usize) -> Option<f64> {
+        self.0.energy(p)
+    }
+    fn extra(&self, out: &mut [f64]) {
+        self.0.extra_values(out)
+    }
+}
+
+/// Fill `row` from `src`, column by column. Allocation-free.
+fn fill<S: RowSource>(
+    channels: &[Channel],
+    workspaces: &mut [ElementWorkspace],
+    scratch: &mut [f64],
+    src: &mut S,
+    row: &mut [f64],
+) {
+    let t = src.time();
+    let mut c = 0;
+    while c < channels.len() {
+        let ch = channels[c].clone();
+        match ch {
+            Channel::Time => row[c] = t,
+            Channel::U(p, i) => row[c] = src.state(p)[i],
+            Channel::V(p, i) => {
+                let n = src.integrator().partitions()[p].state.n_dofs();
+                row[c] = src.state(p)[n + i];
+            }
+            Channel::AbsAcc(p, i) => {
+                let st = &src.integrator().partitions()[p].state;
+                row[c] = src.acceleration(p, i) + st.ground_acceleration(i, t);
+            }
+            Channel::State(p, k) => row[c] = src.state(p)[k],
+            Channel::ElementForce { part, slot, len } => {
+                if len > 0 {
+                    let st = &src.integrator().partitions()[part].state;
+                    let y = src.state(part);
+                    st.element_force(slot, y, &mut scratch[..len], &mut workspaces[part]);
+                    row[c + 1 - len..=c].copy_from_slice(&scratch[..len]);
                 }
             }
-            c += 1;
+            Channel::Measured(p, i) => row[c] = src.measured(p, i),
+            Channel::Deformation(p, slot) | Channel::Dissipated(p, slot) => {
+                let st = &src.integrator().partitions()[p].state;
+                let (d, e) =
+                    st.element_deformation_and_dissipation(slot, src.state(p), &mut workspaces[p]);
+                let v = if matches!(ch, Channel::Deformation(..)) {
+                    d
+                } else {
+                    e
+                };
+                row[c] = v.unwrap_or(f64::NAN);
+            }
+            Channel::Provider { part, len } => {
+                if len > 0 && src.provider(part, &mut scratch[..len]) {
+                    row[c + 1 - len..=c].copy_from_slice(&scratch[..len]);
+                }
+            }
+            Channel::Lambda(k) => row[c] = src.multipliers()[k],
+            Channel::GapU(k) | Channel::GapV(k) => {
+                let iface = src.integrator().interface().expect("interface");
+                let d = &iface.dofs[k];
+                let off = if matches!(ch, Channel::GapU(_)) { 0 } else { 1 };
+                let val = |p: usize| {
+                    let st = &src.integrator().partitions()[p].state;
+                    let n = st.n_dofs();
+                    let i = st.dofs.iter().position(|x| *x == d.dof).unwrap_or(0);
+                    src.state(p)[off * n + i]
+                };
+                row[c] = val(d.plus) - val(d.minus);
+            }
+            Channel::Energy(p) => row[c] = src.energy(p).unwrap_or(f64::NAN),
+            Channel::Extra { len } => {
+                if len > 0 {
+                    src.extra(&mut scratch[..len]);
+                    row[c + 1 - len..=c].copy_from_slice(&scratch[..len]);
+                }
+            }
         }
+        c += 1;
     }
 }

@@ -319,14 +319,15 @@ pub fn run(
     }
     let mut until_row = every;
     // A stop between two recorded rows (`every > 1`) must still leave the last completed step
-    // on disk. With a laboratory its row is recorded after every step (a step that fails midway
-    // leaves the state between two steps, so the row cannot be taken afterwards); without one
-    // it is taken at the stop when the state is still that of the last completed step (any
-    // fault but a failed step), sparing `run` the cost of a row per step
-    // (BENCHMARKS.md, "Issue 10").
+    // on disk. With a laboratory what its row reads is captured after every step
+    // (`Recorder::capture`: a step that fails midway leaves the state between two steps, so the
+    // row cannot be taken afterwards) and made into a row only at such a stop; without one it
+    // is taken at the stop when the state is still that of the last completed step (any fault
+    // but a failed step), sparing `run` the cost of a row per step (BENCHMARKS.md, "Issue 10").
     let mut has_lab = false;
     exec.integrator().for_each_lab(&mut |_, _| has_lab = true);
-    // `unsent`: the last completed step's row is not in the sink; `recorded`: it is in `row`.
+    // `unsent`: the last completed step's row is not in the sink; `recorded`: it is in `row`
+    // or in the recorder's capture.
     let mut unsent = false;
     let mut recorded = true;
     let mut step_failed = false;
@@ -350,8 +351,10 @@ pub fn run(
         until_row -= 1;
         let due = until_row == 0 || steps == settings.n_steps;
         recorded = due || has_lab;
-        if recorded {
+        if due {
             recorder.record(exec.integrator(), row);
+        } else if has_lab {
+            recorder.capture(exec.integrator());
         }
         unsent = !due;
         if due {
@@ -393,7 +396,9 @@ pub fn run(
     // last completed step if it was between two recorded rows.
     sink.stopped();
     if unsent && (recorded || !step_failed) {
-        if !recorded {
+        if recorded {
+            recorder.record_captured(exec.integrator(), row);
+        } else {
             recorder.record(exec.integrator(), row);
         }
         sink.row(row);

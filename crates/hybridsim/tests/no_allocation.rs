@@ -114,3 +114,35 @@ fn a_controller_and_ats_lab_steps_without_allocating() {
     });
     assert!(updates > 100.0, "the ATS identified {updates} times");
 }
+
+/// The recorder's capture of a lab step (taken by the run loop after every step that has no
+/// row due) and the row made from it allocate nothing, with the element, provider and energy
+/// channels on.
+#[test]
+fn capturing_a_row_and_making_it_later_do_not_allocate() {
+    let mut m = example_with("quickstart.toml", |t| {
+        set(t, "analysis", "duration", 1.0);
+    });
+    m.output.elements = true;
+    m.output.energy = true;
+    let mut integ = hybridsim::integrators::build(&m).unwrap();
+    let mut recorder = hybridsim::output::Recorder::new(&m, integ.as_ref());
+    let mut row = vec![0.0; recorder.columns().len()];
+    integ.step().unwrap();
+    recorder.capture(integ.as_mut());
+    recorder.record_captured(integ.as_ref(), &mut row);
+    let n = count(|| {
+        for _ in 0..50 {
+            integ.step().unwrap();
+            recorder.capture(integ.as_mut());
+            recorder.record_captured(integ.as_ref(), &mut row);
+        }
+    });
+    let steps = count(|| {
+        for _ in 0..50 {
+            integ.step().unwrap();
+        }
+    });
+    println!("{n} allocations in 50 steps with capture and captured row, {steps} in 50 steps");
+    assert_eq!(n, 0, "capturing or making the captured row allocates");
+}

@@ -205,6 +205,8 @@ pub struct LabProvider {
     rest_d: Vec<f64>,
     /// The wall clock that paces the bumpless start, when a runner gave one.
     clock: Option<Box<dyn super::TickClock>>,
+    /// Whether the controller-rate records are gathered ([`LabControl::set_records_kept`]).
+    records_kept: bool,
 }
 
 impl LabProvider {
@@ -549,6 +551,7 @@ impl LabProvider {
             work_d: vec![0.0; na],
             clock: None,
             recipe,
+            records_kept: true,
         })
     }
 
@@ -608,6 +611,9 @@ impl LabProvider {
     }
 
     fn record(&mut self, t: f64) {
+        if !self.records_kept {
+            return;
+        }
         // The tick's place on the test's wall clock (tick · Δt^C): deterministic, so that a
         // run and its threaded replay write the same bits; the measured lateness of each tick
         // is in the runner's task statistics.
@@ -935,6 +941,10 @@ impl LabControl for LabProvider {
 
     fn drain_lab(&mut self, sink: &mut dyn FnMut(&[f64])) {
         self.records.drain(sink);
+    }
+
+    fn set_records_kept(&mut self, kept: bool) {
+        self.records_kept = kept;
     }
 
     fn trip(&mut self, kind: EventKind, t: f64) {

@@ -171,6 +171,12 @@ pub trait LabControl: Send {
     /// Allocation-free.
     fn drain_lab(&mut self, sink: &mut dyn FnMut(&[f64]));
 
+    /// Whether the controller-rate lab records are gathered (yes unless told otherwise): a
+    /// front end that would discard them (an in-memory run without lab records) turns them
+    /// off and spares the lab a record per tick. Nothing else depends on them: the run, its
+    /// results and its safety state are the same either way.
+    fn set_records_kept(&mut self, _kept: bool) {}
+
     /// Trip the safety layer from outside (operator abort, deadline overruns, writer failure,
     /// divergence of Λ): the same path as a limit breach. The first event latches.
     /// Allocation-free.
