@@ -109,12 +109,28 @@ impl Simulation {
             u.length,
             u.time
         );
+        // Nonlinear numerical partitions: the converged solve (the default) or a fixed
+        // number of corrections (`analysis.nonlinear_solver`).
+        let alpha = matches!(
+            a.integrator,
+            IntegratorKind::MgAlpha | IntegratorKind::PgAlpha
+        );
+        let nonlinear = match a.nonlinear_tolerance.filter(|_| alpha) {
+            Some(tolerance) => format!(
+                "nonlinear_solver = converged to {tolerance:e} in at most {} iterations",
+                a.nonlinear_max_iterations
+            ),
+            None if alpha => format!(
+                "nonlinear_solver = corrections, corrections = {}",
+                a.corrections
+            ),
+            None => format!("corrections = {}", a.corrections),
+        };
         let _ = writeln!(
             s,
-            "integrator: {} (rho_inf = {}, corrections = {})",
+            "integrator: {} (rho_inf = {}, {nonlinear})",
             a.integrator.name(),
             a.rho_inf,
-            a.corrections
         );
         let _ = write!(s, "time steps: numerical dt = {} {}", a.time_step, u.time);
         if a.integrator == IntegratorKind::PgAlpha {
