@@ -299,7 +299,7 @@ impl AlphaStepper {
         self.tolerance.is_some() && self.nonlinear
     }
 
-    /// Whether row `row` of `Y` is set by an exact path update (see [`Self::path_rows`]).
+    /// Whether row `row` of `Y` is set by an exact path update in the converged solve.
     pub fn is_path_row(&self, row: usize) -> bool {
         self.on_path.get(row).copied().unwrap_or(false)
     }

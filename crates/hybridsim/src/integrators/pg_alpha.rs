@@ -334,7 +334,7 @@ impl PgAlpha {
     /// correction alone would move a yielded bilinear force past its bound (found on
     /// `examples/bridge_iso.toml`: the D-CSB slider reached 1.39 δ). The other element states
     /// of a partition solved to convergence (Bouc-Wen, rate laws) are solved again at the
-    /// linked kinematics ([`settle_states`]).
+    /// linked kinematics (`settle_states`).
     pub fn link_update(&mut self) -> Result<(), StepError> {
         for (run, part) in self.runs.iter_mut().zip(self.parts.iter_mut()) {
             run.stepper.keep_start(&run.coupled.y);
