@@ -13,43 +13,13 @@ use hybridsim::physical::{EventKind, PortError};
 use hybridsim::runner::{self, EndState, RunSettings, RunSink, Sequential};
 use hybridsim::Model;
 use hybridsim_rt::{run, run_sequential, RunOptions, RunStatus};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-struct Counting;
-static LOOP_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-thread_local! {
-    static IN_LOOP: Cell<bool> = const { Cell::new(false) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if IN_LOOP.try_with(|c| c.get()).unwrap_or(false) {
-            LOOP_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if IN_LOOP.try_with(|c| c.get()).unwrap_or(false) {
-            LOOP_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn mark(on: bool) {
-    IN_LOOP.with(|c| c.set(on));
-}
+mod common;
+use common::counting::{mark, LOOP_ALLOCATIONS};
 
 /// The explicit RTHS frame (1024 Hz, 5 ms actuator delay) with `extra` appended and `every`
 /// set.

@@ -1,0 +1,4 @@
+//! Shared helpers of the hybridsim-rt integration tests.
+#![allow(dead_code)]
+
+pub mod counting;
