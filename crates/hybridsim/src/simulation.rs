@@ -227,6 +227,29 @@ impl Simulation {
                 "Rayleigh damping: alpha = {alpha:.6e} 1/{}, beta = {beta:.6e} {}",
                 u.time, u.time
             );
+            let hysteretic = m.elements.iter().filter(|e| {
+                e.rayleigh && e.element.linear_stiffness().is_none() && {
+                    crate::elements::rayleigh_stiffness(e.element.as_ref()).is_some()
+                }
+            });
+            let count = hysteretic.count();
+            if beta != 0.0 && count > 0 {
+                let _ = writeln!(
+                    s,
+                    "Rayleigh stiffness of the {count} hysteretic element(s): {} ({})",
+                    m.rayleigh_stiffness.name(),
+                    match m.rayleigh_stiffness {
+                        crate::model::RayleighStiffness::Initial =>
+                            "beta K_0, the initial stiffness",
+                        crate::model::RayleighStiffness::Committed => {
+                            "beta K_c, the tangent of the state each step starts from"
+                        }
+                        crate::model::RayleighStiffness::Current => {
+                            "beta K_t, the tangent of the current state"
+                        }
+                    }
+                );
+            }
         }
         // Imposed DOFs follow their prescribed motion: the modes are those of the model with
         // them restrained (fixed), as in Hovmand et al. (2022), §3 (no rigid-body mode, no

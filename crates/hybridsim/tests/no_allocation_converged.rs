@@ -21,6 +21,16 @@ const SPRINGS: [&str; 4] = [
 /// A chain of the hysteretic springs `springs` under a synthetic motion, all numerical;
 /// `extra` goes into `[analysis]`.
 fn chain(springs: &[&str], integrator_extra: &str) -> hybridsim::Model {
+    chain_with(springs, integrator_extra, "", "")
+}
+
+/// [`chain`] with `spring_extra` on every spring and `tail` appended to the model file.
+fn chain_with(
+    springs: &[&str],
+    integrator_extra: &str,
+    spring_extra: &str,
+    tail: &str,
+) -> hybridsim::Model {
     let mut text = String::from(
         "title = \"hysteretic chain\"\n[units]\nlength = \"m\"\nforce = \"kN\"\ntime = \"s\"\n",
     );
@@ -36,7 +46,7 @@ fn chain(springs: &[&str], integrator_extra: &str) -> hybridsim::Model {
             format!("[{}, {}]", i + 1, i)
         };
         text += &format!(
-            "[[element]]\n{s}\nname = \"s{}\"\nnodes = {nodes}\ndof = \"x\"\n",
+            "[[element]]\n{s}\nname = \"s{}\"\nnodes = {nodes}\ndof = \"x\"\n{spring_extra}\n",
             i + 1
         );
     }
@@ -44,6 +54,7 @@ fn chain(springs: &[&str], integrator_extra: &str) -> hybridsim::Model {
     text += &format!(
         "[analysis]\nintegrator = \"mg-alpha\"\nrho_inf = 1.0\ntime_step = 0.002\nduration = 3.0\n{integrator_extra}\n"
     );
+    text += tail;
     model(&text)
 }
 
@@ -101,6 +112,18 @@ fn the_converged_solve_does_not_allocate() {
         "mg-alpha, all four with lead-rubber, default",
         None,
     );
+    // Rayleigh damping on the tangent of the hysteretic springs (issue 17), in the converged
+    // solve and with fixed corrections.
+    for stiffness in ["committed", "current"] {
+        let damping =
+            format!("[damping]\nalpha = 0.2\nbeta = 0.002\nstiffness = \"{stiffness}\"\n");
+        count_steps(
+            hybridsim::Simulation::new(chain_with(&SPRINGS, "", "rayleigh = true", &damping))
+                .unwrap(),
+            &format!("mg-alpha, all four, Rayleigh on the {stiffness} tangent"),
+            None,
+        );
+    }
     let bridge = example_with("bridge_iso.toml", |t| {
         set(t, "analysis", "duration", 6.0);
         // A synthetic motion instead of the record (no file needed).
@@ -121,4 +144,28 @@ fn the_converged_solve_does_not_allocate() {
         "pg-alpha, bridge_iso",
         Some(false),
     );
+    // The same with Rayleigh damping on the tangent of the bridge's bilinear bearings.
+    for stiffness in ["committed", "current"] {
+        let bridge = example_with("bridge_iso.toml", |t| {
+            set(t, "analysis", "duration", 6.0);
+            set(t, "damping", "stiffness", stiffness);
+            let gm: toml::Value = toml::from_str::<toml::Table>(
+                "direction = 'y'\nsynthetic = { seed = 7, duration = 6.0, pga = 0.35 }",
+            )
+            .unwrap()
+            .into();
+            t.insert("ground_motion".into(), toml::Value::Array(vec![gm]));
+            for e in t["element"].as_array_mut().unwrap() {
+                let e = e.as_table_mut().unwrap();
+                if e["type"].as_str() == Some("mostaghel") {
+                    e.insert("rayleigh".into(), true.into());
+                }
+            }
+        });
+        count_steps(
+            hybridsim::Simulation::new(bridge).unwrap(),
+            &format!("pg-alpha, bridge_iso, Rayleigh on the {stiffness} tangent of the bearings"),
+            None,
+        );
+    }
 }

@@ -22,7 +22,7 @@ pub use steklov_poincare::SteklovPoincare;
 
 use crate::elements::{DofRef, ElementRef, RayleighDamping};
 use crate::error::{Diagnostics, ModelError};
-use crate::model::{Model, Rayleigh, Role};
+use crate::model::{Model, Rayleigh, RayleighStiffness, Role};
 use crate::physical::{PhysicalPort, SpecimenElement};
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
@@ -95,13 +95,21 @@ pub enum Grouping {
 /// The contributions `(i, j, m, k)` of one element to the Rayleigh mass `M_R` and stiffness
 /// `K_R` of a partition, through its DOF map, appended to `out` (the element's mass and its
 /// [`crate::elements::rayleigh_stiffness`]).
+///
+/// With `tangent_stiffness` the element's stiffness is left out: its `β K` term follows its
+/// state instead ([`tangent_rayleigh_stiffness`], [`StateSpace::add_tangent_rayleigh`]).
 pub(crate) fn rayleigh_contributions(
     element: &dyn crate::elements::Element,
     map: &[Option<usize>],
+    tangent_stiffness: bool,
     out: &mut Vec<(usize, usize, f64, f64)>,
 ) {
     let m = element.mass();
-    let k = crate::elements::rayleigh_stiffness(element);
+    let k = if tangent_stiffness {
+        None
+    } else {
+        crate::elements::rayleigh_stiffness(element)
+    };
     if m.is_none() && k.is_none() {
         return;
     }
@@ -116,6 +124,21 @@ pub(crate) fn rayleigh_contributions(
             }
         }
     }
+}
+
+/// The initial stiffness `K_0` of an element whose Rayleigh `β K` term follows its state
+/// under `stiffness` (`committed` or `current`): a hysteretic element, i.e. one with a
+/// stiffness but no constant stiffness matrix. `None` for linear elements, masses and
+/// dampers, and always under `initial` (their `β K` is then a constant matrix of the Rayleigh
+/// element).
+pub(crate) fn tangent_rayleigh_stiffness(
+    element: &dyn crate::elements::Element,
+    stiffness: RayleighStiffness,
+) -> Option<DMatrix<f64>> {
+    if stiffness == RayleighStiffness::Initial || element.linear_stiffness().is_some() {
+        return None;
+    }
+    crate::elements::rayleigh_stiffness(element)
 }
 
 /// The Rayleigh damping `C = α M_R + β K_R` of substructure `name` over `dofs` as one sparse
@@ -177,6 +200,7 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
         let mut numerical: Vec<(String, ElementRef, Vec<f64>)> = Vec::new();
         let mut specimen: Vec<SpecimenElement> = Vec::new();
         let mut rayleigh_terms = Vec::new();
+        let mut tangent_terms = Vec::new();
         let mut any_rayleigh = false;
         for inst in &instances {
             let map = index.map(&inst.element);
@@ -191,7 +215,17 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
             }
             if inst.rayleigh {
                 any_rayleigh = true;
-                rayleigh_contributions(inst.element.as_ref(), &map, &mut rayleigh_terms);
+                let tangent =
+                    tangent_rayleigh_stiffness(inst.element.as_ref(), model.rayleigh_stiffness);
+                rayleigh_contributions(
+                    inst.element.as_ref(),
+                    &map,
+                    tangent.is_some(),
+                    &mut rayleigh_terms,
+                );
+                if let Some(k0) = tangent {
+                    tangent_terms.push((inst.name.clone(), k0));
+                }
             }
             numerical.push((
                 inst.name.clone(),
@@ -221,7 +255,12 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
             None
         };
         match StateSpace::new(model, name, *physical, dofs, numerical, estimate.as_ref()) {
-            Ok(ss) => {
+            Ok(mut ss) => {
+                if let Some((_, beta)) = rayleigh.filter(|(_, beta)| *beta != 0.0) {
+                    for (element, k0) in &tangent_terms {
+                        ss.add_tangent_rayleigh(element, beta, model.rayleigh_stiffness, k0);
+                    }
+                }
                 let specimen_refs = specimen
                     .iter()
                     .map(|e| (e.element.clone(), e.map.clone()))

@@ -217,8 +217,27 @@ impl ServedSubstructure {
             }
             if inst.rayleigh {
                 any_rayleigh = true;
+                if super::tangent_rayleigh_stiffness(
+                    inst.element.as_ref(),
+                    model.rayleigh_stiffness,
+                )
+                .is_some()
+                {
+                    return Err(format!(
+                        "damping.stiffness = \"{}\" is not supported on a served substructure \
+                         (element `{}` of `{name}` is hysteretic with Rayleigh damping): use \
+                         \"initial\"",
+                        model.rayleigh_stiffness.name(),
+                        inst.name
+                    ));
+                }
                 let map = map_of(&inst.element);
-                super::rayleigh_contributions(inst.element.as_ref(), &map, &mut rayleigh_terms);
+                super::rayleigh_contributions(
+                    inst.element.as_ref(),
+                    &map,
+                    false,
+                    &mut rayleigh_terms,
+                );
             }
             numerical.push((
                 inst.name.clone(),

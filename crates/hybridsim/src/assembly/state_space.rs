@@ -4,9 +4,10 @@ use super::seismic_vector;
 use crate::elements::{zero_state_tangent, DofRef, ElementRef, SparseRows};
 use crate::error::{Diagnostics, ModelError};
 use crate::excitation::TimeFunction;
-use crate::model::{Estimate, Model};
+use crate::model::{Estimate, Model, RayleighStiffness};
 use crate::physical::{LabControl, PhysicalPort, PortError};
 use nalgebra::{DMatrix, DVector};
+use num_dual::Dual64;
 use std::sync::OnceLock;
 
 /// An element placed in a state space: where its DOFs and extra states live.
@@ -29,6 +30,28 @@ pub struct ElementSlot {
     pub absorbed_energy_state: Option<usize>,
     /// How [`StateSpace::residual`] evaluates the slot.
     kernel: SlotKernel,
+    /// The Rayleigh `β K` term of a hysteretic element under `[damping] stiffness =
+    /// "committed"` or `"current"` ([`StateSpace::add_tangent_rayleigh`]).
+    tangent_rayleigh: Option<TangentRayleigh>,
+}
+
+/// Stiffness-proportional Rayleigh damping of one hysteretic element whose stiffness follows its
+/// state (issue 17): the force `β K v` on the element DOFs, `K` the element's condensed tangent
+/// `K = ∂r/∂u + ∂r/∂s · ∂ṡ/∂v` (the extra states eliminated through their rate law, as for the
+/// initial stiffness of [`crate::elements::driver::initial_matrices`]) at the committed state
+/// (frozen over the step) or at the current one — the `βK_comm` and `βK` terms of OpenSees's
+/// `rayleigh` command (McKenna et al. 2010).
+#[derive(Debug, Clone)]
+struct TangentRayleigh {
+    /// β (time).
+    beta: f64,
+    /// `Some(offset)`: the committed tangent, kept in [`ElementWorkspace`]'s `committed`
+    /// from `offset` (`ne²` entries, by columns); `None`: the current tangent.
+    committed: Option<usize>,
+    /// The initial stiffness `K_0` (`ne²` entries, by columns): the committed tangent of a
+    /// state at rest, where the tangent of the spring-slider laws depends on the direction of
+    /// the next motion.
+    k0: Vec<f64>,
 }
 
 impl ElementSlot {
@@ -160,10 +183,21 @@ pub struct ElementWorkspace {
     u1: Vec<f64>,
     r1: Vec<f64>,
     s1: Vec<f64>,
+    /// Dual-number inputs and outputs of the tangent Rayleigh terms.
+    ud: Vec<Dual64>,
+    vd: Vec<Dual64>,
+    sd: Vec<Dual64>,
+    rd: Vec<Dual64>,
+    sdotd: Vec<Dual64>,
+    /// `ṡ` at the probe point of the tangent Rayleigh terms.
+    sdot1: Vec<f64>,
+    /// The committed tangents of the slots with committed tangent Rayleigh damping.
+    committed: Vec<f64>,
 }
 
 impl ElementWorkspace {
     fn new(max_dofs: usize, max_states: usize) -> Self {
+        let zero = Dual64::from(0.0);
         Self {
             u: vec![0.0; max_dofs],
             v: vec![0.0; max_dofs],
@@ -173,6 +207,13 @@ impl ElementWorkspace {
             u1: vec![0.0; max_dofs],
             r1: vec![0.0; max_dofs],
             s1: vec![0.0; max_states],
+            ud: vec![zero; max_dofs],
+            vd: vec![zero; max_dofs],
+            sd: vec![zero; max_states],
+            rd: vec![zero; max_dofs],
+            sdotd: vec![zero; max_states],
+            sdot1: vec![0.0; max_states],
+            committed: Vec::new(),
         }
     }
 }
@@ -244,6 +285,7 @@ impl StateSpace {
                 stores_energy,
                 absorbed_energy_state: e.state_names().iter().position(|n| n == "e"),
                 kernel,
+                tangent_rayleigh: None,
             });
             offset += e.n_states();
         }
@@ -491,6 +533,224 @@ impl StateSpace {
         element.set_parameter(parameter, value)
     }
 
+    /// Give element `element` (a hysteretic element with Rayleigh damping) the stiffness-
+    /// proportional term `β K v` with `K` its committed or current tangent
+    /// ([`RayleighStiffness`]; [`TangentRayleigh`]), `k0` its initial stiffness, left out of
+    /// the substructure's Rayleigh element. `J0` gets `β K_0` in the `∂r/∂v` block (the
+    /// iteration matrix stays the initial tangent's). Build time only; an unknown name or
+    /// `initial` changes nothing.
+    pub(crate) fn add_tangent_rayleigh(
+        &mut self,
+        element: &str,
+        beta: f64,
+        stiffness: RayleighStiffness,
+        k0: &DMatrix<f64>,
+    ) {
+        let n = self.dofs.len();
+        let committed_len: usize = self
+            .slots
+            .iter()
+            .filter_map(|s| s.tangent_rayleigh.as_ref())
+            .filter_map(|t| t.committed.map(|_| t.k0.len()))
+            .sum();
+        let Some(slot) = self.slots.iter_mut().find(|s| s.name == element) else {
+            return;
+        };
+        let committed = match stiffness {
+            RayleighStiffness::Initial => return,
+            RayleighStiffness::Committed => Some(committed_len),
+            RayleighStiffness::Current => None,
+        };
+        let mut j0 = std::mem::take(&mut self.j0_entries);
+        for (i, mi) in slot.map.iter().enumerate() {
+            let Some(row) = mi else { continue };
+            for (j, mj) in slot.map.iter().enumerate() {
+                let Some(col) = mj else { continue };
+                if k0[(i, j)] != 0.0 {
+                    j0.push((n + row, n + col, beta * k0[(i, j)]));
+                }
+            }
+        }
+        self.j0_entries = merge_triplets(j0);
+        self.j0_dense = OnceLock::new();
+        slot.tangent_rayleigh = Some(TangentRayleigh {
+            beta,
+            committed,
+            k0: k0.as_slice().to_vec(),
+        });
+    }
+
+    /// Whether an element has Rayleigh damping with its committed tangent: the stepper must
+    /// then call [`StateSpace::commit_tangent_rayleigh`] at the start of every step.
+    pub fn has_committed_rayleigh(&self) -> bool {
+        self.slots.iter().any(|s| {
+            s.tangent_rayleigh
+                .as_ref()
+                .is_some_and(|t| t.committed.is_some())
+        })
+    }
+
+    /// Keep, in `ws`, the tangent `K_c` of every element with committed-tangent Rayleigh
+    /// damping at the state `y` the step starts from (the last committed one); it stays
+    /// frozen until the next call. At a state where the element's DOFs do not move, its
+    /// initial stiffness. Allocation-free.
+    pub fn commit_tangent_rayleigh(&self, y: &[f64], ws: &mut ElementWorkspace) {
+        for slot in &self.slots {
+            let Some(TangentRayleigh {
+                committed: Some(offset),
+                k0,
+                ..
+            }) = &slot.tangent_rayleigh
+            else {
+                continue;
+            };
+            let ne = slot.map.len();
+            let ns = slot.n_states;
+            self.gather(slot, y, ws);
+            if ws.v[..ne].iter().all(|v| *v == 0.0) {
+                ws.committed[*offset..*offset + ne * ne].copy_from_slice(k0);
+                continue;
+            }
+            slot.element.restoring(
+                &ws.u[..ne],
+                &ws.v[..ne],
+                &ws.s[..ns],
+                &mut ws.r[..ne],
+                &mut ws.sdot[..ns],
+            );
+            Self::probe(slot, ws);
+            for j in 0..ne {
+                // At the probe point: ∂ṡ/∂v_j, then column j: ∂r/∂u_j + ∂r/∂s · ∂ṡ/∂v_j.
+                for i in 0..ne {
+                    ws.ud[i] = Dual64::from(ws.u1[i]);
+                    ws.vd[i] = Dual64::new(ws.v[i], if i == j { 1.0 } else { 0.0 });
+                }
+                for k in 0..ns {
+                    ws.sd[k] = Dual64::from(ws.s1[k]);
+                }
+                slot.element.restoring_dual(
+                    &ws.ud[..ne],
+                    &ws.vd[..ne],
+                    &ws.sd[..ns],
+                    &mut ws.rd[..ne],
+                    &mut ws.sdotd[..ns],
+                );
+                for k in 0..ns {
+                    ws.sd[k] = Dual64::new(ws.s1[k], ws.sdotd[k].eps);
+                }
+                for i in 0..ne {
+                    ws.ud[i] = Dual64::new(ws.u1[i], if i == j { 1.0 } else { 0.0 });
+                    ws.vd[i] = Dual64::from(ws.v[i]);
+                }
+                slot.element.restoring_dual(
+                    &ws.ud[..ne],
+                    &ws.vd[..ne],
+                    &ws.sd[..ns],
+                    &mut ws.rd[..ne],
+                    &mut ws.sdotd[..ns],
+                );
+                for i in 0..ne {
+                    ws.committed[*offset + j * ne + i] = ws.rd[i].eps;
+                }
+            }
+        }
+    }
+
+    /// The Rayleigh force `β K v` of a slot with tangent Rayleigh damping on the element DOFs,
+    /// into `ws.r1`; `ws` holds the slot's `u`, `v`, `s` and `ṡ` (just evaluated).
+    ///
+    /// The current tangent's `K v` is the directional derivative `∂r/∂u · v + ∂r/∂s · ṡ` (one
+    /// dual-number evaluation; equal to `K_t v` for the rate-independent laws, whose `ṡ` is
+    /// homogeneous of degree one in `v`), taken at [`Self::probe`] a tiny step ahead along
+    /// the motion, so that a state the return mapping left exactly on a yield bound takes the
+    /// tangent of the motion that follows (post-yield when loading on, elastic when unloading).
+    fn tangent_rayleigh_local(slot: &ElementSlot, t: &TangentRayleigh, ws: &mut ElementWorkspace) {
+        let ne = slot.map.len();
+        match t.committed {
+            Some(offset) => {
+                let kc = &ws.committed[offset..offset + ne * ne];
+                for i in 0..ne {
+                    let mut f = 0.0;
+                    for j in 0..ne {
+                        f += kc[j * ne + i] * ws.v[j];
+                    }
+                    ws.r1[i] = t.beta * f;
+                }
+            }
+            None => {
+                let ns = slot.n_states;
+                Self::probe(slot, ws);
+                for i in 0..ne {
+                    ws.ud[i] = Dual64::new(ws.u1[i], ws.v[i]);
+                    ws.vd[i] = Dual64::from(ws.v[i]);
+                }
+                for k in 0..ns {
+                    ws.sd[k] = Dual64::new(ws.s1[k], ws.sdot1[k]);
+                }
+                slot.element.restoring_dual(
+                    &ws.ud[..ne],
+                    &ws.vd[..ne],
+                    &ws.sd[..ns],
+                    &mut ws.rd[..ne],
+                    &mut ws.sdotd[..ns],
+                );
+                for i in 0..ne {
+                    ws.r1[i] = t.beta * ws.rd[i].eps;
+                }
+            }
+        }
+    }
+
+    /// The probe point of the tangent: `u₁ = u + h v`, `s₁ = s + h ṡ` with `ṡ` at `(u, v, s)`
+    /// (in `ws.sdot`), and `ṡ₁` there, into `ws.u1`, `ws.s1`, `ws.sdot1`. The pseudo-time `h`
+    /// moves the element DOFs by `10⁻⁸` of the element's driver substep (a fraction of its
+    /// yield deformation, [`crate::elements::Element::driver_substep`]): past the rounding
+    /// margin of the slider bounds, negligible for the smooth laws. `h = 0` for an element
+    /// without a substep or at rest.
+    fn probe(slot: &ElementSlot, ws: &mut ElementWorkspace) {
+        let ne = slot.map.len();
+        let ns = slot.n_states;
+        let speed = ws.v[..ne].iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let h = match slot.element.driver_substep() {
+            Some(sub) if speed > 0.0 && sub > 0.0 => 1e-8 * sub / speed,
+            _ => 0.0,
+        };
+        for i in 0..ne {
+            ws.u1[i] = ws.u[i] + h * ws.v[i];
+        }
+        for k in 0..ns {
+            ws.s1[k] = ws.s[k] + h * ws.sdot[k];
+        }
+        slot.element.restoring(
+            &ws.u1[..ne],
+            &ws.v[..ne],
+            &ws.s1[..ns],
+            &mut ws.r1[..ne],
+            &mut ws.sdot1[..ns],
+        );
+    }
+
+    /// The Rayleigh force `β K v` of element `slot`'s tangent Rayleigh damping at state `y`
+    /// (with the committed tangent kept in `ws`) on the element DOFs, into `out` (length of
+    /// the element DOFs); `false` (and `out` untouched) for an element without it.
+    /// Allocation-free.
+    pub fn tangent_rayleigh_force(
+        &self,
+        slot: usize,
+        y: &[f64],
+        out: &mut [f64],
+        ws: &mut ElementWorkspace,
+    ) -> bool {
+        let s = &self.slots[slot];
+        let Some(t) = &s.tangent_rayleigh else {
+            return false;
+        };
+        self.eval_slot(s, y, ws);
+        Self::tangent_rayleigh_local(s, t, ws);
+        out.copy_from_slice(&ws.r1[..s.map.len()]);
+        true
+    }
+
     /// Remove the mass of DOF `i` from the diagonal (the placeholder mass of a massless
     /// imposed copy); the dense copy, if one was formed, is dropped and formed again.
     pub(crate) fn clear_mass_diagonal(&mut self, i: usize) {
@@ -553,7 +813,20 @@ impl StateSpace {
     pub fn workspace(&self) -> ElementWorkspace {
         let md = self.slots.iter().map(|s| s.map.len()).max().unwrap_or(0);
         let ms = self.slots.iter().map(|s| s.n_states).max().unwrap_or(0);
-        ElementWorkspace::new(md, ms)
+        let mut ws = ElementWorkspace::new(md, ms);
+        // The committed tangents start at the initial stiffness (the state at rest).
+        let committed = || {
+            self.slots
+                .iter()
+                .filter_map(|s| s.tangent_rayleigh.as_ref())
+                .filter_map(|t| t.committed.map(|offset| (offset, &t.k0)))
+        };
+        let len = committed().map(|(o, k)| o + k.len()).max().unwrap_or(0);
+        ws.committed = vec![0.0; len];
+        for (offset, k0) in committed() {
+            ws.committed[offset..offset + k0.len()].copy_from_slice(k0);
+        }
+        ws
     }
 
     /// `R(Y) = [−v; r(u, v, s); −ṡ]` of the computed elements (Abbiati et al. 2019, eq 2).
@@ -596,14 +869,34 @@ impl StateSpace {
                     for (o, sd) in out[s0..s0 + slot.n_states].iter_mut().zip(&ws.sdot) {
                         *o = -sd;
                     }
+                    if let Some(t) = &slot.tangent_rayleigh {
+                        Self::tangent_rayleigh_local(slot, t, ws);
+                        for (i, m) in slot.map.iter().enumerate() {
+                            if let Some(k) = m {
+                                out[n + k] += ws.r1[i];
+                            }
+                        }
+                    }
                 }
             }
         }
     }
 
     fn eval_slot(&self, slot: &ElementSlot, y: &[f64], ws: &mut ElementWorkspace) {
-        let n = self.dofs.len();
+        self.gather(slot, y, ws);
         let ne = slot.map.len();
+        slot.element.restoring(
+            &ws.u[..ne],
+            &ws.v[..ne],
+            &ws.s[..slot.n_states],
+            &mut ws.r[..ne],
+            &mut ws.sdot[..slot.n_states],
+        );
+    }
+
+    /// The element's `u`, `v` and `s` from `y` into `ws` (zeros on fixed DOFs).
+    fn gather(&self, slot: &ElementSlot, y: &[f64], ws: &mut ElementWorkspace) {
+        let n = self.dofs.len();
         for (i, m) in slot.map.iter().enumerate() {
             match m {
                 Some(k) => {
@@ -618,13 +911,6 @@ impl StateSpace {
         }
         let s0 = 2 * n + slot.state_offset;
         ws.s[..slot.n_states].copy_from_slice(&y[s0..s0 + slot.n_states]);
-        slot.element.restoring(
-            &ws.u[..ne],
-            &ws.v[..ne],
-            &ws.s[..slot.n_states],
-            &mut ws.r[..ne],
-            &mut ws.sdot[..slot.n_states],
-        );
     }
 
     /// Rows of `Y` (extra states) that [`StateSpace::path_update`] sets: the states of the

@@ -2,7 +2,7 @@
 
 use super::schema::DampingSpec;
 use crate::error::Diagnostics;
-use crate::model::Rayleigh;
+use crate::model::{IntegratorKind, Rayleigh, RayleighStiffness};
 
 /// `alpha`/`beta`, or `modes` and `ratios` (two each); `None` without the table.
 pub(super) fn damping(spec: Option<&DampingSpec>, diag: &mut Diagnostics) -> Option<Rayleigh> {
@@ -64,5 +64,54 @@ fn modal(m: &[usize], r: &[f64], diag: &mut Diagnostics) -> Option<Rayleigh> {
             modes: [m[0], m[1]],
             ratios: [r[0], r[1]],
         })
+    }
+}
+
+/// `stiffness`: the stiffness of the `β K` term of hysteretic elements (issue 17); `initial`
+/// without the key (or without the table).
+pub(super) fn stiffness(spec: Option<&DampingSpec>, diag: &mut Diagnostics) -> RayleighStiffness {
+    let Some(name) = spec.and_then(|d| d.stiffness.as_deref()) else {
+        return RayleighStiffness::Initial;
+    };
+    match name {
+        "initial" => RayleighStiffness::Initial,
+        "committed" => RayleighStiffness::Committed,
+        "current" => RayleighStiffness::Current,
+        other => {
+            diag.push(
+                "damping.stiffness",
+                format!(
+                    "unknown stiffness `{other}`: give \"initial\" (β K_0, the default), \
+                     \"committed\" (β K of the state the step started from) or \"current\" \
+                     (β K of the current state)"
+                ),
+            );
+            RayleighStiffness::Initial
+        }
+    }
+}
+
+/// The committed and current tangents are evaluated by the generalized-α steppers of the
+/// state-space substructures (MG-α, PG-α): other integrators refuse them.
+pub(super) fn check_stiffness_against_analysis(
+    stiffness: RayleighStiffness,
+    integrator: IntegratorKind,
+    diag: &mut Diagnostics,
+) {
+    if stiffness != RayleighStiffness::Initial
+        && !matches!(
+            integrator,
+            IntegratorKind::MgAlpha | IntegratorKind::PgAlpha
+        )
+    {
+        diag.push(
+            "damping.stiffness",
+            format!(
+                "`{}` is supported by the mg-alpha (trapezoidal) and pg-alpha integrators only, \
+                 not by `{}`; use \"initial\" or one of those integrators",
+                stiffness.name(),
+                integrator.name()
+            ),
+        );
     }
 }

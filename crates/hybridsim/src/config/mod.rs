@@ -177,6 +177,7 @@ fn build(
         elements::check_coverage(&spec.node, &nodes, &elements, &substructures, &mut diag);
     }
     let rayleigh = damping::damping(spec.damping.as_ref(), &mut diag);
+    let rayleigh_stiffness = damping::stiffness(spec.damping.as_ref(), &mut diag);
     let loads = loads::loads(&spec.load, &ctx, &nodes, files, &mut diag);
     let ground_motions =
         ground_motion::ground_motions(&spec.ground_motion, &node_dofs, &units, files, &mut diag);
@@ -206,6 +207,7 @@ fn build(
         &mut diag,
     );
     if let Some(a) = analysis.as_ref() {
+        damping::check_stiffness_against_analysis(rayleigh_stiffness, a.integrator, &mut diag);
         ground_motion::check_against_analysis(&ground_motions, a.time_step, a.duration, &mut diag);
     }
     let updating = updating::updating(spec.updating.as_ref(), &elements, &mut diag);
@@ -222,6 +224,7 @@ fn build(
         elements,
         substructures,
         rayleigh,
+        rayleigh_stiffness,
         loads,
         ground_motions,
         analysis: analysis.expect("analysis validated"),

@@ -125,6 +125,9 @@ pub struct DampingSpec {
     /// Target damping ratios on those modes.
     #[serde(default)]
     pub ratios: Option<Vec<f64>>,
+    /// Stiffness of the `β K` term of hysteretic elements: `initial`, `committed`, `current`.
+    #[serde(default)]
+    pub stiffness: Option<String>,
 }
 
 /// A sine time function.

@@ -199,6 +199,9 @@ pub struct AlphaStepper {
     worst_unconverged: f64,
     /// `Y_n` kept by [`AlphaStepper::keep_start`] for [`AlphaStepper::reproject`].
     y_start: DVector<f64>,
+    /// Whether the partition has Rayleigh damping with committed tangents, refreshed from
+    /// `Y_n` at the start of every step.
+    committed_rayleigh: bool,
 }
 
 /// What the converged nonlinear solve of the numerical partitions did over a run (issue 17),
@@ -270,6 +273,7 @@ impl AlphaStepper {
             first_unconverged: None,
             worst_unconverged: 0.0,
             y_start: DVector::zeros(0),
+            committed_rayleigh: false,
         }
     }
 
@@ -378,6 +382,7 @@ impl AlphaStepper {
             first_unconverged: None,
             worst_unconverged: 0.0,
             y_start: DVector::zeros(n),
+            committed_rayleigh: st.has_committed_rayleigh(),
         })
     }
 
@@ -438,6 +443,11 @@ impl AlphaStepper {
         let af = p.alpha_f;
         let g = p.gamma;
         let n = part.state.n_dofs();
+        if self.committed_rayleigh {
+            // The committed tangent of Rayleigh damping, frozen over the step (issue 17).
+            part.state
+                .commit_tangent_rayleigh(from.y.as_slice(), &mut part.ws);
+        }
         // Predictor (eq 11), one fused pass (the same operations as copy + axpy + axpy).
         let (ky, kv) = (g * dt * (1.0 - af) / am, dt * (am - g) / am);
         let (wy, wv) = ((1.0 - af) / am, -(1.0 - am) / am);

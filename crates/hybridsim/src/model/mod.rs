@@ -115,6 +115,32 @@ pub enum Rayleigh {
     },
 }
 
+/// The stiffness the `β K` term of Rayleigh damping uses for a hysteretic (state-dependent)
+/// element, `[damping] stiffness` (issue 17). Linear elements always use their constant
+/// stiffness; the three choices are those of OpenSees's `rayleigh αM βK βK_init βK_comm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RayleighStiffness {
+    /// The initial stiffness `K_0` at rest (a constant matrix): `β K_0 v`.
+    #[default]
+    Initial,
+    /// The tangent `K_c` of the state the step started from (the last committed one), frozen
+    /// over the step: `β K_c v`.
+    Committed,
+    /// The tangent `K_t` of the current (trial) state: `β K_t v`.
+    Current,
+}
+
+impl RayleighStiffness {
+    /// The model-file spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            RayleighStiffness::Initial => "initial",
+            RayleighStiffness::Committed => "committed",
+            RayleighStiffness::Current => "current",
+        }
+    }
+}
+
 /// A nodal force history.
 #[derive(Debug, Clone)]
 pub struct NodalLoad {
@@ -323,6 +349,8 @@ pub struct Model {
     pub substructures: Vec<Substructure>,
     /// Rayleigh damping.
     pub rayleigh: Option<Rayleigh>,
+    /// The stiffness of the `β K` term of hysteretic elements (`[damping] stiffness`).
+    pub rayleigh_stiffness: RayleighStiffness,
     /// Nodal loads.
     pub loads: Vec<NodalLoad>,
     /// Ground motions.
