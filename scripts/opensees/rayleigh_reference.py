@@ -13,7 +13,9 @@ only one of the three stiffness terms non-zero gives the three references:
 Newmark average acceleration (the trapezoidal rule, = hybridsim's mg-alpha with rho_inf = 1)
 with full Newton at the same step. Writes ``steel01_sdof_<choice>.csv`` (``time[s],u[m],force[N]``,
 every OUTPUT_EVERY steps, the first row at t = 0) into the folder given as the only argument
-(default: ``tests/data/opensees-rayleigh``). ``crates/hybridsim/tests/rayleigh_stiffness.rs``
+(default: ``tests/data/opensees-rayleigh``); ``steel01_sdof_parallel_<choice>.csv`` adds an
+elastic spring ``K_PARALLEL`` without Rayleigh damping beside the Steel01 one (the specimen of
+the PG-α variant of the test). ``crates/hybridsim/tests/rayleigh_stiffness.rs``
 builds the same model in hybridsim's format (the parameters in the header line must match)
 and compares.
 
@@ -37,6 +39,8 @@ DT = 0.001  # s
 DURATION = 6.0  # s
 OUTPUT_EVERY = 10
 
+K_PARALLEL = 0.1 * E  # N/m: the elastic spring of the ``parallel`` variant (no Rayleigh)
+
 CHOICES = {
     "initial": (0.0, 0.0, BETA, 0.0),
     "committed": (0.0, 0.0, 0.0, BETA),
@@ -44,14 +48,14 @@ CHOICES = {
 }
 
 
-def header():
+def header(kp):
     return (
-        f"# mass={MASS!r} E={E!r} Fy={FY!r} b={B!r} beta={BETA!r} F0={F0!r} freq={FREQ!r} "
+        f"# mass={MASS!r} kp={kp!r} E={E!r} Fy={FY!r} b={B!r} beta={BETA!r} F0={F0!r} freq={FREQ!r} "
         f"t_end_load={T_END_LOAD!r} dt={DT!r} duration={DURATION!r} every={OUTPUT_EVERY}"
     )
 
 
-def run(choice):
+def run(choice, kp):
     ops.wipe()
     ops.model("basic", "-ndm", 1, "-ndf", 1)
     ops.node(0, 0.0)
@@ -60,6 +64,9 @@ def run(choice):
     ops.mass(1, MASS)
     ops.uniaxialMaterial("Steel01", 1, FY, E, B)
     ops.element("zeroLength", 1, 0, 1, "-mat", 1, "-dir", 1, "-doRayleigh", 1)
+    if kp > 0.0:
+        ops.uniaxialMaterial("Elastic", 2, kp)
+        ops.element("zeroLength", 2, 0, 1, "-mat", 2, "-dir", 1, "-doRayleigh", 0)
     ops.rayleigh(*CHOICES[choice])
     ops.timeSeries("Trig", 1, 0.0, T_END_LOAD, 1.0 / FREQ, "-factor", F0)
     ops.pattern("Plain", 1, 1)
@@ -85,14 +92,15 @@ def run(choice):
 def main():
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "tests" / "data" / "opensees-rayleigh"
     out.mkdir(parents=True, exist_ok=True)
-    for choice in CHOICES:
-        rows = run(choice)
-        with open(out / f"steel01_sdof_{choice}.csv", "w") as f:
-            f.write(header() + "\n")
-            f.write("time[s],u[m],force[N]\n")
-            for r in rows:
-                f.write(",".join(f"{v:.12g}" for v in r) + "\n")
-        print(f"{choice}: {len(rows)} rows, peak |u| {max(abs(r[1]) for r in rows):.6g} m")
+    for stem, kp in [("steel01_sdof", 0.0), ("steel01_sdof_parallel", K_PARALLEL)]:
+        for choice in CHOICES:
+            rows = run(choice, kp)
+            with open(out / f"{stem}_{choice}.csv", "w") as f:
+                f.write(header(kp) + "\n")
+                f.write("time[s],u[m],force[N]\n")
+                for r in rows:
+                    f.write(",".join(f"{v:.12g}" for v in r) + "\n")
+            print(f"{stem} {choice}: {len(rows)} rows, peak |u| {max(abs(r[1]) for r in rows):.6g} m")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ pub struct ElementSlot {
 /// `K = ∂r/∂u + ∂r/∂s · ∂ṡ/∂v` (the extra states eliminated through their rate law, as for the
 /// initial stiffness of [`crate::elements::driver::initial_matrices`]) at the committed state
 /// (frozen over the step) or at the current one — the `βK_comm` and `βK` terms of OpenSees's
-/// `rayleigh` command (McKenna et al. 2010).
+/// `rayleigh` command (McKenna 2011).
 #[derive(Debug, Clone)]
 struct TangentRayleigh {
     /// β (time).

@@ -144,7 +144,9 @@ impl<T: Element + Clone + 'static> ElementClone for T {
 /// The stiffness that stiffness-proportional Rayleigh damping `β K` uses for an element: its
 /// constant stiffness when linear, else its initial stiffness `K0` at rest (extra states
 /// condensed, [`driver::initial_matrices`]), as OpenSees's `rayleigh` with `βK_init` does for a
-/// hysteretic element. `None` for an element without stiffness (a mass, a dashpot).
+/// hysteretic element (`[damping] stiffness = "initial"`; under `"committed"` or `"current"`
+/// a hysteretic element's term follows its tangent instead, in the state space). `None` for an
+/// element without stiffness (a mass, a dashpot).
 pub fn rayleigh_stiffness(element: &dyn Element) -> Option<DMatrix<f64>> {
     if let Some(k) = element.linear_stiffness() {
         return Some(k);
