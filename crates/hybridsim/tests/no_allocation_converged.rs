@@ -1,6 +1,7 @@
 //! The converged nonlinear solve (issue 17, `analysis.nonlinear_solver = "converged"`, the
 //! default) runs inside every step of a numerical partition with hysteretic elements: its
-//! iterations, the return mapping of the path-updated states and the bookkeeping of
+//! iterations, the return mapping of the path-updated states, the Rayleigh terms on the
+//! committed or current tangent (issue 17; also with fixed corrections) and the bookkeeping of
 //! unconverged steps must not allocate. Counted with the counting allocator on MG-α (chains of
 //! bilinear, Steel01, Bouc-Wen and lead-rubber springs; converging and forced to stop at one
 //! iteration) and on PG-α's numerical partition of the isolated bridge.
@@ -123,6 +124,25 @@ fn the_converged_solve_does_not_allocate() {
             &format!("mg-alpha, all four, Rayleigh on the {stiffness} tangent"),
             None,
         );
+    }
+    for stiffness in ["committed", "current"] {
+        let damping =
+            format!("[damping]\nalpha = 0.2\nbeta = 0.002\nstiffness = \"{stiffness}\"\n");
+        let mut sim = hybridsim::Simulation::new(chain_with(
+            &SPRINGS,
+            "nonlinear_solver = \"corrections\"\ncorrections = 3",
+            "rayleigh = true",
+            &damping,
+        ))
+        .unwrap();
+        sim.step().unwrap();
+        let allocations = count(|| {
+            for _ in 0..1000 {
+                sim.step().unwrap();
+            }
+        });
+        println!("mg-alpha, 3 fixed corrections, Rayleigh on the {stiffness} tangent: {allocations} allocations in 1000 steps");
+        assert_eq!(allocations, 0, "{stiffness}: a corrected step allocates");
     }
     let bridge = example_with("bridge_iso.toml", |t| {
         set(t, "analysis", "duration", 6.0);
