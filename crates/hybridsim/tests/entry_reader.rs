@@ -282,3 +282,30 @@ mass = 1.0
         assert_eq!(entries, whole, "{from} → {to}");
     }
 }
+
+#[test]
+fn a_file_over_16_mib_in_its_arrays_is_read_and_over_16_mib_besides_them_is_refused() {
+    let comment = format!("# {}\n", "=".repeat(1000));
+    let text = chain(10_000, false, |_, e| format!("{e}\n{comment}"));
+    assert!(text.len() > 16 << 20, "{} bytes", text.len());
+    let model = Model::from_toml(&text, "big.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(model.elements.len(), 20_000);
+    // The same bytes outside the arrays go to the whole-file reader, bounded at 16 MiB.
+    let text = chain(10_000, false, |_, e| e) + &comment.repeat(20_000);
+    let e = error_only(&text);
+    assert_eq!(e.issues[0].field, "file", "{e}");
+    assert!(
+        e.issues[0]
+            .reason
+            .contains("besides its `node` and `element` arrays")
+            && e.issues[0].reason.contains("at most 16 MiB"),
+        "{e}"
+    );
+}
+
+fn error_only(text: &str) -> ModelError {
+    match Model::from_toml(text, "big.toml", &NoFiles) {
+        Ok(_) => panic!("accepted"),
+        Err(e) => e,
+    }
+}

@@ -59,9 +59,20 @@ impl Model {
         files: &dyn SourceResolver,
         registry: &ElementRegistry,
     ) -> Result<Model, ModelError> {
+        if text.len() > MAX_MODEL_FILE_BYTES {
+            return Err(ModelError::single(
+                source,
+                "file",
+                format!(
+                    "is {} bytes long; a model file has at most {} MiB",
+                    text.len(),
+                    MAX_MODEL_FILE_BYTES >> 20
+                ),
+            ));
+        }
         let model = match entries::split(text) {
             Some(split) => {
-                let mut spec = parse(&split.rest, text.len(), source)?;
+                let mut spec = parse(&split.rest, true, source)?;
                 spec.node = split
                     .nodes
                     .iter()
@@ -96,7 +107,7 @@ impl Model {
         files: &dyn SourceResolver,
         registry: &ElementRegistry,
     ) -> Result<Model, ModelError> {
-        let mut spec = parse(text, text.len(), source)?;
+        let mut spec = parse(text, false, source)?;
         let elements = std::mem::take(&mut spec.element);
         let count = elements.len();
         let model = build(
@@ -112,23 +123,33 @@ impl Model {
     }
 }
 
-/// Longest model file, bytes (16 MiB).
+/// Longest text the whole-file TOML reader is given, bytes (16 MiB): a whole model file, or a
+/// file's text besides the `node` and `element` arrays it reads entry by entry.
 pub const MAX_MODEL_BYTES: usize = 16 << 20;
 
-/// The model file as written (`text`, of a file `length` bytes long: the whole file, or the file
-/// with its node and element arrays blanked); a TOML error is reported at its line, an unknown
-/// key written as `key = …` at its dotted path.
-fn parse(text: &str, length: usize, source: &str) -> Result<ModelFile, ModelError> {
+/// Longest model file whose `node` and `element` arrays are read entry by entry, bytes
+/// (256 MiB: a 2D frame of 10⁵ DOFs written as 6-DOF `linear` members is about 45 MB).
+pub const MAX_MODEL_FILE_BYTES: usize = 256 << 20;
+
+/// The model file as written (`text`: the whole file, or with `blanked` the file with its node
+/// and element arrays blanked); a TOML error is reported at its line, an unknown key written as
+/// `key = …` at its dotted path.
+fn parse(text: &str, blanked: bool, source: &str) -> Result<ModelFile, ModelError> {
     // The TOML reader keeps every token of the text (several words per byte): bound the text
     // before it is read.
-    if length > MAX_MODEL_BYTES {
+    if text.len() > MAX_MODEL_BYTES {
+        let besides = if blanked {
+            " besides its `node` and `element` arrays"
+        } else {
+            ""
+        };
         return Err(ModelError::single(
             source,
             "file",
             format!(
-                "is {} bytes long; a model file has at most {} MiB (records belong in their own \
-                 files)",
-                length,
+                "is {} bytes long{besides}; a model file has at most {} MiB (records belong in \
+                 their own files)",
+                text.len(),
                 MAX_MODEL_BYTES >> 20
             ),
         ));
