@@ -109,7 +109,7 @@ pub struct LoadedModel {
 pub fn load_model(path: &Path) -> Result<LoadedModel, ModelError> {
     startup::mark_start();
     let name = path.display().to_string();
-    let text = read_bounded(path, hybridsim::config::MAX_MODEL_BYTES as u64)
+    let text = read_bounded(path, hybridsim::config::MAX_MODEL_FILE_BYTES as u64)
         .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
         .map_err(|e| {
             ModelError::single(&name, "file", format!("cannot read the model file: {e}"))

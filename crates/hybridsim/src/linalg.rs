@@ -27,8 +27,10 @@ pub struct FactoredMatrix {
     pre_swaps: Vec<(usize, usize)>,
     /// Swaps applied in order to the solution after the sweeps (the inverse renumbering).
     post_swaps: Vec<(usize, usize)>,
-    /// `L` below the diagonal within the skyline, column by column: `(row, column, value)`.
-    l_entries: Vec<(usize, usize, f64)>,
+    /// Column `i` of `L` below the diagonal: rows `i + 1 .. i + 1 + (l_ptr[i+1] − l_ptr[i])` in
+    /// `l_val[l_ptr[i]..l_ptr[i+1]]` (8 bytes an entry; the skyline makes each run contiguous).
+    l_ptr: Vec<usize>,
+    l_val: Vec<f64>,
     /// Column `i` of `U` above the diagonal: rows `u_first[i] .. i` in
     /// `u_val[u_ptr[i]..u_ptr[i+1]]`.
     u_ptr: Vec<usize>,
@@ -158,7 +160,8 @@ impl FactoredMatrix {
         Self {
             pre_swaps: Vec::new(),
             post_swaps: Vec::new(),
-            l_entries: Vec::new(),
+            l_ptr: Vec::new(),
+            l_val: Vec::new(),
             u_ptr: Vec::new(),
             u_first: Vec::new(),
             u_val: Vec::new(),
@@ -223,7 +226,7 @@ impl FactoredMatrix {
 
     /// Stored factor entries (the cost of a solve).
     pub fn stored(&self) -> usize {
-        self.l_entries.len() + self.u_val.len()
+        self.l_val.len() + self.u_val.len()
     }
 
     /// Factorize the matrix of `entries` (already renumbered by `order`, if any).
@@ -339,16 +342,19 @@ impl FactoredMatrix {
         let mut f = Self {
             pre_swaps,
             post_swaps,
-            l_entries: Vec::new(),
+            l_ptr: Vec::with_capacity(n + 1),
+            l_val: Vec::with_capacity((0..n).map(|i| l_end[i] - i - 1).sum()),
             u_ptr: Vec::with_capacity(n + 1),
             u_first: Vec::with_capacity(n),
             u_val: Vec::new(),
             diag: (0..n).map(|i| rows[i].get(i)).collect(),
         };
+        f.u_val.reserve_exact((0..n).map(|i| i - u_first[i]).sum());
         f.u_ptr.push(0);
+        f.l_ptr.push(0);
         for i in 0..n {
-            f.l_entries
-                .extend((i + 1..l_end[i]).map(|r| (r, i, rows[r].get(i))));
+            f.l_val.extend((i + 1..l_end[i]).map(|r| rows[r].get(i)));
+            f.l_ptr.push(f.l_val.len());
             f.u_first.push(u_first[i]);
             f.u_val.extend((u_first[i]..i).map(|r| rows[r].get(i)));
             f.u_ptr.push(f.u_val.len());
@@ -366,8 +372,12 @@ impl FactoredMatrix {
         }
         // Lower sweep, column by column: the entries of column `i` only change rows > i, so
         // `x[i]` is final when they are applied.
-        for &(r, i, l) in &self.l_entries {
-            x[r] -= x[i] * l;
+        for i in 0..n {
+            let col = &self.l_val[self.l_ptr[i]..self.l_ptr[i + 1]];
+            let xi = x[i];
+            for (xr, l) in x[i + 1..i + 1 + col.len()].iter_mut().zip(col) {
+                *xr -= xi * l;
+            }
         }
         for i in (0..n).rev() {
             let c = x[i] / self.diag[i];
@@ -447,8 +457,14 @@ mod tests {
                         assert_eq!(u[(r, i)], 0.0, "U[{r},{i}] outside the skyline");
                     }
                 }
-                let stored: std::collections::HashMap<(usize, usize), f64> =
-                    f.l_entries.iter().map(|&(r, c, v)| ((r, c), v)).collect();
+                let stored: std::collections::HashMap<(usize, usize), f64> = (0..n)
+                    .flat_map(|c| {
+                        let col = &f.l_val[f.l_ptr[c]..f.l_ptr[c + 1]];
+                        col.iter()
+                            .enumerate()
+                            .map(move |(t, &v)| ((c + 1 + t, c), v))
+                    })
+                    .collect();
                 for c in 0..n {
                     for r in c + 1..n {
                         let v = stored.get(&(r, c)).copied().unwrap_or(0.0);

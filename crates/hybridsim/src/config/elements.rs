@@ -5,7 +5,7 @@
 use super::schema::NodeSpec;
 use super::{ElementContext, ElementRegistry};
 use crate::elements::{DofRef, ElementRef, Mass};
-use crate::error::Diagnostics;
+use crate::error::{Diagnostics, ModelError};
 use crate::model::imposed_motion::MassShare;
 use crate::model::{ElementInstance, Node, Role, Substructure};
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,13 +25,14 @@ pub(super) const SHARED_KEYS: &[&str] = &[
 /// The elements placed in their substructures (a split mass once per substructure) and, in the
 /// LLM mode, the explicit distributions of masses among element partitions.
 pub(super) fn elements(
-    specs: &[toml::Table],
+    tables: impl Iterator<Item = Result<toml::Table, ModelError>>,
+    count: usize,
     llm: bool,
     substructures: &[Substructure],
     ctx: &ElementContext,
     registry: &ElementRegistry,
     diag: &mut Diagnostics,
-) -> (Vec<ElementInstance>, Vec<MassShare>) {
+) -> Result<(Vec<ElementInstance>, Vec<MassShare>), ModelError> {
     let mut reader = Reader {
         llm,
         substructures,
@@ -41,13 +42,14 @@ pub(super) fn elements(
         elements: Vec::new(),
         mass_shares: Vec::new(),
     };
-    if specs.is_empty() {
+    if count == 0 {
         diag.push("element", "the model has no elements");
     }
-    for (i, table) in specs.iter().enumerate() {
-        reader.element(i, table, diag);
+    reader.elements.reserve(count);
+    for (i, table) in tables.enumerate() {
+        reader.element(i, table?, diag);
     }
-    (reader.elements, reader.mass_shares)
+    Ok((reader.elements, reader.mass_shares))
 }
 
 /// What the element tables are read against, and what they give so far.
@@ -64,9 +66,8 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     /// `element[i]`.
-    fn element(&mut self, i: usize, table: &toml::Table, diag: &mut Diagnostics) {
+    fn element(&mut self, i: usize, mut table: toml::Table, diag: &mut Diagnostics) {
         let f = format!("element[{i}]");
-        let mut table = table.clone();
         let mut shared = BTreeMap::new();
         for k in SHARED_KEYS {
             if let Some(v) = table.remove(*k) {

@@ -19,6 +19,7 @@ mod analysis;
 mod damping;
 mod element_reader;
 mod elements;
+mod entries;
 mod frame;
 mod ground_motion;
 mod imposed_motion;
@@ -58,48 +59,120 @@ impl Model {
         files: &dyn SourceResolver,
         registry: &ElementRegistry,
     ) -> Result<Model, ModelError> {
-        let spec = parse(text, source)?;
-        let model = build(spec, source, files, registry)?;
+        if text.len() > MAX_MODEL_FILE_BYTES {
+            return Err(ModelError::single(
+                source,
+                "file",
+                format!(
+                    "is {} bytes long; a model file has at most {} MiB",
+                    text.len(),
+                    MAX_MODEL_FILE_BYTES >> 20
+                ),
+            ));
+        }
+        let model = match entries::split(text) {
+            Some(split) => {
+                let mut spec = parse(&split.rest, true, source)?;
+                spec.node = split
+                    .nodes
+                    .iter()
+                    .map(|e| e.node(text, source))
+                    .collect::<Result<_, _>>()?;
+                let elements = split.elements.iter().map(|e| e.element(text, source));
+                build(
+                    spec,
+                    elements,
+                    split.elements.len(),
+                    source,
+                    files,
+                    registry,
+                )?
+            }
+            None => return Self::read_whole(text, source, files, registry),
+        };
         validate_structure(&model)?;
         Ok(model)
     }
 }
 
-/// Longest model file, bytes (16 MiB).
+impl Model {
+    /// The model read by the whole-file TOML reader alone (every value of the file in one
+    /// tree before the first node is built), not entry by entry: what [`Model::from_toml`]
+    /// gives for files whose `node` and `element` arrays it does not take apart, and the
+    /// reference its entry-by-entry reading is tested against.
+    #[doc(hidden)]
+    pub fn read_whole(
+        text: &str,
+        source: &str,
+        files: &dyn SourceResolver,
+        registry: &ElementRegistry,
+    ) -> Result<Model, ModelError> {
+        let mut spec = parse(text, false, source)?;
+        let elements = std::mem::take(&mut spec.element);
+        let count = elements.len();
+        let model = build(
+            spec,
+            elements.into_iter().map(Ok),
+            count,
+            source,
+            files,
+            registry,
+        )?;
+        validate_structure(&model)?;
+        Ok(model)
+    }
+}
+
+/// Longest text the whole-file TOML reader is given, bytes (16 MiB): a whole model file, or a
+/// file's text besides the `node` and `element` arrays it reads entry by entry.
 pub const MAX_MODEL_BYTES: usize = 16 << 20;
 
-/// The model file as written; a TOML error is reported at its line, an unknown key written as
+/// Longest model file whose `node` and `element` arrays are read entry by entry, bytes
+/// (256 MiB: a 2D frame of 10⁵ DOFs written as 6-DOF `linear` members is about 45 MB).
+pub const MAX_MODEL_FILE_BYTES: usize = 256 << 20;
+
+/// The model file as written (`text`: the whole file, or with `blanked` the file with its node
+/// and element arrays blanked); a TOML error is reported at its line, an unknown key written as
 /// `key = …` at its dotted path.
-fn parse(text: &str, source: &str) -> Result<ModelFile, ModelError> {
+fn parse(text: &str, blanked: bool, source: &str) -> Result<ModelFile, ModelError> {
     // The TOML reader keeps every token of the text (several words per byte): bound the text
     // before it is read.
     if text.len() > MAX_MODEL_BYTES {
+        let besides = if blanked {
+            " besides its `node` and `element` arrays"
+        } else {
+            ""
+        };
         return Err(ModelError::single(
             source,
             "file",
             format!(
-                "is {} bytes long; a model file has at most {} MiB (records belong in their own \
-                 files)",
+                "is {} bytes long{besides}; a model file has at most {} MiB (records belong in \
+                 their own files)",
                 text.len(),
                 MAX_MODEL_BYTES >> 20
             ),
         ));
     }
-    toml::from_str(text).map_err(|e| {
-        let reason = e.message().trim().replace('\n', " ");
-        let Some(start) = e.span().map(|sp| sp.start.min(text.len())) else {
-            return ModelError::single(source, "file", reason);
-        };
-        let line = text.get(..start).unwrap_or(text).matches('\n').count() + 1;
-        let field = reason
-            .strip_prefix("unknown field `")
-            .and_then(|rest| rest.split('`').next())
-            .and_then(|key| key_path(text, line, key));
-        match field {
-            Some(field) => ModelError::single(source, field, format!("{reason} (line {line})")),
-            None => ModelError::single(source, format!("line {line}"), reason),
-        }
-    })
+    toml::from_str(text).map_err(|e| toml_error(text, source, &e, 0))
+}
+
+/// A TOML error `e` of the text that starts at byte `offset` of the file `text`, reported at
+/// its line of the file, an unknown key written as `key = …` at its dotted path.
+fn toml_error(text: &str, source: &str, e: &toml::de::Error, offset: usize) -> ModelError {
+    let reason = e.message().trim().replace('\n', " ");
+    let Some(start) = e.span().map(|sp| (offset + sp.start).min(text.len())) else {
+        return ModelError::single(source, "file", reason);
+    };
+    let line = text.get(..start).unwrap_or(text).matches('\n').count() + 1;
+    let field = reason
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split('`').next())
+        .and_then(|key| key_path(text, line, key));
+    match field {
+        Some(field) => ModelError::single(source, field, format!("{reason} (line {line})")),
+        None => ModelError::single(source, format!("line {line}"), reason),
+    }
 }
 
 /// Dotted path of `key`, written as `key = …` on 1-based `line`, from the table header above it
@@ -137,9 +210,13 @@ fn key_path(text: &str, line: usize, key: &str) -> Option<String> {
 }
 
 /// Every table of the file in order, each read by its own function into one [`Diagnostics`];
-/// the model when none of them found a problem.
+/// the model when none of them found a problem. The `count` element tables come one by one
+/// from `element_tables` (each dropped once its element is built); the first that cannot be
+/// read is the error.
 fn build(
     spec: ModelFile,
+    element_tables: impl Iterator<Item = Result<toml::Table, ModelError>>,
+    count: usize,
     source: &str,
     files: &dyn SourceResolver,
     registry: &ElementRegistry,
@@ -165,13 +242,14 @@ fn build(
     let substructures = substructures::substructures(&spec.substructure, &ctx, &mut diag);
     let before_elements = diag.len();
     let (elements, mass_shares) = elements::elements(
-        &spec.element,
+        element_tables,
+        count,
         llm,
         &substructures,
         &ctx,
         registry,
         &mut diag,
-    );
+    )?;
     // The coverage checks would only repeat an element's problem as a gap elsewhere.
     if diag.len() == before_elements {
         elements::check_coverage(&spec.node, &nodes, &elements, &substructures, &mut diag);
