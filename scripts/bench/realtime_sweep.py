@@ -29,13 +29,14 @@ sys.path.insert(0, HERE)
 import chain_model  # noqa: E402  (the chain model)
 
 
-def chain(n, seconds, rate, subcycles):
-    """The chain of `chain_model` (storey 1 physical) with Δt^N = subcycles / rate."""
+def chain(n, seconds, rate, subcycles, every=None):
+    """The chain of `chain_model` (storey 1 physical) with Δt^N = subcycles / rate, a results
+    row every `every` steps (default: every `subcycles`)."""
     return chain_model.chain(
         n,
         duration=seconds,
         time_step=subcycles / rate,
-        every=subcycles,
+        every=every or subcycles,
         physical=True,
         subcycles=subcycles,
         max_overruns=1000,
@@ -57,6 +58,9 @@ def main():
     ap.add_argument("--miss-fraction", type=float, default=0.001)
     ap.add_argument("--allow-soft-realtime", action="store_true")
     ap.add_argument("--keep-going", action="store_true")
+    ap.add_argument("--every", type=int, default=None,
+                    help="[output] every of the chains (default: --subcycles); a large value "
+                    "records one row, to separate the compute from the writer's CSV")
     ap.add_argument("--out", default="out/sweep")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -67,7 +71,7 @@ def main():
         for n in a.n:
             stem = f"chain{n}_{int(rate)}hz"
             model = os.path.join(a.out, stem + ".toml")
-            open(model, "w").write(chain(n, a.seconds, rate, a.subcycles))
+            open(model, "w").write(chain(n, a.seconds, rate, a.subcycles, a.every))
             folder = os.path.join(a.out, stem)
             args = [a.exe, "realtime", "--pacing", "realtime", "--overwrite", "-o", folder, model]
             if a.allow_soft_realtime:

@@ -229,6 +229,22 @@ impl FactoredMatrix {
         self.l_val.len() + self.u_val.len()
     }
 
+    /// The bound on the band LU's work that [`FactoredMatrix::from_entries`] compares between
+    /// orders (lower bandwidth × total row width), for the order it would take; without
+    /// factoring.
+    fn estimated_cost(n: usize, entries: &[(usize, usize, f64)]) -> f64 {
+        let order = reverse_cuthill_mckee(&symmetric_pattern(n, entries));
+        let mut position = vec![0; n];
+        for (p, &o) in order.iter().enumerate() {
+            position[o] = p;
+        }
+        let permuted: Vec<(usize, usize, f64)> = entries
+            .iter()
+            .map(|&(i, j, v)| (position[i], position[j], v))
+            .collect();
+        profile_cost(n, &permuted).min(profile_cost(n, entries))
+    }
+
     /// Factorize the matrix of `entries` (already renumbered by `order`, if any).
     fn with_order(
         n: usize,
@@ -392,6 +408,212 @@ impl FactoredMatrix {
             x.swap(i, j);
         }
     }
+}
+
+/// `D⁻¹` of a state-space matrix `D = M + c J0` over `Y = [u; v; s]` (Abbiati et al. 2019,
+/// eq 12), through the Schur complement of its displacement block when that block is the
+/// identity and couples only to `v` by a diagonal (`u̇ − c v̇ = b_u`, the rows of every
+/// second-order structural model), otherwise through [`FactoredMatrix`] of the whole `D`.
+///
+/// With `D = [[I, A], [B, E]]`, `A` diagonal (`−c` for `u̇ = v`) and `B = c ∂r/∂u` (`c K`), the
+/// solve of `D x = b` is `(E − B A) x₂ = b₂ − B b₁`, `x₁ = b₁ − A x₂`: for a second-order model
+/// `E − B A = m + c C + c² K` over the `N` velocities (plus the extra states), the effective
+/// matrix of Newmark-type schemes (Newmark 1959; Chung & Hulbert 1993), with the stiffness
+/// band of the structure instead of the band of the `2N` unknowns `[u; v]` that partial
+/// pivoting widens further. The reduced matrix is factored by [`FactoredMatrix`] (reverse
+/// Cuthill–McKee, band LU with partial pivoting). The result equals the full solve to round-off,
+/// not to the bit. Allocation-free solves.
+#[derive(Debug, Clone)]
+pub struct StateMatrixFactors {
+    kind: StateFactorKind,
+}
+
+#[derive(Debug, Clone)]
+enum StateFactorKind {
+    /// `D` factored as a whole.
+    Full(FactoredMatrix),
+    /// Through the Schur complement of the identity displacement block.
+    Reduced {
+        /// Displacement unknowns `n`.
+        n: usize,
+        /// The diagonal `A` (`D[i, n + i]`; 0 where absent).
+        a: Vec<f64>,
+        /// `B` (rows `n..`, columns `< n`) in compressed rows: row `r` of `B` holds terms
+        /// `b_start[r] .. b_start[r + 1]`.
+        b_start: Vec<usize>,
+        b_cols: Vec<usize>,
+        b_vals: Vec<f64>,
+        /// `E − B A`, factored.
+        reduced: FactoredMatrix,
+    },
+}
+
+impl StateMatrixFactors {
+    /// The factors of a 0×0 matrix (a placeholder). Allocation-free.
+    pub fn empty() -> Self {
+        Self {
+            kind: StateFactorKind::Full(FactoredMatrix::empty()),
+        }
+    }
+
+    /// Factorize the `size × size` matrix `D` of nonzero `entries` (each `(row, column)` once)
+    /// whose first `n` unknowns are displacements; `None` when it is singular. The reduced
+    /// path is taken when rows `0..n` hold exactly a unit diagonal and at most the entry
+    /// `(i, n + i)`, and its solve is the cheaper one (fewer stored entries below 512
+    /// unknowns; a smaller band estimate above); otherwise `D` is factored whole.
+    pub fn from_entries(size: usize, n: usize, entries: &[(usize, usize, f64)]) -> Option<Self> {
+        let Some(a) = displacement_block(size, n, entries) else {
+            return Some(Self {
+                kind: StateFactorKind::Full(FactoredMatrix::from_entries(size, entries)?),
+            });
+        };
+        let m = size - n;
+        let mut b_rows: Vec<Vec<(usize, f64)>> = vec![Vec::new(); m];
+        let mut reduced: Vec<(usize, usize, f64)> = Vec::with_capacity(entries.len());
+        for &(i, j, v) in entries {
+            if i < n || v == 0.0 {
+                continue;
+            }
+            if j < n {
+                b_rows[i - n].push((j, v));
+                // E − B A: the term −B[i, j] A[j] at column n + j of the reduced unknowns.
+                if a[j] != 0.0 {
+                    reduced.push((i - n, j, -(v * a[j])));
+                }
+            } else {
+                reduced.push((i - n, j - n, v));
+            }
+        }
+        // Sum the entries that fall on the same place, in the order of `entries`.
+        let mut order: Vec<usize> = (0..reduced.len()).collect();
+        order.sort_by_key(|&t| (reduced[t].0, reduced[t].1));
+        let mut merged: Vec<(usize, usize, f64)> = Vec::with_capacity(reduced.len());
+        for t in order {
+            let (i, j, v) = reduced[t];
+            match merged.last_mut() {
+                Some(last) if (last.0, last.1) == (i, j) => last.2 += v,
+                _ => merged.push((i, j, v)),
+            }
+        }
+        merged.retain(|e| e.2 != 0.0);
+        // The reduced path only where it is the cheaper solve: below FACTOR_BOTH_BELOW
+        // unknowns both are factored and their stored entries compared (a single DOF keeps
+        // the whole `D`, whose solve is as short), above by the band estimate of each.
+        let whole = |size| {
+            Some(Self {
+                kind: StateFactorKind::Full(FactoredMatrix::from_entries(size, entries)?),
+            })
+        };
+        let factors = if size < FACTOR_BOTH_BELOW {
+            let full = FactoredMatrix::from_entries(size, entries)?;
+            let reduced = FactoredMatrix::from_entries(m, &merged)?;
+            if reduced.stored() + b_rows.iter().map(Vec::len).sum::<usize>() + n >= full.stored() {
+                return Some(Self {
+                    kind: StateFactorKind::Full(full),
+                });
+            }
+            reduced
+        } else {
+            let coupling = b_rows.iter().map(Vec::len).sum::<usize>() + n;
+            let reduced_cost = FactoredMatrix::estimated_cost(m, &merged) + coupling as f64;
+            if reduced_cost >= FactoredMatrix::estimated_cost(size, entries) {
+                return whole(size);
+            }
+            FactoredMatrix::from_entries(m, &merged)?
+        };
+        let mut b_start = Vec::with_capacity(m + 1);
+        let (mut b_cols, mut b_vals) = (Vec::new(), Vec::new());
+        b_start.push(0);
+        for row in &mut b_rows {
+            row.sort_by_key(|e| e.0);
+            for &(j, v) in row.iter() {
+                b_cols.push(j);
+                b_vals.push(v);
+            }
+            b_start.push(b_cols.len());
+        }
+        Some(Self {
+            kind: StateFactorKind::Reduced {
+                n,
+                a,
+                b_start,
+                b_cols,
+                b_vals,
+                reduced: factors,
+            },
+        })
+    }
+
+    /// Whether the solve goes through the reduced (effective) matrix.
+    pub fn is_reduced(&self) -> bool {
+        matches!(self.kind, StateFactorKind::Reduced { .. })
+    }
+
+    /// Stored factor entries plus the coupling terms (the cost of a solve).
+    pub fn stored(&self) -> usize {
+        match &self.kind {
+            StateFactorKind::Full(f) => f.stored(),
+            StateFactorKind::Reduced {
+                a, b_vals, reduced, ..
+            } => reduced.stored() + b_vals.len() + a.len(),
+        }
+    }
+
+    /// Solve `D x = b` in place (`x` holds `b` on entry). Allocation-free.
+    #[inline]
+    pub fn solve(&self, x: &mut [f64]) {
+        match &self.kind {
+            StateFactorKind::Full(f) => f.solve(x),
+            StateFactorKind::Reduced {
+                n,
+                a,
+                b_start,
+                b_cols,
+                b_vals,
+                reduced,
+            } => {
+                let n = *n;
+                let (bu, rest) = x.split_at_mut(n);
+                // b₂ − B b₁
+                for (r, xr) in rest.iter_mut().enumerate() {
+                    let (lo, hi) = (b_start[r], b_start[r + 1]);
+                    let mut acc = 0.0;
+                    for (c, v) in b_cols[lo..hi].iter().zip(&b_vals[lo..hi]) {
+                        acc += v * bu[*c];
+                    }
+                    *xr -= acc;
+                }
+                reduced.solve(rest);
+                // x₁ = b₁ − A x₂ (A couples u_i to v_i only)
+                for ((xu, ai), xv) in bu.iter_mut().zip(a).zip(rest.iter()) {
+                    *xu -= ai * xv;
+                }
+            }
+        }
+    }
+}
+
+/// The diagonal `A` of the displacement rows of `D` (`D[i, n + i]`), when rows `0..n` hold
+/// exactly a unit diagonal and at most that entry, and `0 < n < size`; `None` otherwise.
+fn displacement_block(size: usize, n: usize, entries: &[(usize, usize, f64)]) -> Option<Vec<f64>> {
+    if n == 0 || n >= size || size - n < n {
+        return None;
+    }
+    let mut a = vec![0.0; n];
+    let mut unit = vec![false; n];
+    for &(i, j, v) in entries {
+        if i >= n || v == 0.0 {
+            continue;
+        }
+        if j == i && v == 1.0 {
+            unit[i] = true;
+        } else if j == n + i {
+            a[i] = v;
+        } else {
+            return None;
+        }
+    }
+    unit.iter().all(|&u| u).then_some(a)
 }
 
 #[cfg(test)]

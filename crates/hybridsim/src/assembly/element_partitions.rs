@@ -429,7 +429,7 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
         // Remove the placeholder masses of massless imposed copies again.
         for (&i, &slot) in zero_rows.iter().zip(&placeholders).rev() {
             ss.clear_mass_diagonal(i);
-            ss.slots.remove(slot);
+            ss.remove_slot(slot);
         }
         // Imposed copies start where their motion is at t = 0.
         for (i, d) in dofs.iter().enumerate() {

@@ -172,6 +172,85 @@ impl SlotKernel {
     }
 }
 
+/// The precomputed linear terms of a run of consecutive [`SlotKernel::Linear`] slots, merged
+/// and sorted by the row of `R` they add to, so that [`StateSpace::residual`] sweeps them as
+/// one contiguous compressed-row block instead of visiting every element.
+///
+/// The sums are those of the slot-by-slot loop, in the same order: each slot's row sum
+/// (`group`) is formed from 0 term by term, and a row of `R` receives the group sums of the
+/// run's slots in slot order (a stable sort by row keeps that order), so the result is the
+/// same to the last bit; only rows of different targets are interleaved differently, and those
+/// sums are independent.
+#[derive(Debug, Clone, Default)]
+struct LinearRun {
+    /// `(row of R, end of its groups in `group_end`)`, rows ascending.
+    targets: Vec<(usize, usize)>,
+    /// End of each group's terms in `cols` / `vals`.
+    group_end: Vec<usize>,
+    cols: Vec<usize>,
+    vals: Vec<f64>,
+}
+
+/// One pass of [`StateSpace::residual`], in slot order.
+#[derive(Debug, Clone)]
+enum ResidualPass {
+    /// A run of consecutive linear (or inert) slots.
+    Linear(LinearRun),
+    /// A slot evaluated through its element's law.
+    Generic(usize),
+}
+
+/// The passes of [`StateSpace::residual`] over `slots`: consecutive precomputed linear slots
+/// merged into one [`LinearRun`] (inert slots skipped), generic slots one by one.
+fn residual_plan(slots: &[ElementSlot]) -> Vec<ResidualPass> {
+    let mut plan = Vec::new();
+    // Groups of the run under way, in slot order: (row, terms `(column, value)`).
+    type Group = (usize, Vec<(usize, f64)>);
+    let mut groups: Vec<Group> = Vec::new();
+    let flush = |groups: &mut Vec<Group>, plan: &mut Vec<ResidualPass>| {
+        if groups.is_empty() {
+            return;
+        }
+        groups.sort_by_key(|g| g.0);
+        let mut run = LinearRun::default();
+        for (target, terms) in groups.drain(..) {
+            for (c, v) in terms {
+                run.cols.push(c);
+                run.vals.push(v);
+            }
+            run.group_end.push(run.cols.len());
+            match run.targets.last_mut() {
+                Some(last) if last.0 == target => last.1 = run.group_end.len(),
+                _ => run.targets.push((target, run.group_end.len())),
+            }
+        }
+        plan.push(ResidualPass::Linear(run));
+    };
+    for (k, slot) in slots.iter().enumerate() {
+        match &slot.kernel {
+            SlotKernel::Inert => {}
+            SlotKernel::Linear { rows, cols, vals } => {
+                let mut start = 0;
+                for &(target, end) in rows {
+                    let terms = cols[start..end]
+                        .iter()
+                        .copied()
+                        .zip(vals[start..end].iter().copied())
+                        .collect();
+                    groups.push((target, terms));
+                    start = end;
+                }
+            }
+            SlotKernel::Generic => {
+                flush(&mut groups, &mut plan);
+                plan.push(ResidualPass::Generic(k));
+            }
+        }
+    }
+    flush(&mut groups, &mut plan);
+    plan
+}
+
 /// Scratch buffers for gathering element inputs (sized to the largest element).
 #[derive(Debug, Clone)]
 pub struct ElementWorkspace {
@@ -236,6 +315,9 @@ pub struct StateSpace {
     mass_dense: OnceLock<DMatrix<f64>>,
     /// Element slots.
     pub slots: Vec<ElementSlot>,
+    /// The passes of [`StateSpace::residual`] over `slots` (rebuilt whenever a slot's kernel
+    /// changes or a slot is removed).
+    residual_plan: Vec<ResidualPass>,
     /// Nonzero entries `(i, j, J0_ij)` of `J0 = ∂R/∂Y` at the zero state (with the estimate
     /// of a physical specimen), row by row and by column within a row.
     pub(crate) j0_entries: Vec<(usize, usize, f64)>,
@@ -450,6 +532,7 @@ impl StateSpace {
             n_states: ns,
             mass_entries,
             mass_dense: OnceLock::new(),
+            residual_plan: residual_plan(&slots),
             slots,
             j0_entries,
             j0_dense: OnceLock::new(),
@@ -475,6 +558,7 @@ impl StateSpace {
             mass_entries: Vec::new(),
             mass_dense: OnceLock::new(),
             slots: Vec::new(),
+            residual_plan: Vec::new(),
             j0_entries: Vec::new(),
             j0_dense: OnceLock::new(),
             y0: DVector::zeros(0),
@@ -525,7 +609,9 @@ impl StateSpace {
             .ok_or_else(|| format!("no element {slot} in `{}`", self.name))?;
         if !matches!(s.kernel, SlotKernel::Generic) {
             s.kernel = SlotKernel::Generic;
+            self.residual_plan = residual_plan(&self.slots);
         }
+        let s = &mut self.slots[slot];
         if std::sync::Arc::get_mut(&mut s.element).is_none() {
             s.element = std::sync::Arc::from(s.element.clone_box());
         }
@@ -751,6 +837,13 @@ impl StateSpace {
         true
     }
 
+    /// Remove element slot `slot` (a placeholder added for assembly); the residual's passes
+    /// follow. Not for the real-time loop: it allocates.
+    pub(crate) fn remove_slot(&mut self, slot: usize) {
+        self.slots.remove(slot);
+        self.residual_plan = residual_plan(&self.slots);
+    }
+
     /// Remove the mass of DOF `i` from the diagonal (the placeholder mass of a massless
     /// imposed copy); the dense copy, if one was formed, is dropped and formed again.
     pub(crate) fn clear_mass_diagonal(&mut self, i: usize) {
@@ -833,8 +926,8 @@ impl StateSpace {
     /// Allocation-free.
     ///
     /// Linear elements without extra states (springs, dashpots, linear superelements, the
-    /// Rayleigh term) add their precomputed nonzero terms of `K u + C v` directly, masses are
-    /// skipped, and only the other elements are called through
+    /// Rayleigh term) add their precomputed nonzero terms of `K u + C v` directly (consecutive
+    /// such elements as one block of rows, in the same order of sums), masses are skipped, and only the other elements are called through
     /// [`crate::elements::Element::restoring`]; the result equals the element-by-element sum
     /// to round-off.
     pub fn residual(&self, y: &[f64], out: &mut [f64], ws: &mut ElementWorkspace) {
@@ -844,21 +937,26 @@ impl StateSpace {
             *o = -v;
         }
         tail.iter_mut().for_each(|x| *x = 0.0);
-        for slot in &self.slots {
-            match &slot.kernel {
-                SlotKernel::Inert => {}
-                SlotKernel::Linear { rows, cols, vals } => {
-                    let mut start = 0;
-                    for &(target, end) in rows {
-                        let mut acc = 0.0;
-                        for (c, v) in cols[start..end].iter().zip(&vals[start..end]) {
-                            acc += v * y[*c];
+        for pass in &self.residual_plan {
+            match pass {
+                ResidualPass::Linear(run) => {
+                    let (mut g0, mut t0) = (0, 0);
+                    for &(target, g_end) in &run.targets {
+                        let mut sum = out[target];
+                        for &end in &run.group_end[g0..g_end] {
+                            let mut acc = 0.0;
+                            for (c, v) in run.cols[t0..end].iter().zip(&run.vals[t0..end]) {
+                                acc += v * y[*c];
+                            }
+                            sum += acc;
+                            t0 = end;
                         }
-                        out[target] += acc;
-                        start = end;
+                        out[target] = sum;
+                        g0 = g_end;
                     }
                 }
-                SlotKernel::Generic => {
+                ResidualPass::Generic(k) => {
+                    let slot = &self.slots[*k];
                     self.eval_slot(slot, y, ws);
                     for (i, m) in slot.map.iter().enumerate() {
                         if let Some(k) = m {
@@ -1410,5 +1508,126 @@ impl Partition {
             s += e.potential_energy(&u[..map.len()], &[])?;
         }
         Some(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assembly::{build_partitions, Grouping};
+    use crate::model::NoFiles;
+
+    /// A chain of springs and dashpots with Bouc-Wen storeys every seventh storey (generic
+    /// slots between runs of linear ones), masses and Rayleigh damping.
+    fn mixed_chain(n: usize) -> Model {
+        let mut t = String::from("title = \"mixed chain\"\n");
+        for i in 1..=n {
+            t += &format!("[[node]]\nid = {i}\ndofs = [\"x\"]\n");
+        }
+        for i in 1..=n {
+            let nodes = if i == 1 {
+                "[1]".to_string()
+            } else {
+                format!("[{}, {i}]", i - 1)
+            };
+            if i % 7 == 3 {
+                t += &format!(
+                    "[[element]]\ntype = \"bouc_wen\"\nname = \"b{i}\"\nnodes = {nodes}\n\
+                     dof = \"x\"\nA = 4.0e4\nbeta = 3.5\ngamma = 60.0\nn = 1.0\n"
+                );
+            } else {
+                t += &format!(
+                    "[[element]]\ntype = \"spring\"\nname = \"k{i}\"\nnodes = {nodes}\n\
+                     dof = \"x\"\nk = {}\n",
+                    4.0e4 + 13.0 * i as f64
+                );
+            }
+            t += &format!(
+                "[[element]]\ntype = \"dashpot\"\nname = \"c{i}\"\nnodes = {nodes}\ndof = \"x\"\n\
+                 c = 60.0\n[[element]]\ntype = \"mass\"\nname = \"m{i}\"\nnode = {i}\nmass = 50.0\n"
+            );
+        }
+        t += "[damping]\nalpha = 0.05\nbeta = 0.001\n";
+        t += "[analysis]\nintegrator = \"mg-alpha\"\ntime_step = 0.001\nduration = 0.01\n";
+        Model::from_toml(&t, "mixed_chain.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// `R(Y)` slot by slot in slot order, as the residual summed before its linear slots were
+    /// merged into runs (the reference of the merged sweep).
+    fn residual_slot_by_slot(st: &StateSpace, y: &[f64], out: &mut [f64]) {
+        let n = st.dofs.len();
+        let mut ws = st.workspace();
+        let (head, tail) = out.split_at_mut(n);
+        for (o, v) in head.iter_mut().zip(&y[n..2 * n]) {
+            *o = -v;
+        }
+        tail.iter_mut().for_each(|x| *x = 0.0);
+        for slot in &st.slots {
+            match &slot.kernel {
+                SlotKernel::Inert => {}
+                SlotKernel::Linear { rows, cols, vals } => {
+                    let mut start = 0;
+                    for &(target, end) in rows {
+                        let mut acc = 0.0;
+                        for (c, v) in cols[start..end].iter().zip(&vals[start..end]) {
+                            acc += v * y[*c];
+                        }
+                        out[target] += acc;
+                        start = end;
+                    }
+                }
+                SlotKernel::Generic => {
+                    st.eval_slot(slot, y, &mut ws);
+                    for (i, m) in slot.map.iter().enumerate() {
+                        if let Some(k) = m {
+                            out[n + k] += ws.r[i];
+                        }
+                    }
+                    let s0 = 2 * n + slot.state_offset;
+                    for (o, sd) in out[s0..s0 + slot.n_states].iter_mut().zip(&ws.sdot) {
+                        *o = -sd;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The merged runs of linear slots give the slot-by-slot residual to the last bit, with
+    /// generic (Bouc-Wen) slots between the runs, after a slot is moved to the generic path at
+    /// run time and after a slot is removed.
+    #[test]
+    fn merged_linear_runs_equal_the_slot_by_slot_residual_bit_for_bit() {
+        let mut st = build_partitions(&mixed_chain(40), Grouping::Monolithic)
+            .expect("builds")
+            .remove(0)
+            .state;
+        let runs = |st: &StateSpace| {
+            st.residual_plan
+                .iter()
+                .filter(|p| matches!(p, ResidualPass::Linear(_)))
+                .count()
+        };
+        assert!(runs(&st) >= 5, "{} runs", runs(&st));
+        let check = |st: &StateSpace| {
+            let size = st.size();
+            let y: Vec<f64> = (0..size)
+                .map(|i| 1e-2 * (0.37 * i as f64).sin() + 1e-3 * (1.3 * i as f64).cos())
+                .collect();
+            let (mut a, mut b) = (vec![0.0; size], vec![0.0; size]);
+            let mut ws = st.workspace();
+            st.residual(&y, &mut a, &mut ws);
+            residual_slot_by_slot(st, &y, &mut b);
+            for (i, (x, e)) in a.iter().zip(&b).enumerate() {
+                assert_eq!(x.to_bits(), e.to_bits(), "row {i}: {x} vs {e}");
+            }
+        };
+        check(&st);
+        let spring = st.slots.iter().position(|s| s.name == "k20").expect("k20");
+        st.set_element_parameter(spring, "k", 5.0e4).expect("k");
+        assert!(!st.slots[spring].is_precomputed_linear());
+        check(&st);
+        let dashpot = st.slots.iter().position(|s| s.name == "c11").expect("c11");
+        st.remove_slot(dashpot);
+        check(&st);
     }
 }

@@ -1,7 +1,7 @@
 //! The generalized-α step shared by the monolithic and partitioned schemes.
 
 use crate::assembly::{Coupling, Partition, StateSpace};
-use crate::linalg::FactoredMatrix;
+use crate::linalg::StateMatrixFactors;
 use crate::physical::PortError;
 use nalgebra::{DMatrix, DVector};
 
@@ -149,6 +149,11 @@ impl AlphaState {
 /// `Ẏ_{n+1} = D⁻¹(F_{n+1} − R(Ỹ) + L Λ w)`, `Y_{n+1} = Ỹ + c Ẏ_{n+1}`,
 /// `V_{n+1} = Ṽ + (α_f/α_m) Ẏ_{n+1}`.
 ///
+/// `D⁻¹` goes through the effective matrix `m + c C + c² K` (the Schur complement of the
+/// displacement rows `u̇ − c v̇`, [`crate::linalg::StateMatrixFactors`]) whenever the partition's
+/// `D` has those rows, which every assembled partition has; the same factors serve every solve
+/// of the step, the link operator and the threaded runner alike.
+///
 /// With `corrections = k > 1` (numerical partitions only), `k − 1` further fixed-`D`
 /// corrections `Ẏ ← Ẏ + D⁻¹(F + LΛw − M Ẏ − R(Ỹ + cẎ))` restore second order on nonlinear
 /// problems (ALGORITHMS.md E38).
@@ -176,7 +181,7 @@ pub struct AlphaStepper {
     pub c: f64,
     /// Corrections per step (≥ 1).
     pub corrections: usize,
-    d_fact: FactoredMatrix,
+    d_fact: StateMatrixFactors,
     y_tilde: DVector<f64>,
     v_tilde: DVector<f64>,
     load: DVector<f64>,
@@ -254,7 +259,7 @@ impl AlphaStepper {
             dt: 0.0,
             c: 0.0,
             corrections: 1,
-            d_fact: FactoredMatrix::empty(),
+            d_fact: StateMatrixFactors::empty(),
             y_tilde: DVector::zeros(0),
             v_tilde: DVector::zeros(0),
             load: DVector::zeros(0),
@@ -339,7 +344,8 @@ impl AlphaStepper {
                 st.name
             )
         };
-        let d_fact = FactoredMatrix::from_entries(st.size(), &d).ok_or_else(singular)?;
+        let d_fact =
+            StateMatrixFactors::from_entries(st.size(), st.n_dofs(), &d).ok_or_else(singular)?;
         let n = st.size();
         if part.physical.is_some() && corrections > 1 {
             return Err(format!(
