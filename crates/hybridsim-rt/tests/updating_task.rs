@@ -389,7 +389,9 @@ fn an_updating_fault_needs_an_updating_task() {
 #[test]
 #[ignore]
 fn updating_task_share_of_the_coarse_step_at_real_time() {
-    let model = bridge();
+    // HYBRIDSIM_REFACTORIZE=1: with `refactorize = "on_update"` (the builds on the task too).
+    let refactorize = std::env::var_os("HYBRIDSIM_REFACTORIZE").is_some();
+    let model = bridge_with(refactorize);
     let out = run(
         &model,
         &RunOptions {
@@ -420,4 +422,16 @@ fn updating_task_share_of_the_coarse_step_at_real_time() {
         task["loop_seconds"].as_f64().unwrap_or(f64::NAN),
         out.run_json["updating_task"]["misses"],
     );
+    let r = &out.run_json["updating"]["refactorize"];
+    if let Some(mean) = r["build_seconds_mean"].as_f64() {
+        let longest = r["build_seconds_longest"].as_f64().unwrap();
+        println!(
+            "refactorization on the task: {r}; build mean {:.1} µs = {:.2} % of the coarse step, \
+             longest {:.1} µs = {:.2} %",
+            mean * 1e6,
+            100.0 * mean / dt,
+            longest * 1e6,
+            100.0 * longest / dt
+        );
+    }
 }
