@@ -421,3 +421,95 @@ fn realtime_turns_updating_off_on_an_injected_panic_of_its_task() {
     assert_eq!(results.len(), 2001);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `refactorize = "on_update"` on the two-pier example: `hybridsim check` prints the mode,
+/// `hybridsim run` rebuilds pier B's partition operators at every applied estimate that
+/// changes its tangent and `realtime --pacing fast` (the builds on the updating task) writes
+/// the same bytes; the response differs from the default `"never"` run. A scheme that cannot
+/// rebuild its matrices is refused at `updating.refactorize`.
+#[test]
+fn refactorize_on_update_runs_the_same_bytes_in_run_and_realtime() {
+    let dir = scratch("updating-refactorize");
+    let example = root().join(EXAMPLE);
+    let check = hybridsim().arg("check").arg(&example).output().unwrap();
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        text.contains("updating: `pier_a` identified (A, gamma)")
+            && text.contains("refactorize = \"never\""),
+        "{text}"
+    );
+    // `[updating]` is the example's last table.
+    let source = std::fs::read_to_string(&example).unwrap();
+    let model = dir.join("refactorize.toml");
+    std::fs::write(&model, format!("{source}refactorize = \"on_update\"\n")).unwrap();
+    let check = hybridsim().arg("check").arg(&model).output().unwrap();
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(text.contains("refactorize = \"on_update\""), "{text}");
+
+    run(&["run", "--quiet"], &model, &dir.join("run"));
+    run(&["realtime", "--pacing", "fast"], &model, &dir.join("rt"));
+    run(&["run", "--quiet"], &example, &dir.join("never"));
+    for file in ["updating.csv", "results.csv", "lab.csv"] {
+        let x = std::fs::read(dir.join("run").join(file)).unwrap();
+        let y = std::fs::read(dir.join("rt").join(file)).unwrap();
+        assert!(x == y, "{file} differs between run and realtime");
+    }
+    let never = std::fs::read(dir.join("never/results.csv")).unwrap();
+    let with = std::fs::read(dir.join("run/results.csv")).unwrap();
+    assert!(never != with, "refactorization changed nothing");
+    let run_json = json(&dir.join("run/run.json"));
+    let rt_json = json(&dir.join("rt/run.json"));
+    let (r, q) = (
+        &run_json["updating"]["refactorize"],
+        &rt_json["updating"]["refactorize"],
+    );
+    println!("run: {r}\nrealtime: {q}");
+    assert_eq!(r["mode"], "on_update");
+    for key in [
+        "swaps",
+        "unchanged",
+        "misses",
+        "late_dropped",
+        "builds",
+        "off",
+    ] {
+        assert_eq!(r[key], q[key], "{key}");
+    }
+    assert_eq!(r["misses"], 0);
+    assert!(r["off"].is_null());
+    let applied = run_json["updating"]["applied"].as_u64().unwrap();
+    assert_eq!(
+        r["swaps"].as_u64().unwrap() + r["unchanged"].as_u64().unwrap(),
+        applied
+    );
+    assert!(r["build_seconds_mean"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        json(&dir.join("never/run.json"))["updating"]["refactorize"],
+        "never"
+    );
+
+    // The explicit RTHS loop keeps its matrices: refused, naming the field.
+    let text = std::fs::read_to_string(root().join("examples/rths_explicit_frame.toml")).unwrap();
+    let frame = dir.join("frame.toml");
+    std::fs::write(
+        &frame,
+        format!(
+            "{text}\n[updating]\nidentify = \"column1\"\nparameters = [\"k\"]\n\
+             prior_mean = [1.3e6]\nprior_sd = [5e5]\nstate_noise_sd = 100.0\n\
+             measurement_sd = 2e3\nreceivers = [\"column2\"]\nrefactorize = \"on_update\"\n"
+        ),
+    )
+    .unwrap();
+    let o = hybridsim()
+        .args(["run", "--quiet", "-o"])
+        .arg(dir.join("frame"))
+        .arg(&frame)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("updating.refactorize") && err.contains("cannot rebuild"),
+        "{err}"
+    );
+}

@@ -30,6 +30,20 @@ pub fn updating_json(s: &UpdatingSummary) -> Value {
         "records_dropped": s.dropped,
         "task_fault": s.task_fault.map(|(why, t)| json!({"reason": why, "time": finite(t)})),
         "misses": s.misses,
+        "refactorize": match &s.refactorization {
+            None => json!("never"),
+            Some(r) => json!({
+                "mode": "on_update",
+                "swaps": r.swaps,
+                "unchanged": r.unchanged,
+                "misses": r.misses,
+                "late_dropped": r.late,
+                "builds": r.builds,
+                "build_seconds_mean": if r.builds > 0 { json!(r.build_seconds / r.builds as f64) } else { Value::Null },
+                "build_seconds_longest": r.longest_build_seconds,
+                "off": r.off.as_ref().map(|(why, t)| json!({"reason": why, "time": finite(*t)})),
+            }),
+        },
         "file": "updating.csv",
     })
 }

@@ -148,6 +148,9 @@ pub enum TaskFaultKind {
     Stall(Duration),
     /// The updating task returns a non-finite estimate (`updating` only).
     NonFinite,
+    /// The updating task's refactorization build for the estimate of that step panics
+    /// (`updating` with `refactorize = "on_update"` only).
+    BuildPanic,
 }
 
 /// **Test hook**: make one task of the runner panic or stall, once, so that the supervisor's
@@ -158,7 +161,8 @@ pub enum TaskFaultKind {
 /// and results rows already written for `writer`. Parsed from `TASK:KIND:AT`, KIND being
 /// `panic`, `stall` (an hour) or `stall=SECONDS`, e.g. `physical:stall=2.5:30`. The
 /// `updating` task counts the step of its snapshot too (steps taken after the step) and has
-/// one more kind, `nan`: its estimate of that step is not finite.
+/// two more kinds, `nan`: its estimate of that step is not finite, and `refactor-panic`: its
+/// refactorization build for that estimate panics (`refactorize = "on_update"`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TaskFault {
     /// The task.
@@ -180,8 +184,8 @@ impl TaskFault {
         match kind {
             TaskFaultKind::Panic => panic!("injected panic in the {} task", task.name()),
             TaskFaultKind::Stall(d) => std::thread::sleep(d),
-            // Done by the updating task on its estimate.
-            TaskFaultKind::NonFinite => {}
+            // Done by the updating task on its estimate, and by its refactorizer.
+            TaskFaultKind::NonFinite | TaskFaultKind::BuildPanic => {}
         }
     }
 }
@@ -191,7 +195,7 @@ impl std::str::FromStr for TaskFault {
 
     fn from_str(s: &str) -> Result<Self, String> {
         let form = "expected TASK:KIND:AT with TASK numerical, physical, estimation, writer or \
-                    updating, KIND panic, stall or stall=SECONDS (or nan for updating), AT a \
+                    updating, KIND panic, stall or stall=SECONDS (or nan, refactor-panic for updating), AT a \
                     step (a row count for writer)";
         let parts: Vec<&str> = s.split(':').collect();
         let [task, kind, at] = parts[..] else {
@@ -209,6 +213,7 @@ impl std::str::FromStr for TaskFault {
             "panic" => TaskFaultKind::Panic,
             "stall" => TaskFaultKind::Stall(Duration::from_secs(3600)),
             "nan" if task == Task::Updating => TaskFaultKind::NonFinite,
+            "refactor-panic" if task == Task::Updating => TaskFaultKind::BuildPanic,
             k => match k.strip_prefix("stall=").map(|x| x.trim().parse::<f64>()) {
                 Some(Ok(sec)) if sec.is_finite() && (0.0..=86_400.0).contains(&sec) => {
                     TaskFaultKind::Stall(Duration::from_secs_f64(sec))
@@ -1189,6 +1194,19 @@ pub fn run_integrator(
             model.source
         )));
     }
+    if opts
+        .inject
+        .is_some_and(|f| f.kind == TaskFaultKind::BuildPanic)
+        && updating
+            .as_ref()
+            .is_some_and(|u| u.refactorization().is_none())
+    {
+        return Err(StartError::Model(format!(
+            "--inject-fault: {} has refactorize = \"never\", so the updating task builds no \
+             operators",
+            model.source
+        )));
+    }
 
     // Rings: every size is checked (in u128) before anything is allocated.
     let lab_cols: Vec<Vec<String>> = physical
@@ -1483,13 +1501,38 @@ pub fn run_integrator(
     // The updating task: the filter moves to its thread until the end of the run.
     let mut updating_handle = None;
     let mut updating_queues = None;
+    let mut link_refactor = None;
     if let Some(filter) = updating.as_mut().and_then(|u| u.take_filter()) {
         let (snap_tx, snap_rx) = RingBuffer::new(updating_task::UPDATING_QUEUE);
         let (estimate_tx, estimate_rx) = RingBuffer::new(updating_task::UPDATING_QUEUE);
+        // refactorize = "on_update": the builds run on the task too (off this thread).
+        let task_refactor =
+            updating
+                .as_mut()
+                .and_then(|u| u.take_refactorizer())
+                .map(|mut refactorizer| {
+                    if let Some(f) = inject.filter(|f| f.kind == TaskFaultKind::BuildPanic) {
+                        refactorizer.inject_panic_at(f.at);
+                    }
+                    let (builds_tx, builds_rx) = RingBuffer::new(updating_task::UPDATING_QUEUE);
+                    let (returned_tx, returned_rx) = RingBuffer::new(updating_task::UPDATING_QUEUE);
+                    link_refactor = Some(updating_task::LinkRefactor {
+                        builds: builds_rx,
+                        returned: returned_tx,
+                        behind: false,
+                        pending: None,
+                    });
+                    updating_task::TaskRefactor {
+                        refactorizer,
+                        builds: builds_tx,
+                        returned: returned_rx,
+                    }
+                });
         updating_handle = Some(updating_task::spawn(
             filter,
             snap_rx,
             estimate_tx,
+            task_refactor,
             inject,
             marker,
             realtime.then(|| updating_task::idle_sleep_ns(ss * dtc_ns)),
@@ -1612,6 +1655,7 @@ pub fn run_integrator(
                 worst_miss_run: 0,
                 late: 0,
                 behind: false,
+                refactor: link_refactor,
             })
         }
         _ => &mut exec,

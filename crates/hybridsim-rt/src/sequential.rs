@@ -298,6 +298,18 @@ fn run_paced(
         .unwrap_or_else(|| lab.runner.results_ring_rows(ncol));
     // Online model updating ([updating], issue 14): on the step thread after every step,
     // estimates applied one step later, as in `hybridsim run`.
+    if model
+        .updating
+        .as_ref()
+        .is_some_and(|u| u.refactorize != hybridsim::model::updating::Refactorize::Never)
+    {
+        return Err(StartError::Model(format!(
+            "{}: updating.refactorize = \"on_update\" needs the threaded pg-alpha runner (the \
+             single-step runner has no updating task to build the new matrices off its \
+             real-time thread)",
+            model.source
+        )));
+    }
     let mut updating =
         hybridsim::online_updating::OnlineUpdating::new(model, integ.as_mut(), n_steps)
             .map_err(|e| StartError::Model(e.to_string()))?;

@@ -22,6 +22,16 @@
 //! of the filter (a covariance that is not positive definite) stops its estimates as in the
 //! inline filter. run.json says which, and when.
 //!
+//! **Refactorization** (`[updating] refactorize = "on_update"`). The task also holds the
+//! [`Refactorizer`]: right after an estimate that will be applied it builds the receiving
+//! partition's new operators (`D^N`, `ℚ^N`, `H`) and sends them through a third queue; the link
+//! thread takes them together with the estimate, at the end of step `n + 1`, and swaps them in
+//! ([`OnlineUpdating::take_operators`], moves only). The old operators go back through a fourth
+//! queue and are dropped on the task, so the link thread neither allocates nor frees. A build
+//! that is not back when due is a miss (the operators in use are kept; with pacing `fast` the
+//! link thread waits for it as for the estimate); a failed or panicking build turns
+//! refactorization off, never the test.
+//!
 //! Nothing here allocates, locks or prints per step: the snapshots and estimates are
 //! fixed-size values in rings allocated before the loop.
 
@@ -29,8 +39,10 @@ use crate::clock::{now_ns, Backoff};
 use crate::stats::TaskStats;
 use crate::{Task, TaskFault, TaskFaultKind};
 use hybridsim::integrators::TimeIntegrator;
+use hybridsim::integrators::{Operators, Refactorizer};
 use hybridsim::online_updating::{
-    OnlineUpdating, UpdateEstimate, UpdateFilter, UpdateSnapshot, UpdatingOff,
+    build_operators, OnlineUpdating, RefactorMessage, UpdateEstimate, UpdateFilter, UpdateSnapshot,
+    UpdatingOff,
 };
 use hybridsim::runner::{Fault, StepExecutor};
 use hybridsim::StepError;
@@ -81,12 +93,33 @@ fn next(c: &mut rtrb::Consumer<ToTask>, sleep_ns: Option<u64>) -> Option<ToTask>
     }
 }
 
+/// The refactorization side of the updating task: the refactorizer, the queue of its builds
+/// to the link thread and the queue of the old operators coming back to be dropped.
+pub(crate) struct TaskRefactor {
+    pub refactorizer: Box<Refactorizer>,
+    pub builds: rtrb::Producer<RefactorMessage>,
+    pub returned: rtrb::Consumer<Box<Operators>>,
+}
+
+/// Run `f` with the thread's loop marker (the counting allocator of the tests) off.
+fn unmarked<T>(marker: Option<fn(bool)>, f: impl FnOnce() -> T) -> T {
+    if let Some(m) = marker {
+        m(false);
+    }
+    let out = f();
+    if let Some(m) = marker {
+        m(true);
+    }
+    out
+}
+
 /// Spawn the updating task with `filter` (`sleep_ns`: see [`idle_sleep_ns`]; `None` with
-/// pacing `fast`).
+/// pacing `fast`) and, with `refactorize = "on_update"`, its refactorization side.
 pub(crate) fn spawn(
     mut filter: Box<UpdateFilter>,
     mut snapshots: rtrb::Consumer<ToTask>,
     mut estimates: rtrb::Producer<UpdateEstimate>,
+    mut refactor: Option<TaskRefactor>,
     inject: Option<TaskFault>,
     marker: Option<fn(bool)>,
     sleep_ns: Option<u64>,
@@ -101,6 +134,11 @@ pub(crate) fn spawn(
                 m(true);
             }
             while let Some(Some((s, pushed))) = next(&mut snapshots, sleep_ns) {
+                if let Some(r) = refactor.as_mut() {
+                    // The old operators the link thread swapped out: freed here (outside
+                    // the part of the loop that is held to no allocation).
+                    unmarked(marker, || while r.returned.pop().is_ok() {});
+                }
                 if panic.is_some() {
                     // Failed: take the snapshots, do nothing with them.
                     continue;
@@ -120,7 +158,27 @@ pub(crate) fn spawn(
                         if hit == Some(TaskFaultKind::NonFinite) {
                             e.values[0] = f64::NAN;
                         }
+                        let np = filter.parameter_count();
+                        let applied = e.send && e.values[..np].iter().all(|v| v.is_finite());
                         let _ = estimates.push(e);
+                        // The operators for the values the link thread is about to apply,
+                        // built here, off the real-time thread, after the estimate is sent.
+                        if let Some(r) = refactor.as_mut().filter(|_| applied) {
+                            // The build allocates by design (a new factorization): it is the
+                            // work this task takes off the real-time thread.
+                            let message = unmarked(marker, || {
+                                build_operators(&mut r.refactorizer, e.step, &e.values[..np])
+                            });
+                            let failed = matches!(
+                                message.rebuilt,
+                                hybridsim::online_updating::Rebuilt::Failed(_)
+                            );
+                            let _ = r.builds.push(message);
+                            if failed {
+                                // Refactorization is off: no more builds.
+                                refactor = None;
+                            }
+                        }
                     }
                     Ok(None) => {}
                     Err(payload) => {
@@ -167,6 +225,30 @@ pub(crate) struct WithUpdatingTask<'a> {
     /// A wait for an estimate timed out: no more waits until one is back in time (a stalled
     /// task costs one bounded wait, not one per step).
     pub behind: bool,
+    /// `refactorize = "on_update"`: the builds from the task and the queue that takes the old
+    /// operators back to it.
+    pub refactor: Option<LinkRefactor>,
+}
+
+/// The link thread's side of the refactorization queues.
+pub(crate) struct LinkRefactor {
+    pub builds: rtrb::Consumer<RefactorMessage>,
+    pub returned: rtrb::Producer<Box<Operators>>,
+    /// A wait for a build timed out: no more waits until one is back in time.
+    pub behind: bool,
+    /// Old operators that did not fit the return queue (kept, pushed again next step).
+    pub pending: Option<Box<Operators>>,
+}
+
+impl LinkRefactor {
+    /// Hand old operators back to the task (to be dropped there).
+    fn give_back(&mut self, ops: Box<Operators>) {
+        if let Err(rtrb::PushError::Full(ops)) = self.returned.push(ops) {
+            // Cannot happen while the task drains the queue before every snapshot; kept
+            // rather than freed here.
+            self.pending.get_or_insert(ops);
+        }
+    }
 }
 
 impl WithUpdatingTask<'_> {
@@ -189,6 +271,52 @@ impl WithUpdatingTask<'_> {
                     if now_ns() > until {
                         self.behind = true;
                         return None;
+                    }
+                    b.snooze();
+                }
+            }
+        }
+    }
+}
+
+impl WithUpdatingTask<'_> {
+    /// After an estimate was applied: the task's build for it, swapped in now; or a miss (the
+    /// operators in use kept). Late builds are handed back. With pacing `fast` it waits for
+    /// the build, bounded like the wait for an estimate. Allocation-free.
+    fn take_build(&mut self) {
+        let realtime = self.realtime;
+        let wait_ns = self.wait_ns;
+        let Some(r) = self.refactor.as_mut() else {
+            return;
+        };
+        if let Some(ops) = r.pending.take() {
+            r.give_back(ops);
+        }
+        let Some(step) = self.updating.refactor_due() else {
+            return;
+        };
+        let wait = !realtime && !r.behind;
+        let until = now_ns().saturating_add(wait_ns);
+        let mut b = Backoff::default();
+        loop {
+            match r.builds.pop() {
+                Ok(m) => {
+                    let current = m.step >= step;
+                    if let Some(old) = self.updating.take_operators(self.inner.integrator(), m) {
+                        r.give_back(old);
+                    }
+                    if current || self.updating.refactor_due().is_none() {
+                        r.behind = false;
+                        return;
+                    }
+                }
+                Err(_) => {
+                    if !wait || r.builds.is_abandoned() || now_ns() > until {
+                        if wait && !r.builds.is_abandoned() {
+                            r.behind = true;
+                        }
+                        self.updating.refactor_missed();
+                        return;
                     }
                     b.snooze();
                 }
@@ -224,6 +352,7 @@ impl StepExecutor for WithUpdatingTask<'_> {
             let dead = e.is_none() && self.estimates.is_abandoned();
             let integ = self.inner.integrator();
             self.updating.apply_estimate(integ, e.as_ref());
+            self.take_build();
             if dead {
                 let t = self.inner.integrator().time();
                 self.updating.turn_off(UpdatingOff::Panic, t);

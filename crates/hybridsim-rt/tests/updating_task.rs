@@ -12,15 +12,26 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 mod common;
-use common::counting::{mark, LOOP_ALLOCATIONS};
+use common::counting::{mark, LOOP_ALLOCATIONS, LOOP_FREES};
 
 /// The two-pier bridge of the updating example (tested pier A identified, pier B updated),
 /// every step recorded.
 fn bridge() -> Model {
+    bridge_with(false)
+}
+
+/// The same with `[updating] refactorize = "on_update"` when `refactorize`.
+fn bridge_with(refactorize: bool) -> Model {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let text =
         std::fs::read_to_string(root.join("examples/updating_two_pier_bridge.toml")).unwrap();
     let mut t: toml::Table = text.parse().unwrap();
+    if refactorize {
+        t["updating"]
+            .as_table_mut()
+            .unwrap()
+            .insert("refactorize".into(), "on_update".into());
+    }
     t.insert(
         "output".into(),
         toml::Value::Table("every = 1".parse::<toml::Table>().unwrap()),
@@ -35,7 +46,17 @@ fn bridge() -> Model {
 
 /// Every row of the inline run (`Simulation` applies `[updating]` with the filter inline).
 fn inline_rows(model: &Model, steps: u64) -> Vec<Vec<f64>> {
+    inline_rows_with(model, steps, |_| {})
+}
+
+/// The same, after `prepare` on the simulation (e.g. an injected fault).
+fn inline_rows_with(
+    model: &Model,
+    steps: u64,
+    prepare: impl FnOnce(&mut Simulation),
+) -> Vec<Vec<f64>> {
     let mut sim = Simulation::new(model.clone()).unwrap();
+    prepare(&mut sim);
     let mut row = vec![0.0; sim.columns().len()];
     sim.record(&mut row);
     let mut rows = vec![row.clone()];
@@ -197,29 +218,146 @@ fn a_late_estimate_is_a_recorded_miss_and_the_previous_one_is_kept() {
     }
 }
 
-/// The threaded loop with the updating task allocates nothing in any loop thread (the
-/// updating task's included) over the 2000 steps of the example.
+/// The threaded loop with the updating task allocates nothing in any loop thread over the
+/// 2000 steps of the example: the updating task's loop included, and with `refactorize =
+/// "on_update"` the link thread's swaps included (the builds allocate on the updating task,
+/// outside its marked part; the old operators are freed there too).
 #[test]
 fn the_updating_task_does_not_allocate() {
-    let model = bridge();
-    LOOP_ALLOCATIONS.store(0, Ordering::SeqCst);
-    let out = run(
+    for refactorize in [false, true] {
+        let model = bridge_with(refactorize);
+        LOOP_ALLOCATIONS.store(0, Ordering::SeqCst);
+        LOOP_FREES.store(0, Ordering::SeqCst);
+        let out = run(
+            &model,
+            &RunOptions {
+                pacing: Some(Pacing::Fast),
+                loop_marker: Some(mark),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let n = LOOP_ALLOCATIONS.load(Ordering::SeqCst);
+        let frees = LOOP_FREES.load(Ordering::SeqCst);
+        println!(
+            "{} steps with the updating task (refactorize {refactorize}): {n} allocations, \
+             {frees} frees; {}",
+            out.steps, out.run_json["updating"]["refactorize"]
+        );
+        assert_eq!(out.status, RunStatus::Completed);
+        assert_eq!(updating_task_stats(&out)["execution"]["count"], out.steps);
+        if refactorize {
+            let swaps = out.run_json["updating"]["refactorize"]["swaps"]
+                .as_u64()
+                .unwrap();
+            assert!(swaps > 1000, "{swaps}");
+        }
+        assert_eq!(n, 0);
+        assert_eq!(frees, 0);
+    }
+}
+
+/// With `refactorize = "on_update"` the updating task builds the receiving partition's new
+/// operators (D^N, ℚ^N, H) off the link thread and the link thread swaps them in with the
+/// estimate, one step after its update: the threaded run writes the bits of `Simulation`,
+/// which builds them inline at the same step, and refactorization changes the response.
+#[test]
+fn refactorization_on_the_updating_task_gives_the_bits_of_the_inline_build() {
+    let model = bridge_with(true);
+    let out = threaded(&model, RunOptions::default());
+    assert_eq!(out.status, RunStatus::Completed);
+    let n = out.steps;
+    let rows = inline_rows(&model, n);
+    assert_eq!(out.rows.len(), rows.len());
+    for (k, (a, b)) in out.rows.iter().zip(&rows).enumerate() {
+        assert!(
+            a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()),
+            "row {k} differs"
+        );
+    }
+    let u = &out.run_json["updating"];
+    let r = &u["refactorize"];
+    println!("{r}");
+    assert_eq!(r["mode"], "on_update");
+    assert_eq!(r["misses"], 0);
+    assert_eq!(r["late_dropped"], 0);
+    assert!(r["off"].is_null());
+    let swaps = r["swaps"].as_u64().unwrap();
+    assert_eq!(
+        swaps + r["unchanged"].as_u64().unwrap(),
+        u["applied"].as_u64().unwrap()
+    );
+    assert!(swaps > n / 2, "{r}");
+    // The inline run counts the same.
+    let mut sim = Simulation::new(model.clone()).unwrap();
+    for _ in 0..n {
+        sim.step().unwrap();
+    }
+    let inline = sim.updating().unwrap().summary();
+    let ir = inline.refactorization.expect("on_update");
+    assert_eq!(
+        (ir.swaps, ir.unchanged, ir.misses),
+        (swaps, r["unchanged"].as_u64().unwrap(), 0)
+    );
+    // Refactorization changes the run (pier B's operators follow its estimates).
+    let never = inline_rows(&bridge_with(false), n);
+    assert_ne!(never.last(), rows.last());
+}
+
+/// A panic in the refactorization build on the updating task (injected at the update of step
+/// 600) turns refactorization off, not updating and not the test: the estimates are still
+/// applied, the operators built before stay, run.json says why and when, and the rows are the
+/// bits of `Simulation` with the same panic injected into its inline build.
+#[test]
+fn a_panic_in_the_refactorization_build_turns_it_off_not_the_test() {
+    let model = bridge_with(true);
+    let out = threaded(
         &model,
+        RunOptions {
+            inject: Some("updating:refactor-panic:600".parse().unwrap()),
+            ..Default::default()
+        },
+    );
+    assert_eq!(out.status, RunStatus::Completed);
+    assert!(out.panics.is_empty(), "{:?}", out.panics);
+    let u = &out.run_json["updating"];
+    let r = &u["refactorize"];
+    println!("{r}");
+    assert_eq!(u["state"], "active");
+    assert_eq!(u["applied"], out.steps - 1);
+    let off = &r["off"];
+    assert!(
+        off["reason"].as_str().unwrap().contains("injected panic"),
+        "{off}"
+    );
+    let t = off["time"].as_f64().unwrap();
+    assert!((t - 601.0 * model.analysis.time_step).abs() < 1e-9, "{t}");
+    assert_eq!(r["builds"], 600);
+    let rows = inline_rows_with(&model, out.steps, |sim| {
+        sim.updating_mut()
+            .unwrap()
+            .refactorizer_mut()
+            .unwrap()
+            .inject_panic_at(600)
+    });
+    for (k, (a, b)) in out.rows.iter().zip(&rows).enumerate() {
+        assert!(
+            a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()),
+            "row {k} differs"
+        );
+    }
+    // A model that builds no operators refuses the hook.
+    let err = run(
+        &bridge(),
         &RunOptions {
             pacing: Some(Pacing::Fast),
-            loop_marker: Some(mark),
+            inject: Some("updating:refactor-panic:3".parse().unwrap()),
             ..Default::default()
         },
     )
-    .unwrap();
-    let n = LOOP_ALLOCATIONS.load(Ordering::SeqCst);
-    println!(
-        "{} steps with the updating task: {n} allocations",
-        out.steps
-    );
-    assert_eq!(out.status, RunStatus::Completed);
-    assert_eq!(updating_task_stats(&out)["execution"]["count"], out.steps);
-    assert_eq!(n, 0);
+    .err()
+    .expect("refused");
+    assert!(err.to_string().contains("refactorize"), "{err}");
 }
 
 /// Injecting into the updating task of a model without `[updating]` is refused.
@@ -251,7 +389,9 @@ fn an_updating_fault_needs_an_updating_task() {
 #[test]
 #[ignore]
 fn updating_task_share_of_the_coarse_step_at_real_time() {
-    let model = bridge();
+    // HYBRIDSIM_REFACTORIZE=1: with `refactorize = "on_update"` (the builds on the task too).
+    let refactorize = std::env::var_os("HYBRIDSIM_REFACTORIZE").is_some();
+    let model = bridge_with(refactorize);
     let out = run(
         &model,
         &RunOptions {
@@ -282,4 +422,16 @@ fn updating_task_share_of_the_coarse_step_at_real_time() {
         task["loop_seconds"].as_f64().unwrap_or(f64::NAN),
         out.run_json["updating_task"]["misses"],
     );
+    let r = &out.run_json["updating"]["refactorize"];
+    if let Some(mean) = r["build_seconds_mean"].as_f64() {
+        let longest = r["build_seconds_longest"].as_f64().unwrap();
+        println!(
+            "refactorization on the task: {r}; build mean {:.1} µs = {:.2} % of the coarse step, \
+             longest {:.1} µs = {:.2} %",
+            mean * 1e6,
+            100.0 * mean / dt,
+            longest * 1e6,
+            100.0 * longest / dt
+        );
+    }
 }

@@ -2,6 +2,9 @@
 //! Bouc-Wen pier identification (2L + 1 sigma points, each propagated over one coarse step by
 //! the element's law with 10 Runge–Kutta substeps, then gain and Joseph-form covariance).
 //!
+//! Also the build of refactorization on request (`[updating] refactorize = "on_update"`) next
+//! to one PG-α coarse step of the same model.
+//!
 //! `cargo bench -p hybridsim --bench updating`. Criterion means for BENCHMARKS.md.
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -117,5 +120,106 @@ fn bench_in_run(c: &mut Criterion) {
     let _ = online.updates();
 }
 
-criterion_group!(benches, bench, bench_in_run);
+/// An `n`-storey shear chain on PG-α: storey 1 tested (a physical partition without a
+/// laboratory, with its estimate), storeys 2..n numerical springs and masses, the middle
+/// storey a Bouc–Wen column (the receiver of `[updating] refactorize = "on_update"`).
+fn chain(n: usize) -> hybridsim::Model {
+    let mut t = String::from("title = \"chain\"\n");
+    for i in 1..=n {
+        t += &format!("[[node]]\nid = {i}\ndofs = [\"x\"]\n");
+    }
+    t += "[substructure.frame]\n[substructure.storey]\nphysical = true\n\
+          estimate = { dofs = [[1, \"x\"]], stiffness = [[4.0e7]] }\n\
+          [[element]]\ntype = \"mass\"\nname = \"m1\"\nnode = 1\nmass = 4.0e4\n\
+          split = { frame = 0.5, storey = 0.5 }\n\
+          [[element]]\ntype = \"spring\"\nname = \"k1\"\nnodes = [1]\ndof = \"x\"\n\
+          k = 4.0e7\nsubstructure = \"storey\"\n";
+    let middle = n / 2 + 1;
+    for i in 2..=n {
+        if i == middle {
+            t += &format!(
+                "[[element]]\ntype = \"bouc_wen\"\nname = \"pier\"\nnodes = [{}, {i}]\n\
+                 dof = \"x\"\nA = 4.0e7\nbeta = 3.5\ngamma = 60.0\nn = 1.0\n\
+                 substructure = \"frame\"\n",
+                i - 1
+            );
+        } else {
+            t += &format!(
+                "[[element]]\ntype = \"spring\"\nname = \"k{i}\"\nnodes = [{}, {i}]\n\
+                 dof = \"x\"\nk = 4.0e7\nsubstructure = \"frame\"\n",
+                i - 1
+            );
+        }
+        t += &format!(
+            "[[element]]\ntype = \"mass\"\nname = \"m{i}\"\nnode = {i}\nmass = 4.0e4\n\
+             substructure = \"frame\"\n"
+        );
+    }
+    t += "[damping]\nalpha = 0.1\nbeta = 0.0\n";
+    t += "[[load]]\nnode = 2\ndof = \"x\"\nsine = { amplitude = 1.0e5, frequency = 1.0 }\n";
+    t += "[analysis]\nintegrator = \"pg-alpha\"\ntime_step = 0.005\nsubcycles = 5\n\
+          duration = 10.0\n";
+    hybridsim::Model::from_toml(&t, "chain.toml", &hybridsim::model::NoFiles).unwrap()
+}
+
+/// Refactorization on request (`[updating] refactorize = "on_update"`): the build of the
+/// receiving partition's new operators (`J0` re-assembled, `D^N` factorized, `ℚ^N`, `H`) for a
+/// new value of A, next to one PG-α coarse step of the same model; for the two-pier example
+/// (receiver pier B, A and γ) and for shear chains of 100 and 1000 storeys.
+fn bench_refactorization(c: &mut Criterion) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/updating_two_pier_bridge.toml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let example = hybridsim::Model::from_toml(
+        &text,
+        "updating_two_pier_bridge.toml",
+        &hybridsim::model::NoFiles,
+    )
+    .unwrap();
+    let models = [
+        ("two_pier", example, "pier_b", &["A", "gamma"][..]),
+        ("chain_100", chain(100), "pier", &["A"][..]),
+        ("chain_1000", chain(1000), "pier", &["A"][..]),
+    ];
+    for (name, model, receiver, parameters) in models {
+        let mut integ = hybridsim::integrators::build(&model).unwrap();
+        let (k, s) = integ
+            .partitions()
+            .iter()
+            .enumerate()
+            .find_map(|(k, p)| {
+                (!p.state.physical)
+                    .then(|| p.state.slots.iter().position(|x| x.name == receiver))
+                    .flatten()
+                    .map(|s| (k, s))
+            })
+            .unwrap();
+        let size = integ.partitions()[k].state.size();
+        println!("{name}: numerical partition of size {size}");
+        let mut r = integ.refactorizer(k, &[s], parameters).unwrap();
+        let mut step = 0u64;
+        c.bench_function(&format!("refactorization_build_{name}"), |b| {
+            b.iter(|| {
+                step += 1;
+                // A new A every build (so the tangent changes), γ as it is.
+                let a = 4.0e7 * (1.0 + 0.1 * ((step % 7) as f64));
+                let values = [a, 60.0];
+                black_box(r.build(step, &values[..parameters.len()]).unwrap().unwrap());
+            })
+        });
+        let n_steps = model.analysis.n_steps();
+        c.bench_function(&format!("refactorization_step_{name}"), |b| {
+            b.iter(|| {
+                if integ.steps_taken() + 1 >= n_steps {
+                    integ = hybridsim::integrators::build(&model).unwrap();
+                }
+                integ.step().unwrap();
+            })
+        });
+    }
+}
+
+criterion_group!(benches, bench, bench_in_run, bench_refactorization);
 criterion_main!(benches);

@@ -31,9 +31,14 @@
 //! `period` steps since the last one. The estimates of an update after step `n` are applied to
 //! the receivers after step `n + 1`, i.e. before step `n + 2`: a fixed latency of one coarse
 //! step whatever the runner, so a threaded and a single-threaded run apply the same values at
-//! the same steps and give the same bits. The integrator's iteration matrices (`D^N`, the
-//! Steklov–Poincaré operator `H`) are kept: no refactorization. A frozen or tripped
-//! identification sends nothing more; the receivers keep the last values they received.
+//! the same steps and give the same bits. By default (`refactorize = "never"`) the
+//! integrator's iteration matrices (`D^N`, the Steklov–Poincaré operator `H`) are kept. With
+//! `refactorize = "on_update"` every applied estimate that changes the receivers' zero-state
+//! tangent also has the receiving partition's operators rebuilt by a
+//! [`Refactorizer`] (inline here, on the updating task in the threaded runner) and swapped in
+//! at the same step boundary ([`OnlineUpdating::take_operators`]), so the fixed latency is the
+//! same for the values and the matrices. A frozen or tripped identification sends nothing
+//! more; the receivers keep the last values they received.
 //!
 //! [`Model::updating`]: crate::model::Model::updating
 //! [`PhysicalSubstructure::measured_displacement`]: crate::physical::PhysicalSubstructure::measured_displacement
@@ -43,6 +48,7 @@ use crate::assembly::ElementWorkspace;
 use crate::error::ModelError;
 use crate::integrators::StepError;
 use crate::integrators::TimeIntegrator;
+use crate::integrators::{Operators, Refactorizer};
 use crate::model::{Model, Role};
 use crate::runner::{Fault, StepExecutor};
 use crate::updating::{ElementModel, Frozen, Identification, IdentificationModel, Trip};
@@ -167,6 +173,83 @@ impl UpdatingOff {
     }
 }
 
+/// The outcome of one refactorization build ([`Refactorizer::build`]) for an applied
+/// estimate.
+#[derive(Debug)]
+pub enum Rebuilt {
+    /// The new values leave the zero-state tangent as it was: nothing to swap.
+    Unchanged,
+    /// New operators, to be swapped in.
+    Built(Box<Operators>),
+    /// The build failed (a panic, a singular matrix, a refused value): refactorization is
+    /// turned off, the operators in use are kept.
+    Failed(String),
+}
+
+/// A refactorization build for the estimate of update `step`, and how long it took.
+#[derive(Debug)]
+pub struct RefactorMessage {
+    /// The step of the update whose estimate it was built for.
+    pub step: u64,
+    /// What came of it.
+    pub rebuilt: Rebuilt,
+    /// Time of the build (ns, monotonic clock).
+    pub build_ns: u64,
+}
+
+/// Run `refactorizer` for the estimate of `step` with `values`, catching a panic (which turns
+/// refactorization off, never the run). Allocates: off the real-time path.
+pub fn build_operators(
+    refactorizer: &mut Refactorizer,
+    step: u64,
+    values: &[f64],
+) -> RefactorMessage {
+    let t0 = std::time::Instant::now();
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        refactorizer.build(step, values)
+    }));
+    let build_ns = t0.elapsed().as_nanos() as u64;
+    let rebuilt = match out {
+        Ok(Ok(Some(ops))) => Rebuilt::Built(ops),
+        Ok(Ok(None)) => Rebuilt::Unchanged,
+        Ok(Err(e)) => Rebuilt::Failed(e),
+        Err(payload) => Rebuilt::Failed(format!(
+            "the build panicked: {}",
+            payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_default()
+        )),
+    };
+    RefactorMessage {
+        step,
+        rebuilt,
+        build_ns,
+    }
+}
+
+/// What a run did with `refactorize = "on_update"` ([`UpdatingSummary::refactorization`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RefactorRecord {
+    /// Operators swapped in.
+    pub swaps: u64,
+    /// Applied estimates that left the tangent unchanged (nothing to swap).
+    pub unchanged: u64,
+    /// Builds not back when due (the operators in use were kept).
+    pub misses: u64,
+    /// Builds that came back after they were due (dropped).
+    pub late: u64,
+    /// Builds timed, their total and longest time (s).
+    pub builds: u64,
+    /// Total build time (s).
+    pub build_seconds: f64,
+    /// Longest build (s).
+    pub longest_build_seconds: f64,
+    /// Why refactorization was turned off (a failed build), and when.
+    pub off: Option<(String, f64)>,
+}
+
 /// The identification side of [`OnlineUpdating`]: the filter, fed one [`UpdateSnapshot`] per
 /// coarse step, and the record of its updates. It runs inline after every step
 /// ([`OnlineUpdating::after_step`]) or, taken out with [`OnlineUpdating::take_filter`], on a
@@ -222,6 +305,14 @@ pub struct OnlineUpdating {
     observed: u64,
     /// Updating turned off by its task, and when.
     off: Option<(UpdatingOff, f64)>,
+    /// `refactorize = "on_update"`.
+    refactorize: bool,
+    /// The refactorizer when the builds run inline (`None` while it is out on the updating
+    /// task, or once refactorization is off).
+    refactorizer: Option<Box<Refactorizer>>,
+    /// The update whose operators are due now (its estimate was just applied).
+    refactor_due: Option<u64>,
+    refactor: RefactorRecord,
     // Buffers.
     partition_u: Vec<f64>,
     element_u: Vec<f64>,
@@ -264,6 +355,8 @@ pub struct UpdatingSummary {
     /// Estimates that were not back from the updating task when due (the previous ones were
     /// kept); 0 when the filter runs inline.
     pub misses: u64,
+    /// `refactorize = "on_update"`: what the refactorization did (`None` with `"never"`).
+    pub refactorization: Option<RefactorRecord>,
 }
 
 impl OnlineUpdating {
@@ -397,6 +490,27 @@ impl OnlineUpdating {
                     .map_err(|e| err("receivers", format!("`{rname}`: {e}")))?;
             }
         }
+        let refactorizer = match cfg.refactorize {
+            crate::model::updating::Refactorize::Never => None,
+            crate::model::updating::Refactorize::OnUpdate => {
+                let k = receivers[0].0;
+                if let Some((_, _, other)) = receivers.iter().find(|r| r.0 != k) {
+                    return Err(err(
+                        "refactorize",
+                        format!(
+                            "the receivers lie in different substructures (`{other}` is not in \
+                             `{}`); \"on_update\" rebuilds one",
+                            integ.partitions()[k].state.name
+                        ),
+                    ));
+                }
+                let slots: Vec<usize> = receivers.iter().map(|r| r.1).collect();
+                let r = integ
+                    .refactorizer(k, &slots, &parameters)
+                    .map_err(|e| err("refactorize", e))?;
+                Some(Box::new(r))
+            }
+        };
         let part = &integ.partitions()[match source {
             IdentifiedSource::Specimen { partition }
             | IdentifiedSource::Numerical { partition, .. } => partition,
@@ -443,6 +557,10 @@ impl OnlineUpdating {
             misses: 0,
             observed: 0,
             off: None,
+            refactorize: refactorizer.is_some(),
+            refactorizer,
+            refactor_due: None,
+            refactor: RefactorRecord::default(),
             partition_u: vec![0.0; n],
             element_u: vec![0.0; ne],
             element_v: vec![0.0; ne],
@@ -574,8 +692,112 @@ impl OnlineUpdating {
             }
             if self.apply_error.is_none() {
                 self.applied += 1;
+                if self.refactorize && self.refactor.off.is_none() {
+                    self.refactor_due = Some(e.step);
+                    self.refactor_inline(integ);
+                }
             }
         }
+    }
+
+    /// Inline refactorization (the refactorizer is here, not on a task): build the operators
+    /// for the values just applied and swap them in now; the old ones are dropped here.
+    fn refactor_inline(&mut self, integ: &mut dyn TimeIntegrator) {
+        let Some(step) = self.refactor_due else {
+            return;
+        };
+        let Some(r) = self.refactorizer.as_mut() else {
+            return;
+        };
+        let message = build_operators(r, step, &self.values);
+        drop(self.take_operators(integ, message));
+    }
+
+    /// The update whose refactorization is due now: its estimate was just applied and the
+    /// refactorizer is out on the updating task (the threaded runner hands the build to
+    /// [`OnlineUpdating::take_operators`], or reports a miss with
+    /// [`OnlineUpdating::refactor_missed`]).
+    pub fn refactor_due(&self) -> Option<u64> {
+        if self.refactorizer.is_some() {
+            return None;
+        }
+        self.refactor_due
+    }
+
+    /// Take a refactorization build: a build for the update due now swaps its operators in
+    /// (at this step boundary) and returns the old ones, to be dropped off the real-time
+    /// thread; a build for an earlier update (late) is returned unused and counted; a failed
+    /// build turns refactorization off (the operators in use are kept). Allocation-free
+    /// (moves only; the reason of a failure is kept, not freed).
+    pub fn take_operators(
+        &mut self,
+        integ: &mut dyn TimeIntegrator,
+        message: RefactorMessage,
+    ) -> Option<Box<Operators>> {
+        let due = self.refactor_due == Some(message.step);
+        if due {
+            self.refactor_due = None;
+        }
+        let seconds = message.build_ns as f64 * 1e-9;
+        self.refactor.builds += 1;
+        self.refactor.build_seconds += seconds;
+        self.refactor.longest_build_seconds = self.refactor.longest_build_seconds.max(seconds);
+        match message.rebuilt {
+            Rebuilt::Failed(why) => {
+                if self.refactor.off.is_none() {
+                    self.refactor.off = Some((why, integ.time()));
+                }
+                self.refactor_due = None;
+                self.refactorizer = None;
+                None
+            }
+            Rebuilt::Unchanged => {
+                if due {
+                    self.refactor.unchanged += 1;
+                } else {
+                    self.refactor.late += 1;
+                }
+                None
+            }
+            Rebuilt::Built(mut ops) => {
+                if !due || self.refactor.off.is_some() {
+                    self.refactor.late += 1;
+                    return Some(ops);
+                }
+                match integ.swap_operators(&mut ops) {
+                    Ok(()) => self.refactor.swaps += 1,
+                    Err(why) => {
+                        self.refactor.off = Some((why.to_string(), integ.time()));
+                        self.refactorizer = None;
+                    }
+                }
+                Some(ops)
+            }
+        }
+    }
+
+    /// The build due now was not back in time (threaded runner): the operators in use are
+    /// kept, and the miss counted.
+    pub fn refactor_missed(&mut self) {
+        if self.refactor_due.take().is_some() {
+            self.refactor.misses += 1;
+        }
+    }
+
+    /// Take the refactorizer out to run its builds on the updating task (`None` with
+    /// `refactorize = "never"` or if already taken).
+    pub fn take_refactorizer(&mut self) -> Option<Box<Refactorizer>> {
+        self.refactorizer.take()
+    }
+
+    /// The refactorizer while it is here (inline builds), e.g. to inject a fault in a test.
+    pub fn refactorizer_mut(&mut self) -> Option<&mut Refactorizer> {
+        self.refactorizer.as_deref_mut()
+    }
+
+    /// What the refactorization did so far (`None` with `refactorize = "never"`).
+    pub fn refactorization(&self) -> Option<&RefactorRecord> {
+        self.refactorize.then_some(&self.refactor)
     }
 
     /// What the filter needs of the step just completed (the ground acceleration; on an
@@ -757,6 +979,7 @@ impl OnlineUpdating {
             dropped,
             task_fault: self.off.map(|(why, t)| (why.describe(), t)),
             misses: self.misses,
+            refactorization: self.refactorization().cloned(),
         }
     }
 }

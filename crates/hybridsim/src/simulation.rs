@@ -59,6 +59,11 @@ impl Simulation {
         self.updating.as_ref()
     }
 
+    /// The online model updating, mutable (e.g. to reach its refactorizer in a test).
+    pub fn updating_mut(&mut self) -> Option<&mut crate::online_updating::OnlineUpdating> {
+        self.updating.as_mut()
+    }
+
     /// Recorded columns.
     pub fn columns(&self) -> &[Column] {
         self.recorder.columns()
@@ -214,6 +219,26 @@ impl Simulation {
         }
         for l in &m.loads {
             let _ = writeln!(s, "load on {}", l.dof);
+        }
+        if let Some(up) = &m.updating {
+            let name = |i: usize| m.elements[i].name.as_str();
+            let receivers: Vec<&str> = up.receivers.iter().map(|&i| name(i)).collect();
+            let _ = writeln!(
+                s,
+                "updating: `{}` identified ({}), every {} step(s), estimates to [{}] one step \
+                 later; refactorize = \"{}\"{}",
+                name(up.identify),
+                up.parameters.join(", "),
+                up.period,
+                receivers.join(", "),
+                up.refactorize.name(),
+                match up.refactorize {
+                    crate::model::updating::Refactorize::Never => " (D and H kept from the start)",
+                    crate::model::updating::Refactorize::OnUpdate =>
+                        " (D^N, and for pg-alpha Q^N and H, rebuilt off the real-time path and \
+                         swapped in with the estimate)",
+                }
+            );
         }
         // Modes of the linearized coupled model.
         let lin = linearize(m);

@@ -10,6 +10,11 @@ struct Counting;
 /// Allocations (and reallocations) made inside marked loops, all threads.
 pub static LOOP_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 
+/// Deallocations made inside marked loops, all threads (a real-time step frees nothing
+/// either: refactorization hands the old operators back to be freed off the loop).
+#[allow(dead_code)]
+pub static LOOP_FREES: AtomicU64 = AtomicU64::new(0);
+
 thread_local! {
     static IN_LOOP: Cell<bool> = const { Cell::new(false) };
 }
@@ -22,6 +27,9 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if IN_LOOP.try_with(|c| c.get()).unwrap_or(false) {
+            LOOP_FREES.fetch_add(1, Ordering::Relaxed);
+        }
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {

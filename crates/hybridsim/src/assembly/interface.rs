@@ -157,6 +157,17 @@ impl Interface {
         self.operator.is_some()
     }
 
+    /// Exchange `H` and its factors with `h` and `operator` (a refactorization built off the
+    /// real-time path); they then hold the old ones. Moves only: no allocation.
+    pub fn swap_operator(
+        &mut self,
+        h: &mut DMatrix<f64>,
+        operator: &mut Option<super::SteklovPoincare>,
+    ) {
+        std::mem::swap(&mut self.h, h);
+        std::mem::swap(&mut self.operator, operator);
+    }
+
     /// Start accumulating `Σ G^X Ẏ^X`.
     pub fn begin(&mut self) {
         self.gap.fill(0.0);

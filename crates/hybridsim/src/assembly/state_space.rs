@@ -377,10 +377,6 @@ impl StateSpace {
         // entry sums its contributions in that order from 0, so the values equal the dense
         // sums to the last bit (the zero terms skipped change no sum).
         let mut mass = Vec::new();
-        let mut j0 = Vec::with_capacity(n);
-        for i in 0..n {
-            j0.push((i, n + i, -1.0));
-        }
         for slot in &slots {
             if let Some(m) = slot.element.mass() {
                 for (i, mi) in slot.map.iter().enumerate() {
@@ -391,63 +387,8 @@ impl StateSpace {
                     }
                 }
             }
-            if let Some(c) = slot.element.sparse_damping() {
-                // `r = C v`: only the `∂r/∂v` block, entry by entry (the dense tangent's other
-                // entries are zeros).
-                for (i, mi) in slot.map.iter().enumerate() {
-                    let Some(row) = mi else { continue };
-                    for t in c.row_start[i]..c.row_start[i + 1] {
-                        if let Some(col) = slot.map[c.columns[t]] {
-                            j0.push((n + row, n + col, c.values[t]));
-                        }
-                    }
-                }
-                continue;
-            }
-            let t = zero_state_tangent(slot.element.as_ref());
-            let ne = slot.map.len();
-            let nse = slot.n_states;
-            // Rows: r (element DOFs) then ṡ; columns: u, v, s.
-            let col_index = |c: usize| -> Option<usize> {
-                if c < ne {
-                    slot.map[c]
-                } else if c < 2 * ne {
-                    slot.map[c - ne].map(|k| n + k)
-                } else {
-                    Some(2 * n + slot.state_offset + (c - 2 * ne))
-                }
-            };
-            for row in 0..ne + nse {
-                let target = if row < ne {
-                    match slot.map[row] {
-                        Some(k) => n + k,
-                        None => continue,
-                    }
-                } else {
-                    2 * n + slot.state_offset + (row - ne)
-                };
-                let sign = if row < ne { 1.0 } else { -1.0 };
-                for c in 0..2 * ne + nse {
-                    if let Some(col) = col_index(c) {
-                        j0.push((target, col, sign * t[(row, c)]));
-                    }
-                }
-            }
         }
-        if let Some(est) = estimate {
-            for (a, da) in est.dofs.iter().enumerate() {
-                let Some(i) = index.get(da) else {
-                    continue;
-                };
-                for (b, db) in est.dofs.iter().enumerate() {
-                    let Some(j) = index.get(db) else {
-                        continue;
-                    };
-                    j0.push((n + i, j, est.stiffness[(a, b)]));
-                    j0.push((n + i, n + j, est.damping[(a, b)]));
-                }
-            }
-        }
+        let j0 = tangent_triplets(&dofs, &slots, estimate);
         let j0_entries = merge_triplets(j0);
         let mass_entries = merge_triplets(mass);
         let mut mass_diagonal = vec![0.0; n];
@@ -842,6 +783,47 @@ impl StateSpace {
     pub(crate) fn remove_slot(&mut self, slot: usize) {
         self.slots.remove(slot);
         self.residual_plan = residual_plan(&self.slots);
+    }
+
+    /// Assemble `J0` again from the elements as they are now (after
+    /// [`StateSpace::set_element_parameter`]; online model updating with refactorization,
+    /// Abbiati et al. 2020, §2.2). The triplets are those of [`StateSpace::new`] in the same
+    /// order, so the entries equal, bit for bit, those of a state space built with the new
+    /// parameter values. Returns whether any entry changed (a parameter that does not enter
+    /// the zero-state tangent, e.g. Bouc–Wen's `γ` with `n = 1`, changes none). Allocates:
+    /// not for a real-time step.
+    pub fn reassemble_tangent(&mut self) -> bool {
+        let mut j0 = merge_triplets(tangent_triplets(
+            &self.dofs,
+            &self.slots,
+            self.estimate.as_ref(),
+        ));
+        // The `β K_0` entries of tangent Rayleigh damping, added after assembly by
+        // [`StateSpace::add_tangent_rayleigh`] (with the start-up `K_0`), in the same order.
+        let n = self.dofs.len();
+        for slot in &self.slots {
+            let Some(t) = &slot.tangent_rayleigh else {
+                continue;
+            };
+            let ne = slot.map.len();
+            for (i, mi) in slot.map.iter().enumerate() {
+                let Some(row) = mi else { continue };
+                for (j, mj) in slot.map.iter().enumerate() {
+                    let Some(col) = mj else { continue };
+                    let k = t.k0[i + j * ne];
+                    if k != 0.0 {
+                        j0.push((n + row, n + col, t.beta * k));
+                    }
+                }
+            }
+            j0 = merge_triplets(j0);
+        }
+        if j0 == self.j0_entries {
+            return false;
+        }
+        self.j0_entries = j0;
+        self.j0_dense = OnceLock::new();
+        true
     }
 
     /// Remove the mass of DOF `i` from the diagonal (the placeholder mass of a massless
@@ -1319,6 +1301,84 @@ impl StateSpace {
 /// Merge triplets `(row, column, value)` into the nonzero entries, row by row and by column:
 /// a stable sort keeps each entry's contributions in the order given, summed from 0 as a
 /// dense `+=` assembly would, so the values are the dense ones to the last bit.
+/// The triplets of `J0 = ∂R/∂Y` at the zero state (Abbiati et al. 2019, eq 11: the matrix `D`
+/// of the generalized-α step is built from it) in the order the dense assembly added them: the
+/// `u̇ = v` rows, each slot's tangent (or its sparse damping), then the estimate of a physical
+/// specimen. [`StateSpace::new`] and [`StateSpace::reassemble_tangent`] both merge these, so a
+/// re-assembly after a parameter change gives the bits of a state space built with the new
+/// value.
+fn tangent_triplets(
+    dofs: &[DofRef],
+    slots: &[ElementSlot],
+    estimate: Option<&Estimate>,
+) -> Vec<(usize, usize, f64)> {
+    let n = dofs.len();
+    let index = super::DofIndex::new(dofs);
+    let mut j0 = Vec::with_capacity(n);
+    for i in 0..n {
+        j0.push((i, n + i, -1.0));
+    }
+    for slot in slots {
+        if let Some(c) = slot.element.sparse_damping() {
+            // `r = C v`: only the `∂r/∂v` block, entry by entry (the dense tangent's other
+            // entries are zeros).
+            for (i, mi) in slot.map.iter().enumerate() {
+                let Some(row) = mi else { continue };
+                for t in c.row_start[i]..c.row_start[i + 1] {
+                    if let Some(col) = slot.map[c.columns[t]] {
+                        j0.push((n + row, n + col, c.values[t]));
+                    }
+                }
+            }
+            continue;
+        }
+        let t = zero_state_tangent(slot.element.as_ref());
+        let ne = slot.map.len();
+        let nse = slot.n_states;
+        // Rows: r (element DOFs) then ṡ; columns: u, v, s.
+        let col_index = |c: usize| -> Option<usize> {
+            if c < ne {
+                slot.map[c]
+            } else if c < 2 * ne {
+                slot.map[c - ne].map(|k| n + k)
+            } else {
+                Some(2 * n + slot.state_offset + (c - 2 * ne))
+            }
+        };
+        for row in 0..ne + nse {
+            let target = if row < ne {
+                match slot.map[row] {
+                    Some(k) => n + k,
+                    None => continue,
+                }
+            } else {
+                2 * n + slot.state_offset + (row - ne)
+            };
+            let sign = if row < ne { 1.0 } else { -1.0 };
+            for c in 0..2 * ne + nse {
+                if let Some(col) = col_index(c) {
+                    j0.push((target, col, sign * t[(row, c)]));
+                }
+            }
+        }
+    }
+    if let Some(est) = estimate {
+        for (a, da) in est.dofs.iter().enumerate() {
+            let Some(i) = index.get(da) else {
+                continue;
+            };
+            for (b, db) in est.dofs.iter().enumerate() {
+                let Some(j) = index.get(db) else {
+                    continue;
+                };
+                j0.push((n + i, j, est.stiffness[(a, b)]));
+                j0.push((n + i, n + j, est.damping[(a, b)]));
+            }
+        }
+    }
+    j0
+}
+
 fn merge_triplets(mut t: Vec<(usize, usize, f64)>) -> Vec<(usize, usize, f64)> {
     t.sort_by_key(|&(i, j, _)| (i, j));
     let mut out: Vec<(usize, usize, f64)> = Vec::with_capacity(t.len());

@@ -17,10 +17,11 @@
 //! sigma_points = "paper"             # or "scaled" with alpha, beta, kappa (1, 2, 0)
 //! freeze_above_pga = 4.905           # model acceleration units; optional
 //! freeze_at_bound = false
+//! refactorize = "never"              # or "on_update": rebuild D^N (and H) for new values
 //! ```
 
 use crate::error::Diagnostics;
-use crate::model::updating::UpdatingConfig;
+use crate::model::updating::{Refactorize, UpdatingConfig};
 use crate::model::{ElementInstance, Role};
 use crate::updating::{ElementModel, IdentificationSettings, SigmaPoints};
 
@@ -42,6 +43,7 @@ pub(super) const KEYS: &[&str] = &[
     "kappa",
     "freeze_above_pga",
     "freeze_at_bound",
+    "refactorize",
 ];
 
 fn field(key: &str) -> String {
@@ -417,6 +419,27 @@ pub(super) fn updating(
             false
         }
     };
+    let refactorize = match t.get("refactorize") {
+        None => Refactorize::Never,
+        Some(toml::Value::String(s)) if s == "never" => Refactorize::Never,
+        Some(toml::Value::String(s)) if s == "on_update" => Refactorize::OnUpdate,
+        Some(v) => {
+            diag.push(
+                field("refactorize"),
+                format!(
+                    "must be \"never\" (keep D and H) or \"on_update\" (rebuild them when an \
+                     estimate changes a receiver's tangent), found {v}"
+                ),
+            );
+            Refactorize::Never
+        }
+    };
+    if refactorize == Refactorize::OnUpdate && receivers.is_empty() {
+        diag.push(
+            field("refactorize"),
+            "\"on_update\" needs `receivers` (nothing would change the matrices)",
+        );
+    }
     if diag.len() != before {
         return None;
     }
@@ -447,5 +470,6 @@ pub(super) fn updating(
         substeps,
         freeze_above_pga,
         freeze_at_bound,
+        refactorize,
     })
 }

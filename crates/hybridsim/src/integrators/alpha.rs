@@ -337,15 +337,7 @@ impl AlphaStepper {
     ) -> Result<Self, String> {
         let st = &part.state;
         let c = params.c(dt);
-        let d = st.d_entries(c);
-        let singular = || {
-            format!(
-                "substructure `{}`: D = M + c·J0 is singular for Δt = {dt}",
-                st.name
-            )
-        };
-        let d_fact =
-            StateMatrixFactors::from_entries(st.size(), st.n_dofs(), &d).ok_or_else(singular)?;
+        let d_fact = Self::factor(st, params, dt)?;
         let n = st.size();
         if part.physical.is_some() && corrections > 1 {
             return Err(format!(
@@ -392,6 +384,29 @@ impl AlphaStepper {
         })
     }
 
+    /// The factorization of `D = M + c J0` of `state` for step `dt` (Abbiati et al. 2019,
+    /// eq 13: `c = γΔt α_f/α_m`), as [`AlphaStepper::new`] makes it. Allocates.
+    pub fn factor(
+        state: &StateSpace,
+        params: AlphaParameters,
+        dt: f64,
+    ) -> Result<StateMatrixFactors, String> {
+        let d = state.d_entries(params.c(dt));
+        StateMatrixFactors::from_entries(state.size(), state.n_dofs(), &d).ok_or_else(|| {
+            format!(
+                "substructure `{}`: D = M + c·J0 is singular for Δt = {dt}",
+                state.name
+            )
+        })
+    }
+
+    /// Exchange the factorization of `D` with `d` (a refactorization built off the real-time
+    /// path, [`crate::integrators::Refactorizer`]); `d` then holds the old one. Moves only:
+    /// no allocation, nothing freed.
+    pub fn swap_factorization(&mut self, d: &mut StateMatrixFactors) {
+        std::mem::swap(&mut self.d_fact, d);
+    }
+
     /// Whether a linear correction of this partition's end state must be followed by
     /// [`AlphaStepper::reproject`]: a numerical partition with path-updated states under the
     /// converged solve.
@@ -425,6 +440,11 @@ impl AlphaStepper {
             to.ydot[r] = (to.y[r] - self.y_tilde[r]) / self.c;
             to.v[r] = self.v_tilde[r] + w * to.ydot[r];
         }
+    }
+
+    /// The factorization of `D` the steps use.
+    pub fn factorization(&self) -> &StateMatrixFactors {
+        &self.d_fact
     }
 
     /// Solve `D x = b` in place.

@@ -100,6 +100,34 @@ impl TimeIntegrator for MgAlpha {
         super::set_parameter_in(&mut self.parts, partition, element, parameter, value)
     }
 
+    fn refactorizer(
+        &self,
+        partition: usize,
+        receivers: &[usize],
+        parameters: &[&'static str],
+    ) -> Result<super::Refactorizer, String> {
+        if partition != 0 {
+            return Err(format!("no partition {partition}"));
+        }
+        super::Refactorizer::new(
+            self.parts[0].state.clone(),
+            0,
+            receivers,
+            parameters,
+            self.stepper.params,
+            self.stepper.dt,
+            None,
+        )
+    }
+
+    fn swap_operators(&mut self, operators: &mut super::Operators) -> Result<(), &'static str> {
+        if operators.link.is_some() {
+            return Err("these operators are pg-alpha's");
+        }
+        self.stepper.swap_factorization(&mut operators.d);
+        Ok(())
+    }
+
     fn set_external_load(
         &mut self,
         partition: usize,

@@ -21,6 +21,7 @@ mod lsrt2_partitioned;
 mod mg_alpha;
 mod osm;
 mod pg_alpha;
+mod refactorization;
 pub mod second_order;
 mod step_error;
 pub mod tangent;
@@ -35,6 +36,7 @@ pub use lsrt2_partitioned::Lsrt2Partitioned;
 pub use mg_alpha::MgAlpha;
 pub use osm::Osm;
 pub use pg_alpha::{FreeTask, PartitionRun, PgAlpha};
+pub use refactorization::{Operators, Refactorizer};
 pub use step_error::StepError;
 
 use crate::assembly::{build_partitions, Grouping, Interface, Partition};
@@ -306,6 +308,32 @@ pub trait TimeIntegrator: Send {
             "the `{}` integrator cannot change element parameters during a run",
             self.name()
         ))
+    }
+    /// A [`Refactorizer`] of partition `partition`, whose elements `receivers` (slots) take
+    /// new values of `parameters` during the run (`[updating] refactorize = "on_update"`):
+    /// it rebuilds `D^N` (and PG-α's `ℚ^N` and `H`) off the real-time path, to be swapped in
+    /// with [`TimeIntegrator::swap_operators`]. Called at start-up; allocates. By default the
+    /// scheme cannot: an error naming it.
+    fn refactorizer(
+        &self,
+        partition: usize,
+        receivers: &[usize],
+        parameters: &[&'static str],
+    ) -> Result<Refactorizer, String> {
+        let _ = (partition, receivers, parameters);
+        Err(format!(
+            "the `{}` integrator cannot rebuild its matrices during a run (mg-alpha and \
+             pg-alpha can)",
+            self.name()
+        ))
+    }
+    /// Exchange the operators the steps use with `operators` (built by a [`Refactorizer`] of
+    /// this integrator), which then hold the old ones. At a coarse-step boundary only (for
+    /// PG-α: with every partition attached). Moves only: no allocation, nothing freed, no
+    /// lock. By default the scheme cannot.
+    fn swap_operators(&mut self, operators: &mut Operators) -> Result<(), &'static str> {
+        let _ = operators;
+        Err("this integrator cannot swap its operators")
     }
     /// Hold an external nodal load `value` (model force unit) on DOF `dof` of partition
     /// `partition` from the next step on, until changed (step-by-step co-simulation: a

@@ -7,6 +7,7 @@ use super::{
 };
 use crate::assembly::{ConstraintLevel, Interface, Partition};
 use crate::integrators::StepError;
+use crate::linalg::StateMatrixFactors;
 use crate::model::StartMode;
 use nalgebra::{DMatrix, DVector};
 
@@ -116,8 +117,15 @@ impl PgAlpha {
                         settings.nonlinear_max_iterations,
                     );
             let size = part.state.size();
-            let (q_y, q_ydot, q_v) =
-                link_operator(part, k, &interface, &stepper, params, dtx, substeps)?;
+            let (q_y, q_ydot, q_v) = link_operator(
+                &part.state,
+                k,
+                &interface,
+                stepper.factorization(),
+                params,
+                dtx,
+                substeps,
+            )?;
             runs.push(PartitionRun {
                 stepper,
                 coupled: AlphaState::zeros(size),
@@ -223,10 +231,10 @@ impl PgAlpha {
         let dtx = self.dt / run.substeps as f64;
         run.stepper = AlphaStepper::new(&self.parts[k], self.params, dtx, 1)?;
         let (q_y, q_ydot, q_v) = link_operator(
-            &self.parts[k],
+            &self.parts[k].state,
             k,
             &self.interface,
-            &run.stepper,
+            run.stepper.factorization(),
             self.params,
             dtx,
             run.substeps,
@@ -523,7 +531,7 @@ fn settle_states(part: &mut Partition, run: &mut PartitionRun) {
 }
 
 /// The `Y`, `Ẏ` and `V` blocks of a link operator.
-type LinkBlocks = (DMatrix<f64>, DMatrix<f64>, DMatrix<f64>);
+pub(crate) type LinkBlocks = (DMatrix<f64>, DMatrix<f64>, DMatrix<f64>);
 
 /// Link operator `ℚ^X` of partition `k`: `ℚ_0 = 0`,
 /// `ℚ_j = 𝕄⁻¹((j/ss) 𝕃 − ℕ ℚ_{j−1})`, `ℚ^X = ℚ_ss` (Abbiati et al. 2019, eqs 32–33 as read in E9),
@@ -533,16 +541,15 @@ type LinkBlocks = (DMatrix<f64>, DMatrix<f64>, DMatrix<f64>);
 /// `J0 Y + M Ẏ = r₁`, `Y − γΔt V = r₂`, `−α_f Ẏ + α_m V = r₃` reduce to
 /// `D Ẏ = r₁ − J0 (r₂ + (γΔt/α_m) r₃)` with `D = M + c J0` (the stepper's factored matrix),
 /// then `V = (r₃ + α_f Ẏ)/α_m` and `Y = r₂ + γΔt V`: `O(n_Λ · ss · nnz)`.
-fn link_operator(
-    part: &Partition,
+pub(crate) fn link_operator(
+    st: &crate::assembly::StateSpace,
     k: usize,
     interface: &Interface,
-    stepper: &AlphaStepper,
+    d: &StateMatrixFactors,
     params: AlphaParameters,
     dtx: f64,
     substeps: usize,
 ) -> Result<LinkBlocks, String> {
-    let st = &part.state;
     let size = st.size();
     let nl = interface.len();
     let (gdt, am, af, g) = (
@@ -573,7 +580,7 @@ fn link_operator(
             for &(i, c, x) in st.j0_entries() {
                 rhs[i] -= x * (r2[c] + gdt / am * r3[c]);
             }
-            stepper.solve_d(&mut rhs);
+            d.solve(rhs.as_mut_slice());
             if rhs.iter().any(|x| !x.is_finite()) {
                 return Err(format!("substructure `{}`: singular step matrix", st.name));
             }
@@ -656,6 +663,72 @@ impl TimeIntegrator for PgAlpha {
         value: f64,
     ) -> Result<(), String> {
         super::set_parameter_in(&mut self.parts, partition, element, parameter, value)
+    }
+
+    fn refactorizer(
+        &self,
+        partition: usize,
+        receivers: &[usize],
+        parameters: &[&'static str],
+    ) -> Result<super::Refactorizer, String> {
+        if partition != self.numerical {
+            return Err(
+                "pg-alpha rebuilds the operators of its numerical substructure only".into(),
+            );
+        }
+        if self.detached > 0 {
+            return Err("partitions are detached to worker threads".into());
+        }
+        let k = self.numerical;
+        let products = self
+            .parts
+            .iter()
+            .zip(&self.runs)
+            .enumerate()
+            .map(|(x, (part, run))| {
+                (x != k).then(|| {
+                    &self
+                        .interface
+                        .g_matrix(x, part.state.n_dofs(), part.state.size())
+                        * &run.q_ydot
+                })
+            })
+            .collect();
+        let st = &self.parts[k].state;
+        let context = super::refactorization::PartitionedContext {
+            k,
+            interface: self.interface.clone(),
+            products,
+            g: self.interface.g_matrix(k, st.n_dofs(), st.size()),
+        };
+        super::Refactorizer::new(
+            st.clone(),
+            k,
+            receivers,
+            parameters,
+            self.params,
+            self.dt,
+            Some(context),
+        )
+    }
+
+    fn swap_operators(&mut self, operators: &mut super::Operators) -> Result<(), &'static str> {
+        if self.detached > 0 {
+            return Err("partitions are detached to worker threads");
+        }
+        let (Some(link), Some((h, op))) = (operators.link.as_mut(), operators.h.as_mut()) else {
+            return Err("these operators are not pg-alpha's");
+        };
+        let run = &mut self.runs[self.numerical];
+        if link.0.shape() != run.q_y.shape() || h.shape() != self.interface.h.shape() {
+            return Err("these operators do not fit this pg-alpha");
+        }
+        run.stepper.swap_factorization(&mut operators.d);
+        std::mem::swap(&mut run.q_y, &mut link.0);
+        std::mem::swap(&mut run.q_ydot, &mut link.1);
+        std::mem::swap(&mut run.q_v, &mut link.2);
+        self.interface.swap_operator(h, op);
+        Ok(())
     }
 
     fn set_external_load(
@@ -783,9 +856,16 @@ mod link_operator_tests {
                 let substeps = if part.state.physical { 3 } else { 1 };
                 let dtx = 1.0e-3 / substeps as f64;
                 let stepper = AlphaStepper::new(part, params, dtx, 1).expect("stepper");
-                let (qy, qyd, qv) =
-                    link_operator(part, k, &interface, &stepper, params, dtx, substeps)
-                        .expect("link operator");
+                let (qy, qyd, qv) = link_operator(
+                    &part.state,
+                    k,
+                    &interface,
+                    stepper.factorization(),
+                    params,
+                    dtx,
+                    substeps,
+                )
+                .expect("link operator");
                 let st = &part.state;
                 let size = st.size();
                 let (mm, nn) = params.step_matrices(st.j0(), &st.big_mass(), dtx);

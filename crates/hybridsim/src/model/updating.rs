@@ -22,10 +22,35 @@ pub struct UpdatingConfig {
     /// Runge–Kutta substeps of the identification model per update.
     pub substeps: usize,
     /// Freeze updating (keep the last estimates) once the ground acceleration's running peak
-    /// exceeds this (model acceleration units); seed 003 froze it above 0.50 g.
+    /// exceeds this (model acceleration units); Abbiati et al. (2020) froze it above 0.50 g.
     pub freeze_above_pga: Option<f64>,
     /// Freeze updating when an estimate reaches one of its bounds (an unstable estimate).
     pub freeze_at_bound: bool,
+    /// Whether the receiving partition's matrices are rebuilt when an estimate changes a
+    /// receiver's zero-state tangent (`refactorize`).
+    pub refactorize: Refactorize,
+}
+
+/// `[updating] refactorize`: what happens to the integrator's matrices (`D^N`, PG-α's link
+/// operator `ℚ^N` and Steklov–Poincaré operator `H`) when estimates reach the receivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Refactorize {
+    /// `"never"` (the default): kept from the start; the new law enters through the residual.
+    #[default]
+    Never,
+    /// `"on_update"`: rebuilt off the real-time path for every applied estimate that changes
+    /// the receivers' zero-state tangent, and swapped in at the step the estimate is applied.
+    OnUpdate,
+}
+
+impl Refactorize {
+    /// The model-file value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Never => "never",
+            Self::OnUpdate => "on_update",
+        }
+    }
 }
 
 impl UpdatingConfig {
