@@ -17,6 +17,7 @@ CONFIGS = [
     ("ab", "AB (Pier 1 tested, λ = 128)"),
     ("iso", "ISO D-CSB (Pier 1 tested, λ = 256)"),
     ("iso_tested", "ISO D-CSB (one D-CSB tested, λ = 256)"),
+    ("iso_pier_dcsb_tested", "ISO D-CSB (Pier 1 and one D-CSB tested, λ = 256)"),
     ("iso_lrb", "ISO LRB (one LRB tested, λ = 16)"),
     ("iso_tcsb", "ISO T-CSB (one T-CSB tested, λ = 16)"),
 ]

@@ -131,9 +131,14 @@ impl Simulation {
             ),
             None => format!("corrections = {}", a.corrections),
         };
+        // PG-α's split of the interface force, when it is not the published one.
+        let predictor = match a.multiplier_predictor {
+            crate::model::MultiplierPredictor::None => String::new(),
+            p => format!(", multiplier_predictor = {}", p.name()),
+        };
         let _ = writeln!(
             s,
-            "integrator: {} (rho_inf = {}, {nonlinear})",
+            "integrator: {} (rho_inf = {}, {nonlinear}{predictor})",
             a.integrator.name(),
             a.rho_inf,
         );

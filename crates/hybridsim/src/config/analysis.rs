@@ -5,8 +5,8 @@ use super::schema::{AnalysisSpec, OutputSpec};
 use crate::error::Diagnostics;
 use crate::model::fom::{EstimatorSettings, Linearization, TangentUpdate, DEFAULT_PSI};
 use crate::model::{
-    AnalysisSettings, IntegratorKind, Lsrt2Projection, OutputSettings, StartMode, Substructure,
-    LSRT2_GAMMA_HIGH, LSRT2_GAMMA_LOW, MAX_FORCE_DELAY, MAX_SUBCYCLES,
+    AnalysisSettings, IntegratorKind, Lsrt2Projection, MultiplierPredictor, OutputSettings,
+    StartMode, Substructure, LSRT2_GAMMA_HIGH, LSRT2_GAMMA_LOW, MAX_FORCE_DELAY, MAX_SUBCYCLES,
 };
 
 /// Whether the model file asks for the LLM integrator (`[analysis] integrator = "llm"`).
@@ -58,6 +58,7 @@ pub(super) fn analysis(
     let (projection, coarse) = lsrt2_partitioned(a, integrator, start, substructures, diag);
     let estimator = estimator(a, integrator, rho_inf, diag);
     let (nonlinear_tolerance, nonlinear_max_iterations) = nonlinear_solver(a, diag);
+    let multiplier_predictor = multiplier_predictor(a, integrator, diag);
     if diag.len() > before {
         return None;
     }
@@ -76,7 +77,37 @@ pub(super) fn analysis(
         estimator,
         nonlinear_tolerance,
         nonlinear_max_iterations,
+        multiplier_predictor,
     })
+}
+
+/// `analysis.multiplier_predictor` (PG-α only): `none` (the published split) or `previous`.
+fn multiplier_predictor(
+    a: &AnalysisSpec,
+    integrator: IntegratorKind,
+    diag: &mut Diagnostics,
+) -> MultiplierPredictor {
+    let predictor = match a.multiplier_predictor.as_deref() {
+        None | Some("none") => MultiplierPredictor::None,
+        Some("previous") => MultiplierPredictor::Previous,
+        Some(other) => {
+            diag.push(
+                "analysis.multiplier_predictor",
+                format!("must be \"none\" or \"previous\", found `{other}`"),
+            );
+            return MultiplierPredictor::None;
+        }
+    };
+    if a.multiplier_predictor.is_some() && integrator != IntegratorKind::PgAlpha {
+        diag.push(
+            "analysis.multiplier_predictor",
+            format!(
+                "only used by integrator = \"pg-alpha\", not `{}`",
+                integrator.name()
+            ),
+        );
+    }
+    predictor
 }
 
 /// Whether `integrator` is one of the LSRT2 schemes.

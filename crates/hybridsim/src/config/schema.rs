@@ -272,6 +272,10 @@ pub struct AnalysisSpec {
     /// Iteration bound of the converged solve (default 20).
     #[serde(default)]
     pub nonlinear_max_iterations: Option<i64>,
+    /// PG-α: `none` (default) or `previous`, the share of the interface force the free
+    /// solutions carry.
+    #[serde(default)]
+    pub multiplier_predictor: Option<String>,
 }
 
 /// `[analysis.estimator]` (integrators `fom` and `osm`).

@@ -70,6 +70,8 @@ pub struct StepSettings {
     pub nonlinear_tolerance: Option<f64>,
     /// Iteration bound of the converged solve.
     pub nonlinear_max_iterations: usize,
+    /// PG-α: the share of the interface force carried by the free solutions.
+    pub multiplier_predictor: crate::model::MultiplierPredictor,
 }
 
 impl StepSettings {
@@ -88,6 +90,7 @@ impl StepSettings {
             coarse: None,
             nonlinear_tolerance: None,
             nonlinear_max_iterations: crate::model::NONLINEAR_MAX_ITERATIONS,
+            multiplier_predictor: crate::model::MultiplierPredictor::None,
         }
     }
 
@@ -105,6 +108,7 @@ impl StepSettings {
             coarse: a.coarse,
             nonlinear_tolerance: a.nonlinear_tolerance,
             nonlinear_max_iterations: a.nonlinear_max_iterations,
+            multiplier_predictor: a.multiplier_predictor,
         }
     }
 

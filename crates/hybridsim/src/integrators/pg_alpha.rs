@@ -8,7 +8,7 @@ use super::{
 use crate::assembly::{ConstraintLevel, Interface, Partition};
 use crate::integrators::StepError;
 use crate::linalg::StateMatrixFactors;
-use crate::model::StartMode;
+use crate::model::{MultiplierPredictor, StartMode};
 use nalgebra::{DMatrix, DVector};
 
 /// Per-partition machinery of PG-α: its stepper, coupled and free states, and its link
@@ -29,6 +29,8 @@ pub struct PartitionRun {
     pub q_v: DMatrix<f64>,
     /// Substeps per coarse step (1 for the numerical partition).
     pub substeps: usize,
+    /// The share of the interface force its free solution carries.
+    pub predictor: MultiplierPredictor,
 }
 
 impl PartitionRun {
@@ -43,6 +45,7 @@ impl PartitionRun {
             q_ydot: DMatrix::zeros(0, 0),
             q_v: DMatrix::zeros(0, 0),
             substeps: 1,
+            predictor: MultiplierPredictor::None,
         }
     }
 }
@@ -57,6 +60,16 @@ impl PartitionRun {
 /// 3. [`PgAlpha::interface_solve`]: `Λ_{n+1} = −H⁻¹ Σ G^X Ẏ^{X,free}` (eq 37);
 /// 4. [`PgAlpha::link_update`]: `𝕐^X = 𝕐^{X,free} + ℚ^X Λ_{n+1}` (Steps 13–14).
 ///
+/// With [`MultiplierPredictor::Previous`] the free solutions carry `Λ_n` in full (the numerical
+/// one at `t_{n+1}`, the physical one at every substep) and the interface solve and link update
+/// work on the increment `Λ_{n+1} − Λ_n`. By superposition this is the same coupled step when
+/// every free step is linear with the operator its `ℚ^X` is built on (a linear specimen whose
+/// estimate is its stiffness): the same `ℚ^X`, `H` and amplification matrix. With another
+/// estimate the two splits differ, and so do their spectral radii. On a hysteretic specimen
+/// it commands a free path that lacks only `(j/ss) ℚ_j (Λ_{n+1} − Λ_n)` of the coupled one
+/// instead of `(j/ss) ℚ_j Λ_{n+1}`, so the jump of the command at the start of the next coarse
+/// step (the link update of the specimen) shrinks from `ℚ_Y Λ_{n+1}` to `ℚ_Y ΔΛ`.
+///
 /// `H = Σ 𝔾^X ℚ^X` (eq 38) is the Steklov–Poincaré operator, factorized once;
 /// `D^N` uses Δt^N (E8) and `D^P` the estimated specimen stiffness with Δt^P. The start is
 /// the coupled, acceleration-compatible one (E11): `Λ_0` from the initial state.
@@ -66,7 +79,9 @@ pub struct PgAlpha {
     numerical: usize,
     interface: Interface,
     lambda: DVector<f64>,
+    /// `Λ_{n+1}`, or its increment `Λ_{n+1} − Λ_n` under [`MultiplierPredictor::Previous`].
     lambda_next: DVector<f64>,
+    predictor: MultiplierPredictor,
     /// Initial multipliers Λ0.
     pub lambda0: DVector<f64>,
     params: AlphaParameters,
@@ -135,6 +150,7 @@ impl PgAlpha {
                 q_ydot,
                 q_v,
                 substeps,
+                predictor: settings.multiplier_predictor,
             });
         }
         set_steklov_poincare(&parts, &runs, &mut interface)?;
@@ -206,6 +222,7 @@ impl PgAlpha {
             interface,
             lambda: lambda0.clone(),
             lambda_next: lambda0.clone(),
+            predictor: settings.multiplier_predictor,
             lambda0,
             params,
             dt,
@@ -274,7 +291,14 @@ impl PgAlpha {
     pub fn free_numerical_step(&mut self) -> Result<(), StepError> {
         let k = self.numerical;
         let t_n = self.time();
-        numerical_free_step(&mut self.parts[k], &mut self.runs[k], t_n, self.dt)
+        numerical_free_step(
+            &mut self.parts[k],
+            &mut self.runs[k],
+            &self.interface.couplings[k],
+            &self.lambda,
+            t_n,
+            self.dt,
+        )
     }
 
     /// Phase 2: free substep `j ∈ 1..=ss` of physical partition `k` (Steps 7–11, eq 30).
@@ -325,7 +349,9 @@ impl PgAlpha {
         self.detached -= 1;
     }
 
-    /// Phase 3: the interface solve `Λ_{n+1} = −H⁻¹ Σ G^X Ẏ^{X,free}` (Step 12, eq 37).
+    /// Phase 3: the interface solve `Λ_{n+1} = −H⁻¹ Σ G^X Ẏ^{X,free}` (Step 12, eq 37); under
+    /// [`MultiplierPredictor::Previous`] the free rates already carry `Λ_n` and the same solve
+    /// gives the increment `Λ_{n+1} − Λ_n`.
     pub fn interface_solve(&mut self) {
         self.interface.begin();
         for (k, run) in self.runs.iter().enumerate() {
@@ -336,7 +362,8 @@ impl PgAlpha {
     }
 
     /// Phase 4: link update `𝕐^X = 𝕐^{X,free} + ℚ^X Λ_{n+1}` of every partition and
-    /// advance to `t_{n+1}` (Steps 13–14). The states of hysteretic elements with an exact path
+    /// advance to `t_{n+1}` (Steps 13–14); `ℚ^X (Λ_{n+1} − Λ_n)` under
+    /// [`MultiplierPredictor::Previous`]. The states of hysteretic elements with an exact path
     /// update in the numerical partition are then put back on their laws
     /// ([`AlphaStepper::reproject`]): `ℚ` is built with the initial tangent, so the linear
     /// correction alone would move a yielded bilinear force past its bound (found on
@@ -360,7 +387,10 @@ impl PgAlpha {
                 settle_states(part, run);
             }
         }
-        self.lambda.copy_from(&self.lambda_next);
+        match self.predictor {
+            MultiplierPredictor::None => self.lambda.copy_from(&self.lambda_next),
+            MultiplierPredictor::Previous => self.lambda += &self.lambda_next,
+        }
         self.clock.advance();
         let t = self.time();
         let n = self.clock.steps();
@@ -429,7 +459,14 @@ impl FreeTask {
 
     /// Free step of the numerical partition (Steps 4–6).
     pub fn numerical_step(&mut self) -> Result<(), StepError> {
-        numerical_free_step(&mut self.part, &mut self.run, self.t_n, self.dt)
+        numerical_free_step(
+            &mut self.part,
+            &mut self.run,
+            &self.couplings,
+            &self.lambda,
+            self.t_n,
+            self.dt,
+        )
     }
 
     /// Free substep `j ∈ 1..=ss` of a physical partition (Steps 7–11, eq 30).
@@ -446,9 +483,13 @@ impl FreeTask {
     }
 }
 
+/// The numerical partition's free step; under [`MultiplierPredictor::Previous`] with `Λ_n` at
+/// `t_{n+1}` on its interface DOFs.
 fn numerical_free_step(
     part: &mut Partition,
     run: &mut PartitionRun,
+    couplings: &[crate::assembly::Coupling],
+    lambda: &DVector<f64>,
     t_n: f64,
     dt: f64,
 ) -> Result<(), StepError> {
@@ -457,10 +498,15 @@ fn numerical_free_step(
         stepper,
         coupled,
         free,
+        predictor,
         ..
     } = run;
+    let coupling = match predictor {
+        MultiplierPredictor::None => None,
+        MultiplierPredictor::Previous => Some((couplings, lambda, 1.0)),
+    };
     stepper
-        .step(part, coupled, t_next, None, free)
+        .step(part, coupled, t_next, coupling, free)
         .map_err(|e| StepError::from_port(&part.state.name, e))
 }
 
@@ -475,7 +521,11 @@ fn physical_free_substep(
 ) -> Result<(), StepError> {
     let ss = run.substeps;
     let t = t_n + dt * j as f64 / ss as f64;
-    let w = 1.0 - j as f64 / ss as f64;
+    // eq 30's known share of Λ_{n+j/ss}, or all of Λ_n under the `previous` predictor.
+    let w = match run.predictor {
+        MultiplierPredictor::None => 1.0 - j as f64 / ss as f64,
+        MultiplierPredictor::Previous => 1.0,
+    };
     let PartitionRun {
         stepper,
         coupled,

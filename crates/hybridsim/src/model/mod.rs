@@ -212,6 +212,33 @@ pub enum IntegratorKind {
     Lsrt2Interfield,
 }
 
+/// How PG-α splits the interface force of a coarse step between the free and the link
+/// solutions (`analysis.multiplier_predictor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MultiplierPredictor {
+    /// As published (Abbiati et al. 2019, eq 30): the free solutions carry the known share
+    /// `(1 − j/ss) Λ_n` of `Λ_{n+j/ss}`, the link solution the rest, `(j/ss) Λ_{n+1}`.
+    #[default]
+    None,
+    /// The free solutions carry `Λ_n` over the whole coarse step (the numerical one at
+    /// `t_{n+1}` too); the interface solve gives the increment `Λ_{n+1} − Λ_n` and the link
+    /// solution carries `(j/ss)(Λ_{n+1} − Λ_n)`. The same coupled solution for linear
+    /// partitions whose estimate is their stiffness (superposition); for a hysteretic specimen
+    /// the commanded free path is the coupled one up to the increment, so the link update
+    /// moves it by `ℚ ΔΛ` only.
+    Previous,
+}
+
+impl MultiplierPredictor {
+    /// Name as in model files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Previous => "previous",
+        }
+    }
+}
+
 /// The projection of the partitioned LSRT2 schemes at the end of each step, onto the
 /// interface compatibility of the shared DOFs (mass-weighted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,6 +322,8 @@ pub struct AnalysisSettings {
     pub nonlinear_tolerance: Option<f64>,
     /// `analysis.nonlinear_max_iterations`.
     pub nonlinear_max_iterations: usize,
+    /// PG-α: `analysis.multiplier_predictor`.
+    pub multiplier_predictor: MultiplierPredictor,
 }
 
 /// Default relative tolerance of the converged nonlinear solve (`analysis.nonlinear_tolerance`).
