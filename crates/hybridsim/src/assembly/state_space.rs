@@ -589,15 +589,7 @@ impl StateSpace {
             RayleighStiffness::Current => None,
         };
         let mut j0 = std::mem::take(&mut self.j0_entries);
-        for (i, mi) in slot.map.iter().enumerate() {
-            let Some(row) = mi else { continue };
-            for (j, mj) in slot.map.iter().enumerate() {
-                let Some(col) = mj else { continue };
-                if k0[(i, j)] != 0.0 {
-                    j0.push((n + row, n + col, beta * k0[(i, j)]));
-                }
-            }
-        }
+        push_rayleigh_tangent_entries(n, &slot.map, beta, k0.as_slice(), &mut j0);
         self.j0_entries = merge_triplets(j0);
         self.j0_dense = OnceLock::new();
         slot.tangent_rayleigh = Some(TangentRayleigh {
@@ -802,21 +794,10 @@ impl StateSpace {
         // [`StateSpace::add_tangent_rayleigh`] (with the start-up `K_0`), in the same order.
         let n = self.dofs.len();
         for slot in &self.slots {
-            let Some(t) = &slot.tangent_rayleigh else {
-                continue;
-            };
-            let ne = slot.map.len();
-            for (i, mi) in slot.map.iter().enumerate() {
-                let Some(row) = mi else { continue };
-                for (j, mj) in slot.map.iter().enumerate() {
-                    let Some(col) = mj else { continue };
-                    let k = t.k0[i + j * ne];
-                    if k != 0.0 {
-                        j0.push((n + row, n + col, t.beta * k));
-                    }
-                }
+            if let Some(t) = &slot.tangent_rayleigh {
+                push_rayleigh_tangent_entries(n, &slot.map, t.beta, &t.k0, &mut j0);
+                j0 = merge_triplets(j0);
             }
-            j0 = merge_triplets(j0);
         }
         if j0 == self.j0_entries {
             return false;
@@ -1379,6 +1360,29 @@ fn tangent_triplets(
     j0
 }
 
+/// The `β K_0` entries of an element's tangent Rayleigh damping in the `∂r/∂v` block of `J0`
+/// (rows and columns `n + DOF`), `k0` its initial stiffness over the element DOFs `map`
+/// (column-major), onto `j0`.
+fn push_rayleigh_tangent_entries(
+    n: usize,
+    map: &[Option<usize>],
+    beta: f64,
+    k0: &[f64],
+    j0: &mut Vec<(usize, usize, f64)>,
+) {
+    let ne = map.len();
+    for (i, mi) in map.iter().enumerate() {
+        let Some(row) = mi else { continue };
+        for (j, mj) in map.iter().enumerate() {
+            let Some(col) = mj else { continue };
+            let k = k0[i + j * ne];
+            if k != 0.0 {
+                j0.push((n + row, n + col, beta * k));
+            }
+        }
+    }
+}
+
 fn merge_triplets(mut t: Vec<(usize, usize, f64)>) -> Vec<(usize, usize, f64)> {
     t.sort_by_key(|&(i, j, _)| (i, j));
     let mut out: Vec<(usize, usize, f64)> = Vec::with_capacity(t.len());
@@ -1580,6 +1584,12 @@ mod tests {
     /// A chain of springs and dashpots with Bouc-Wen storeys every seventh storey (generic
     /// slots between runs of linear ones), masses and Rayleigh damping.
     fn mixed_chain(n: usize) -> Model {
+        Model::from_toml(&mixed_chain_text(n), "mixed_chain.toml", &NoFiles)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The model file of [`mixed_chain`].
+    fn mixed_chain_text(n: usize) -> String {
         let mut t = String::from("title = \"mixed chain\"\n");
         for i in 1..=n {
             t += &format!("[[node]]\nid = {i}\ndofs = [\"x\"]\n");
@@ -1609,7 +1619,7 @@ mod tests {
         }
         t += "[damping]\nalpha = 0.05\nbeta = 0.001\n";
         t += "[analysis]\nintegrator = \"mg-alpha\"\ntime_step = 0.001\nduration = 0.01\n";
-        Model::from_toml(&t, "mixed_chain.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"))
+        t
     }
 
     /// `R(Y)` slot by slot in slot order, as the residual summed before its linear slots were
@@ -1689,5 +1699,28 @@ mod tests {
         let dashpot = st.slots.iter().position(|s| s.name == "c11").expect("c11");
         st.remove_slot(dashpot);
         check(&st);
+    }
+
+    /// `J0` assembled again (refactorization on request) keeps the `β K_0` entries of tangent
+    /// Rayleigh damping: with no parameter changed it equals the start-up `J0` and reports no
+    /// change (without them it would drop that damping from `D`).
+    #[test]
+    fn reassembled_tangent_keeps_the_tangent_rayleigh_entries() {
+        let text = mixed_chain_text(10)
+            .replace("[damping]\n", "[damping]\nstiffness = \"committed\"\n")
+            .replace(
+                "type = \"bouc_wen\"\n",
+                "type = \"bouc_wen\"\nrayleigh = true\n",
+            );
+        let model = Model::from_toml(&text, "mixed_chain_committed.toml", &NoFiles)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut st = build_partitions(&model, Grouping::Monolithic)
+            .expect("builds")
+            .remove(0)
+            .state;
+        assert!(st.slots.iter().any(|s| s.tangent_rayleigh.is_some()));
+        let before = st.j0_entries.clone();
+        assert!(!st.reassemble_tangent(), "no parameter changed");
+        assert_eq!(st.j0_entries, before);
     }
 }
