@@ -647,13 +647,7 @@ impl StateSpace {
                 for k in 0..ns {
                     ws.sd[k] = Dual64::from(ws.s1[k]);
                 }
-                slot.element.restoring_dual(
-                    &ws.ud[..ne],
-                    &ws.vd[..ne],
-                    &ws.sd[..ns],
-                    &mut ws.rd[..ne],
-                    &mut ws.sdotd[..ns],
-                );
+                Self::restoring_dual_at(slot, ws);
                 for k in 0..ns {
                     ws.sd[k] = Dual64::new(ws.s1[k], ws.sdotd[k].eps);
                 }
@@ -661,13 +655,7 @@ impl StateSpace {
                     ws.ud[i] = Dual64::new(ws.u1[i], if i == j { 1.0 } else { 0.0 });
                     ws.vd[i] = Dual64::from(ws.v[i]);
                 }
-                slot.element.restoring_dual(
-                    &ws.ud[..ne],
-                    &ws.vd[..ne],
-                    &ws.sd[..ns],
-                    &mut ws.rd[..ne],
-                    &mut ws.sdotd[..ns],
-                );
+                Self::restoring_dual_at(slot, ws);
                 for i in 0..ne {
                     ws.committed[*offset + j * ne + i] = ws.rd[i].eps;
                 }
@@ -706,18 +694,25 @@ impl StateSpace {
                 for k in 0..ns {
                     ws.sd[k] = Dual64::new(ws.s1[k], ws.sdot1[k]);
                 }
-                slot.element.restoring_dual(
-                    &ws.ud[..ne],
-                    &ws.vd[..ne],
-                    &ws.sd[..ns],
-                    &mut ws.rd[..ne],
-                    &mut ws.sdotd[..ns],
-                );
+                Self::restoring_dual_at(slot, ws);
                 for i in 0..ne {
                     ws.r1[i] = t.beta * ws.rd[i].eps;
                 }
             }
         }
+    }
+
+    /// The element's force and state rates in dual numbers at the workspace's `ud`, `vd`,
+    /// `sd`, into `rd` and `sdotd`.
+    fn restoring_dual_at(slot: &ElementSlot, ws: &mut ElementWorkspace) {
+        let (ne, ns) = (slot.map.len(), slot.n_states);
+        slot.element.restoring_dual(
+            &ws.ud[..ne],
+            &ws.vd[..ne],
+            &ws.sd[..ns],
+            &mut ws.rd[..ne],
+            &mut ws.sdotd[..ns],
+        );
     }
 
     /// The probe point of the tangent: `u₁ = u + h v`, `s₁ = s + h ṡ` with `ṡ` at `(u, v, s)`

@@ -147,29 +147,19 @@ impl Scanner<'_> {
     /// Past the value that starts here, up to the line break that ends its statement (or the
     /// end of the file); `None` when a string or bracket is not closed.
     fn skip_value(&mut self) -> Option<()> {
-        let mut depth = 0usize;
-        while let Some(c) = self.peek() {
-            match c {
-                b'"' | b'\'' => {
-                    self.skip_string()?;
-                    continue;
-                }
-                b'#' => {
-                    self.skip_comment();
-                    continue;
-                }
-                b'[' | b'{' => depth += 1,
-                b']' | b'}' => depth = depth.checked_sub(1)?,
-                b'\n' if depth == 0 => return Some(()),
-                _ => {}
-            }
-            self.i += 1;
-        }
-        (depth == 0).then_some(())
+        self.skip_nested(false)
     }
 
     /// Past the inline table that starts here at `{`, up to and including its `}`.
     fn skip_inline_table(&mut self) -> Option<()> {
+        self.skip_nested(true)
+    }
+
+    /// Past strings, comments and nested brackets from here: with `through_close`, up to and
+    /// including the bracket that closes the one this starts at (`None` at the end of the
+    /// file); otherwise up to the line break at depth 0 (or the end of the file with every
+    /// bracket closed). `None` when a string or bracket is not closed.
+    fn skip_nested(&mut self, through_close: bool) -> Option<()> {
         let mut depth = 0usize;
         while let Some(c) = self.peek() {
             match c {
@@ -184,16 +174,17 @@ impl Scanner<'_> {
                 b'[' | b'{' => depth += 1,
                 b']' | b'}' => {
                     depth = depth.checked_sub(1)?;
-                    if depth == 0 {
+                    if through_close && depth == 0 {
                         self.i += 1;
                         return Some(());
                     }
                 }
+                b'\n' if depth == 0 && !through_close => return Some(()),
                 _ => {}
             }
             self.i += 1;
         }
-        None
+        (!through_close && depth == 0).then_some(())
     }
 
     /// Past the rest of the line (its line break included): `None` unless only blanks and a
