@@ -111,3 +111,27 @@ def chain(n, *, duration, time_step, every, physical=False, subcycles=4, max_ove
         )
         out.append("[safety.divergence]\ndisplacement = 0.2\nforce = 20000.0")
     return "\n\n".join(out) + "\n"
+
+
+def opensees_build(ops, n, steps, dt):
+    """Build the same chain in openseespy: `n` storeys of 4e4 N/m and 50 kg over a fixed base,
+    Rayleigh damping (0.05, 0.001 on the initial stiffness), a zero base acceleration of
+    `steps` samples, Newmark average acceleration with the `Linear` algorithm."""
+    ops.wipe()
+    ops.model("basic", "-ndm", 1, "-ndf", 1)
+    ops.node(0, 0.0)
+    ops.fix(0, 1)
+    ops.uniaxialMaterial("Elastic", 1, 4.0e4)
+    for i in range(1, n + 1):
+        ops.node(i, 0.0)
+        ops.mass(i, 50.0)
+        ops.element("zeroLength", i, i - 1, i, "-mat", 1, "-dir", 1)
+    ops.rayleigh(0.05, 0.0, 0.001, 0.0)
+    ops.timeSeries("Path", 1, "-dt", dt, "-values", *([0.0] * (steps + 1)))
+    ops.pattern("UniformExcitation", 1, 1, "-accel", 1)
+    ops.constraints("Plain")
+    ops.numberer("RCM")
+    ops.system("BandGeneral")
+    ops.algorithm("Linear")
+    ops.integrator("Newmark", 0.5, 0.25)
+    ops.analysis("Transient")
