@@ -327,7 +327,7 @@ fn lead_rubber_peak_grows_and_force_is_continuous_at_reversals_on_the_envelope()
     let mut jumps = Vec::new();
     for n in [2000usize, 8000] {
         let e = LeadRubberBearing::new(ground(), [rl, kr, nr, al, p0]).unwrap();
-        let mut dr = ElementDriver::new(Box::new(e), &[0.0, 0.0]).unwrap();
+        let mut dr = ElementDriver::new(Box::new(e), &[0.0; 3]).unwrap();
         // Ramped cycles at 1 Hz: every peak exceeds the previous one (reversals with |u| = p).
         let amp = |t: f64| 0.02 + 0.05 * t;
         let dt = 4.0 / n as f64;
@@ -376,20 +376,37 @@ fn lead_rubber_peak_grows_and_force_is_continuous_at_reversals_on_the_envelope()
         jumps.push(max_jump);
     }
     assert!(jumps[1] < jumps[0] / 2.0, "{jumps:?}");
-    // Reversal inside |d| < p: jump 2 r_lead g(ξ) (inherent, E6).
+    // Reversal inside |d| < p (E6): the printed law jumps by r_lead (g(1 + d/p) + g(1 − d/p));
+    // the set-valued lead unloads along k_lead = (2a + 4) r_lead / p inside its band and
+    // reaches the unloading branch −r_lead g(1 − d/p) once the band is crossed.
     let e = LeadRubberBearing::new(ground(), [rl, kr, nr, al, p0]).unwrap();
-    let mut dr = ElementDriver::new(Box::new(e.clone()), &[0.0, 0.0]).unwrap();
+    let mut dr = ElementDriver::new(Box::new(e.clone()), &[0.0; 3]).unwrap();
     dr.set_trial(1.0, &[0.1], &[0.1]).unwrap();
     dr.commit();
-    dr.set_trial(1.0, &[0.05], &[0.05]).unwrap();
-    let up = dr.force()[0];
     dr.set_trial(1.0, &[0.05], &[-0.05]).unwrap();
-    let down = dr.force()[0];
-    // Loading branch ξ = 1 + d/p, unloading branch ξ = 1 − d/p: the jump is
-    // r_lead (g(1 + d/p) + g(1 − d/p)) (= 2 r_lead g(ξ) only at d = 0).
-    let expected = rl * (e.g(1.5) + e.g(0.5));
-    println!("LRB reversal inside |d| < p at d = p/2: jump {:.6e} N, r_lead (g(1.5) + g(0.5)) = {expected:.6e} N", up - down);
-    assert!(rel(up - down, expected) < 1e-12, "{up} {down}");
+    dr.commit();
+    let on_band = dr.force()[0];
+    let rubber = e.rubber(0.05, 0.1);
+    println!(
+        "LRB after a reversal from p = 0.1 to p/2: lead force {:.9e} N, −r_lead g(0.5) = {:.9e} N",
+        on_band - rubber,
+        -rl * e.g(0.5)
+    );
+    // The driver integrates the states with substeps of p0/2: second order in them.
+    assert!(rel(on_band - rubber, -rl * e.g(0.5)) < 1e-3);
+    dr.set_trial(1.0, &[0.0501], &[1e-4]).unwrap();
+    let k_lead = (2.0 * al + 4.0) * rl / 0.1;
+    let elastic = dr.force()[0] - e.rubber(0.0501, 0.1) - (on_band - rubber);
+    println!(
+        "LRB reversal inside |d| < p at d = p/2: lead force change {elastic:.6e} N over 0.1 mm, k_lead Δd = {:.6e} N",
+        k_lead * 1e-4
+    );
+    assert!(rel(elastic, k_lead * 1e-4) < 1e-3);
+    let printed_jump = rl * (e.g(1.5) + e.g(0.5));
+    let crossing = 0.05 + 1.01 * printed_jump / k_lead;
+    dr.set_trial(1.0, &[crossing], &[1.0]).unwrap();
+    let lead = dr.force()[0] - e.rubber(crossing, 0.1);
+    assert!(rel(lead, rl * e.g(1.0 + crossing / 0.1)) < 1e-3, "{lead}");
 }
 
 // ---------------------------------------------------------------- energy property test
@@ -640,7 +657,7 @@ fn dual_number_tangents_equal_finite_differences_away_from_switching() {
             Box::new(LeadRubberBearing::new(ground(), [1.02e5, 1.35e6, 2.0, 5.0, 1e-3]).unwrap()),
             vec![0.03],
             vec![0.2],
-            vec![0.05, 3.0],
+            vec![0.05, 1.0e4, 3.0],
             [1e-7, 1e-4, 1e-7],
         ),
     ];
@@ -672,7 +689,7 @@ fn driver_tangent_equals_finite_differences_of_the_driven_force() {
         ),
         (
             Box::new(LeadRubberBearing::new(ground(), [1.02e5, 1.35e6, 2.0, 5.0, 1e-3]).unwrap()),
-            vec![0.0; 2],
+            vec![0.0; 3],
         ),
     ];
     // Committed states and trials chosen away from switching surfaces: an elastic trial

@@ -23,8 +23,8 @@
 //! rate-independent elements depend only on the displacement increment (`∫ v dt = Δu`).
 //! With `dt = 0` the path is traversed in unit pseudo-time (meaningful for rate-independent
 //! elements only); a zero increment with `dt = 0` leaves the states as they are. The force
-//! returned is the element's at the trial `(u, v)`, so velocity terms (dashpots, `sgn(ḋ)` of
-//! the LRB lead core) see the trial velocity.
+//! returned is the element's at the trial `(u, v)`, so velocity terms (dashpots, viscous
+//! dampers) see the trial velocity.
 //!
 //! **Tangent.** [`ElementDriver::tangent`] is `K_t = ∂r/∂u` of the discrete map from the
 //! committed state to the trial force, differentiated exactly with forward dual numbers

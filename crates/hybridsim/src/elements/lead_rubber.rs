@@ -10,26 +10,39 @@ use num_dual::Dual64;
 /// Lead-rubber bearing: rubber `r_1` and lead core `r_2` in parallel (Abbiati et al. 2019, eq 42):
 ///
 /// - `r_1 = (k_rubber/2)(d + p sgn(d) |d/p|^{n_rubber})`,
-/// - `r_2 = sgn(ḋ) r_lead g(ξ)`, `ξ = 1 + sgn(ḋ) d/p`,
+/// - while the deformation moves, `r_2 = sgn(ḋ) r_lead g(ξ)`, `ξ = 1 + sgn(ḋ) d/p`,
 ///   `g(ξ) = 1 − 2e^{−a ξ} + 4ξ e^{−(a + ln 2) ξ}` (`g(0) = −1`, `g(1) = g(2) = 1`),
 ///
 /// with `d = u1 − u2` and `p` the running peak `max |d|`. Corrections:
 /// - E4: eq 43 as printed (`ṗ = ḋ sgn d` whenever `|d| ≥ p`) makes `p` follow `|d|` back down
 ///   after a peak; here `ṗ = max(0, ḋ sgn d)` when `|d| ≥ p`, else 0, so `p` only grows;
 /// - E5: `p = 0` at rest makes `d/p = 0/0`: the forces use `max(p, p0)` with a parameter
-///   `p0 > 0` (a small fraction of the expected amplitude), and `sgn(0) = 0`, so `r_2 = 0` at
-///   rest;
-/// - E6 (not an error): `r_2` is continuous at reversals with `|d| = p` and jumps by
-///   `2 r_lead g(ξ)` at reversals inside `|d| < p` — inherent to the model.
+///   `p0 > 0` (a small fraction of the expected amplitude);
+/// - E6: read literally, `sgn(ḋ)` makes `r_2` jump by `2 r_lead g(ξ)` at every reversal inside
+///   `|d| < p` and leaves it undefined (`sgn 0 = 0`) at rest. Here the sign is set-valued, as
+///   for a friction element: the lead force is an extra state `q` confined to the band
+///   `[r_2⁻(d, p), r_2⁺(d, p)]`, `r_2^± = ±r_lead g(1 ± d/p)` (the two branches of eq 42; the
+///   band closes at `|d| = p`), moving elastically inside it with the stiffness the law has on
+///   leaving a peak, `k_lead = r_lead g'(0)/p = (2a + 4) r_lead/p` (the stick regime), and
+///   on its bound while the deformation moves outward (the slip regime, where `q` equals the
+///   printed `r_2`). Over a step this is the elastic-predictor / return-mapping update of a
+///   rate-independent law (Simo & Hughes 1998): `q = clamp(q_n + k_lead Δd, r_2⁻, r_2⁺)`,
+///   exact along a monotonic path since no bound is steeper than `k_lead`. A reversal inside
+///   `|d| < p` then unloads along `k_lead` instead of jumping (a parameter `k_lead` larger
+///   than the law's own value replaces it; `k_lead → ∞` recovers the rigid set-valued sign
+///   of the printed law, which needs steps that resolve it), the force is a Lipschitz
+///   function of the deformation path (no spurious jumps in explicit or partitioned coupling,
+///   no sign alternation in an implicit solve: issue 17), and the force does not depend on
+///   the velocity.
 ///
-/// Extra states: `p` (the running peak of `|d|`, starting from 0; displacement) and `e`, the
-/// absorbed energy `ė = r ḋ` (sign per E32). Dissipated energy: `e` minus the rubber's
-/// potential at the current `p`, `(k_rubber/2)(d²/2 + |d|^{n+1}/((n+1) p^{n−1}))` (the lead
-/// stores nothing).
+/// Extra states: `p` (the running peak of `|d|`, starting from 0; displacement), `q`, the lead
+/// force (starting from 0), and `e`, the absorbed energy `ė = r ḋ` (sign per E32).
+/// Dissipated energy: `e` minus the rubber's potential at the current `p`,
+/// `(k_rubber/2)(d²/2 + |d|^{n+1}/((n+1) p^{n−1}))`, minus the lead's elastic energy
+/// `q²/(2 k_lead)`.
 ///
-/// Initial tangent (E3: dual numbers at `p = 0`, `ḋ = 0` are meaningless): the elastic
-/// tangent at `d = 0`, `ḋ = 0⁺`, `p = p0`: `∂r/∂d = k_rubber/2 (k_rubber if n = 1) +
-/// r_lead g'(1)/p0`, with `g'(1) = 2(1 − ln 2)e^{−a}`.
+/// Initial tangent (E3: dual numbers at `p = 0` are meaningless): at `d = 0`, `p = p0`:
+/// `∂r/∂d = k_rubber/2` (`k_rubber` if `n = 1`), `∂r/∂q = 1`, `∂q̇/∂ḋ = k_lead(p0)`.
 ///
 /// Paper values (Abbiati et al. 2019, eq 44): `r_lead = 1.02e5 N`, `k_rubber = 1.35e6 N/m`,
 /// `n_rubber = 2`, `a_lead = 5`.
@@ -46,6 +59,9 @@ pub struct LeadRubberBearing {
     pub a_lead: f64,
     /// Floor `p0 > 0` of the peak used in the forces.
     pub p0: f64,
+    /// Stiffness of the lead inside its band (stick regime) where larger than the law's own
+    /// `(2a + 4) r_lead / max(p, p0)`; 0 (the default): the law's own.
+    pub k_lead: f64,
 }
 
 impl Declared for LeadRubberBearing {
@@ -57,9 +73,13 @@ impl Declared for LeadRubberBearing {
         Param::new("n_rubber", "-", Rule::AtLeastOne, |e| e.n_rubber, |e, x| e.n_rubber = x),
         Param::new("a_lead", "-", Rule::Positive, |e| e.a_lead, |e, x| e.a_lead = x),
         Param::new("p0", "L", Rule::Positive, |e| e.p0, |e, x| e.p0 = x),
+        Param::optional("k_lead", "F/L", Rule::NonNegative, 0.0, |e| e.k_lead, |e, x| e.k_lead = x),
     ];
-    const STATES: &'static [(&'static str, Quantity)] =
-        &[("p", Quantity::Displacement), ("e", Quantity::Energy)];
+    const STATES: &'static [(&'static str, Quantity)] = &[
+        ("p", Quantity::Displacement),
+        ("q", Quantity::Force),
+        ("e", Quantity::Energy),
+    ];
     fn blank(dofs: Vec<DofRef>) -> Self {
         Self {
             dofs,
@@ -68,14 +88,17 @@ impl Declared for LeadRubberBearing {
             n_rubber: 0.0,
             a_lead: 0.0,
             p0: 0.0,
+            k_lead: 0.0,
         }
     }
 }
 
 impl LeadRubberBearing {
-    /// An LRB; `values = [r_lead, k_rubber, n_rubber, a_lead, p0]`.
+    /// An LRB; `values = [r_lead, k_rubber, n_rubber, a_lead, p0]`, the lead's stiffness in
+    /// its band the law's own (`k_lead = 0`).
     pub fn new(dofs: Vec<DofRef>, values: [f64; 5]) -> Result<Self, String> {
-        with_values(dofs, &values)
+        let [r, k, n, a, p0] = values;
+        with_values(dofs, &[r, k, n, a, p0, 0.0])
     }
 
     /// The lead shape function `g(ξ)`.
@@ -86,10 +109,10 @@ impl LeadRubberBearing {
     }
 
     /// `g'(ξ)`.
-    pub fn g_prime(&self, xi: f64) -> f64 {
+    pub fn g_prime<T: Scalar>(&self, xi: T) -> T {
         let a = self.a_lead;
         let b = a + std::f64::consts::LN_2;
-        2.0 * a * (-a * xi).exp() + 4.0 * (-b * xi).exp() * (1.0 - b * xi)
+        (xi * (-a)).exp() * (2.0 * a) + (xi * (-b)).exp() * (-(xi * b) + 1.0) * 4.0
     }
 
     fn p_eff<T: Scalar>(&self, p: T) -> T {
@@ -106,7 +129,8 @@ impl LeadRubberBearing {
         (d + pe * abs_pow(d / pe, self.n_rubber) * sgn(re(d))) * (0.5 * self.k_rubber)
     }
 
-    /// Lead force `r_2(d, ḋ, p)`.
+    /// The printed lead force `r_2(d, ḋ, p) = sgn(ḋ) r_lead g(1 + sgn(ḋ) d/p)` (eq 42): the
+    /// bound of the lead force's band in the direction of motion (0 at rest).
     pub fn lead<T: Scalar>(&self, d: T, dv: T, p: T) -> T {
         let sv = sgn(re(dv));
         if sv == 0.0 {
@@ -116,10 +140,49 @@ impl LeadRubberBearing {
         self.g(xi) * (sv * self.r_lead)
     }
 
-    /// Along a straight path the running peak is exact: `p = max(p_start, |d|)`.
+    /// The band `[r_2⁻, r_2⁺] = [−r_lead g(1 − d/p), r_lead g(1 + d/p)]` of the lead force.
+    pub fn lead_band<T: Scalar>(&self, d: T, p: T) -> (T, T) {
+        let x = d / self.p_eff(p);
+        (
+            -(self.g(-x + 1.0) * self.r_lead),
+            self.g(x + 1.0) * self.r_lead,
+        )
+    }
+
+    /// The lead's stiffness inside its band: `r_lead g'(0)/p = (2a + 4) r_lead/p`, the law's
+    /// tangent on leaving a peak and the steepest slope of either bound, or the parameter
+    /// `k_lead` where that is larger.
+    pub fn lead_stiffness<T: Scalar>(&self, p: T) -> T {
+        let own = self.p_eff(p).recip() * (self.r_lead * (2.0 * self.a_lead + 4.0));
+        if self.k_lead > re(own) {
+            T::from(self.k_lead)
+        } else {
+            own
+        }
+    }
+
+    /// Along a straight path the running peak is exact: `p = max(p_start, |d|)`; the lead force
+    /// is put back into its band at the end deformation (the return mapping).
     fn project<T: Scalar>(&self, u: &[T], s0: &[T], s: &mut [T]) {
-        let a = abs(deformation(u));
+        let d = deformation(u);
+        let a = abs(d);
         s[0] = if re(a) > re(s0[0]) { a } else { s0[0] };
+        s[1] = clamp(s[1], self.lead_band(d, s[0]));
+    }
+}
+
+/// `x` confined to `[lo, hi]` (`lo` wins if the band is inverted by rounding; no panic).
+fn clamp<T: Scalar>(x: T, (lo, hi): (T, T)) -> T {
+    if re(x) > re(hi) {
+        if re(hi) < re(lo) {
+            lo
+        } else {
+            hi
+        }
+    } else if re(x) < re(lo) {
+        lo
+    } else {
+        x
     }
 }
 
@@ -128,17 +191,40 @@ impl ElementLaw for LeadRubberBearing {
         let d = deformation(u);
         let dv = deformation(v);
         let p = s[0];
-        let f = self.rubber(d, p) + self.lead(d, dv, p);
+        let q = s[1];
+        let f = self.rubber(d, p) + q;
         let outward = dv * sgn(re(d));
         sdot[0] = if re(abs(d)) >= re(p) && re(outward) > 0.0 {
             outward
         } else {
             d * 0.0
         };
-        sdot[1] = f * dv;
+        // Lead force: on its bound while moving outward of the band (slip), the bound's rate;
+        // otherwise elastic (stick).
+        let (lo, hi) = self.lead_band(d, p);
+        let tol = BAND_TOLERANCE * self.r_lead;
+        let pe = self.p_eff(p);
+        // d(d/p)/dt, with p frozen at the floor p0.
+        let x_rate = if re(p) > self.p0 {
+            (dv - d * sdot[0] / pe) / pe
+        } else {
+            dv / pe
+        };
+        sdot[1] = if re(dv) > 0.0 && re(q) >= re(hi) - tol {
+            self.g_prime(d / pe + 1.0) * x_rate * self.r_lead
+        } else if re(dv) < 0.0 && re(q) <= re(lo) + tol {
+            self.g_prime(-(d / pe) + 1.0) * x_rate * self.r_lead
+        } else {
+            self.lead_stiffness(p) * dv
+        };
+        sdot[2] = f * dv;
         scatter_force(r, f);
     }
 }
+
+/// Relative distance (to `r_lead`) within which the lead force counts as on its bound in the
+/// rate law (rounding only).
+const BAND_TOLERANCE: f64 = 1e-9;
 
 impl Element for LeadRubberBearing {
     impl_declared!();
@@ -149,15 +235,16 @@ impl Element for LeadRubberBearing {
         } else {
             0.5 * self.k_rubber
         };
-        let k = k_rubber + self.r_lead * self.g_prime(1.0) / self.p0;
+        let k_lead = self.lead_stiffness(self.p0);
         let sign = [1.0, -1.0];
-        let mut t = DMatrix::zeros(n + 2, 2 * n + 2);
+        // Columns [u; v; p, q, e], rows [r; ṗ, q̇, ė]; at rest r = 0, so ė has no slope.
+        let mut t = DMatrix::zeros(n + 3, 2 * n + 3);
         for i in 0..n {
             for j in 0..n {
-                t[(i, j)] = sign[i] * sign[j] * k;
+                t[(i, j)] = sign[i] * sign[j] * k_rubber;
             }
-            // ė = r ḋ with r(0⁺) = r_lead g(1) = r_lead.
-            t[(n + 1, n + i)] = sign[i] * self.r_lead;
+            t[(i, 2 * n + 1)] = sign[i];
+            t[(n + 1, n + i)] = sign[i] * k_lead;
         }
         Some(t)
     }
@@ -168,13 +255,21 @@ impl Element for LeadRubberBearing {
         let stored = 0.5
             * self.k_rubber
             * (0.5 * d * d + d.abs().powf(n + 1.0) / ((n + 1.0) * p.powf(n - 1.0)));
-        Some(s[1] - stored)
+        let lead = s[1] * s[1] / (2.0 * self.lead_stiffness(s[0]));
+        Some(s[2] - stored - lead)
     }
     fn project_state(&self, u: &[f64], _v: &[f64], s0: &[f64], s: &mut [f64]) {
         self.project(u, s0, s)
     }
     fn project_state_dual(&self, u: &[Dual64], _v: &[Dual64], s0: &[Dual64], s: &mut [Dual64]) {
         self.project(u, s0, s)
+    }
+    /// The exact lead force at the end of a monotonic path: the elastic trial
+    /// `q_start + k_lead(p_start) Δd` returned to the band at the end deformation.
+    fn integrate_path(&self, u_start: &[f64], u: &[f64], s_start: &[f64], s: &mut [f64]) {
+        let d = deformation(u);
+        let trial = s_start[1] + self.lead_stiffness(s_start[0]) * (d - deformation(u_start));
+        s[1] = clamp(trial, self.lead_band(d, s[0]));
     }
     fn driver_substep(&self) -> Option<f64> {
         Some(0.5 * self.p0)
