@@ -215,6 +215,11 @@ impl Simulation {
                 iface.h.as_slice()
             );
         }
+        for e in &m.elements {
+            if let Some(law) = e.element.law_summary() {
+                let _ = writeln!(s, "element `{}` ({}): {law}", e.name, e.element.kind());
+            }
+        }
         for g in &m.ground_motions {
             let _ = writeln!(
                 s,

@@ -6,7 +6,7 @@ use common::*;
 use hybridsim::elements::driver::initial_matrices;
 use hybridsim::elements::{
     zero_state_tangent, BoucWen, DofRef, Element, ElementClone, ElementDriver, FrictionTable,
-    LeadRubberBearing, Mostaghel, TripleSlidingBearing,
+    LeadLaw, LeadRubberBearing, Mostaghel, TripleSlidingBearing,
 };
 use nalgebra::DMatrix;
 use num_dual::Dual64;
@@ -409,6 +409,28 @@ fn lead_rubber_peak_grows_and_force_is_continuous_at_reversals_on_the_envelope()
     assert!(rel(lead, rl * e.g(1.0 + crossing / 0.1)) < 1e-3, "{lead}");
 }
 
+/// `lead = "rigid"`: eq 42 as printed (states `p`, `e`): at a reversal inside `|d| < p` the
+/// lead force jumps by `r_lead (g(1 + d/p) + g(1 − d/p))` with the sign of the velocity.
+#[test]
+fn rigid_lead_rubber_jumps_at_a_reversal_inside_the_peak() {
+    let (rl, kr, nr, al, p0) = (1.02e5, 1.35e6, 2.0, 5.0, 1e-3);
+    let e = LeadRubberBearing::new(ground(), [rl, kr, nr, al, p0])
+        .unwrap()
+        .with_lead(LeadLaw::Rigid, None)
+        .unwrap();
+    assert_eq!(e.state_names(), ["p", "e"]);
+    let mut dr = ElementDriver::new(Box::new(e.clone()), &[0.0, 0.0]).unwrap();
+    dr.set_trial(1.0, &[0.1], &[0.1]).unwrap();
+    dr.commit();
+    dr.set_trial(1.0, &[0.05], &[0.05]).unwrap();
+    let up = dr.force()[0];
+    dr.set_trial(1.0, &[0.05], &[-0.05]).unwrap();
+    let down = dr.force()[0];
+    let expected = rl * (e.g(1.5) + e.g(0.5));
+    println!("rigid LRB reversal inside |d| < p at d = p/2: jump {:.6e} N, r_lead (g(1.5) + g(0.5)) = {expected:.6e} N", up - down);
+    assert!(rel(up - down, expected) < 1e-12, "{up} {down}");
+}
+
 // ---------------------------------------------------------------- energy property test
 
 #[test]
@@ -660,6 +682,18 @@ fn dual_number_tangents_equal_finite_differences_away_from_switching() {
             vec![0.05, 1.0e4, 3.0],
             [1e-7, 1e-4, 1e-7],
         ),
+        (
+            Box::new(
+                LeadRubberBearing::new(ground(), [1.02e5, 1.35e6, 2.0, 5.0, 1e-3])
+                    .unwrap()
+                    .with_lead(LeadLaw::Rigid, None)
+                    .unwrap(),
+            ),
+            vec![0.03],
+            vec![0.2],
+            vec![0.05, 3.0],
+            [1e-7, 1e-4, 1e-7],
+        ),
     ];
     for (e, u, v, s, h) in cases {
         let ad = ad_tangent(e.as_ref(), &u, &v, &s);
@@ -690,6 +724,15 @@ fn driver_tangent_equals_finite_differences_of_the_driven_force() {
         (
             Box::new(LeadRubberBearing::new(ground(), [1.02e5, 1.35e6, 2.0, 5.0, 1e-3]).unwrap()),
             vec![0.0; 3],
+        ),
+        (
+            Box::new(
+                LeadRubberBearing::new(ground(), [1.02e5, 1.35e6, 2.0, 5.0, 1e-3])
+                    .unwrap()
+                    .with_lead(LeadLaw::Rigid, None)
+                    .unwrap(),
+            ),
+            vec![0.0; 2],
         ),
     ];
     // Committed states and trials chosen away from switching surfaces: an elastic trial

@@ -1,11 +1,16 @@
-//! Lead-rubber bearing (Benzoni–Casarotti law of Abbiati et al. 2019, eqs 42–44) with the
-//! set-valued lead force (issue 17): second order in the driving step on a smooth history, the
-//! physical LRB of `examples/isolated_deck_lrb.toml` absorbing the energy of a fine step at the
-//! example's own step, and no force jumps along the run's loop beyond what the law gives for
-//! the displacement increment.
+//! Lead-rubber bearing (Benzoni–Casarotti law of Abbiati et al. 2019, eqs 42–44), issue 17.
+//! The default lead law (`lead = "band"`, the lead force elastic inside the band of the two
+//! printed branches): second order in the driving step on a smooth history, the physical LRB
+//! of `examples/isolated_deck_lrb.toml` absorbing the energy of a fine step at the example's
+//! own step, no force jumps along the run's loop beyond what the law gives for the
+//! displacement increment, no step of the converged solve of `examples/bridge_iso_lrb.toml` at
+//! its iteration bound. The printed law (`lead = "rigid"`) gives the numbers it gave before
+//! the band law, bit for bit; bad `lead` / `lead_stiffness` values are refused at their field.
 mod common;
 use common::*;
-use hybridsim::elements::{DofRef, Element, ElementDriver, LeadRubberBearing};
+use hybridsim::elements::{DofRef, Element, ElementDriver, LeadLaw, LeadRubberBearing};
+use hybridsim::error::ModelError;
+use hybridsim::Model;
 use std::f64::consts::PI;
 
 const R_LEAD: f64 = 1.02e5;
@@ -84,7 +89,19 @@ fn lrb_is_second_order_in_the_driving_step_on_a_smooth_history() {
 /// The example's run with `time_step / factor` (and the output interval scaled to keep the
 /// rows), columns and every row.
 fn deck_run(factor: u32, every: Option<i64>) -> (Vec<String>, Vec<Vec<f64>>) {
+    deck_run_with(factor, every, None)
+}
+
+/// [`deck_run`] with the LRB's `lead` key set to `lead` (`None`: the default).
+fn deck_run_with(
+    factor: u32,
+    every: Option<i64>,
+    lead: Option<&str>,
+) -> (Vec<String>, Vec<Vec<f64>>) {
     let model = example_with("isolated_deck_lrb.toml", |t| {
+        if let Some(lead) = lead {
+            set_lead(t, "lead", lead.into());
+        }
         let a = t["analysis"].as_table_mut().unwrap();
         let dt = a["time_step"].as_float().unwrap();
         a.insert("time_step".into(), (dt / factor as f64).into());
@@ -265,5 +282,218 @@ fn no_force_jumps_along_the_numerical_lrb_loops_of_the_bridge() {
             largest_jump(&f),
         );
         assert_eq!(count, 0, "{name}: {count} rows jump (worst {worst} N)");
+    }
+}
+
+/// Set `key = value` on every `lead_rubber` element of a model table.
+fn set_lead(t: &mut toml::Table, key: &str, value: toml::Value) {
+    for e in t["element"].as_array_mut().unwrap() {
+        let e = e.as_table_mut().unwrap();
+        if e["type"].as_str() == Some("lead_rubber") {
+            e.insert(key.into(), value.clone());
+        }
+    }
+}
+
+/// `lead = "rigid"` is eq 42 as printed, the law of every run before the band law: the last
+/// row of `isolated_deck_lrb` equals, bit for bit, what `hybridsim run
+/// examples/isolated_deck_lrb.toml` wrote at `main` `b2f282f` (results.csv prints the shortest
+/// representation that reads back to the same bits), with the states `p`, `e` only. Its
+/// absorbed energy is first order in the step: +28 % against Δt/16 (the band law: within 2 %).
+#[test]
+fn rigid_lead_reproduces_the_printed_law_bit_for_bit() {
+    let (names, rows) = deck_run_with(1, None, Some("rigid"));
+    assert!(!names.iter().any(|n| n == "state.lrb.q"), "{names:?}");
+    let last = |name: &str| *column(&names, &rows, name).last().unwrap();
+    let before = [
+        ("u.bearing.1.x", 0.005115824404253807),
+        ("state.lrb.p", 0.03871814013127424),
+        ("state.lrb.e", 38690.41913115537),
+        ("force.lrb.1.x", -97957.78527056647),
+        ("u.deck.1.x", 0.0045881434507427),
+        ("lambda.1.x", -15324.855486660264),
+        ("energy.bearing", 38690.419222063436),
+    ];
+    for (name, value) in before {
+        assert_eq!(
+            last(name).to_bits(),
+            f64::to_bits(value),
+            "{name}: {} against {value} before the band law",
+            last(name)
+        );
+    }
+    let (names_fine, rows_fine) = deck_run_with(16, None, Some("rigid"));
+    let e = last("state.lrb.e");
+    let e_fine = *column(&names_fine, &rows_fine, "state.lrb.e")
+        .last()
+        .unwrap();
+    println!(
+        "isolated_deck_lrb, lead = \"rigid\": absorbed energy {e:.6e} N·m at Δt, {e_fine:.6e} N·m at Δt/16 ({:+.2} %)",
+        100.0 * (e - e_fine) / e_fine
+    );
+    assert!((e - e_fine) / e_fine > 0.2, "{e} vs {e_fine}");
+}
+
+/// The converged solve of the numerical LRB pairs of `examples/bridge_iso_lrb.toml` (10 s of
+/// El Centro at Δt = 1/1024 s): with the band law no step stops at the iteration bound; with
+/// the printed law (first 2 s) the sign of the lead force alternates between iterations and
+/// steps do.
+#[test]
+fn converged_solve_of_the_lrb_bridge_never_stops_at_the_iteration_bound() {
+    let solve = |lead: Option<&str>, duration: Option<f64>| {
+        let model = example_with("bridge_iso_lrb.toml", |t| {
+            if let Some(lead) = lead {
+                set_lead(t, "lead", lead.into());
+            }
+            if let Some(d) = duration {
+                t["analysis"]
+                    .as_table_mut()
+                    .unwrap()
+                    .insert("duration".into(), d.into());
+            }
+        });
+        let mut sim = hybridsim::Simulation::new(model).unwrap();
+        for _ in 0..sim.n_steps() {
+            sim.step().unwrap();
+        }
+        sim.integrator.nonlinear_solve().unwrap()
+    };
+    let band = solve(None, None);
+    let rigid = solve(Some("rigid"), Some(2.0));
+    for (law, r) in [("band", &band), ("rigid (2 s)", &rigid)] {
+        println!(
+            "bridge_iso_lrb, lead = {law}: {} of {} steps at the bound of {} iterations, {:.2} iterations per step",
+            r.unconverged_steps,
+            r.solves,
+            r.max_iterations,
+            r.iterations as f64 / r.solves as f64
+        );
+    }
+    assert_eq!(band.solves, 10240);
+    assert_eq!(band.unconverged_steps, 0, "{band:?}");
+    assert!(rigid.unconverged_steps > 100, "{rigid:?}");
+}
+
+/// `lead_stiffness` replaces the lead's stiffness inside its band: after a reversal inside the
+/// running peak the lead force changes by `lead_stiffness Δd`.
+#[test]
+fn lead_stiffness_is_the_slope_inside_the_band() {
+    let k = 2.0e7;
+    let e = bearing().with_lead(LeadLaw::Band, Some(k)).unwrap();
+    assert_eq!(e.state_names(), ["p", "q", "e"]);
+    let mut dr = ElementDriver::new(Box::new(e.clone()), &[0.0; 3]).unwrap();
+    // Out to p = 0.1 and back to d = 0, where the lead force is on the unloading branch
+    // −r_lead g(1); then 1 mm outward again, inside the band.
+    for d in [0.1, 0.0] {
+        dr.set_trial(0.0, &[d], &[0.0]).unwrap();
+        dr.commit();
+    }
+    let q0 = dr.states()[1];
+    dr.set_trial(0.0, &[1e-3], &[0.0]).unwrap();
+    dr.commit();
+    let q1 = dr.states()[1];
+    println!("lead_stiffness {k:e}: q {q0:.6e} -> {q1:.6e} N over +1 mm");
+    // (the driver integrates the states in substeps of p0/2: to 1e-3 here)
+    assert!((q0 / R_LEAD + 1.0).abs() < 1e-3, "{q0}");
+    assert!(((q1 - q0) / (1e-3 * k) - 1.0).abs() < 1e-9, "{q0} {q1}");
+    // Both laws refuse what they cannot use.
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert!(bearing().with_lead(LeadLaw::Band, Some(bad)).is_err());
+    }
+    assert!(bearing().with_lead(LeadLaw::Rigid, Some(k)).is_err());
+}
+
+/// `isolated_deck_lrb` with the LRB's `lead` / `lead_stiffness` set to `value`.
+fn read_deck(key: &str, value: &str) -> Result<Model, ModelError> {
+    let path = root().join("examples/isolated_deck_lrb.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = text.replace("p0 = 1.0e-3\n", &format!("p0 = 1.0e-3\n{key} = {value}\n"));
+    Model::from_toml(
+        &text,
+        "isolated_deck_lrb.toml",
+        &Folder(root().join("examples")),
+    )
+}
+
+#[test]
+fn bad_lead_keys_are_refused_at_their_field() {
+    let cases = [
+        (
+            "lead",
+            "\"soft\"",
+            "element[1].lead",
+            "must be \"band\" or \"rigid\"",
+        ),
+        (
+            "lead",
+            "1",
+            "element[1].lead",
+            "must be \"band\" or \"rigid\"",
+        ),
+        (
+            "lead_stiffness",
+            "0.0",
+            "element[1].lead_stiffness",
+            "must be > 0",
+        ),
+        (
+            "lead_stiffness",
+            "-2.0e7",
+            "element[1].lead_stiffness",
+            "must be > 0",
+        ),
+        (
+            "lead_stiffness",
+            "nan",
+            "element[1].lead_stiffness",
+            "must be finite",
+        ),
+        (
+            "lead_stiffness",
+            "inf",
+            "element[1].lead_stiffness",
+            "must be finite",
+        ),
+        (
+            "lead_stiffness",
+            "\"stiff\"",
+            "element[1].lead_stiffness",
+            "must be a number",
+        ),
+        ("k_lead", "1.0e7", "element[1].k_lead", "unknown field"),
+    ];
+    for (key, value, field, reason) in cases {
+        let err = read_deck(key, value).expect_err(&format!("{key} = {value} accepted"));
+        println!("{key} = {value}: {err}");
+        assert_eq!(err.issues.len(), 1, "{err}");
+        let issue = &err.issues[0];
+        assert_eq!(issue.file, "isolated_deck_lrb.toml");
+        assert!(issue.field.ends_with(field), "{issue}");
+        assert!(issue.reason.contains(reason), "{issue}");
+    }
+    // The rigid law has no lead stiffness.
+    let text = std::fs::read_to_string(root().join("examples/isolated_deck_lrb.toml")).unwrap();
+    let text = text.replace(
+        "p0 = 1.0e-3\n",
+        "p0 = 1.0e-3\nlead = \"rigid\"\nlead_stiffness = 2.0e7\n",
+    );
+    let err = Model::from_toml(&text, "x.toml", &Folder(root().join("examples"))).unwrap_err();
+    assert_eq!(err.issues.len(), 1, "{err}");
+    assert!(err.issues[0].field.ends_with("element[1].lead_stiffness"));
+    assert!(err.issues[0].reason.contains("rigid"), "{err}");
+    // Good values are read, and `hybridsim check`'s summary names the law.
+    for (key, value, summary) in [
+        ("lead", "\"band\"", "lead = \"band\""),
+        ("lead", "\"rigid\"", "lead = \"rigid\""),
+        ("lead_stiffness", "2.0e7", "lead_stiffness = 2e7"),
+    ] {
+        let model = read_deck(key, value).unwrap_or_else(|e| panic!("{e}"));
+        let sim = hybridsim::Simulation::new(model).unwrap();
+        let text = sim.summary();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("element `lrb` (lead_rubber): lead = "))
+            .unwrap_or_else(|| panic!("no lead law in the summary:\n{text}"));
+        assert!(line.contains(summary), "{line}");
     }
 }

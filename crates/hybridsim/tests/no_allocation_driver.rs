@@ -2,7 +2,7 @@
 //! `commit` or `revert` (it serves real-time specimens): count heap allocations.
 mod common;
 use hybridsim::elements::{
-    BoucWen, DofRef, Element, ElementDriver, FrictionTable, LeadRubberBearing, Mostaghel,
+    BoucWen, DofRef, Element, ElementDriver, FrictionTable, LeadLaw, LeadRubberBearing, Mostaghel,
     TripleSlidingBearing,
 };
 
@@ -20,6 +20,12 @@ fn driver_set_trial_tangent_commit_do_not_allocate() {
         Box::new(BoucWen::new(two.clone(), 1e7, 3.5, 60.0, 1.0).unwrap()),
         Box::new(tcsb),
         Box::new(LeadRubberBearing::new(two.clone(), [1.02e5, 1.35e6, 2.0, 5.0, 1e-3]).unwrap()),
+        Box::new(
+            LeadRubberBearing::new(two.clone(), [1.02e5, 1.35e6, 2.0, 5.0, 1e-3])
+                .unwrap()
+                .with_lead(LeadLaw::Rigid, None)
+                .unwrap(),
+        ),
         Box::new(hybridsim::elements::Spring::new(two.clone(), 1e6)),
     ];
     for e in elements {

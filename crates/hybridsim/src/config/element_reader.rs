@@ -3,7 +3,9 @@
 
 use super::registry::{parse_params, ElementContext};
 use crate::elements::declare::{check_value, filled, listing, Declared};
-use crate::elements::{ElementRef, FrictionTable, MrDamper, TripleSlidingBearing};
+use crate::elements::{
+    ElementRef, FrictionTable, LeadLaw, LeadRubberBearing, MrDamper, TripleSlidingBearing,
+};
 use crate::error::Diagnostics;
 use std::sync::Arc;
 
@@ -137,6 +139,65 @@ pub(crate) fn sliding_bearing(
     };
     let mut e = read::<TripleSlidingBearing>(ctx, table, diag, field)?;
     e.friction = friction?;
+    Some(Arc::new(e))
+}
+
+/// Registry builder for `type = "lead_rubber"`: the declared keys (`nodes`, `dof`, `r_lead`,
+/// `k_rubber`, `n_rubber`, `a_lead`, `p0`), the lead law `lead = "band"` (default) or
+/// `"rigid"` (eq 42 of Abbiati et al. 2019 as printed), and for the band law an optional
+/// `lead_stiffness` (finite, > 0) replacing the law's own stiffness of the lead in its band.
+pub(crate) fn lead_rubber(
+    ctx: &ElementContext,
+    mut table: toml::Table,
+    diag: &mut Diagnostics,
+    field: &str,
+) -> Option<ElementRef> {
+    let law = match table.remove("lead") {
+        None => Some(LeadLaw::Band),
+        Some(toml::Value::String(name)) => LeadLaw::from_name(&name).or_else(|| {
+            diag.push(
+                format!("{field}.lead"),
+                format!("must be \"band\" or \"rigid\", found \"{name}\""),
+            );
+            None
+        }),
+        Some(other) => {
+            diag.push(
+                format!("{field}.lead"),
+                format!("must be \"band\" or \"rigid\", found {other}"),
+            );
+            None
+        }
+    };
+    let at = format!("{field}.lead_stiffness");
+    let stiffness = match table.remove("lead_stiffness") {
+        None => Some(None),
+        Some(value) => {
+            let x = match value {
+                toml::Value::Float(x) => Some(x),
+                toml::Value::Integer(i) => Some(i as f64),
+                other => {
+                    diag.push(&at, format!("must be a number, found {other}"));
+                    None
+                }
+            };
+            x.and_then(
+                |k| match crate::elements::lead_rubber::check_lead_stiffness(k) {
+                    Ok(()) if law == Some(LeadLaw::Rigid) => {
+                        diag.push(&at, crate::elements::lead_rubber::RIGID_WITH_STIFFNESS);
+                        None
+                    }
+                    Ok(()) => Some(Some(k)),
+                    Err(r) => {
+                        diag.push(&at, r);
+                        None
+                    }
+                },
+            )
+        }
+    };
+    let e = read::<LeadRubberBearing>(ctx, table, diag, field)?;
+    let e = e.with_lead(law?, stiffness?).ok()?;
     Some(Arc::new(e))
 }
 

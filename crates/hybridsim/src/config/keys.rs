@@ -109,7 +109,9 @@ pub fn model_keys() -> Vec<(String, Vec<String>)> {
         "element.sliding_bearing.friction",
         struct_keys::<FrictionTable>(),
     );
-    add("element.lead_rubber", declared::<LeadRubberBearing>());
+    let mut lrb = declared::<LeadRubberBearing>();
+    lrb.extend(["lead".into(), "lead_stiffness".into()]);
+    add("element.lead_rubber", lrb);
     let mut mr = declared::<MrDamper>();
     mr.push("voltage_points".into());
     add("element.mr_damper", mr);

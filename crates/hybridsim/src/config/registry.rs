@@ -4,10 +4,10 @@
 //! element's table without the keys every element shares (`type`, `name`, `substructure`,
 //! `split`, `role`, `rayleigh`, `initial_state`).
 
-use super::element_reader::{build, mr_damper, sliding_bearing};
+use super::element_reader::{build, lead_rubber, mr_damper, sliding_bearing};
 use crate::elements::{
-    BoucWen, CubicSpring, Dashpot, DofRef, ElastomericBearing, ElementRef, LeadRubberBearing,
-    LinearSuperelement, Mass, Mostaghel, Spring, Steel01, Steel02, ViscousDamper,
+    BoucWen, CubicSpring, Dashpot, DofRef, ElastomericBearing, ElementRef, LinearSuperelement,
+    Mass, Mostaghel, Spring, Steel01, Steel02, ViscousDamper,
 };
 use crate::error::Diagnostics;
 use nalgebra::{DMatrix, DVector};
@@ -124,7 +124,7 @@ impl Default for ElementRegistry {
         r.register("bouc_wen", build::<BoucWen>);
         r.register("mostaghel", build::<Mostaghel>);
         r.register("sliding_bearing", sliding_bearing);
-        r.register("lead_rubber", build::<LeadRubberBearing>);
+        r.register("lead_rubber", lead_rubber);
         r.register("mr_damper", mr_damper);
         r.register("viscous_damper", build::<ViscousDamper>);
         r.register("steel01", build::<Steel01>);

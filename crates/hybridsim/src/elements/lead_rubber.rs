@@ -1,7 +1,7 @@
 //! Lead-rubber bearing (LRB), Benzoni–Casarotti model (Abbiati et al. 2019, eqs 42–44, corrected
 //! per ALGORITHMS.md E4–E6; A16).
 
-use super::declare::{impl_declared, with_values, Declared, Param, Rule};
+use super::declare::{check_value, with_values, Declared, Param, Rule};
 use super::switching::{abs, abs_pow, deformation, re, scatter_force, sgn};
 use super::{DofRef, Element, ElementLaw, Quantity, Scalar};
 use nalgebra::DMatrix;
@@ -17,32 +17,42 @@ use num_dual::Dual64;
 /// - E4: eq 43 as printed (`ṗ = ḋ sgn d` whenever `|d| ≥ p`) makes `p` follow `|d|` back down
 ///   after a peak; here `ṗ = max(0, ḋ sgn d)` when `|d| ≥ p`, else 0, so `p` only grows;
 /// - E5: `p = 0` at rest makes `d/p = 0/0`: the forces use `max(p, p0)` with a parameter
-///   `p0 > 0` (a small fraction of the expected amplitude);
-/// - E6: read literally, `sgn(ḋ)` makes `r_2` jump by `2 r_lead g(ξ)` at every reversal inside
-///   `|d| < p` and leaves it undefined (`sgn 0 = 0`) at rest. Here the sign is set-valued, as
-///   for a friction element: the lead force is an extra state `q` confined to the band
-///   `[r_2⁻(d, p), r_2⁺(d, p)]`, `r_2^± = ±r_lead g(1 ± d/p)` (the two branches of eq 42; the
-///   band closes at `|d| = p`), moving elastically inside it with the stiffness the law has on
-///   leaving a peak, `k_lead = r_lead g'(0)/p = (2a + 4) r_lead/p` (the stick regime), and
-///   on its bound while the deformation moves outward (the slip regime, where `q` equals the
-///   printed `r_2`). Over a step this is the elastic-predictor / return-mapping update of a
-///   rate-independent law (Simo & Hughes 1998): `q = clamp(q_n + k_lead Δd, r_2⁻, r_2⁺)`,
-///   exact along a monotonic path since no bound is steeper than `k_lead`. A reversal inside
-///   `|d| < p` then unloads along `k_lead` instead of jumping (a parameter `k_lead` larger
-///   than the law's own value replaces it; `k_lead → ∞` recovers the rigid set-valued sign
-///   of the printed law, which needs steps that resolve it), the force is a Lipschitz
-///   function of the deformation path (no spurious jumps in explicit or partitioned coupling,
-///   no sign alternation in an implicit solve: issue 17), and the force does not depend on
-///   the velocity.
+///   `p0 > 0` (a small fraction of the expected amplitude).
 ///
-/// Extra states: `p` (the running peak of `|d|`, starting from 0; displacement), `q`, the lead
-/// force (starting from 0), and `e`, the absorbed energy `ė = r ḋ` (sign per E32).
-/// Dissipated energy: `e` minus the rubber's potential at the current `p`,
-/// `(k_rubber/2)(d²/2 + |d|^{n+1}/((n+1) p^{n−1}))`, minus the lead's elastic energy
-/// `q²/(2 k_lead)`.
+/// **The lead law** (model-file key `lead`, [`LeadLaw`]). Read literally, eq 42 makes the lead
+/// core rigid-plastic: `sgn(ḋ)` makes `r_2` jump by `r_lead (g(1 + d/p) + g(1 − d/p))` (up to
+/// `2 r_lead`) at every reversal inside `|d| < p` and leaves it undefined (`sgn 0 = 0`) at rest
+/// (E6). A force that jumps with the sign of the velocity is first order in the time step
+/// when it is commanded once per step (the sign chatters through every stick phase) and makes
+/// a converged implicit solve alternate between the two branches (issue 17).
 ///
-/// Initial tangent (E3: dual numbers at `p = 0` are meaningless): at `d = 0`, `p = p0`:
-/// `∂r/∂d = k_rubber/2` (`k_rubber` if `n = 1`), `∂r/∂q = 1`, `∂q̇/∂ḋ = k_lead(p0)`.
+/// - [`LeadLaw::Band`] (the default): a real lead core has a finite elastic stiffness. The lead
+///   force is an extra state `q` confined to the band `[r_2⁻(d, p), r_2⁺(d, p)]`,
+///   `r_2^± = ±r_lead g(1 ± d/p)` (the two branches of eq 42; the band closes at `|d| = p`),
+///   moving elastically inside it with stiffness `k_lead` (stick) and on its bound while the
+///   deformation moves outward (slip, where `q` equals the printed `r_2`). By default
+///   `k_lead = r_lead g'(0)/max(p, p0) = (2a + 4) r_lead/max(p, p0)`, the slope the printed law
+///   has on leaving a peak and the steepest slope of either bound; the key `lead_stiffness`
+///   replaces it by a constant. Over a step this is the elastic-predictor / return-mapping
+///   update of a rate-independent law (Simo & Hughes 1998):
+///   `q = clamp(q_n + k_lead Δd, r_2⁻, r_2⁺)`, exact along a monotonic path where no bound is
+///   steeper than `k_lead` (always with the default). A reversal inside `|d| < p` unloads
+///   along `k_lead` instead of jumping, the force is a Lipschitz function of the deformation
+///   path and does not depend on the velocity. As `k_lead → ∞` the printed law comes back.
+/// - [`LeadLaw::Rigid`]: eq 42 as printed, `r_2 = sgn(ḋ) r_lead g(1 + sgn(ḋ) d/p)` with
+///   `sgn 0 = 0` (`r_2 = 0` at rest), for reproducing the paper; it needs time steps that
+///   resolve every reversal.
+///
+/// Extra states: `p` (the running peak of `|d|`, starting from 0; displacement), with the band
+/// law `q`, the lead force (starting from 0), and `e`, the absorbed energy `ė = r ḋ` (sign per
+/// E32). Dissipated energy: `e` minus the rubber's potential at the current `p`,
+/// `(k_rubber/2)(d²/2 + |d|^{n+1}/((n+1) p^{n−1}))`, minus, with the band law, the lead's
+/// elastic energy `q²/(2 k_lead)`.
+///
+/// Initial tangent (E3: dual numbers at `p = 0` are meaningless), at `d = 0`, `p = p0`:
+/// `∂r/∂d = k_rubber/2` (`k_rubber` if `n = 1`); with the band law `∂r/∂q = 1` and
+/// `∂q̇/∂ḋ = k_lead(p0)`; with the rigid law the elastic tangent at `ḋ = 0⁺` adds
+/// `r_lead g'(1)/p0` to `∂r/∂d`, `g'(1) = 2(1 − ln 2)e^{−a}`.
 ///
 /// Paper values (Abbiati et al. 2019, eq 44): `r_lead = 1.02e5 N`, `k_rubber = 1.35e6 N/m`,
 /// `n_rubber = 2`, `a_lead = 5`.
@@ -59,10 +69,50 @@ pub struct LeadRubberBearing {
     pub a_lead: f64,
     /// Floor `p0 > 0` of the peak used in the forces.
     pub p0: f64,
-    /// Stiffness of the lead inside its band (stick regime) where larger than the law's own
-    /// `(2a + 4) r_lead / max(p, p0)`; 0 (the default): the law's own.
-    pub k_lead: f64,
+    /// The lead core's law (set through [`LeadRubberBearing::with_lead`]).
+    lead_law: LeadLaw,
+    /// Constant stiffness of the lead inside its band (band law), replacing the law's own
+    /// `(2a + 4) r_lead / max(p, p0)`; `None`: the law's own.
+    lead_stiffness_override: Option<f64>,
 }
+
+/// The lead core's law of a [`LeadRubberBearing`] (model-file key `lead`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LeadLaw {
+    /// `lead = "band"` (the default): the lead force is a state inside the band of the two
+    /// printed branches, elastic inside it (finite stiffness of the lead core).
+    #[default]
+    Band,
+    /// `lead = "rigid"`: eq 42 of Abbiati et al. (2019) as printed, the lead force's sign
+    /// taken from the velocity (rigid-plastic lead core).
+    Rigid,
+}
+
+impl LeadLaw {
+    /// The model-file spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            LeadLaw::Band => "band",
+            LeadLaw::Rigid => "rigid",
+        }
+    }
+
+    /// The law named `name` in a model file, if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "band" => Some(LeadLaw::Band),
+            "rigid" => Some(LeadLaw::Rigid),
+            _ => None,
+        }
+    }
+}
+
+const BAND_STATES: &[(&str, Quantity)] = &[
+    ("p", Quantity::Displacement),
+    ("q", Quantity::Force),
+    ("e", Quantity::Energy),
+];
+const RIGID_STATES: &[(&str, Quantity)] = &[("p", Quantity::Displacement), ("e", Quantity::Energy)];
 
 impl Declared for LeadRubberBearing {
     const KIND: &'static str = "lead_rubber";
@@ -73,13 +123,9 @@ impl Declared for LeadRubberBearing {
         Param::new("n_rubber", "-", Rule::AtLeastOne, |e| e.n_rubber, |e, x| e.n_rubber = x),
         Param::new("a_lead", "-", Rule::Positive, |e| e.a_lead, |e, x| e.a_lead = x),
         Param::new("p0", "L", Rule::Positive, |e| e.p0, |e, x| e.p0 = x),
-        Param::optional("k_lead", "F/L", Rule::NonNegative, 0.0, |e| e.k_lead, |e, x| e.k_lead = x),
     ];
-    const STATES: &'static [(&'static str, Quantity)] = &[
-        ("p", Quantity::Displacement),
-        ("q", Quantity::Force),
-        ("e", Quantity::Energy),
-    ];
+    /// The states of the default band law (the rigid law has `p`, `e`).
+    const STATES: &'static [(&'static str, Quantity)] = BAND_STATES;
     fn blank(dofs: Vec<DofRef>) -> Self {
         Self {
             dofs,
@@ -88,17 +134,42 @@ impl Declared for LeadRubberBearing {
             n_rubber: 0.0,
             a_lead: 0.0,
             p0: 0.0,
-            k_lead: 0.0,
+            lead_law: LeadLaw::Band,
+            lead_stiffness_override: None,
         }
     }
 }
 
 impl LeadRubberBearing {
-    /// An LRB; `values = [r_lead, k_rubber, n_rubber, a_lead, p0]`, the lead's stiffness in
-    /// its band the law's own (`k_lead = 0`).
+    /// An LRB with the band law and the law's own lead stiffness;
+    /// `values = [r_lead, k_rubber, n_rubber, a_lead, p0]`.
     pub fn new(dofs: Vec<DofRef>, values: [f64; 5]) -> Result<Self, String> {
-        let [r, k, n, a, p0] = values;
-        with_values(dofs, &[r, k, n, a, p0, 0.0])
+        with_values(dofs, &values)
+    }
+
+    /// The same bearing with lead law `law` and, for the band law, the lead's stiffness inside
+    /// its band (`None`: the law's own `(2a + 4) r_lead / max(p, p0)`). Refuses a stiffness
+    /// that is not finite and `> 0`, or one given with the rigid law.
+    pub fn with_lead(mut self, law: LeadLaw, stiffness: Option<f64>) -> Result<Self, String> {
+        if let Some(k) = stiffness {
+            check_lead_stiffness(k).map_err(|r| format!("`lead_stiffness` {r}"))?;
+            if law == LeadLaw::Rigid {
+                return Err(RIGID_WITH_STIFFNESS.to_string());
+            }
+        }
+        self.lead_law = law;
+        self.lead_stiffness_override = stiffness;
+        Ok(self)
+    }
+
+    /// The lead core's law.
+    pub fn lead_law(&self) -> LeadLaw {
+        self.lead_law
+    }
+
+    /// The constant lead stiffness given by `lead_stiffness`, if any.
+    pub fn lead_stiffness_override(&self) -> Option<f64> {
+        self.lead_stiffness_override
     }
 
     /// The lead shape function `g(ξ)`.
@@ -149,25 +220,88 @@ impl LeadRubberBearing {
         )
     }
 
-    /// The lead's stiffness inside its band: `r_lead g'(0)/p = (2a + 4) r_lead/p`, the law's
-    /// tangent on leaving a peak and the steepest slope of either bound, or the parameter
-    /// `k_lead` where that is larger.
+    /// The lead's stiffness inside its band: `r_lead g'(0)/max(p, p0) = (2a + 4) r_lead/max(p, p0)`,
+    /// the law's tangent on leaving a peak and the steepest slope of either bound, or the
+    /// constant `lead_stiffness` where the model file gives it.
     pub fn lead_stiffness<T: Scalar>(&self, p: T) -> T {
-        let own = self.p_eff(p).recip() * (self.r_lead * (2.0 * self.a_lead + 4.0));
-        if self.k_lead > re(own) {
-            T::from(self.k_lead)
-        } else {
-            own
+        match self.lead_stiffness_override {
+            Some(k) => T::from(k),
+            None => self.p_eff(p).recip() * (self.r_lead * (2.0 * self.a_lead + 4.0)),
         }
     }
 
-    /// Along a straight path the running peak is exact: `p = max(p_start, |d|)`; the lead force
-    /// is put back into its band at the end deformation (the return mapping).
+    /// Along a straight path the running peak is exact: `p = max(p_start, |d|)`; with the band
+    /// law the lead force is put back into its band at the end deformation (the return
+    /// mapping).
     fn project<T: Scalar>(&self, u: &[T], s0: &[T], s: &mut [T]) {
         let d = deformation(u);
         let a = abs(d);
         s[0] = if re(a) > re(s0[0]) { a } else { s0[0] };
-        s[1] = clamp(s[1], self.lead_band(d, s[0]));
+        if self.lead_law == LeadLaw::Band {
+            s[1] = clamp(s[1], self.lead_band(d, s[0]));
+        }
+    }
+
+    /// Eq 42 as printed (states `p`, `e`).
+    fn rigid_law<T: Scalar>(&self, u: &[T], v: &[T], s: &[T], r: &mut [T], sdot: &mut [T]) {
+        let d = deformation(u);
+        let dv = deformation(v);
+        let p = s[0];
+        let f = self.rubber(d, p) + self.lead(d, dv, p);
+        sdot[0] = peak_rate(d, dv, p);
+        sdot[1] = f * dv;
+        scatter_force(r, f);
+    }
+
+    /// The lead force inside its band (states `p`, `q`, `e`).
+    fn band_law<T: Scalar>(&self, u: &[T], v: &[T], s: &[T], r: &mut [T], sdot: &mut [T]) {
+        let d = deformation(u);
+        let dv = deformation(v);
+        let p = s[0];
+        let q = s[1];
+        let f = self.rubber(d, p) + q;
+        sdot[0] = peak_rate(d, dv, p);
+        // Lead force: on its bound while moving outward of the band (slip), the bound's rate
+        // where the elastic rate would leave the band; otherwise elastic (stick).
+        let (lo, hi) = self.lead_band(d, p);
+        let tol = BAND_TOLERANCE * self.r_lead;
+        let pe = self.p_eff(p);
+        // d(d/p)/dt, with p frozen at the floor p0.
+        let x_rate = if re(p) > self.p0 {
+            (dv - d * sdot[0] / pe) / pe
+        } else {
+            dv / pe
+        };
+        let elastic = self.lead_stiffness(p) * dv;
+        sdot[1] = if re(dv) > 0.0 && re(q) >= re(hi) - tol {
+            let bound = self.g_prime(d / pe + 1.0) * x_rate * self.r_lead;
+            if re(bound) <= re(elastic) {
+                bound
+            } else {
+                elastic
+            }
+        } else if re(dv) < 0.0 && re(q) <= re(lo) + tol {
+            let bound = self.g_prime(-(d / pe) + 1.0) * x_rate * self.r_lead;
+            if re(bound) >= re(elastic) {
+                bound
+            } else {
+                elastic
+            }
+        } else {
+            elastic
+        };
+        sdot[2] = f * dv;
+        scatter_force(r, f);
+    }
+}
+
+/// `ṗ = max(0, ḋ sgn d)` where `|d| ≥ p`, else 0 (E4).
+fn peak_rate<T: Scalar>(d: T, dv: T, p: T) -> T {
+    let outward = dv * sgn(re(d));
+    if re(abs(d)) >= re(p) && re(outward) > 0.0 {
+        outward
+    } else {
+        d * 0.0
     }
 }
 
@@ -186,39 +320,22 @@ fn clamp<T: Scalar>(x: T, (lo, hi): (T, T)) -> T {
     }
 }
 
+/// `lead_stiffness` must be finite and `> 0`; the error is the reason only.
+pub(crate) fn check_lead_stiffness(k: f64) -> Result<(), String> {
+    check_value(k, Rule::Positive)
+}
+
+/// Why `lead_stiffness` is refused with `lead = "rigid"`.
+pub(crate) const RIGID_WITH_STIFFNESS: &str =
+    "`lead_stiffness` applies to `lead = \"band\"` only (the rigid lead core of `lead = \"rigid\"` \
+     has no stiffness)";
+
 impl ElementLaw for LeadRubberBearing {
     fn law<T: Scalar>(&self, u: &[T], v: &[T], s: &[T], r: &mut [T], sdot: &mut [T]) {
-        let d = deformation(u);
-        let dv = deformation(v);
-        let p = s[0];
-        let q = s[1];
-        let f = self.rubber(d, p) + q;
-        let outward = dv * sgn(re(d));
-        sdot[0] = if re(abs(d)) >= re(p) && re(outward) > 0.0 {
-            outward
-        } else {
-            d * 0.0
-        };
-        // Lead force: on its bound while moving outward of the band (slip), the bound's rate;
-        // otherwise elastic (stick).
-        let (lo, hi) = self.lead_band(d, p);
-        let tol = BAND_TOLERANCE * self.r_lead;
-        let pe = self.p_eff(p);
-        // d(d/p)/dt, with p frozen at the floor p0.
-        let x_rate = if re(p) > self.p0 {
-            (dv - d * sdot[0] / pe) / pe
-        } else {
-            dv / pe
-        };
-        sdot[1] = if re(dv) > 0.0 && re(q) >= re(hi) - tol {
-            self.g_prime(d / pe + 1.0) * x_rate * self.r_lead
-        } else if re(dv) < 0.0 && re(q) <= re(lo) + tol {
-            self.g_prime(-(d / pe) + 1.0) * x_rate * self.r_lead
-        } else {
-            self.lead_stiffness(p) * dv
-        };
-        sdot[2] = f * dv;
-        scatter_force(r, f);
+        match self.lead_law {
+            LeadLaw::Band => self.band_law(u, v, s, r, sdot),
+            LeadLaw::Rigid => self.rigid_law(u, v, s, r, sdot),
+        }
     }
 }
 
@@ -226,8 +343,42 @@ impl ElementLaw for LeadRubberBearing {
 /// rate law (rounding only).
 const BAND_TOLERANCE: f64 = 1e-9;
 
+impl LeadRubberBearing {
+    fn states(&self) -> &'static [(&'static str, Quantity)] {
+        match self.lead_law {
+            LeadLaw::Band => BAND_STATES,
+            LeadLaw::Rigid => RIGID_STATES,
+        }
+    }
+}
+
 impl Element for LeadRubberBearing {
-    impl_declared!();
+    // The methods of `impl_declared!` with the states of the chosen lead law.
+    fn kind(&self) -> &'static str {
+        <Self as Declared>::KIND
+    }
+    fn dofs(&self) -> &[DofRef] {
+        &self.dofs
+    }
+    fn n_states(&self) -> usize {
+        self.states().len()
+    }
+    fn state_names(&self) -> Vec<String> {
+        self.states().iter().map(|(n, _)| n.to_string()).collect()
+    }
+    fn state_quantity(&self, i: usize) -> Quantity {
+        self.states()[i].1
+    }
+    fn parameters(&self) -> Vec<(&'static str, f64)> {
+        super::declare::values(self)
+    }
+    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
+        super::declare::set(self, name, value)
+    }
+    fn deformation(&self, u: &[f64]) -> Option<f64> {
+        Some(deformation(u))
+    }
+    crate::impl_element_evaluation!();
     fn initial_tangent(&self) -> Option<DMatrix<f64>> {
         let n = self.dofs.len();
         let k_rubber = if self.n_rubber == 1.0 {
@@ -235,8 +386,20 @@ impl Element for LeadRubberBearing {
         } else {
             0.5 * self.k_rubber
         };
-        let k_lead = self.lead_stiffness(self.p0);
         let sign = [1.0, -1.0];
+        if self.lead_law == LeadLaw::Rigid {
+            let k = k_rubber + self.r_lead * self.g_prime(1.0) / self.p0;
+            let mut t = DMatrix::zeros(n + 2, 2 * n + 2);
+            for i in 0..n {
+                for j in 0..n {
+                    t[(i, j)] = sign[i] * sign[j] * k;
+                }
+                // ė = r ḋ with r(0⁺) = r_lead g(1) = r_lead.
+                t[(n + 1, n + i)] = sign[i] * self.r_lead;
+            }
+            return Some(t);
+        }
+        let k_lead = self.lead_stiffness(self.p0);
         // Columns [u; v; p, q, e], rows [r; ṗ, q̇, ė]; at rest r = 0, so ė has no slope.
         let mut t = DMatrix::zeros(n + 3, 2 * n + 3);
         for i in 0..n {
@@ -255,6 +418,9 @@ impl Element for LeadRubberBearing {
         let stored = 0.5
             * self.k_rubber
             * (0.5 * d * d + d.abs().powf(n + 1.0) / ((n + 1.0) * p.powf(n - 1.0)));
+        if self.lead_law == LeadLaw::Rigid {
+            return Some(s[1] - stored);
+        }
         let lead = s[1] * s[1] / (2.0 * self.lead_stiffness(s[0]));
         Some(s[2] - stored - lead)
     }
@@ -264,12 +430,34 @@ impl Element for LeadRubberBearing {
     fn project_state_dual(&self, u: &[Dual64], _v: &[Dual64], s0: &[Dual64], s: &mut [Dual64]) {
         self.project(u, s0, s)
     }
-    /// The exact lead force at the end of a monotonic path: the elastic trial
-    /// `q_start + k_lead(p_start) Δd` returned to the band at the end deformation.
+    /// Band law: the lead force at the end of a monotonic path, the elastic trial
+    /// `q_start + k_lead(p_start) Δd` returned to the band at the end deformation. Rigid law:
+    /// nothing (the running peak is set by the projection).
     fn integrate_path(&self, u_start: &[f64], u: &[f64], s_start: &[f64], s: &mut [f64]) {
+        if self.lead_law == LeadLaw::Rigid {
+            return;
+        }
         let d = deformation(u);
         let trial = s_start[1] + self.lead_stiffness(s_start[0]) * (d - deformation(u_start));
         s[1] = clamp(trial, self.lead_band(d, s[0]));
+    }
+    fn law_summary(&self) -> Option<String> {
+        Some(match (self.lead_law, self.lead_stiffness_override) {
+            (LeadLaw::Rigid, _) => "lead = \"rigid\" (eq 42 of Abbiati et al. 2019 as printed: \
+                 the lead force's sign follows the velocity, it jumps at reversals inside the \
+                 running peak)"
+                .to_string(),
+            (LeadLaw::Band, None) => format!(
+                "lead = \"band\" (the lead force elastic inside the band of the printed \
+                 branches, lead_stiffness = (2 a_lead + 4) r_lead / max(p, p0): {:.6e} at p = \
+                 p0)",
+                self.lead_stiffness(self.p0)
+            ),
+            (LeadLaw::Band, Some(k)) => format!(
+                "lead = \"band\" (the lead force elastic inside the band of the printed \
+                 branches), lead_stiffness = {k:e}"
+            ),
+        })
     }
     fn driver_substep(&self) -> Option<f64> {
         Some(0.5 * self.p0)

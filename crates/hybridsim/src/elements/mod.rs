@@ -19,7 +19,7 @@ mod dashpot;
 pub(crate) mod declare;
 pub mod driver;
 mod elastomeric_bearing;
-mod lead_rubber;
+pub(crate) mod lead_rubber;
 mod linear;
 mod mass;
 mod mostaghel;
@@ -37,7 +37,7 @@ pub use cubic_spring::CubicSpring;
 pub use dashpot::Dashpot;
 pub use driver::{DriverError, ElementDriver};
 pub use elastomeric_bearing::ElastomericBearing;
-pub use lead_rubber::LeadRubberBearing;
+pub use lead_rubber::{LeadLaw, LeadRubberBearing};
 pub use linear::LinearSuperelement;
 pub use mass::Mass;
 pub use mostaghel::Mostaghel;
@@ -263,6 +263,13 @@ pub trait Element: Send + Sync + fmt::Debug + ElementClone {
     /// Cumulative dissipated energy at `(u, s)` for elements that track it (hysteretic
     /// springs: absorbed energy minus the recoverable energy of their elastic parts).
     fn dissipated_energy(&self, _u: &[f64], _s: &[f64]) -> Option<f64> {
+        None
+    }
+
+    /// A line for the model summary (`hybridsim check`) naming a choice of law the model file
+    /// made for this element where the kind has several (the lead law of a lead-rubber
+    /// bearing). Default: none.
+    fn law_summary(&self) -> Option<String> {
         None
     }
 
