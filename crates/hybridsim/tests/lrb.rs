@@ -471,6 +471,14 @@ fn bad_lead_keys_are_refused_at_their_field() {
         assert!(issue.field.ends_with(field), "{issue}");
         assert!(issue.reason.contains(reason), "{issue}");
     }
+    // An unknown key's message names the hand-read keys too.
+    let err = read_deck("k_lead", "1.0e7").unwrap_err();
+    assert!(
+        err.issues[0]
+            .reason
+            .contains("p0 [L], lead, lead_stiffness)"),
+        "{err}"
+    );
     // The rigid law has no lead stiffness.
     let text = std::fs::read_to_string(root().join("examples/isolated_deck_lrb.toml")).unwrap();
     let text = text.replace(

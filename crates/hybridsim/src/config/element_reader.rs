@@ -29,16 +29,29 @@ pub fn read<E: Declared>(
     diag: &mut Diagnostics,
     field: &str,
 ) -> Option<E> {
+    read_also::<E>(ctx, table, diag, field, &[])
+}
+
+/// [`read`] for a builder that took the keys `also` out of the table itself: an unknown key's
+/// message lists them too.
+pub fn read_also<E: Declared>(
+    ctx: &ElementContext,
+    table: toml::Table,
+    diag: &mut Diagnostics,
+    field: &str,
+    also: &[&str],
+) -> Option<E> {
     let params = E::PARAMETERS;
     let known = |k: &str| k == "nodes" || k == "dof" || params.iter().any(|p| p.name == k);
     let mut unknown = table.keys().filter(|k| !known(k)).peekable();
     if unknown.peek().is_some() {
+        let also: String = also.iter().map(|k| format!(", {k}")).collect();
         for k in unknown {
             diag.push(
                 format!("{field}.{k}"),
                 format!(
                     "unknown field `{k}`, which is not a parameter of this element (it takes \
-                     nodes, dof, {})",
+                     nodes, dof, {}{also})",
                     listing(params)
                 ),
             );
@@ -196,7 +209,7 @@ pub(crate) fn lead_rubber(
             )
         }
     };
-    let e = read::<LeadRubberBearing>(ctx, table, diag, field)?;
+    let e = read_also::<LeadRubberBearing>(ctx, table, diag, field, &["lead", "lead_stiffness"])?;
     let e = e.with_lead(law?, stiffness?).ok()?;
     Some(Arc::new(e))
 }
