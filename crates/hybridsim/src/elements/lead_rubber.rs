@@ -22,9 +22,9 @@ use num_dual::Dual64;
 /// **The lead law** (model-file key `lead`, [`LeadLaw`]). Read literally, eq 42 makes the lead
 /// core rigid-plastic: `sgn(ḋ)` makes `r_2` jump by `r_lead (g(1 + d/p) + g(1 − d/p))` (up to
 /// `2 r_lead`) at every reversal inside `|d| < p` and leaves it undefined (`sgn 0 = 0`) at rest
-/// (E6). A force that jumps with the sign of the velocity is first order in the time step
-/// when it is commanded once per step (the sign chatters through every stick phase) and makes
-/// a converged implicit solve alternate between the two branches (issue 17).
+/// (E6). Commanded once per step, such a force makes the absorbed energy first order in the
+/// time step (the sign chatters through every stick phase), and in a converged implicit solve
+/// it alternates between the two branches from one iteration to the next (issue 17).
 ///
 /// - [`LeadLaw::Band`] (the default): a real lead core has a finite elastic stiffness. The lead
 ///   force is an extra state `q` confined to the band `[r_2⁻(d, p), r_2⁺(d, p)]`,
