@@ -598,8 +598,10 @@ impl StateMatrixFactors {
 /// renumbered once by reverse Cuthill–McKee on the pattern (Cuthill & McKee 1969; George 1971)
 /// and the matrix is held in band storage with room for the fill of partial pivoting — the
 /// band LU of LAPACK's `dgbtf2`/`dgbtrs` (Anderson et al. 1999): `kl` subdiagonals, `ku`
-/// superdiagonals and `kl` more above for the row interchanges. Build time allocates;
-/// [`BandLu::clear`], [`BandLu::add`], [`BandLu::factor`] and [`BandLu::solve`] do not.
+/// superdiagonals and `kl` more above for the row interchanges. A matrix equal to the one
+/// factored last (a hysteretic element on the same branch of its law) keeps its factors.
+/// Build time allocates; [`BandLu::clear`], [`BandLu::add`], [`BandLu::factor`] and
+/// [`BandLu::solve`] do not.
 #[derive(Debug, Clone)]
 pub struct BandLu {
     n: usize,
@@ -609,8 +611,16 @@ pub struct BandLu {
     ku: usize,
     /// Leading dimension: `2 kl + ku + 1`.
     ld: usize,
-    /// Column-major band: entry `(r, c)` at `c · ld + (kl + ku + r − c)`.
+    /// The matrix being assembled, column-major band: entry `(r, c)` at
+    /// `c · ld + (kl + ku + r − c)`.
+    matrix: Vec<f64>,
+    /// The matrix whose factors `band` holds (when `factored`).
+    last: Vec<f64>,
+    factored: bool,
+    /// The factors, in the same layout.
     band: Vec<f64>,
+    /// Factorizations made (the others reused the last one).
+    factorizations: u64,
     /// Row interchanged with row `j` at step `j`.
     pivots: Vec<usize>,
     /// The right-hand side in band order.
@@ -640,10 +650,19 @@ impl BandLu {
             kl,
             ku,
             ld,
+            matrix: vec![0.0; ld * n],
+            last: vec![0.0; ld * n],
+            factored: false,
             band: vec![0.0; ld * n],
+            factorizations: 0,
             pivots: vec![0; n],
             work: vec![0.0; n],
         }
+    }
+
+    /// Factorizations made so far ([`BandLu::factor`] calls that did not reuse the factors).
+    pub fn factorizations(&self) -> u64 {
+        self.factorizations
     }
 
     /// Lower and upper bandwidths in the band order.
@@ -658,7 +677,7 @@ impl BandLu {
 
     /// Set every entry to zero (before assembling a new matrix).
     pub fn clear(&mut self) {
-        self.band.iter_mut().for_each(|x| *x = 0.0);
+        self.matrix.iter_mut().for_each(|x| *x = 0.0);
     }
 
     /// Add `value` to entry `(row, column)` (unknowns in their original numbering); the entry
@@ -668,12 +687,24 @@ impl BandLu {
         let (r, c) = (self.position[row], self.position[column]);
         debug_assert!(r <= c + self.kl && c <= r + self.ku, "outside the pattern");
         let k = self.at(r, c);
-        self.band[k] += value;
+        self.matrix[k] += value;
     }
 
-    /// Factorize in place (LU with partial pivoting within the band); false when a pivot is
+    /// Factorize the assembled matrix in place (LU with partial pivoting within the band),
+    /// or keep the factors when it equals the matrix factored last; false when a pivot is
     /// zero (the matrix is singular). Allocation-free.
     pub fn factor(&mut self) -> bool {
+        if self.factored && self.matrix == self.last {
+            return true;
+        }
+        self.last.copy_from_slice(&self.matrix);
+        self.band.copy_from_slice(&self.matrix);
+        self.factorizations += 1;
+        self.factored = self.factor_band();
+        self.factored
+    }
+
+    fn factor_band(&mut self) -> bool {
         let (n, kl, kv) = (self.n, self.kl, self.kl + self.ku);
         let mut ju = 0usize;
         for j in 0..n {
@@ -822,6 +853,10 @@ mod tests {
                 );
             }
         }
+        // The same matrix again keeps its factors.
+        let made = lu.factorizations();
+        assert!(lu.factor());
+        assert_eq!(lu.factorizations(), made);
         lu.clear();
         assert!(!lu.factor(), "a zero matrix is singular");
     }

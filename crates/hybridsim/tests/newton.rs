@@ -213,3 +213,20 @@ fn pg_alpha_numerical_partition_takes_newton() {
         }
     }
 }
+
+/// `hybridsim check` prints the model's summary: it names Newton's method.
+#[test]
+fn the_summary_names_newton() {
+    let m = chain(&SPRINGS, 0.002, 0.8, "nonlinear_solver = \"newton\"");
+    let summary = hybridsim::Simulation::new(m).unwrap().summary();
+    assert!(
+        summary.contains("nonlinear_solver = newton (current tangent"),
+        "{summary}"
+    );
+    let m = chain(&SPRINGS, 0.002, 0.8, "");
+    let summary = hybridsim::Simulation::new(m).unwrap().summary();
+    assert!(
+        summary.contains("nonlinear_solver = converged"),
+        "{summary}"
+    );
+}

@@ -1006,9 +1006,11 @@ impl StateSpace {
         ))
     }
 
-    /// A superset of the places `(row, column)` of `D = M + c ∂R/∂Y` at any state: the mass,
-    /// [`StateSpace::linear_tangent_entries`] and, for every nonlinear slot, its rows (forces
-    /// and states) by its columns (`u`, `v`, states), and the diagonal. Allocates.
+    /// A superset of the places `(row, column)` of `D = M + c ∂R/∂Y` at any state as
+    /// [`StateSpace::add_current_tangent`] assembles it: the mass,
+    /// [`StateSpace::linear_tangent_entries`] and, for every nonlinear slot, its rows (forces,
+    /// and states unless they are path-updated) by its columns (`u`, `v`, and the same
+    /// states), and the diagonal. Allocates.
     pub fn tangent_pattern(&self) -> Vec<(usize, usize)> {
         let n = self.dofs.len();
         let mut p: Vec<(usize, usize)> = (0..self.size()).map(|i| (i, i)).collect();
@@ -1021,17 +1023,20 @@ impl StateSpace {
         for k in self.nonlinear_slots() {
             let slot = &self.slots[k];
             let s0 = 2 * n + slot.state_offset;
+            // A path-updated element's states follow its displacements: nothing in their
+            // rows and columns but the diagonal.
+            let states = if slot.element.exact_path_update() {
+                s0..s0
+            } else {
+                s0..s0 + slot.n_states
+            };
             let dofs = slot.map.iter().flatten();
-            let rows: Vec<usize> = dofs
-                .clone()
-                .map(|d| n + d)
-                .chain(s0..s0 + slot.n_states)
-                .collect();
+            let rows: Vec<usize> = dofs.clone().map(|d| n + d).chain(states.clone()).collect();
             let cols: Vec<usize> = dofs
                 .clone()
                 .copied()
                 .chain(dofs.map(|d| n + d))
-                .chain(s0..s0 + slot.n_states)
+                .chain(states)
                 .collect();
             for &r in &rows {
                 p.extend(cols.iter().map(|&c| (r, c)));

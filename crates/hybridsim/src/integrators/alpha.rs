@@ -360,6 +360,15 @@ impl AlphaStepper {
         self.newton.is_some()
     }
 
+    /// Newton's factorizations so far (iterations whose matrix equalled the one factored last
+    /// reuse its factors) and iterations with a singular matrix (solved with `D`); `None`
+    /// without Newton's method.
+    pub fn newton_factorizations(&self) -> Option<(u64, u64)> {
+        self.newton
+            .as_deref()
+            .map(|n| (n.lu.factorizations(), n.singular))
+    }
+
     /// The corrections of the last step of the converged solve, one per iteration: the
     /// largest over the blocks `u`, `v`, `s` of the correction of `Ẏ` relative to `Ẏ` (the
     /// quantity the tolerance bounds). Empty before the first such step.
