@@ -1,6 +1,7 @@
 //! Per-step cost of the converged nonlinear solve (issue 17, `analysis.nonlinear_solver =
 //! "converged"`, the default) against the single fixed-D correction it replaced
-//! (`"corrections"`), on MG-α at Δt = 1 ms: the six-storey bilinear shear building of
+//! (`"corrections"`) and against Newton's method with the current tangent (`"newton"`, the
+//! matrix re-assembled and re-factored every iteration), on MG-α at Δt = 1 ms: the six-storey bilinear shear building of
 //! `tests/hysteretic_accuracy.rs` (`mostaghel` storeys, mass-proportional damping) and the
 //! Bouc-Wen SDOF, under a seeded synthetic motion (1 g, so that the storeys yield). One
 //! measured iteration is the first 2000 steps (2 s of strong motion) of a fresh simulation
@@ -58,7 +59,7 @@ fn bench(c: &mut Criterion) {
         ("shear6", shear6 as fn(&str) -> Model),
         ("bouc_wen", bouc_wen),
     ] {
-        for solver in ["corrections", "converged"] {
+        for solver in ["corrections", "converged", "newton"] {
             let model = build(solver);
             // Iterations per step of the converged solve, for the report.
             let mut sim = Simulation::new(model.clone()).expect("simulation");

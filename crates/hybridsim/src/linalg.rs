@@ -593,6 +593,197 @@ impl StateMatrixFactors {
     }
 }
 
+/// A matrix of fixed sparsity pattern refactored in place, for Newton iterations whose matrix
+/// changes every iteration (issue 17, `analysis.nonlinear_solver = "newton"`): the unknowns are
+/// renumbered once by reverse Cuthill–McKee on the pattern (Cuthill & McKee 1969; George 1971)
+/// and the matrix is held in band storage with room for the fill of partial pivoting — the
+/// band LU of LAPACK's `dgbtf2`/`dgbtrs` (Anderson et al. 1999): `kl` subdiagonals, `ku`
+/// superdiagonals and `kl` more above for the row interchanges. A matrix equal to the one
+/// factored last (a hysteretic element on the same branch of its law) keeps its factors.
+/// Build time allocates; [`BandLu::clear`], [`BandLu::add`], [`BandLu::factor`] and
+/// [`BandLu::solve`] do not.
+#[derive(Debug, Clone)]
+pub struct BandLu {
+    n: usize,
+    /// Position of each unknown in the band order.
+    position: Vec<usize>,
+    kl: usize,
+    ku: usize,
+    /// Leading dimension: `2 kl + ku + 1`.
+    ld: usize,
+    /// The matrix being assembled, column-major band: entry `(r, c)` at
+    /// `c · ld + (kl + ku + r − c)`.
+    matrix: Vec<f64>,
+    /// The matrix whose factors `band` holds (when `factored`).
+    last: Vec<f64>,
+    factored: bool,
+    /// The factors, in the same layout.
+    band: Vec<f64>,
+    /// Factorizations made (the others reused the last one).
+    factorizations: u64,
+    /// Row interchanged with row `j` at step `j`.
+    pivots: Vec<usize>,
+    /// The right-hand side in band order.
+    work: Vec<f64>,
+}
+
+impl BandLu {
+    /// Storage for `n × n` matrices whose nonzero entries lie in `pattern` (`(row, column)`,
+    /// repeats allowed). Allocates.
+    pub fn new(n: usize, pattern: &[(usize, usize)]) -> Self {
+        let entries: Vec<(usize, usize, f64)> = pattern.iter().map(|&(i, j)| (i, j, 1.0)).collect();
+        let order = reverse_cuthill_mckee(&symmetric_pattern(n, &entries));
+        let mut position = vec![0; n];
+        for (p, &o) in order.iter().enumerate() {
+            position[o] = p;
+        }
+        let (mut kl, mut ku) = (0, 0);
+        for &(i, j) in pattern {
+            let (r, c) = (position[i], position[j]);
+            kl = kl.max(r.saturating_sub(c));
+            ku = ku.max(c.saturating_sub(r));
+        }
+        let ld = 2 * kl + ku + 1;
+        Self {
+            n,
+            position,
+            kl,
+            ku,
+            ld,
+            matrix: vec![0.0; ld * n],
+            last: vec![0.0; ld * n],
+            factored: false,
+            band: vec![0.0; ld * n],
+            factorizations: 0,
+            pivots: vec![0; n],
+            work: vec![0.0; n],
+        }
+    }
+
+    /// Factorizations made so far ([`BandLu::factor`] calls that did not reuse the factors).
+    pub fn factorizations(&self) -> u64 {
+        self.factorizations
+    }
+
+    /// Lower and upper bandwidths in the band order.
+    pub fn bandwidths(&self) -> (usize, usize) {
+        (self.kl, self.ku)
+    }
+
+    #[inline]
+    fn at(&self, r: usize, c: usize) -> usize {
+        c * self.ld + (self.kl + self.ku + r) - c
+    }
+
+    /// Set every entry to zero (before assembling a new matrix).
+    pub fn clear(&mut self) {
+        self.matrix.iter_mut().for_each(|x| *x = 0.0);
+    }
+
+    /// Add `value` to entry `(row, column)` (unknowns in their original numbering); the entry
+    /// must lie in the pattern given to [`BandLu::new`].
+    #[inline]
+    pub fn add(&mut self, row: usize, column: usize, value: f64) {
+        let (r, c) = (self.position[row], self.position[column]);
+        debug_assert!(r <= c + self.kl && c <= r + self.ku, "outside the pattern");
+        let k = self.at(r, c);
+        self.matrix[k] += value;
+    }
+
+    /// Factorize the assembled matrix in place (LU with partial pivoting within the band),
+    /// or keep the factors when it equals the matrix factored last; false when a pivot is
+    /// zero (the matrix is singular). Allocation-free.
+    pub fn factor(&mut self) -> bool {
+        if self.factored && self.matrix == self.last {
+            return true;
+        }
+        self.last.copy_from_slice(&self.matrix);
+        self.band.copy_from_slice(&self.matrix);
+        self.factorizations += 1;
+        self.factored = self.factor_band();
+        self.factored
+    }
+
+    fn factor_band(&mut self) -> bool {
+        let (n, kl, kv) = (self.n, self.kl, self.kl + self.ku);
+        let mut ju = 0usize;
+        for j in 0..n {
+            let km = kl.min(n - 1 - j);
+            let mut p = j;
+            let mut best = self.band[self.at(j, j)].abs();
+            for r in j + 1..=j + km {
+                let v = self.band[self.at(r, j)].abs();
+                if v > best {
+                    best = v;
+                    p = r;
+                }
+            }
+            self.pivots[j] = p;
+            if best == 0.0 || !best.is_finite() {
+                return false;
+            }
+            ju = ju.max((p + self.ku).min(n - 1));
+            if p != j {
+                for c in j..=ju {
+                    let (a, b) = (self.at(j, c), self.at(p, c));
+                    self.band.swap(a, b);
+                }
+            }
+            let inv = 1.0 / self.band[self.at(j, j)];
+            for r in j + 1..=j + km {
+                let k = self.at(r, j);
+                self.band[k] *= inv;
+            }
+            for c in j + 1..=ju.min(j + kv) {
+                let u = self.band[self.at(j, c)];
+                if u == 0.0 {
+                    continue;
+                }
+                for r in j + 1..=j + km {
+                    let l = self.band[self.at(r, j)];
+                    let k = self.at(r, c);
+                    self.band[k] -= l * u;
+                }
+            }
+        }
+        true
+    }
+
+    /// Solve `A x = b` in place with the factors of [`BandLu::factor`] (`x` holds `b` on
+    /// entry, original numbering). Allocation-free.
+    pub fn solve(&mut self, x: &mut [f64]) {
+        let (n, kl, kv) = (self.n, self.kl, self.kl + self.ku);
+        for (i, xi) in x.iter().enumerate() {
+            self.work[self.position[i]] = *xi;
+        }
+        for j in 0..n {
+            let km = kl.min(n - 1 - j);
+            let p = self.pivots[j];
+            if p != j {
+                self.work.swap(j, p);
+            }
+            let b = self.work[j];
+            if b != 0.0 {
+                for r in j + 1..=j + km {
+                    self.work[r] -= b * self.band[self.at(r, j)];
+                }
+            }
+        }
+        for j in (0..n).rev() {
+            let b = self.work[j] / self.band[self.at(j, j)];
+            self.work[j] = b;
+            if b != 0.0 {
+                for r in j.saturating_sub(kv)..j {
+                    self.work[r] -= b * self.band[self.at(r, j)];
+                }
+            }
+        }
+        for (i, xi) in x.iter_mut().enumerate() {
+            *xi = self.work[self.position[i]];
+        }
+    }
+}
+
 /// The diagonal `A` of the displacement rows of `D` (`D[i, n + i]`), when rows `0..n` hold
 /// exactly a unit diagonal and at most that entry, and `0 < n < size`; `None` otherwise.
 fn displacement_block(size: usize, n: usize, entries: &[(usize, usize, f64)]) -> Option<Vec<f64>> {
@@ -618,6 +809,58 @@ fn displacement_block(size: usize, n: usize, entries: &[(usize, usize, f64)]) ->
 
 #[cfg(test)]
 mod tests {
+    /// The in-place band LU solves random banded systems (pivoting needed: small diagonals)
+    /// to round-off against nalgebra's dense LU, and refactoring new values in the same
+    /// storage gives the new solution.
+    #[test]
+    fn band_lu_refactored_in_place_solves_to_round_off() {
+        let n = 40;
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        };
+        // A pattern scattered by an index shuffle (the renumbering must find the band).
+        let shuffle = |i: usize| (i * 17) % n;
+        let mut pattern = Vec::new();
+        for i in 0..n {
+            for j in i.saturating_sub(2)..(i + 3).min(n) {
+                pattern.push((shuffle(i), shuffle(j)));
+            }
+        }
+        let mut lu = BandLu::new(n, &pattern);
+        assert!(lu.bandwidths().0 <= 4, "{:?}", lu.bandwidths());
+        for round in 0..3 {
+            let mut dense = DMatrix::<f64>::zeros(n, n);
+            lu.clear();
+            for &(i, j) in &pattern {
+                let v = next() * if i == j { 0.01 } else { 1.0 } + round as f64 * 0.1;
+                dense[(i, j)] += v;
+                lu.add(i, j, v);
+            }
+            assert!(lu.factor());
+            let b: Vec<f64> = (0..n).map(|_| next()).collect();
+            let mut x = b.clone();
+            lu.solve(&mut x);
+            let mut expect = DVector::from_column_slice(&b);
+            assert!(dense.clone().lu().solve_mut(&mut expect));
+            for (a, e) in x.iter().zip(expect.iter()) {
+                assert!(
+                    (a - e).abs() <= 1e-9 * (1.0 + e.abs()),
+                    "round {round}: {a} vs {e}"
+                );
+            }
+        }
+        // The same matrix again keeps its factors.
+        let made = lu.factorizations();
+        assert!(lu.factor());
+        assert_eq!(lu.factorizations(), made);
+        lu.clear();
+        assert!(!lu.factor(), "a zero matrix is singular");
+    }
+
     use super::*;
     use nalgebra::DVector;
 

@@ -121,6 +121,11 @@ impl Simulation {
             IntegratorKind::MgAlpha | IntegratorKind::PgAlpha
         );
         let nonlinear = match a.nonlinear_tolerance.filter(|_| alpha) {
+            Some(tolerance) if a.nonlinear_newton => format!(
+                "nonlinear_solver = newton (current tangent, re-factored every iteration) to \
+                 {tolerance:e} in at most {} iterations",
+                a.nonlinear_max_iterations
+            ),
             Some(tolerance) => format!(
                 "nonlinear_solver = converged to {tolerance:e} in at most {} iterations",
                 a.nonlinear_max_iterations

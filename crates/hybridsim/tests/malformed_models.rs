@@ -2559,12 +2559,12 @@ fn nonlinear_solver_keys_are_checked() {
     let text = edit(
         SPLIT,
         "subcycles = 10",
-        "subcycles = 10\nnonlinear_solver = \"newton\"",
+        "subcycles = 10\nnonlinear_solver = \"Newton\"",
     );
     check(
         &text,
         "analysis.nonlinear_solver",
-        "must be \"converged\" or \"corrections\", found `newton`",
+        "must be \"converged\", \"newton\" or \"corrections\", found `Newton`",
     );
     let text = edit(
         SPLIT,
@@ -2585,6 +2585,37 @@ fn nonlinear_solver_keys_are_checked() {
         &text,
         "analysis.nonlinear_max_iterations",
         "must be between 1 and 1000, found 0",
+    );
+    // Newton (issue 17): the same bounds, and only where a numerical partition is iterated.
+    let text = edit(
+        SPLIT,
+        "subcycles = 10",
+        "subcycles = 10\nnonlinear_solver = \"newton\"\nnonlinear_tolerance = 1.5",
+    );
+    check(
+        &text,
+        "analysis.nonlinear_tolerance",
+        "must be in (0, 1), found 1.5",
+    );
+    let text = edit(
+        SPLIT,
+        "subcycles = 10",
+        "subcycles = 10\nnonlinear_solver = \"corrections\"\nnonlinear_max_iterations = 5",
+    );
+    check(
+        &text,
+        "analysis.nonlinear_tolerance",
+        "only used with nonlinear_solver = \"converged\" or \"newton\"",
+    );
+    let text = edit(
+        &edit(SPLIT, "subcycles = 10", "subcycles = 1"),
+        "integrator = \"pg-alpha\"",
+        "integrator = \"lsrt2-partitioned\"\nnonlinear_solver = \"newton\"",
+    );
+    check(
+        &text,
+        "analysis.nonlinear_solver",
+        "`lsrt2-partitioned` does not take it",
     );
 }
 

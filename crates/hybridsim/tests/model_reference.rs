@@ -303,3 +303,29 @@ fn hand_read_lab_tables_reject_unknown_keys() {
     // controller, signals, 5 stand-alone dynamics kinds, 10 block kinds.
     assert_eq!(checked, 17, "hand-read tables in model_keys()");
 }
+
+/// Every value of `analysis.nonlinear_solver` the parser accepts (issue 17: `converged`,
+/// `newton`, `corrections`) is named in the reference's row of that key, and parses.
+#[test]
+fn reference_names_every_nonlinear_solver() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/model-reference.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let row = doc
+        .lines()
+        .find(|l| l.starts_with("| `nonlinear_solver` |"))
+        .expect("a row for analysis.nonlinear_solver");
+    for value in ["converged", "newton", "corrections"] {
+        assert!(
+            row.contains(&format!("`{value}`:")),
+            "`{value}` is not described"
+        );
+        let text = format!(
+            "[[node]]\nid = 1\ndofs = [\"x\"]\n[[element]]\ntype = \"mass\"\nname = \"m\"\n\
+             node = 1\nmass = 1.0\n[[element]]\ntype = \"spring\"\nname = \"k\"\nnodes = [1]\n\
+             dof = \"x\"\nk = 1.0\n[analysis]\nintegrator = \"mg-alpha\"\ntime_step = 0.01\n\
+             duration = 0.1\nnonlinear_solver = \"{value}\"\n"
+        );
+        hybridsim::Model::from_toml(&text, "solver.toml", &hybridsim::model::NoFiles)
+            .unwrap_or_else(|e| panic!("{value}: {e}"));
+    }
+}

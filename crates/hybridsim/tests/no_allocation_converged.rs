@@ -4,7 +4,9 @@
 //! committed or current tangent (issue 17; also with fixed corrections) and the bookkeeping of
 //! unconverged steps must not allocate. Counted with the counting allocator on MG-α (chains of
 //! bilinear, Steel01, Bouc-Wen and lead-rubber springs; converging and forced to stop at one
-//! iteration) and on PG-α's numerical partition of the isolated bridge.
+//! iteration) and on PG-α's numerical partition of the isolated bridge. The same with Newton's
+//! method (`nonlinear_solver = "newton"`), whose matrix is assembled and factored in place
+//! every iteration.
 mod common;
 use common::*;
 
@@ -189,4 +191,40 @@ fn the_converged_solve_does_not_allocate() {
             None,
         );
     }
+    // Newton's method (issue 17): the current tangent assembled and factored in place.
+    count_steps(
+        hybridsim::Simulation::new(chain(&SPRINGS, "nonlinear_solver = \"newton\"")).unwrap(),
+        "mg-alpha, all four, newton",
+        None,
+    );
+    for stiffness in ["committed", "current"] {
+        let damping =
+            format!("[damping]\nalpha = 0.2\nbeta = 0.002\nstiffness = \"{stiffness}\"\n");
+        count_steps(
+            hybridsim::Simulation::new(chain_with(
+                &SPRINGS,
+                "nonlinear_solver = \"newton\"",
+                "rayleigh = true",
+                &damping,
+            ))
+            .unwrap(),
+            &format!("mg-alpha, all four, newton, Rayleigh on the {stiffness} tangent"),
+            None,
+        );
+    }
+    let bridge = example_with("bridge_iso.toml", |t| {
+        set(t, "analysis", "duration", 6.0);
+        set(t, "analysis", "nonlinear_solver", "newton");
+        let gm: toml::Value = toml::from_str::<toml::Table>(
+            "direction = 'y'\nsynthetic = { seed = 7, duration = 6.0, pga = 0.35 }",
+        )
+        .unwrap()
+        .into();
+        t.insert("ground_motion".into(), toml::Value::Array(vec![gm]));
+    });
+    count_steps(
+        hybridsim::Simulation::new(bridge).unwrap(),
+        "pg-alpha, bridge_iso, newton",
+        Some(false),
+    );
 }

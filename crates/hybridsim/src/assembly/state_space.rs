@@ -272,6 +272,8 @@ pub struct ElementWorkspace {
     sdot1: Vec<f64>,
     /// The committed tangents of the slots with committed tangent Rayleigh damping.
     committed: Vec<f64>,
+    /// One element's condensed tangent ([`StateSpace::condensed_tangent`]), by columns.
+    kt: Vec<f64>,
 }
 
 impl ElementWorkspace {
@@ -293,6 +295,7 @@ impl ElementWorkspace {
             sdotd: vec![zero; max_states],
             sdot1: vec![0.0; max_states],
             committed: Vec::new(),
+            kt: vec![0.0; max_dofs * max_dofs],
         }
     }
 }
@@ -624,41 +627,50 @@ impl StateSpace {
                 continue;
             };
             let ne = slot.map.len();
-            let ns = slot.n_states;
             self.gather(slot, y, ws);
             if ws.v[..ne].iter().all(|v| *v == 0.0) {
                 ws.committed[*offset..*offset + ne * ne].copy_from_slice(k0);
                 continue;
             }
-            slot.element.restoring(
-                &ws.u[..ne],
-                &ws.v[..ne],
-                &ws.s[..ns],
-                &mut ws.r[..ne],
-                &mut ws.sdot[..ns],
-            );
-            Self::probe(slot, ws);
-            for j in 0..ne {
-                // At the probe point: ∂ṡ/∂v_j, then column j: ∂r/∂u_j + ∂r/∂s · ∂ṡ/∂v_j.
-                for i in 0..ne {
-                    ws.ud[i] = Dual64::from(ws.u1[i]);
-                    ws.vd[i] = Dual64::new(ws.v[i], if i == j { 1.0 } else { 0.0 });
-                }
-                for k in 0..ns {
-                    ws.sd[k] = Dual64::from(ws.s1[k]);
-                }
-                Self::restoring_dual_at(slot, ws);
-                for k in 0..ns {
-                    ws.sd[k] = Dual64::new(ws.s1[k], ws.sdotd[k].eps);
-                }
-                for i in 0..ne {
-                    ws.ud[i] = Dual64::new(ws.u1[i], if i == j { 1.0 } else { 0.0 });
-                    ws.vd[i] = Dual64::from(ws.v[i]);
-                }
-                Self::restoring_dual_at(slot, ws);
-                for i in 0..ne {
-                    ws.committed[*offset + j * ne + i] = ws.rd[i].eps;
-                }
+            Self::condensed_tangent(slot, ws);
+            ws.committed[*offset..*offset + ne * ne].copy_from_slice(&ws.kt[..ne * ne]);
+        }
+    }
+
+    /// The condensed tangent `K = ∂r/∂u + ∂r/∂s · ∂ṡ/∂v` of a slot at the workspace's `u`,
+    /// `s`, along the motion `v` (taken at [`Self::probe`]), into `ws.kt` by columns
+    /// (`ne²` entries). Allocation-free.
+    fn condensed_tangent(slot: &ElementSlot, ws: &mut ElementWorkspace) {
+        let ne = slot.map.len();
+        let ns = slot.n_states;
+        slot.element.restoring(
+            &ws.u[..ne],
+            &ws.v[..ne],
+            &ws.s[..ns],
+            &mut ws.r[..ne],
+            &mut ws.sdot[..ns],
+        );
+        Self::probe(slot, ws);
+        for j in 0..ne {
+            // At the probe point: ∂ṡ/∂v_j, then column j: ∂r/∂u_j + ∂r/∂s · ∂ṡ/∂v_j.
+            for i in 0..ne {
+                ws.ud[i] = Dual64::from(ws.u1[i]);
+                ws.vd[i] = Dual64::new(ws.v[i], if i == j { 1.0 } else { 0.0 });
+            }
+            for k in 0..ns {
+                ws.sd[k] = Dual64::from(ws.s1[k]);
+            }
+            Self::restoring_dual_at(slot, ws);
+            for k in 0..ns {
+                ws.sd[k] = Dual64::new(ws.s1[k], ws.sdotd[k].eps);
+            }
+            for i in 0..ne {
+                ws.ud[i] = Dual64::new(ws.u1[i], if i == j { 1.0 } else { 0.0 });
+                ws.vd[i] = Dual64::from(ws.v[i]);
+            }
+            Self::restoring_dual_at(slot, ws);
+            for i in 0..ne {
+                ws.kt[j * ne + i] = ws.rd[i].eps;
             }
         }
     }
@@ -967,6 +979,196 @@ impl StateSpace {
         }
         let s0 = 2 * n + slot.state_offset;
         ws.s[..slot.n_states].copy_from_slice(&y[s0..s0 + slot.n_states]);
+    }
+
+    /// The slots evaluated through their element's law (hysteretic and other nonlinear
+    /// elements): those whose tangent [`StateSpace::add_current_tangent`] evaluates.
+    pub fn nonlinear_slots(&self) -> Vec<usize> {
+        (0..self.slots.len())
+            .filter(|&k| matches!(self.slots[k].kernel, SlotKernel::Generic))
+            .collect()
+    }
+
+    /// The entries `(row, column, value)` of `∂R/∂Y` that do not depend on the state: `J0`
+    /// without the slots of [`StateSpace::nonlinear_slots`] (the `u̇ = v` rows, the linear
+    /// elements, the estimate of a specimen), merged by place. Allocates (start-up only).
+    pub fn linear_tangent_entries(&self) -> Vec<(usize, usize, f64)> {
+        let linear: Vec<ElementSlot> = self
+            .slots
+            .iter()
+            .filter(|s| !matches!(s.kernel, SlotKernel::Generic))
+            .cloned()
+            .collect();
+        merge_triplets(tangent_triplets(
+            &self.dofs,
+            &linear,
+            self.estimate.as_ref(),
+        ))
+    }
+
+    /// A superset of the places `(row, column)` of `D = M + c ∂R/∂Y` at any state as
+    /// [`StateSpace::add_current_tangent`] assembles it: the mass,
+    /// [`StateSpace::linear_tangent_entries`] and, for every nonlinear slot, its rows (forces,
+    /// and states unless they are path-updated) by its columns (`u`, `v`, and the same
+    /// states), and the diagonal. Allocates.
+    pub fn tangent_pattern(&self) -> Vec<(usize, usize)> {
+        let n = self.dofs.len();
+        let mut p: Vec<(usize, usize)> = (0..self.size()).map(|i| (i, i)).collect();
+        p.extend(self.mass_entries.iter().map(|&(i, j, _)| (n + i, n + j)));
+        p.extend(
+            self.linear_tangent_entries()
+                .iter()
+                .map(|&(i, j, _)| (i, j)),
+        );
+        for k in self.nonlinear_slots() {
+            let slot = &self.slots[k];
+            let s0 = 2 * n + slot.state_offset;
+            // A path-updated element's states follow its displacements: nothing in their
+            // rows and columns but the diagonal.
+            let states = if slot.element.exact_path_update() {
+                s0..s0
+            } else {
+                s0..s0 + slot.n_states
+            };
+            let dofs = slot.map.iter().flatten();
+            let rows: Vec<usize> = dofs.clone().map(|d| n + d).chain(states.clone()).collect();
+            let cols: Vec<usize> = dofs
+                .clone()
+                .copied()
+                .chain(dofs.map(|d| n + d))
+                .chain(states)
+                .collect();
+            for &r in &rows {
+                p.extend(cols.iter().map(|&c| (r, c)));
+            }
+        }
+        p
+    }
+
+    /// The condensed initial stiffness `K_0` (by columns) of every slot with an exact path
+    /// update, empty for the others: the tangent [`StateSpace::add_current_tangent`] takes for
+    /// an element that does not move over the step. Allocates.
+    pub fn path_initial_stiffness(&self) -> Vec<Vec<f64>> {
+        self.slots
+            .iter()
+            .map(|s| {
+                if matches!(s.kernel, SlotKernel::Generic) && s.element.exact_path_update() {
+                    crate::elements::rayleigh_stiffness(s.element.as_ref())
+                        .map(|k| k.as_slice().to_vec())
+                        .unwrap_or_default()
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect()
+    }
+
+    /// The current tangent `∂R/∂Y` of the nonlinear slots `slots` at `y`, the step having
+    /// started from `y_start`, term by term through `add(row, column, value)` (Newton's method
+    /// on the step's equations, issue 17; exact forward-mode dual numbers):
+    ///
+    /// - an element with [`crate::elements::Element::exact_path_update`], whose states are
+    ///   set by the return mapping along the step's path: the consistent tangent of that update
+    ///   (Simo & Taylor 1985), `∂r/∂u + ∂r/∂s · ∂ṡ/∂v` along the step's deformation increment
+    ///   `u − u_start` at the end state (the dual numbers of the committed Rayleigh tangent;
+    ///   exact for the piecewise-linear laws and for a law integrated along a straight path in
+    ///   the deformation), on the displacement columns, and `∂r/∂v`; nothing on its state rows
+    ///   and columns (the states follow the displacements). With no deformation increment,
+    ///   `k0[slot]`;
+    /// - any other nonlinear element: all of `∂r/∂[u; v; s]` and `−∂ṡ/∂[u; v; s]`;
+    /// - tangent Rayleigh damping `β K v` ([`RayleighStiffness`]): `β K` on the velocity
+    ///   columns, `K` the committed tangent or the current one along the motion (the
+    ///   variation of `K` with the state left out).
+    ///
+    /// Allocation-free.
+    pub fn add_current_tangent(
+        &self,
+        slots: &[usize],
+        y_start: &[f64],
+        y: &[f64],
+        k0: &[Vec<f64>],
+        ws: &mut ElementWorkspace,
+        add: &mut impl FnMut(usize, usize, f64),
+    ) {
+        let n = self.dofs.len();
+        for &k in slots {
+            let slot = &self.slots[k];
+            let (ne, ns) = (slot.map.len(), slot.n_states);
+            let s0 = 2 * n + slot.state_offset;
+            self.gather(slot, y, ws);
+            let path = slot.element.exact_path_update();
+            // Seeds: u_j (d < ne), v_j (ne ≤ d < 2ne), s_k; only v_j for a path-updated one.
+            let directions = if path { ne..2 * ne } else { 0..2 * ne + ns };
+            for d in directions {
+                let col = if d < ne {
+                    slot.map[d]
+                } else if d < 2 * ne {
+                    slot.map[d - ne].map(|c| n + c)
+                } else {
+                    Some(s0 + d - 2 * ne)
+                };
+                let Some(col) = col else { continue };
+                for i in 0..ne {
+                    ws.ud[i] = Dual64::new(ws.u[i], if d == i { 1.0 } else { 0.0 });
+                    ws.vd[i] = Dual64::new(ws.v[i], if d == ne + i { 1.0 } else { 0.0 });
+                }
+                for q in 0..ns {
+                    ws.sd[q] = Dual64::new(ws.s[q], if d == 2 * ne + q { 1.0 } else { 0.0 });
+                }
+                Self::restoring_dual_at(slot, ws);
+                for (i, m) in slot.map.iter().enumerate() {
+                    if let Some(row) = m {
+                        add(n + row, col, ws.rd[i].eps);
+                    }
+                }
+                if !path {
+                    for q in 0..ns {
+                        add(s0 + q, col, -ws.sdotd[q].eps);
+                    }
+                }
+            }
+            if let Some(t) = &slot.tangent_rayleigh {
+                let kt: &[f64] = match t.committed {
+                    Some(offset) => &ws.committed[offset..offset + ne * ne],
+                    None if ws.v[..ne].iter().all(|v| *v == 0.0) => &t.k0,
+                    None => {
+                        Self::condensed_tangent(slot, ws);
+                        &ws.kt[..ne * ne]
+                    }
+                };
+                for (j, mj) in slot.map.iter().enumerate() {
+                    let Some(cj) = mj else { continue };
+                    for (i, mi) in slot.map.iter().enumerate() {
+                        if let Some(ri) = mi {
+                            add(n + ri, n + cj, t.beta * kt[j * ne + i]);
+                        }
+                    }
+                }
+                self.gather(slot, y, ws);
+            }
+            if path {
+                // Along the deformation increment of the step.
+                let mut moved = false;
+                for (i, m) in slot.map.iter().enumerate() {
+                    ws.v[i] = m.map_or(0.0, |c| y[c] - y_start[c]);
+                    moved |= ws.v[i] != 0.0;
+                }
+                let kt: &[f64] = if moved {
+                    Self::condensed_tangent(slot, ws);
+                    &ws.kt[..ne * ne]
+                } else {
+                    &k0[k]
+                };
+                for (j, mj) in slot.map.iter().enumerate() {
+                    let Some(cj) = mj else { continue };
+                    for (i, mi) in slot.map.iter().enumerate() {
+                        if let Some(ri) = mi {
+                            add(n + ri, *cj, kt[j * ne + i]);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Rows of `Y` (extra states) that [`StateSpace::path_update`] sets: the states of the

@@ -57,7 +57,8 @@ pub(super) fn analysis(
     let force_delay = force_delay(a, integrator, substructures, diag);
     let (projection, coarse) = lsrt2_partitioned(a, integrator, start, substructures, diag);
     let estimator = estimator(a, integrator, rho_inf, diag);
-    let (nonlinear_tolerance, nonlinear_max_iterations) = nonlinear_solver(a, diag);
+    let (nonlinear_tolerance, nonlinear_max_iterations, nonlinear_newton) =
+        nonlinear_solver(a, integrator, diag);
     let multiplier_predictor = multiplier_predictor(a, integrator, diag);
     if diag.len() > before {
         return None;
@@ -77,6 +78,7 @@ pub(super) fn analysis(
         estimator,
         nonlinear_tolerance,
         nonlinear_max_iterations,
+        nonlinear_newton,
         multiplier_predictor,
     })
 }
@@ -563,16 +565,37 @@ fn estimator(
 
 /// `analysis.nonlinear_solver`, `nonlinear_tolerance`, `nonlinear_max_iterations` (issue 17):
 /// the converged solve is the default, except when `corrections` is given without
-/// `nonlinear_solver` (a fixed number of corrections, as before).
-fn nonlinear_solver(a: &AnalysisSpec, diag: &mut Diagnostics) -> (Option<f64>, usize) {
+/// `nonlinear_solver` (a fixed number of corrections, as before). `newton` is the converged
+/// solve with the current tangent (the third value).
+fn nonlinear_solver(
+    a: &AnalysisSpec,
+    integrator: IntegratorKind,
+    diag: &mut Diagnostics,
+) -> (Option<f64>, usize, bool) {
+    let newton = a.nonlinear_solver.as_deref() == Some("newton");
+    if newton
+        && !matches!(
+            integrator,
+            IntegratorKind::MgAlpha | IntegratorKind::PgAlpha
+        )
+    {
+        diag.push(
+            "analysis.nonlinear_solver",
+            format!(
+                "\"newton\" iterates the numerical substructure of mg-alpha and pg-alpha; \
+                 `{}` does not take it (remove the key or use \"converged\")",
+                integrator.name()
+            ),
+        );
+    }
     let converged = match a.nonlinear_solver.as_deref() {
         None => a.corrections.is_none(),
-        Some("converged") => true,
+        Some("converged") | Some("newton") => true,
         Some("corrections") => false,
         Some(other) => {
             diag.push(
                 "analysis.nonlinear_solver",
-                format!("must be \"converged\" or \"corrections\", found `{other}`"),
+                format!("must be \"converged\", \"newton\" or \"corrections\", found `{other}`"),
             );
             true
         }
@@ -599,8 +622,12 @@ fn nonlinear_solver(a: &AnalysisSpec, diag: &mut Diagnostics) -> (Option<f64>, u
     if !converged && given {
         diag.push(
             "analysis.nonlinear_tolerance",
-            "only used with nonlinear_solver = \"converged\"",
+            "only used with nonlinear_solver = \"converged\" or \"newton\"",
         );
     }
-    (converged.then_some(tol), max_it.clamp(1, 1000) as usize)
+    (
+        converged.then_some(tol),
+        max_it.clamp(1, 1000) as usize,
+        newton,
+    )
 }

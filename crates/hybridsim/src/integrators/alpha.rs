@@ -1,7 +1,7 @@
 //! The generalized-α step shared by the monolithic and partitioned schemes.
 
 use crate::assembly::{Coupling, Partition, StateSpace};
-use crate::linalg::StateMatrixFactors;
+use crate::linalg::{BandLu, StateMatrixFactors};
 use crate::physical::PortError;
 use nalgebra::{DMatrix, DVector};
 
@@ -207,6 +207,29 @@ pub struct AlphaStepper {
     /// Whether the partition has Rayleigh damping with committed tangents, refreshed from
     /// `Y_n` at the start of every step.
     committed_rayleigh: bool,
+    /// Newton's method with the current tangent ([`AlphaStepper::with_newton`]).
+    newton: Option<Box<NewtonSolve>>,
+    /// The relative corrections of the last converged solve, by iteration (`max_iterations`
+    /// places; the first `last_len` hold values).
+    last_corrections: Vec<f64>,
+    last_len: usize,
+}
+
+/// The matrix of Newton's method on the step's equations `M Ẏ + R(Ỹ + cẎ) = F + LΛw`
+/// (issue 17): `M + c ∂R/∂Y` at the current iterate, re-assembled and re-factored in place
+/// every iteration.
+#[derive(Debug, Clone)]
+struct NewtonSolve {
+    /// Band LU on the pattern of the partition's `D` at any state.
+    lu: BandLu,
+    /// `M` with the state-independent `∂R/∂Y`: `(row, column, m, j)` adds `m + c j`.
+    constant: Vec<(usize, usize, f64, f64)>,
+    /// The slots whose tangent follows the state.
+    slots: Vec<usize>,
+    /// Their condensed initial stiffness (path-updated elements at rest).
+    k0: Vec<Vec<f64>>,
+    /// Iterations whose current-tangent matrix was singular (solved with `D` instead).
+    singular: u64,
 }
 
 /// What the converged nonlinear solve of the numerical partitions did over a run (issue 17),
@@ -279,6 +302,9 @@ impl AlphaStepper {
             worst_unconverged: 0.0,
             y_start: DVector::zeros(0),
             committed_rayleigh: false,
+            newton: None,
+            last_corrections: Vec::new(),
+            last_len: 0,
         }
     }
 
@@ -289,7 +315,65 @@ impl AlphaStepper {
     pub fn with_convergence(mut self, tolerance: Option<f64>, max_iterations: usize) -> Self {
         self.tolerance = tolerance;
         self.max_iterations = max_iterations.max(1);
+        self.last_corrections = vec![0.0; self.max_iterations];
         self
+    }
+
+    /// Iterate the converged solve by Newton's method with the current tangent (issue 17,
+    /// `analysis.nonlinear_solver = "newton"`) instead of the fixed `D`: every iteration
+    /// solves with `M + c ∂R/∂Y` at the iterate — the consistent tangent of the path-updated
+    /// hysteretic states (Simo & Taylor 1985), dual-number Jacobians of the other nonlinear
+    /// elements ([`crate::assembly::StateSpace::add_current_tangent`]) — assembled and
+    /// factored in place on storage allocated here ([`BandLu`]). Only a numerical partition
+    /// with nonlinear elements under the converged solve takes it; a physical partition is
+    /// never iterated. The predictor of each step still solves with `D`.
+    pub fn with_newton(mut self, part: &Partition, newton: bool) -> Self {
+        if !newton || part.physical.is_some() || !self.nonlinear || self.tolerance.is_none() {
+            return self;
+        }
+        let st = &part.state;
+        let n = st.n_dofs();
+        let mut constant: Vec<(usize, usize, f64, f64)> = Vec::new();
+        for i in 0..st.size() {
+            if !(n..2 * n).contains(&i) {
+                constant.push((i, i, 1.0, 0.0));
+            }
+        }
+        for &(i, j, m) in st.mass_entries() {
+            constant.push((n + i, n + j, m, 0.0));
+        }
+        for (i, j, v) in st.linear_tangent_entries() {
+            constant.push((i, j, 0.0, v));
+        }
+        self.newton = Some(Box::new(NewtonSolve {
+            lu: BandLu::new(st.size(), &st.tangent_pattern()),
+            constant,
+            slots: st.nonlinear_slots(),
+            k0: st.path_initial_stiffness(),
+            singular: 0,
+        }));
+        self
+    }
+
+    /// Whether the converged solve iterates by Newton's method ([`AlphaStepper::with_newton`]).
+    pub fn is_newton(&self) -> bool {
+        self.newton.is_some()
+    }
+
+    /// Newton's factorizations so far (iterations whose matrix equalled the one factored last
+    /// reuse its factors) and iterations with a singular matrix (solved with `D`); `None`
+    /// without Newton's method.
+    pub fn newton_factorizations(&self) -> Option<(u64, u64)> {
+        self.newton
+            .as_deref()
+            .map(|n| (n.lu.factorizations(), n.singular))
+    }
+
+    /// The corrections of the last step of the converged solve, one per iteration: the
+    /// largest over the blocks `u`, `v`, `s` of the correction of `Ẏ` relative to `Ẏ` (the
+    /// quantity the tolerance bounds). Empty before the first such step.
+    pub fn last_corrections(&self) -> &[f64] {
+        &self.last_corrections[..self.last_len]
     }
 
     /// Steps whose converged solve reached `max_iterations` without meeting the tolerance.
@@ -381,6 +465,9 @@ impl AlphaStepper {
             worst_unconverged: 0.0,
             y_start: DVector::zeros(n),
             committed_rayleigh: st.has_committed_rayleigh(),
+            newton: None,
+            last_corrections: vec![0.0; 20],
+            last_len: 0,
         })
     }
 
@@ -577,13 +664,16 @@ impl AlphaStepper {
         let mut converged = false;
         let mut last = 0.0;
         self.solves += 1;
-        for _ in 0..self.max_iterations {
+        self.last_len = 0;
+        for iteration in 0..self.max_iterations {
             self.iterate_state(part, from, &mut to.ydot);
             self.correction_rhs(part, &to.ydot);
             for &r in &self.path_rows {
                 self.rhs[r] = 0.0;
             }
-            self.d_fact.solve(self.rhs.as_mut_slice());
+            if !self.newton_solve(part, from) {
+                self.d_fact.solve(self.rhs.as_mut_slice());
+            }
             to.ydot += &self.rhs;
             self.iterations += 1;
             converged = true;
@@ -603,6 +693,10 @@ impl AlphaStepper {
                 }
                 last = f64::max(last, if mag > 0.0 { inc / mag } else { inc });
             }
+            if let Some(slot) = self.last_corrections.get_mut(iteration) {
+                *slot = last;
+                self.last_len = iteration + 1;
+            }
             if converged {
                 break;
             }
@@ -613,6 +707,40 @@ impl AlphaStepper {
             self.worst_unconverged = self.worst_unconverged.max(last);
         }
         self.iterate_state(part, from, &mut to.ydot);
+    }
+
+    /// With Newton's method: `rhs ← (M + c ∂R/∂Y)⁻¹ rhs` at the iterate `y_iter`; false (and
+    /// `rhs` untouched) without it or when that matrix is singular. Allocation-free.
+    fn newton_solve(&mut self, part: &mut Partition, from: &AlphaState) -> bool {
+        let Some(newton) = self.newton.as_deref_mut() else {
+            return false;
+        };
+        let c = self.c;
+        let NewtonSolve {
+            lu,
+            constant,
+            slots,
+            k0,
+            singular,
+        } = newton;
+        lu.clear();
+        for &(i, j, m, v) in constant.iter() {
+            lu.add(i, j, m + c * v);
+        }
+        part.state.add_current_tangent(
+            slots,
+            from.y.as_slice(),
+            self.y_iter.as_slice(),
+            k0,
+            &mut part.ws,
+            &mut |i, j, v| lu.add(i, j, c * v),
+        );
+        if !lu.factor() {
+            *singular += 1;
+            return false;
+        }
+        lu.solve(self.rhs.as_mut_slice());
+        true
     }
 
     /// Corrector (eq 13).

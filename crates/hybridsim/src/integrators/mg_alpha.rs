@@ -25,10 +25,12 @@ impl MgAlpha {
     pub fn new(mut part: Partition, settings: &StepSettings) -> Result<Self, String> {
         let (dt, t0) = (settings.time_step, settings.t0);
         let params = AlphaParameters::new(settings.rho_inf);
-        let stepper = AlphaStepper::new(&part, params, dt, settings.corrections)?.with_convergence(
-            settings.nonlinear_tolerance,
-            settings.nonlinear_max_iterations,
-        );
+        let stepper = AlphaStepper::new(&part, params, dt, settings.corrections)?
+            .with_convergence(
+                settings.nonlinear_tolerance,
+                settings.nonlinear_max_iterations,
+            )
+            .with_newton(&part, settings.nonlinear_newton);
         let size = part.state.size();
         let mut state = AlphaState::zeros(size);
         state.y.copy_from(&part.state.y0);
@@ -50,6 +52,11 @@ impl MgAlpha {
     /// The generalized-α parameters.
     pub fn parameters(&self) -> AlphaParameters {
         self.stepper.params
+    }
+
+    /// The stepper (its converged solve's record: [`AlphaStepper::last_corrections`]).
+    pub fn stepper(&self) -> &AlphaStepper {
+        &self.stepper
     }
 
     /// The current algorithmic state.

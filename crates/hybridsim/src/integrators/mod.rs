@@ -70,6 +70,8 @@ pub struct StepSettings {
     pub nonlinear_tolerance: Option<f64>,
     /// Iteration bound of the converged solve.
     pub nonlinear_max_iterations: usize,
+    /// The converged solve by Newton's method with the current tangent (issue 17).
+    pub nonlinear_newton: bool,
     /// PG-α: the share of the interface force carried by the free solutions.
     pub multiplier_predictor: crate::model::MultiplierPredictor,
 }
@@ -90,6 +92,7 @@ impl StepSettings {
             coarse: None,
             nonlinear_tolerance: None,
             nonlinear_max_iterations: crate::model::NONLINEAR_MAX_ITERATIONS,
+            nonlinear_newton: false,
             multiplier_predictor: crate::model::MultiplierPredictor::None,
         }
     }
@@ -108,6 +111,7 @@ impl StepSettings {
             coarse: a.coarse,
             nonlinear_tolerance: a.nonlinear_tolerance,
             nonlinear_max_iterations: a.nonlinear_max_iterations,
+            nonlinear_newton: a.nonlinear_newton,
             multiplier_predictor: a.multiplier_predictor,
         }
     }

@@ -130,7 +130,8 @@ impl PgAlpha {
                     .with_convergence(
                         settings.nonlinear_tolerance,
                         settings.nonlinear_max_iterations,
-                    );
+                    )
+                    .with_newton(part, settings.nonlinear_newton);
             let size = part.state.size();
             let (q_y, q_ydot, q_v) = link_operator(
                 &part.state,

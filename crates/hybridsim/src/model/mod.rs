@@ -322,6 +322,10 @@ pub struct AnalysisSettings {
     pub nonlinear_tolerance: Option<f64>,
     /// `analysis.nonlinear_max_iterations`.
     pub nonlinear_max_iterations: usize,
+    /// `analysis.nonlinear_solver = "newton"`: the converged solve iterates with the current
+    /// tangent of the nonlinear elements, re-factored every iteration, instead of the initial
+    /// one (issue 17).
+    pub nonlinear_newton: bool,
     /// PG-α: `analysis.multiplier_predictor`.
     pub multiplier_predictor: MultiplierPredictor,
 }
