@@ -167,6 +167,10 @@ fn agree(text: &str, what: &str) -> (usize, usize) {
             effective.is_reduced(),
             "{what}: the effective path is taken"
         );
+        assert!(
+            effective.is_symmetric(),
+            "{what}: the symmetric positive definite effective matrix is factored as L D Lᵀ"
+        );
         stored = (effective.stored(), whole.stored());
         let d_abs = d.iter().map(|e| e.2.abs()).fold(0.0, f64::max);
         for _ in 0..3 {
