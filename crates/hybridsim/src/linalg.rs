@@ -410,6 +410,254 @@ impl FactoredMatrix {
     }
 }
 
+/// `A⁻¹` of a symmetric positive definite matrix through its `L D Lᵀ` factorization without
+/// pivoting (`L` unit lower triangular, `D` diagonal), stored by rows over the envelope of the
+/// lower triangle — each row from its first nonzero column to the diagonal, the fill of the
+/// factorization staying inside it (Jennings 1966; George & Liu 1981, ch. 4) — in reverse
+/// Cuthill–McKee order (or the natural one when its envelope is smaller). Allocation-free
+/// solves.
+///
+/// Against [`FactoredMatrix`]'s band LU with partial pivoting of the same matrix it stores one
+/// triangle instead of two, needs no row exchanges (which widen `U` beyond the band), and its
+/// factorization does half the work. It is only built for a matrix that is symmetric (each
+/// pair `a_ij`, `a_ji` equal to within 8 ε of the larger; the two are averaged) and whose
+/// pivots `d_i` all come out positive (then the matrix is positive definite and the
+/// factorization backward stable without pivoting, Higham 2002, §10.1):
+/// [`SymmetricFactors::from_entries`] returns `None` otherwise, and the caller keeps the LU.
+#[derive(Debug, Clone)]
+pub struct SymmetricFactors {
+    /// Swaps applied in order to `b` before the sweeps (the renumbering).
+    pre_swaps: Vec<(usize, usize)>,
+    /// Swaps applied in order to the solution after the sweeps (the inverse renumbering).
+    post_swaps: Vec<(usize, usize)>,
+    /// Row `r` of `L` left of the diagonal: columns `first[r] .. r` in
+    /// `l_val[l_ptr[r]..l_ptr[r + 1]]`.
+    first: Vec<usize>,
+    l_ptr: Vec<usize>,
+    l_val: Vec<f64>,
+    /// The pivots `d_r`.
+    diag: Vec<f64>,
+}
+
+/// `Σ a_k b_k` over two slices of equal length, in eight interleaved partial sums (so the
+/// products of a band row pipeline, two registers of four, instead of waiting on one running
+/// sum).
+#[inline(always)]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut s = [0.0f64; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for k in 0..8 {
+            s[k] += x[k] * y[k];
+        }
+    }
+    for (k, (x, y)) in ra.iter().zip(rb).enumerate() {
+        s[k] += x * y;
+    }
+    ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]))
+}
+
+/// The sum of the row envelopes of the lower triangle (`Σ_r r − first_r`) of the pattern of
+/// `entries` in the given order.
+fn envelope(n: usize, entries: &[(usize, usize, f64)]) -> usize {
+    let mut first: Vec<usize> = (0..n).collect();
+    for &(i, j, _) in entries {
+        let (r, c) = if i >= j { (i, j) } else { (j, i) };
+        first[r] = first[r].min(c);
+    }
+    first.iter().enumerate().map(|(r, f)| r - f).sum()
+}
+
+impl SymmetricFactors {
+    /// The lower triangle `(row ≥ column)` of the `n × n` matrix of `entries` (each position
+    /// given once, zeros ignored) when it is symmetric — every off-diagonal entry matched by
+    /// its transpose to within `8 ε` of the larger magnitude, the pair then replaced by its
+    /// mean — and `None` otherwise.
+    fn symmetric_lower(entries: &[(usize, usize, f64)]) -> Option<Vec<(usize, usize, f64)>> {
+        let mut lower: Vec<(usize, usize, f64)> = Vec::with_capacity(entries.len() / 2 + 1);
+        let mut upper: Vec<(usize, usize, f64)> = Vec::with_capacity(entries.len() / 2 + 1);
+        for &(i, j, v) in entries {
+            if v == 0.0 {
+                continue;
+            }
+            if i > j {
+                lower.push((i, j, v));
+            } else if i < j {
+                upper.push((j, i, v));
+            }
+        }
+        if lower.len() != upper.len() {
+            return None;
+        }
+        lower.sort_by_key(|e| (e.0, e.1));
+        upper.sort_by_key(|e| (e.0, e.1));
+        for (l, u) in lower.iter_mut().zip(&upper) {
+            if (l.0, l.1) != (u.0, u.1) {
+                return None;
+            }
+            if l.2 != u.2 {
+                if (l.2 - u.2).abs() > 8.0 * f64::EPSILON * l.2.abs().max(u.2.abs()) {
+                    return None;
+                }
+                l.2 = 0.5 * (l.2 + u.2);
+            }
+        }
+        lower.extend(entries.iter().filter(|e| e.0 == e.1 && e.2 != 0.0).copied());
+        Some(lower)
+    }
+
+    /// Factorize the `n × n` matrix of nonzero `entries` `(row, column, value)` (each position
+    /// once) as `L D Lᵀ`; `None` when it is not symmetric or a pivot is not positive (not
+    /// positive definite, or singular to working precision).
+    pub fn from_entries(n: usize, entries: &[(usize, usize, f64)]) -> Option<Self> {
+        let lower = Self::symmetric_lower(entries)?;
+        let order = reverse_cuthill_mckee(&symmetric_pattern(n, &lower));
+        let mut position = vec![0; n];
+        for (p, &o) in order.iter().enumerate() {
+            position[o] = p;
+        }
+        let permuted: Vec<(usize, usize, f64)> = lower
+            .iter()
+            .map(|&(i, j, v)| {
+                let (a, b) = (position[i], position[j]);
+                if a >= b {
+                    (a, b, v)
+                } else {
+                    (b, a, v)
+                }
+            })
+            .collect();
+        let identity = order.iter().enumerate().all(|(i, &o)| i == o);
+        if identity || envelope(n, &permuted) >= envelope(n, &lower) {
+            Self::with_order(n, &lower, None)
+        } else {
+            Self::with_order(n, &permuted, Some(&order))
+        }
+    }
+
+    /// Factorize the lower triangle `entries` (row ≥ column, renumbered by `order` if any).
+    fn with_order(
+        n: usize,
+        entries: &[(usize, usize, f64)],
+        order: Option<&[usize]>,
+    ) -> Option<Self> {
+        let mut first: Vec<usize> = (0..n).collect();
+        for &(i, j, _) in entries {
+            first[i] = first[i].min(j);
+        }
+        let mut l_ptr = Vec::with_capacity(n + 1);
+        l_ptr.push(0);
+        for (r, &f) in first.iter().enumerate() {
+            l_ptr.push(l_ptr[r] + (r - f));
+        }
+        let mut l_val = vec![0.0; l_ptr[n]];
+        let mut diag = vec![0.0; n];
+        for &(i, j, v) in entries {
+            if i == j {
+                diag[i] += v;
+            } else {
+                l_val[l_ptr[i] + (j - first[i])] += v;
+            }
+        }
+        // Row by row: with g_j = L[r, j] d_j, g_j = a_rj − Σ_k g_k L[j, k] over the columns k
+        // both rows hold, then L[r, j] = g_j / d_j and d_r = a_rr − Σ_j g_j L[r, j].
+        let mut g = vec![0.0; n];
+        for r in 0..n {
+            let f = first[r];
+            let mut d = diag[r];
+            for j in f..r {
+                let lo = f.max(first[j]);
+                let row_j = &l_val[l_ptr[j] + (lo - first[j])..l_ptr[j + 1]];
+                let gj = l_val[l_ptr[r] + (j - f)] - dot(&g[lo..j], row_j);
+                g[j] = gj;
+            }
+            for j in f..r {
+                let l = g[j] / diag[j];
+                l_val[l_ptr[r] + (j - f)] = l;
+                d -= g[j] * l;
+            }
+            if !(d > 0.0 && d.is_finite()) {
+                return None;
+            }
+            diag[r] = d;
+        }
+        let (pre_swaps, post_swaps) = match order {
+            Some(o) => {
+                let q = gather_swaps(o);
+                let post = q.iter().rev().copied().collect();
+                (q, post)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        Some(Self {
+            pre_swaps,
+            post_swaps,
+            first,
+            l_ptr,
+            l_val,
+            diag,
+        })
+    }
+
+    /// Stored entries of `L` below the diagonal.
+    pub fn stored(&self) -> usize {
+        self.l_val.len()
+    }
+
+    /// Solve `A x = b` in place (`x` holds `b` on entry): `L y = b` by rows, `z = D⁻¹ y`,
+    /// `Lᵀ x = z` by the rows of `L` taken as columns of `Lᵀ`. Allocation-free.
+    ///
+    /// On x86-64 processors with AVX2 the same sweeps are compiled for 4-wide registers
+    /// (chosen at run time): the same additions and multiplications in the same order (no
+    /// fused multiply-add), so the same bits on every processor.
+    #[inline]
+    pub fn solve(&self, x: &mut [f64]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor supports AVX2, checked just above.
+            unsafe { self.solve_avx2(x) };
+            return;
+        }
+        self.sweeps(x);
+    }
+
+    /// [`SymmetricFactors::solve`]'s sweeps compiled with AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn solve_avx2(&self, x: &mut [f64]) {
+        self.sweeps(x);
+    }
+
+    #[inline(always)]
+    fn sweeps(&self, x: &mut [f64]) {
+        let n = self.diag.len();
+        assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
+        for &(i, j) in &self.pre_swaps {
+            x.swap(i, j);
+        }
+        for r in 0..n {
+            let row = &self.l_val[self.l_ptr[r]..self.l_ptr[r + 1]];
+            let f = self.first[r];
+            x[r] -= dot(row, &x[f..r]);
+        }
+        for (xr, d) in x.iter_mut().zip(&self.diag) {
+            *xr /= d;
+        }
+        for r in (0..n).rev() {
+            let row = &self.l_val[self.l_ptr[r]..self.l_ptr[r + 1]];
+            let f = self.first[r];
+            let xr = x[r];
+            for (xj, l) in x[f..r].iter_mut().zip(row) {
+                *xj -= xr * l;
+            }
+        }
+        for &(i, j) in &self.post_swaps {
+            x.swap(i, j);
+        }
+    }
+}
+
 /// `D⁻¹` of a state-space matrix `D = M + c J0` over `Y = [u; v; s]` (Abbiati et al. 2019,
 /// eq 12), through the Schur complement of its displacement block when that block is the
 /// identity and couples only to `v` by a diagonal (`u̇ − c v̇ = b_u`, the rows of every
@@ -420,7 +668,9 @@ impl FactoredMatrix {
 /// `E − B A = m + c C + c² K` over the `N` velocities (plus the extra states), the effective
 /// matrix of Newmark-type schemes (Newmark 1959; Chung & Hulbert 1993), with the stiffness
 /// band of the structure instead of the band of the `2N` unknowns `[u; v]` that partial
-/// pivoting widens further. The reduced matrix is factored by [`FactoredMatrix`] (reverse
+/// pivoting widens further. The reduced matrix is factored as `L D Lᵀ` by
+/// [`SymmetricFactors`] when it is symmetric positive definite (mass, damping and stiffness
+/// symmetric: how it is detected is described there), otherwise by [`FactoredMatrix`] (reverse
 /// Cuthill–McKee, band LU with partial pivoting). The result equals the full solve to round-off,
 /// not to the bit. Allocation-free solves.
 #[derive(Debug, Clone)]
@@ -444,8 +694,53 @@ enum StateFactorKind {
         b_cols: Vec<usize>,
         b_vals: Vec<f64>,
         /// `E − B A`, factored.
-        reduced: FactoredMatrix,
+        reduced: EffectiveFactors,
     },
+}
+
+/// The factors of the effective matrix `E − B A`: `L D Lᵀ` where it is symmetric positive
+/// definite (every second-order model with symmetric mass, damping and stiffness), the band
+/// LU otherwise (extra states, unsymmetric tangents).
+#[derive(Debug, Clone)]
+enum EffectiveFactors {
+    Symmetric(SymmetricFactors),
+    General(FactoredMatrix),
+}
+
+impl EffectiveFactors {
+    /// `L D Lᵀ` of the matrix of `entries` when it is symmetric positive definite, else its
+    /// band LU; `None` when it is singular.
+    fn from_entries(m: usize, entries: &[(usize, usize, f64)]) -> Option<Self> {
+        match SymmetricFactors::from_entries(m, entries) {
+            Some(s) => Some(Self::Symmetric(s)),
+            None => FactoredMatrix::from_entries(m, entries).map(Self::General),
+        }
+    }
+
+    /// Factor entries a solve reads (`L` twice for `L D Lᵀ`, `L` and `U` for the LU), the cost
+    /// compared with the whole `D`'s.
+    fn solve_terms(&self) -> usize {
+        match self {
+            Self::Symmetric(s) => 2 * s.stored(),
+            Self::General(f) => f.stored(),
+        }
+    }
+
+    /// Stored factor entries.
+    fn stored(&self) -> usize {
+        match self {
+            Self::Symmetric(s) => s.stored(),
+            Self::General(f) => f.stored(),
+        }
+    }
+
+    #[inline]
+    fn solve(&self, x: &mut [f64]) {
+        match self {
+            Self::Symmetric(s) => s.solve(x),
+            Self::General(f) => f.solve(x),
+        }
+    }
 }
 
 impl StateMatrixFactors {
@@ -506,8 +801,10 @@ impl StateMatrixFactors {
         };
         let factors = if size < FACTOR_BOTH_BELOW {
             let full = FactoredMatrix::from_entries(size, entries)?;
-            let reduced = FactoredMatrix::from_entries(m, &merged)?;
-            if reduced.stored() + b_rows.iter().map(Vec::len).sum::<usize>() + n >= full.stored() {
+            let reduced = EffectiveFactors::from_entries(m, &merged)?;
+            if reduced.solve_terms() + b_rows.iter().map(Vec::len).sum::<usize>() + n
+                >= full.stored()
+            {
                 return Some(Self {
                     kind: StateFactorKind::Full(full),
                 });
@@ -519,7 +816,7 @@ impl StateMatrixFactors {
             if reduced_cost >= FactoredMatrix::estimated_cost(size, entries) {
                 return whole(size);
             }
-            FactoredMatrix::from_entries(m, &merged)?
+            EffectiveFactors::from_entries(m, &merged)?
         };
         let mut b_start = Vec::with_capacity(m + 1);
         let (mut b_cols, mut b_vals) = (Vec::new(), Vec::new());
@@ -547,6 +844,18 @@ impl StateMatrixFactors {
     /// Whether the solve goes through the reduced (effective) matrix.
     pub fn is_reduced(&self) -> bool {
         matches!(self.kind, StateFactorKind::Reduced { .. })
+    }
+
+    /// Whether the effective matrix was found symmetric positive definite and factored as
+    /// `L D Lᵀ` ([`SymmetricFactors`]) rather than by the band LU.
+    pub fn is_symmetric(&self) -> bool {
+        matches!(
+            self.kind,
+            StateFactorKind::Reduced {
+                reduced: EffectiveFactors::Symmetric(_),
+                ..
+            }
+        )
     }
 
     /// Stored factor entries plus the coupling terms (the cost of a solve).
@@ -947,6 +1256,68 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `L D Lᵀ` of symmetric positive definite banded matrices with an irregular envelope (in
+    /// both orders) solves to round-off against nalgebra's dense LU; an unsymmetric matrix, a
+    /// symmetric indefinite one and a singular one are refused (the caller keeps the LU).
+    #[test]
+    fn symmetric_factors_solve_spd_and_refuse_the_rest() {
+        let mut seed = 4242u64;
+        for n in [1usize, 5, 40, 200] {
+            let mut a = DMatrix::<f64>::zeros(n, n);
+            for i in 0..n {
+                for j in 0..i {
+                    let far = i - j;
+                    if far <= 3 || (far == n / 3 && lcg(&mut seed) > 0.0) {
+                        let x = lcg(&mut seed);
+                        a[(i, j)] = x;
+                        a[(j, i)] = x;
+                    }
+                }
+            }
+            for i in 0..n {
+                let row: f64 = (0..n).map(|j| a[(i, j)].abs()).sum();
+                a[(i, i)] = row + 0.5 + lcg(&mut seed).abs();
+            }
+            // Scramble the numbering so that the reverse Cuthill–McKee order is taken.
+            let p: Vec<usize> = (0..n).map(|i| (i * 7 + 3) % n).collect();
+            let scrambled = if n % 7 != 0 {
+                DMatrix::from_fn(n, n, |i, j| a[(p[i], p[j])])
+            } else {
+                a.clone()
+            };
+            for m in [&a, &scrambled] {
+                let f = SymmetricFactors::from_entries(n, &entries_of(m)).expect("SPD");
+                assert!(f.stored() <= n * n.saturating_sub(1) / 2);
+                let b = DVector::from_fn(n, |_, _| lcg(&mut seed));
+                let expect = m.clone().lu().solve(&b).expect("invertible");
+                let mut x = b.clone();
+                f.solve(x.as_mut_slice());
+                let err = (&x - &expect).amax() / expect.amax();
+                assert!(err < 1e-13, "n = {n}: relative difference {err:e}");
+                // The sweeps of the processor-specific build give the portable ones' bits.
+                let mut portable = b.clone();
+                f.sweeps(portable.as_mut_slice());
+                for (a, e) in x.iter().zip(portable.iter()) {
+                    assert_eq!(a.to_bits(), e.to_bits());
+                }
+            }
+            if n > 1 {
+                let mut unsym = a.clone();
+                unsym[(1, 0)] *= 1.0 + 1e-12;
+                assert!(SymmetricFactors::from_entries(n, &entries_of(&unsym)).is_none());
+                // Within 8 ε the pair counts as symmetric (the mean is factored).
+                let mut nearly = a.clone();
+                nearly[(1, 0)] *= 1.0 + f64::EPSILON;
+                assert!(SymmetricFactors::from_entries(n, &entries_of(&nearly)).is_some());
+                let mut indefinite = a.clone();
+                indefinite[(n - 1, n - 1)] = -1.0;
+                assert!(SymmetricFactors::from_entries(n, &entries_of(&indefinite)).is_none());
+            }
+        }
+        let singular = DMatrix::from_row_slice(2, 2, &[1.0, 1.0, 1.0, 1.0]);
+        assert!(SymmetricFactors::from_entries(2, &entries_of(&singular)).is_none());
     }
 
     /// A chain of 20 000 unknowns (a dense LU would need 3.2 GB) factors as a band from its

@@ -151,6 +151,12 @@ fn chain(n: usize) -> String {
 /// round-off and the effective solve's residual is at round-off. Returns the factor entries
 /// `(effective, whole)` at the last `c`.
 fn agree(text: &str, what: &str) -> (usize, usize) {
+    agree_with(text, what, true)
+}
+
+/// [`agree`], with `symmetric` telling whether the effective matrix must be found symmetric
+/// positive definite (factored as `L D Lᵀ`) or not (the band LU).
+fn agree_with(text: &str, what: &str, symmetric: bool) -> (usize, usize) {
     let st = build_partitions(&model(text), Grouping::Monolithic)
         .expect("builds")
         .remove(0)
@@ -166,6 +172,11 @@ fn agree(text: &str, what: &str) -> (usize, usize) {
         assert!(
             effective.is_reduced(),
             "{what}: the effective path is taken"
+        );
+        assert_eq!(
+            effective.is_symmetric(),
+            symmetric,
+            "{what}: L D Lᵀ exactly where the effective matrix is symmetric positive definite"
         );
         stored = (effective.stored(), whole.stored());
         let d_abs = d.iter().map(|e| e.2.abs()).fold(0.0, f64::max);
@@ -222,6 +233,21 @@ fn the_effective_matrix_agrees_with_the_whole_state_matrix_on_a_frame() {
 #[test]
 fn the_effective_matrix_agrees_with_the_whole_state_matrix_on_a_chain() {
     agree(&chain(300), "chain");
+}
+
+/// With a Bouc-Wen storey the effective matrix holds the rows of its extra state (`ṡ` depends
+/// on `v`, `r` on `s`: not symmetric), so it keeps the band LU, and still agrees with the whole
+/// `D` to round-off.
+#[test]
+fn an_unsymmetric_effective_matrix_keeps_the_band_lu() {
+    let text = chain(40).replacen(
+        "type = \"spring\"\nname = \"k7\"\nnodes = [6, 7]\ndof = \"x\"\nk = 4.0e4\n",
+        "type = \"bouc_wen\"\nname = \"k7\"\nnodes = [6, 7]\ndof = \"x\"\nA = 4.0e4\n\
+         beta = 3.5\ngamma = 60.0\nn = 1.0\n",
+        1,
+    );
+    assert!(text.contains("bouc_wen"));
+    agree_with(&text, "chain with a Bouc-Wen storey", false);
 }
 
 /// A matrix whose displacement rows are not `u̇ − a v̇ = b` (here a stiffness term in a
