@@ -2,7 +2,7 @@
 
 use crate::assembly::ElementWorkspace;
 use crate::elements::Quantity;
-use crate::integrators::TimeIntegrator;
+use crate::integrators::{EnergySource, TimeIntegrator};
 use crate::model::Model;
 use crate::units::Units;
 
@@ -94,11 +94,14 @@ impl Recorder {
             chans.push(ch);
         };
         let parts = integrator.partitions();
+        let selection = model.output.selection.as_ref();
         let mut max_scratch = 0;
         for (p, part) in parts.iter().enumerate() {
             let st = &part.state;
             let x = &st.name;
-            for (i, d) in st.dofs.iter().enumerate() {
+            let kept = kept_dofs(selection, part, integrator);
+            let dofs = || st.dofs.iter().enumerate().filter(|(i, _)| kept[*i]);
+            for (i, d) in dofs() {
                 push(
                     &mut columns,
                     &mut channels,
@@ -107,7 +110,7 @@ impl Recorder {
                     Channel::U(p, i),
                 );
             }
-            for (i, d) in st.dofs.iter().enumerate() {
+            for (i, d) in dofs() {
                 push(
                     &mut columns,
                     &mut channels,
@@ -116,7 +119,7 @@ impl Recorder {
                     Channel::V(p, i),
                 );
             }
-            for (i, d) in st.dofs.iter().enumerate() {
+            for (i, d) in dofs() {
                 push(
                     &mut columns,
                     &mut channels,
@@ -131,7 +134,7 @@ impl Recorder {
                     let is_mass = e.mass().is_some()
                         && e.linear_stiffness().is_some_and(|k| k.amax() == 0.0)
                         && e.kind() == "mass";
-                    if is_mass {
+                    if is_mass || !selection.is_none_or(|s| s.has_element_slot(&slot.name)) {
                         continue;
                     }
                     for d in e.dofs() {
@@ -331,6 +334,41 @@ impl Recorder {
     }
 }
 
+/// Which of `part`'s DOFs get nodal columns (`u`, `v`, `a_abs`): those `selection` selects,
+/// and always every DOF a physical specimen or the interface uses (a partition behind a port
+/// without a known specimen map keeps all of its DOFs).
+fn kept_dofs(
+    selection: Option<&crate::model::OutputSelection>,
+    part: &crate::assembly::Partition,
+    integrator: &dyn TimeIntegrator,
+) -> Vec<bool> {
+    let st = &part.state;
+    let Some(selection) = selection else {
+        return vec![true; st.dofs.len()];
+    };
+    let mut kept: Vec<bool> = st
+        .dofs
+        .iter()
+        .map(|d| selection.has_dof(d.node, &d.dof))
+        .collect();
+    if part.physical.is_some() && part.specimen.is_empty() {
+        kept.fill(true);
+    }
+    for (_, map) in &part.specimen {
+        for &i in map.iter().flatten() {
+            kept[i] = true;
+        }
+    }
+    if let Some(iface) = integrator.interface() {
+        for d in &iface.dofs {
+            if let Some(i) = st.dofs.iter().position(|x| *x == d.dof) {
+                kept[i] = true;
+            }
+        }
+    }
+    kept
+}
+
 /// Copy `src` into `dst`, reusing its storage (allocation-free when the lengths agree, as they
 /// do for an integrator's fixed-size state).
 fn copy_into(dst: &mut Vec<f64>, src: &[f64]) {
@@ -352,8 +390,12 @@ struct PartitionSnapshot {
     measured: Option<Vec<f64>>,
     /// The physical substructure's channels (empty when not recorded).
     provider: Vec<f64>,
-    /// Whether the partition's energy is recorded, and its value.
+    /// Whether the partition's energy is recorded, and how it is captured.
     wants_energy: bool,
+    energy_source: EnergySource,
+    /// The energy ([`EnergySource::Integrator`]) or the laboratory's accumulated part of it
+    /// ([`crate::assembly::Partition::held_energy`], for the other sources) when the state was copied; the
+    /// state functions are evaluated from the copied state only when a row is made.
     energy: Option<f64>,
 }
 
@@ -390,6 +432,7 @@ impl RecorderSnapshot {
                     wants_energy: channels
                         .iter()
                         .any(|c| matches!(c, Channel::Energy(q) if *q == p)),
+                    energy_source: integ.energy_source(p),
                     energy: None,
                 }
             })
@@ -438,7 +481,16 @@ impl RecorderSnapshot {
         }
         for (p, snap) in self.parts.iter_mut().enumerate() {
             if snap.wants_energy {
-                snap.energy = integ.energy(p);
+                // Only what is not a function of the copied state is read now: the energy
+                // of a partition is `½ vᵀ M v` plus the elements' stored energies and
+                // absorbed-energy states (all functions of the state, integrated with it
+                // every step), plus the work the laboratory accumulates at its own ticks.
+                snap.energy = match snap.energy_source {
+                    EnergySource::Integrator => integ.energy(p),
+                    EnergySource::PartitionState | EnergySource::Specimen => {
+                        integ.partitions()[p].held_energy()
+                    }
+                };
             }
         }
     }
@@ -480,8 +532,14 @@ impl RowSource for Captured<'_> {
     fn multipliers(&self) -> &[f64] {
         &self.snapshot.multipliers
     }
-    fn energy(&mut self, p: usize) -> Option<f64> {
-        self.snapshot.parts[p].energy
+    fn energy(&mut self, p: usize, ws: &mut ElementWorkspace) -> Option<f64> {
+        let snap = &self.snapshot.parts[p];
+        match snap.energy_source {
+            EnergySource::Integrator | EnergySource::Specimen => snap.energy,
+            EnergySource::PartitionState => {
+                self.integ.partitions()[p].energy_at(&snap.state, snap.energy, ws)
+            }
+        }
     }
     fn extra(&self, out: &mut [f64]) {
         out.copy_from_slice(&self.snapshot.extra[..out.len()]);
@@ -502,7 +560,8 @@ trait RowSource {
     /// The physical substructure's channels; `false` without one.
     fn provider(&self, p: usize, out: &mut [f64]) -> bool;
     fn multipliers(&self) -> &[f64];
-    fn energy(&mut self, p: usize) -> Option<f64>;
+    /// The energy of partition `p`, with the recorder's scratch `ws` of that partition.
+    fn energy(&mut self, p: usize, ws: &mut ElementWorkspace) -> Option<f64>;
     fn extra(&self, out: &mut [f64]);
 }
 
@@ -541,7 +600,7 @@ impl RowSource for Live<'_> {
     fn multipliers(&self) -> &[f64] {
         self.0.multipliers()
     }
-    fn energy(&mut self, p: usize) -> Option<f64> {
+    fn energy(&mut self, p: usize, _ws: &mut ElementWorkspace) -> Option<f64> {
         self.0.energy(p)
     }
     fn extra(&self, out: &mut [f64]) {
@@ -611,7 +670,7 @@ fn fill<S: RowSource>(
                 };
                 row[c] = val(d.plus) - val(d.minus);
             }
-            Channel::Energy(p) => row[c] = src.energy(p).unwrap_or(f64::NAN),
+            Channel::Energy(p) => row[c] = src.energy(p, &mut workspaces[p]).unwrap_or(f64::NAN),
             Channel::Extra { len } => {
                 if len > 0 {
                     src.extra(&mut scratch[..len]);

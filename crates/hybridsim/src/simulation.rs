@@ -87,6 +87,46 @@ impl Simulation {
         }
     }
 
+    /// One line of what the results rows hold: the number of columns, every how many steps,
+    /// and the `[output]` selection (`nodes`, `dofs`, element names) with what is always kept.
+    fn recorded_summary(&self) -> String {
+        let o = &self.model.output;
+        let list = |v: &[String]| v.join(", ");
+        let mut line = format!(
+            "recorded: {} columns every {} step(s)",
+            self.recorder.columns().len(),
+            o.every
+        );
+        let sel = o.selection.as_ref();
+        let nodes = sel.and_then(|s| s.nodes.as_ref()).map(|n| {
+            n.iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
+        let dofs = sel.and_then(|s| s.dofs.as_deref());
+        if nodes.is_some() || dofs.is_some() {
+            line += &format!(
+                "; nodes [{}], DOFs [{}] (and the physical and interface DOFs)",
+                nodes.as_deref().unwrap_or("all"),
+                dofs.map_or("all".into(), list)
+            );
+        } else {
+            line += "; every node and DOF";
+        }
+        line += &match (o.elements, sel.and_then(|s| s.elements.as_deref())) {
+            (false, _) => "; no elements".to_string(),
+            (true, Some(names)) => format!("; elements [{}]", list(names)),
+            (true, None) => "; every element".to_string(),
+        };
+        line += if o.energy {
+            "; energies"
+        } else {
+            "; no energies"
+        };
+        line
+    }
+
     /// Human-readable summary: substructures, interface, time steps, modes.
     pub fn summary(&self) -> String {
         let m = &self.model;
@@ -225,6 +265,7 @@ impl Simulation {
                 let _ = writeln!(s, "element `{}` ({}): {law}", e.name, e.element.kind());
             }
         }
+        let _ = writeln!(s, "{}", self.recorded_summary());
         for g in &m.ground_motions {
             let _ = writeln!(
                 s,

@@ -2672,3 +2672,45 @@ increment = 2.0e-3
         (2.0, 4.0, 1.0)
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The recorded selection (`[output]` `nodes`, `dofs`, `elements`).
+
+#[test]
+fn output_selection_of_an_unknown_node_dof_or_element_is_refused_naming_it() {
+    check(
+        &append(FRAME, "[output]\nnodes = [2, 9]\n"),
+        "output.nodes[1]",
+        "no node has id 9",
+    );
+    check(
+        &append(FRAME, "[output]\ndofs = [\"x\", \"rz\"]\n"),
+        "output.dofs[1]",
+        "`rz` is not a DOF of any node",
+    );
+    check(
+        &append(LINEAR, "[output]\nnodes = [1]\ndofs = [\"y\", \"q\"]\n"),
+        "output.dofs[1]",
+        "`q` is not a DOF of the selected nodes",
+    );
+    check(
+        &append(FRAME, "[output]\nelements = [\"k1\", \"k9\"]\n"),
+        "output.elements[1]",
+        "no element is named `k9`",
+    );
+    check(
+        &append(FRAME, "[output]\nelements = [\"k1\", 3]\n"),
+        "output.elements[1]",
+        "must be an element name (a string), found 3",
+    );
+    check(
+        &append(FRAME, "[output]\nelements = \"k1\"\n"),
+        "output.elements",
+        "must be true, false or an array of element names, found string",
+    );
+    // A split element is selected by its name.
+    let split = append(SPLIT, "[output]\nnodes = [1]\nelements = [\"m1\"]\n");
+    if let Err(e) = Model::from_toml(&split, SOURCE, &NoFiles) {
+        panic!("a selection of a split element is refused:\n{e}");
+    }
+}

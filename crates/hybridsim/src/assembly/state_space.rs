@@ -1905,9 +1905,29 @@ impl Partition {
     pub fn energy(&mut self, y: &[f64]) -> Option<f64> {
         let k = self.state.kinetic_energy(y);
         let p = self.state.potential_energy(y, &mut self.ws)?;
-        let s = self
-            .specimen_energy_at(y)
-            .or_else(|| self.physical.as_ref()?.substructure().potential_energy())?;
+        let s = self.specimen_energy_at(y).or_else(|| self.held_energy())?;
+        Some(k + p + s)
+    }
+
+    /// The part of [`Partition::energy`] not given by the state: what the physical
+    /// substructure behind the port holds or absorbed (the laboratory's measured work
+    /// `∫ F·dd`, accumulated at its own ticks), `None` without a port.
+    pub fn held_energy(&self) -> Option<f64> {
+        self.physical.as_ref()?.substructure().potential_energy()
+    }
+
+    /// [`Partition::energy`] at a copy `y` of the state, with `held` read by
+    /// [`Partition::held_energy`] when the copy was taken and the scratch `ws` of
+    /// [`StateSpace::workspace`]: the same sums in the same order, so the same bits.
+    pub fn energy_at(
+        &self,
+        y: &[f64],
+        held: Option<f64>,
+        ws: &mut ElementWorkspace,
+    ) -> Option<f64> {
+        let k = self.state.kinetic_energy(y);
+        let p = self.state.potential_energy(y, ws)?;
+        let s = self.specimen_energy_at(y).or(held)?;
         Some(k + p + s)
     }
 

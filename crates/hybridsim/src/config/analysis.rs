@@ -5,8 +5,9 @@ use super::schema::{AnalysisSpec, OutputSpec};
 use crate::error::Diagnostics;
 use crate::model::fom::{EstimatorSettings, Linearization, TangentUpdate, DEFAULT_PSI};
 use crate::model::{
-    AnalysisSettings, IntegratorKind, Lsrt2Projection, MultiplierPredictor, OutputSettings,
-    StartMode, Substructure, LSRT2_GAMMA_HIGH, LSRT2_GAMMA_LOW, MAX_FORCE_DELAY, MAX_SUBCYCLES,
+    AnalysisSettings, IntegratorKind, Lsrt2Projection, MultiplierPredictor, OutputSelection,
+    OutputSettings, StartMode, Substructure, LSRT2_GAMMA_HIGH, LSRT2_GAMMA_LOW, MAX_FORCE_DELAY,
+    MAX_SUBCYCLES,
 };
 
 /// Whether the model file asks for the LLM integrator (`[analysis] integrator = "llm"`).
@@ -435,16 +436,95 @@ fn check_basic_solver(a: &AnalysisSpec, diag: &mut Diagnostics) {
     }
 }
 
-/// `[output]`: record every `every`-th step (≥ 1), element forces and states, energies.
-pub(super) fn output(spec: &OutputSpec, diag: &mut Diagnostics) -> OutputSettings {
+/// `[output]`: record every `every`-th step (≥ 1), element forces and states (all, none or
+/// by name), energies, and the nodal selection (`nodes`, `dofs`), checked against the model's
+/// nodes (`node_dofs`, DOF names by node id) and element names: an unknown node, DOF or
+/// element is an error at its field naming it.
+pub(super) fn output(
+    spec: &OutputSpec,
+    node_dofs: &std::collections::BTreeMap<i64, Vec<String>>,
+    element_names: &[&str],
+    diag: &mut Diagnostics,
+) -> OutputSettings {
     let every = spec.every.unwrap_or(1);
     if every < 1 {
         diag.push("output.every", format!("must be at least 1, found {every}"));
     }
+    let (elements, element_selection) = match &spec.elements {
+        None => (true, None),
+        Some(toml::Value::Boolean(b)) => (*b, None),
+        Some(toml::Value::Array(items)) => {
+            let mut names = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                match item.as_str() {
+                    Some(n)
+                        if element_names.iter().any(|e| {
+                            *e == n || e.strip_prefix(n).is_some_and(|r| r.starts_with('@'))
+                        }) =>
+                    {
+                        names.push(n.to_string())
+                    }
+                    Some(n) => diag.push(
+                        format!("output.elements[{i}]"),
+                        format!("no element is named `{n}`"),
+                    ),
+                    None => diag.push(
+                        format!("output.elements[{i}]"),
+                        format!("must be an element name (a string), found {item}"),
+                    ),
+                }
+            }
+            (true, Some(names))
+        }
+        Some(other) => {
+            diag.push(
+                "output.elements",
+                format!(
+                    "must be true, false or an array of element names, found {}",
+                    other.type_str()
+                ),
+            );
+            (true, None)
+        }
+    };
+    if let Some(nodes) = &spec.nodes {
+        for (i, id) in nodes.iter().enumerate() {
+            if !node_dofs.contains_key(id) {
+                diag.push(format!("output.nodes[{i}]"), format!("no node has id {id}"));
+            }
+        }
+    }
+    if let Some(dofs) = &spec.dofs {
+        for (i, d) in dofs.iter().enumerate() {
+            // A DOF name must be declared on a selected node (on any node without `nodes`).
+            let declared = node_dofs
+                .iter()
+                .filter(|(id, _)| spec.nodes.as_ref().is_none_or(|n| n.contains(id)))
+                .any(|(_, names)| names.contains(d));
+            if !declared {
+                let on = if spec.nodes.is_some() {
+                    "the selected nodes"
+                } else {
+                    "any node"
+                };
+                diag.push(
+                    format!("output.dofs[{i}]"),
+                    format!("`{d}` is not a DOF of {on}"),
+                );
+            }
+        }
+    }
+    let selection = (spec.nodes.is_some() || spec.dofs.is_some() || element_selection.is_some())
+        .then(|| OutputSelection {
+            nodes: spec.nodes.clone(),
+            dofs: spec.dofs.clone(),
+            elements: element_selection,
+        });
     OutputSettings {
         every: every.max(1) as u64,
-        elements: spec.elements.unwrap_or(true),
+        elements,
         energy: spec.energy.unwrap_or(true),
+        selection,
     }
 }
 

@@ -269,7 +269,8 @@ fn build(
         &mut diag,
     );
     let analysis = analysis::analysis(spec.analysis.as_ref(), &substructures, &mut diag);
-    let output = analysis::output(&spec.output, &mut diag);
+    let element_names: Vec<&str> = elements.iter().map(|e| e.name.as_str()).collect();
+    let output = analysis::output(&spec.output, &node_dofs, &element_names, &mut diag);
     let lab = lab::lab(
         spec.lab.as_ref(),
         spec.safety.as_ref(),

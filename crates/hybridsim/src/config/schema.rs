@@ -313,12 +313,22 @@ pub struct OutputSpec {
     /// Record every `every`-th step (default 1).
     #[serde(default)]
     pub every: Option<i64>,
-    /// Record element forces and states (default true).
+    /// Element forces and states: `true` (every element, the default), `false` (none) or the
+    /// names of the elements to record (read by [`crate::config`] so that a bad name is
+    /// reported at `output.elements`).
     #[serde(default)]
-    pub elements: Option<bool>,
+    pub elements: Option<toml::Value>,
     /// Record each substructure's energy (default true).
     #[serde(default)]
     pub energy: Option<bool>,
+    /// Node ids whose displacement, velocity and absolute acceleration are recorded (default
+    /// every node); the DOFs of physical substructures and of the interface are always
+    /// recorded.
+    #[serde(default)]
+    pub nodes: Option<Vec<i64>>,
+    /// DOF names recorded at the recorded nodes (default every DOF), e.g. `["x"]`.
+    #[serde(default)]
+    pub dofs: Option<Vec<String>>,
 }
 
 /// `[[imposed_motion]]`, one entry (read in a second pass, so that its problems are reported

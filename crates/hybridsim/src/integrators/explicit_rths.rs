@@ -305,6 +305,13 @@ impl TimeIntegrator for ExplicitRths {
             self.links[p - 1].ydot.as_slice()
         }
     }
+    fn energy_source(&self, p: usize) -> super::EnergySource {
+        if p == 0 {
+            super::EnergySource::PartitionState
+        } else {
+            super::EnergySource::Specimen
+        }
+    }
     fn energy(&mut self, p: usize) -> Option<f64> {
         // The numerical model's energy (the physical partitions' mass is in it); for a
         // physical partition, what its specimen holds or absorbed, as measured behind the port.

@@ -429,6 +429,9 @@ impl TimeIntegrator for Llm {
     fn initial_multipliers(&self) -> &[f64] {
         self.lambda0.as_slice()
     }
+    fn energy_source(&self, _p: usize) -> super::EnergySource {
+        super::EnergySource::PartitionState
+    }
     fn energy(&mut self, p: usize) -> Option<f64> {
         let Self { parts, runs, .. } = self;
         parts[p].energy(runs[p].coupled.y.as_slice())

@@ -148,6 +148,9 @@ impl TimeIntegrator for Lsrt2 {
     fn rate(&self, _p: usize) -> &[f64] {
         self.ydot.as_slice()
     }
+    fn energy_source(&self, _p: usize) -> super::EnergySource {
+        super::EnergySource::PartitionState
+    }
     fn energy(&mut self, _p: usize) -> Option<f64> {
         let Self { parts, y, .. } = self;
         parts[0].energy(y.as_slice())

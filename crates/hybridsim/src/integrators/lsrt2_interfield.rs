@@ -466,6 +466,9 @@ impl TimeIntegrator for Lsrt2Interfield {
     fn interface(&self) -> Option<&Interface> {
         Some(&self.coupler.interface)
     }
+    fn energy_source(&self, _p: usize) -> super::EnergySource {
+        super::EnergySource::PartitionState
+    }
     fn energy(&mut self, p: usize) -> Option<f64> {
         let Self { parts, subs, .. } = self;
         parts[p].energy(subs[p].y.as_slice())

@@ -152,6 +152,9 @@ impl TimeIntegrator for MgAlpha {
     fn rate(&self, _p: usize) -> &[f64] {
         self.state.ydot.as_slice()
     }
+    fn energy_source(&self, _p: usize) -> super::EnergySource {
+        super::EnergySource::PartitionState
+    }
     fn energy(&mut self, _p: usize) -> Option<f64> {
         let Self { parts, state, .. } = self;
         parts[0].energy(state.y.as_slice())

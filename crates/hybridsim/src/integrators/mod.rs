@@ -283,6 +283,12 @@ pub trait TimeIntegrator: Send {
     /// Mechanical energy of partition `p` with its own DOF copy, if all elements are
     /// conservative.
     fn energy(&mut self, p: usize) -> Option<f64>;
+    /// What [`TimeIntegrator::energy`] of partition `p` is made of, so that a recorder can
+    /// evaluate it later from a copy of the state instead of after every step (by default:
+    /// only the integrator knows, the recorder asks it after every step it copies).
+    fn energy_source(&self, _p: usize) -> EnergySource {
+        EnergySource::Integrator
+    }
     /// Length of the flat algorithmic state.
     fn state_len(&self) -> usize;
     /// Export the full algorithmic state (e.g. `[Y; Ẏ; V]` per partition and `Λ_n`).
@@ -414,6 +420,22 @@ pub(crate) fn set_external_load_in(
         .ok_or_else(|| format!("no partition {partition} (the model has {n})"))?
         .state
         .set_external_load(dof, value)
+}
+
+/// What [`TimeIntegrator::energy`] of a partition is made of ([`TimeIntegrator::energy_source`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EnergySource {
+    /// Only [`TimeIntegrator::energy`] gives it.
+    #[default]
+    Integrator,
+    /// [`crate::assembly::Partition::energy`] of the partition at [`TimeIntegrator::state`]:
+    /// a function of the state (kinetic energy, the elements' stored energy and their
+    /// absorbed-energy states, integrated with the state) and of the work the laboratory
+    /// accumulates behind the port ([`crate::assembly::Partition::held_energy`]), read when
+    /// the state is copied.
+    PartitionState,
+    /// Only the work the laboratory accumulates behind the partition's port.
+    Specimen,
 }
 
 /// One interface multiplier ([`TimeIntegrator::multiplier_info`]).

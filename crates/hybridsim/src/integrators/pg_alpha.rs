@@ -808,6 +808,9 @@ impl TimeIntegrator for PgAlpha {
     fn interface(&self) -> Option<&Interface> {
         Some(&self.interface)
     }
+    fn energy_source(&self, _p: usize) -> super::EnergySource {
+        super::EnergySource::PartitionState
+    }
     fn energy(&mut self, p: usize) -> Option<f64> {
         let Self { parts, runs, .. } = self;
         parts[p].energy(runs[p].coupled.y.as_slice())

@@ -363,6 +363,49 @@ pub struct OutputSettings {
     pub elements: bool,
     /// Substructure energies.
     pub energy: bool,
+    /// The recorded selection (`nodes`, `dofs`, element names); `None` records everything.
+    pub selection: Option<OutputSelection>,
+}
+
+/// What `[output]` `nodes`, `dofs` and `elements = [names]` select, validated against the
+/// model: the nodal columns (`u`, `v`, `a_abs`) of the selected nodes' selected DOFs and the
+/// element columns of the named elements, as an OpenSees `recorder Node -node … -dof …` or
+/// `recorder Element -ele …` would. The DOFs of physical substructures and of the interface
+/// (and the measured forces, multipliers and gaps) are recorded whatever the selection.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OutputSelection {
+    /// Node ids (`None`: every node).
+    pub nodes: Option<Vec<i64>>,
+    /// DOF names (`None`: every DOF of the selected nodes).
+    pub dofs: Option<Vec<String>>,
+    /// Element names (`None`: every element, when `elements` is on).
+    pub elements: Option<Vec<String>>,
+}
+
+impl OutputSelection {
+    /// Whether the nodal columns of `node`'s DOF `dof` are selected.
+    pub fn has_dof(&self, node: i64, dof: &str) -> bool {
+        self.nodes.as_ref().is_none_or(|n| n.contains(&node))
+            && self
+                .dofs
+                .as_ref()
+                .is_none_or(|d| d.iter().any(|x| x == dof))
+    }
+
+    /// Whether the columns of the element slot `slot` (an element's name, `name@receiver` for
+    /// a share of a split element, `rayleigh@name` for its Rayleigh term) are selected.
+    pub fn has_element_slot(&self, slot: &str) -> bool {
+        let Some(names) = &self.elements else {
+            return true;
+        };
+        names.iter().any(|n| {
+            slot == n
+                || slot
+                    .strip_prefix(n.as_str())
+                    .is_some_and(|r| r.starts_with('@'))
+                || slot.strip_prefix("rayleigh@") == Some(n.as_str())
+        })
+    }
 }
 
 /// A validated model.
