@@ -45,19 +45,22 @@ const MAX_INDICATOR_DELAY: f64 = 0.25;
 /// The integrator of a run with its recorder. Laboratories are reached between steps only
 /// through their [`hybridsim::physical::LabControl`] handles (drain the lab records, trip on a
 /// fault); the stepping is the same [`TimeIntegrator::step`] as [`hybridsim::Simulation`]'s.
-struct Engine {
-    model: Model,
+/// The model is borrowed from the loaded one: the integrator keeps what it needs of it, so a
+/// second copy of every node and element for the run would only add to the start-up memory
+/// (issue 20).
+struct Engine<'m> {
+    model: &'m Model,
     integ: Box<dyn TimeIntegrator>,
     recorder: Recorder,
 }
 
-impl Engine {
+impl<'m> Engine<'m> {
     fn new(
-        model: Model,
+        model: &'m Model,
         connector: Option<&dyn hybridsim::physical::transfer::TransferConnector>,
     ) -> Result<Self, ModelError> {
-        let integ = hybridsim::integrators::build_with(&model, connector)?;
-        let recorder = Recorder::new(&model, integ.as_ref());
+        let integ = hybridsim::integrators::build_with(model, connector)?;
+        let recorder = Recorder::new(model, integ.as_ref());
         Ok(Self {
             model,
             integ,
@@ -550,7 +553,7 @@ struct Progress<'a> {
 }
 
 /// The lab part of `run.json` (time scale, safety, divergence criterion, indicators, seeds).
-fn lab_json(sim: &Engine, p: &Progress) -> Option<Value> {
+fn lab_json(sim: &Engine<'_>, p: &Progress) -> Option<Value> {
     let lab = sim.model.lab.as_ref()?;
     let safety: Vec<Value> = sim
         .safety()
@@ -626,7 +629,7 @@ fn unconverged_warning(r: &hybridsim::integrators::NonlinearSolveReport, dt: f64
     )
 }
 
-fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
+fn run_json(loaded: &LoadedModel, sim: &Engine<'_>, p: Progress) -> Value {
     let lab = lab_json(sim, &p);
     let Progress {
         status,
@@ -641,7 +644,7 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
         startup,
         ..
     } = p;
-    let m = &sim.model;
+    let m = sim.model;
     let a = &m.analysis;
     let integ = sim.integrator();
     let parts: Vec<Value> = integ
@@ -838,11 +841,11 @@ pub fn run_to_folder_with(
     opts: &RunOptions,
 ) -> Result<RunReport, RunError> {
     let build_start = Instant::now();
-    let mut sim = Engine::new(loaded.model.clone(), opts.connector.as_deref())?;
+    let mut sim = Engine::new(&loaded.model, opts.connector.as_deref())?;
     // Online model updating ([updating], issue 14), resolved before the folder is touched.
     let n_steps = sim.n_steps();
     let mut updating =
-        hybridsim::online_updating::OnlineUpdating::new(&sim.model, sim.integ.as_mut(), n_steps)?;
+        hybridsim::online_updating::OnlineUpdating::new(sim.model, sim.integ.as_mut(), n_steps)?;
     let dofs = sim
         .integrator()
         .partitions()
@@ -857,7 +860,7 @@ pub fn run_to_folder_with(
     let t0 = Instant::now();
     let lab_parts = sim.lab_partitions();
     let disk = Arc::new(OnDisk::new(lab_parts.len()));
-    let journal = |sim: &Engine, status: &str, error: Option<String>| {
+    let journal = |sim: &Engine<'_>, status: &str, error: Option<String>| {
         let lab_rows = disk.lab_rows();
         run_json(
             loaded,
