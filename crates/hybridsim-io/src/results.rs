@@ -14,7 +14,7 @@ use crate::lab::{LabLog, TrackingIndicators};
 use crate::rowfile::{RowFile, WriterFactory};
 use crate::LoadedModel;
 use hybridsim::integrators::TimeIntegrator;
-use hybridsim::output::{Column, Recorder};
+use hybridsim::output::Recorder;
 use hybridsim::physical::SafetySummary;
 use hybridsim::{Model, ModelError};
 use serde_json::{json, Value};
@@ -72,8 +72,8 @@ impl<'m> Engine<'m> {
         self.integ.as_ref()
     }
 
-    fn columns(&self) -> &[Column] {
-        self.recorder.columns()
+    fn n_columns(&self) -> usize {
+        self.recorder.n_columns()
     }
 
     fn n_steps(&self) -> u64 {
@@ -730,7 +730,7 @@ fn run_json(loaded: &LoadedModel, sim: &Engine<'_>, p: Progress) -> Value {
         "rows_on_disk": rows,
         "lab_rows_on_disk": lab_rows,
         "last_step_on_disk": last_step,
-        "columns": sim.columns().len(),
+        "columns": sim.n_columns(),
         "files": { "results": "results.csv", "model": "model.toml" },
         "startup": startup.to_json(),
         "timing": {
@@ -883,12 +883,7 @@ pub fn run_to_folder_with(
     write_json(&json_path, &journal(&sim, "started", None))?;
 
     // The files; a failure here ends the run before any step, and run.json says so.
-    let header = sim
-        .columns()
-        .iter()
-        .map(|c| c.header())
-        .collect::<Vec<_>>()
-        .join(",");
+    let header = sim.recorder.header();
     let csv_path = folder.join("results.csv");
     let model_copy = folder.join("model.toml");
     let files = (|| {
@@ -916,7 +911,7 @@ pub fn run_to_folder_with(
         }
     };
 
-    let ncol = sim.columns().len();
+    let ncol = sim.n_columns();
     let queue = queue_rows(ncol);
     let (row_tx, row_rx) = sync_channel::<(u64, Vec<f64>)>(queue);
     let (free_tx, free_rx) = sync_channel::<Vec<f64>>(queue + 2);
@@ -975,7 +970,7 @@ pub fn run_to_folder_with(
     let mut row = vec![0.0; ncol];
     let mut tap = hybridsim::runner::take_tap(&opts.tap);
     if let Some(tap) = tap.as_mut() {
-        let columns: Vec<String> = sim.columns().iter().map(|c| c.header()).collect();
+        let columns: Vec<String> = sim.recorder.headers();
         tap.start(&columns, &lab_parts);
     }
     let (end, panicked) = {
