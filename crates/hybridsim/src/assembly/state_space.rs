@@ -372,7 +372,11 @@ pub struct ElementWorkspace {
 }
 
 impl ElementWorkspace {
-    fn new(max_dofs: usize, max_states: usize) -> Self {
+    /// Buffers for elements of up to `max_dofs` DOFs and `max_states` extra states; the
+    /// dual-number ones (used by the tangent Rayleigh terms only) for up to `dual_dofs` DOFs
+    /// and `dual_states` states, so that the Rayleigh element over every DOF of a large model
+    /// does not give each workspace five dual vectors of its size (issue 20).
+    fn new(max_dofs: usize, max_states: usize, dual_dofs: usize, dual_states: usize) -> Self {
         let zero = Dual64::from(0.0);
         Self {
             u: vec![0.0; max_dofs],
@@ -383,11 +387,11 @@ impl ElementWorkspace {
             u1: vec![0.0; max_dofs],
             r1: vec![0.0; max_dofs],
             s1: vec![0.0; max_states],
-            ud: vec![zero; max_dofs],
-            vd: vec![zero; max_dofs],
-            sd: vec![zero; max_states],
-            rd: vec![zero; max_dofs],
-            sdotd: vec![zero; max_states],
+            ud: vec![zero; dual_dofs],
+            vd: vec![zero; dual_dofs],
+            sd: vec![zero; dual_states],
+            rd: vec![zero; dual_dofs],
+            sdotd: vec![zero; dual_states],
             sdot1: vec![0.0; max_states],
             committed: Vec::new(),
         }
@@ -970,7 +974,10 @@ impl StateSpace {
     pub fn workspace(&self) -> ElementWorkspace {
         let md = self.slots.iter().map(|s| s.map.len()).max().unwrap_or(0);
         let ms = self.slots.iter().map(|s| s.n_states).max().unwrap_or(0);
-        let mut ws = ElementWorkspace::new(md, ms);
+        let rayleigh = || self.slots.iter().filter(|s| s.tangent_rayleigh.is_some());
+        let dd = rayleigh().map(|s| s.map.len()).max().unwrap_or(0);
+        let ds = rayleigh().map(|s| s.n_states).max().unwrap_or(0);
+        let mut ws = ElementWorkspace::new(md, ms, dd, ds);
         // The committed tangents start at the initial stiffness (the state at rest).
         let committed = || {
             self.slots
@@ -1602,7 +1609,7 @@ impl Partition {
             physical: None,
             specimen: Vec::new(),
             index: usize::MAX,
-            ws: ElementWorkspace::new(0, 0),
+            ws: ElementWorkspace::new(0, 0, 0, 0),
             specimen_stores_energy: Vec::new(),
         }
     }
