@@ -14,7 +14,7 @@ use crate::lab::{LabLog, TrackingIndicators};
 use crate::rowfile::{RowFile, WriterFactory};
 use crate::LoadedModel;
 use hybridsim::integrators::TimeIntegrator;
-use hybridsim::output::{Column, Recorder};
+use hybridsim::output::Recorder;
 use hybridsim::physical::SafetySummary;
 use hybridsim::{Model, ModelError};
 use serde_json::{json, Value};
@@ -45,19 +45,22 @@ const MAX_INDICATOR_DELAY: f64 = 0.25;
 /// The integrator of a run with its recorder. Laboratories are reached between steps only
 /// through their [`hybridsim::physical::LabControl`] handles (drain the lab records, trip on a
 /// fault); the stepping is the same [`TimeIntegrator::step`] as [`hybridsim::Simulation`]'s.
-struct Engine {
-    model: Model,
+/// The model is borrowed from the loaded one: the integrator keeps what it needs of it, so a
+/// second copy of every node and element for the run would only add to the start-up memory
+/// (issue 20).
+struct Engine<'m> {
+    model: &'m Model,
     integ: Box<dyn TimeIntegrator>,
     recorder: Recorder,
 }
 
-impl Engine {
+impl<'m> Engine<'m> {
     fn new(
-        model: Model,
+        model: &'m Model,
         connector: Option<&dyn hybridsim::physical::transfer::TransferConnector>,
     ) -> Result<Self, ModelError> {
-        let integ = hybridsim::integrators::build_with(&model, connector)?;
-        let recorder = Recorder::new(&model, integ.as_ref());
+        let integ = hybridsim::integrators::build_with(model, connector)?;
+        let recorder = Recorder::new(model, integ.as_ref());
         Ok(Self {
             model,
             integ,
@@ -69,8 +72,8 @@ impl Engine {
         self.integ.as_ref()
     }
 
-    fn columns(&self) -> &[Column] {
-        self.recorder.columns()
+    fn n_columns(&self) -> usize {
+        self.recorder.n_columns()
     }
 
     fn n_steps(&self) -> u64 {
@@ -550,7 +553,7 @@ struct Progress<'a> {
 }
 
 /// The lab part of `run.json` (time scale, safety, divergence criterion, indicators, seeds).
-fn lab_json(sim: &Engine, p: &Progress) -> Option<Value> {
+fn lab_json(sim: &Engine<'_>, p: &Progress) -> Option<Value> {
     let lab = sim.model.lab.as_ref()?;
     let safety: Vec<Value> = sim
         .safety()
@@ -626,7 +629,7 @@ fn unconverged_warning(r: &hybridsim::integrators::NonlinearSolveReport, dt: f64
     )
 }
 
-fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
+fn run_json(loaded: &LoadedModel, sim: &Engine<'_>, p: Progress) -> Value {
     let lab = lab_json(sim, &p);
     let Progress {
         status,
@@ -641,7 +644,7 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
         startup,
         ..
     } = p;
-    let m = &sim.model;
+    let m = sim.model;
     let a = &m.analysis;
     let integ = sim.integrator();
     let parts: Vec<Value> = integ
@@ -727,7 +730,7 @@ fn run_json(loaded: &LoadedModel, sim: &Engine, p: Progress) -> Value {
         "rows_on_disk": rows,
         "lab_rows_on_disk": lab_rows,
         "last_step_on_disk": last_step,
-        "columns": sim.columns().len(),
+        "columns": sim.n_columns(),
         "files": { "results": "results.csv", "model": "model.toml" },
         "startup": startup.to_json(),
         "timing": {
@@ -838,11 +841,11 @@ pub fn run_to_folder_with(
     opts: &RunOptions,
 ) -> Result<RunReport, RunError> {
     let build_start = Instant::now();
-    let mut sim = Engine::new(loaded.model.clone(), opts.connector.as_deref())?;
+    let mut sim = Engine::new(&loaded.model, opts.connector.as_deref())?;
     // Online model updating ([updating], issue 14), resolved before the folder is touched.
     let n_steps = sim.n_steps();
     let mut updating =
-        hybridsim::online_updating::OnlineUpdating::new(&sim.model, sim.integ.as_mut(), n_steps)?;
+        hybridsim::online_updating::OnlineUpdating::new(sim.model, sim.integ.as_mut(), n_steps)?;
     let dofs = sim
         .integrator()
         .partitions()
@@ -857,7 +860,7 @@ pub fn run_to_folder_with(
     let t0 = Instant::now();
     let lab_parts = sim.lab_partitions();
     let disk = Arc::new(OnDisk::new(lab_parts.len()));
-    let journal = |sim: &Engine, status: &str, error: Option<String>| {
+    let journal = |sim: &Engine<'_>, status: &str, error: Option<String>| {
         let lab_rows = disk.lab_rows();
         run_json(
             loaded,
@@ -880,12 +883,7 @@ pub fn run_to_folder_with(
     write_json(&json_path, &journal(&sim, "started", None))?;
 
     // The files; a failure here ends the run before any step, and run.json says so.
-    let header = sim
-        .columns()
-        .iter()
-        .map(|c| c.header())
-        .collect::<Vec<_>>()
-        .join(",");
+    let header = sim.recorder.header();
     let csv_path = folder.join("results.csv");
     let model_copy = folder.join("model.toml");
     let files = (|| {
@@ -913,7 +911,7 @@ pub fn run_to_folder_with(
         }
     };
 
-    let ncol = sim.columns().len();
+    let ncol = sim.n_columns();
     let queue = queue_rows(ncol);
     let (row_tx, row_rx) = sync_channel::<(u64, Vec<f64>)>(queue);
     let (free_tx, free_rx) = sync_channel::<Vec<f64>>(queue + 2);
@@ -972,7 +970,7 @@ pub fn run_to_folder_with(
     let mut row = vec![0.0; ncol];
     let mut tap = hybridsim::runner::take_tap(&opts.tap);
     if let Some(tap) = tap.as_mut() {
-        let columns: Vec<String> = sim.columns().iter().map(|c| c.header()).collect();
+        let columns: Vec<String> = sim.recorder.headers();
         tap.start(&columns, &lab_parts);
     }
     let (end, panicked) = {

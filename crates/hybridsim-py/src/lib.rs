@@ -892,7 +892,7 @@ impl PySimulation {
                 m.analysis.n_steps(),
             )?;
             let recorder = Recorder::new(&m, integ.as_ref());
-            let ncol = recorder.columns().len();
+            let ncol = recorder.n_columns();
             let lab = integ
                 .partitions()
                 .iter()
@@ -915,12 +915,7 @@ impl PySimulation {
             })
         });
         let inner = inner.map_err(model_err)?;
-        let columns = inner
-            .recorder
-            .columns()
-            .iter()
-            .map(|c| c.header())
-            .collect();
+        let columns = inner.recorder.headers();
         let sim = Self {
             inner: Mutex::new(inner),
             columns,

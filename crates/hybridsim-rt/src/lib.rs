@@ -1175,7 +1175,7 @@ pub fn run_integrator(
         .filter_map(|p| p.lab())
         .any(|lab| !lab.is_virtual());
     let mut recorder = Recorder::new(model, &pg);
-    let columns: Vec<String> = recorder.columns().iter().map(|c| c.header()).collect();
+    let columns: Vec<String> = recorder.headers();
     let ncol = columns.len();
     let ss = pg.subcycles() as u64;
     let n_steps = opts.max_steps.unwrap_or(a.n_steps()).min(a.n_steps());

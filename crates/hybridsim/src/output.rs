@@ -52,9 +52,59 @@ enum Channel {
     },
 }
 
+/// The names and units of the columns, packed: every name in one text, the distinct units
+/// once each. A wide model records about seven columns a DOF; one `String` per name and per
+/// unit was about 700 bytes a DOF of the start-up memory (issue 20). The [`Column`]s are
+/// made from it on demand.
+#[derive(Debug, Clone, Default)]
+struct ColumnNames {
+    /// The names, one after the other.
+    text: String,
+    /// End of each column's name in `text`.
+    ends: Vec<usize>,
+    /// The distinct units.
+    units: Vec<String>,
+    /// Index into `units` of each column's unit.
+    unit_of: Vec<u32>,
+}
+
+impl ColumnNames {
+    fn push(&mut self, name: &str, unit: &str) {
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+        let k = match self.units.iter().position(|u| u == unit) {
+            Some(k) => k,
+            None => {
+                self.units.push(unit.to_string());
+                self.units.len() - 1
+            }
+        };
+        self.unit_of.push(k as u32);
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn name(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
+    fn unit(&self, i: usize) -> &str {
+        &self.units[self.unit_of[i] as usize]
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.text.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        self.unit_of.shrink_to_fit();
+    }
+}
+
 /// Fills rows of recorded values; column layout fixed at construction.
 pub struct Recorder {
-    columns: Vec<Column>,
+    columns: ColumnNames,
     channels: Vec<Channel>,
     workspaces: Vec<ElementWorkspace>,
     scratch: Vec<f64>,
@@ -80,17 +130,15 @@ impl Recorder {
     /// Lay out the columns for `model` integrated by `integrator`.
     pub fn new(model: &Model, integrator: &dyn TimeIntegrator) -> Self {
         let u = &model.units;
-        let mut columns = vec![Column {
-            name: "time".into(),
-            unit: u.time.clone(),
-        }];
+        let mut columns = ColumnNames::default();
+        columns.push("time", &u.time);
         let mut channels = vec![Channel::Time];
-        let push = |cols: &mut Vec<Column>,
+        let push = |cols: &mut ColumnNames,
                     chans: &mut Vec<Channel>,
                     name: String,
                     unit: String,
                     ch: Channel| {
-            cols.push(Column { name, unit });
+            cols.push(&name, &unit);
             chans.push(ch);
         };
         let parts = integrator.partitions();
@@ -277,6 +325,8 @@ impl Recorder {
                 );
             }
         }
+        columns.shrink_to_fit();
+        channels.shrink_to_fit();
         let workspaces = parts.iter().map(|p| p.state.workspace()).collect();
         let snapshot = RecorderSnapshot::new(integrator, &channels);
         Self {
@@ -288,9 +338,56 @@ impl Recorder {
         }
     }
 
-    /// The columns.
-    pub fn columns(&self) -> &[Column] {
-        &self.columns
+    /// The columns, made from the packed names (allocates every name: for the number of
+    /// columns use [`Recorder::n_columns`], for a CSV header [`Recorder::header`]).
+    pub fn columns(&self) -> Vec<Column> {
+        (0..self.columns.len()).map(|i| self.column(i)).collect()
+    }
+
+    /// Number of columns (the length of a row).
+    pub fn n_columns(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// Column `i`.
+    pub fn column(&self, i: usize) -> Column {
+        Column {
+            name: self.columns.name(i).to_string(),
+            unit: self.columns.unit(i).to_string(),
+        }
+    }
+
+    /// Name of column `i` (e.g. `u.ns.2.x`).
+    pub fn column_name(&self, i: usize) -> &str {
+        self.columns.name(i)
+    }
+
+    /// Unit of column `i` (e.g. `m`).
+    pub fn column_unit(&self, i: usize) -> &str {
+        self.columns.unit(i)
+    }
+
+    /// The `name[unit]` header of every column ([`Column::header`]).
+    pub fn headers(&self) -> Vec<String> {
+        (0..self.columns.len())
+            .map(|i| format!("{}[{}]", self.columns.name(i), self.columns.unit(i)))
+            .collect()
+    }
+
+    /// The CSV header line: the `name[unit]` of every column, separated by commas, written
+    /// into one string (no per-column strings).
+    pub fn header(&self) -> String {
+        let mut line = String::with_capacity(self.columns.text.len() + 8 * self.columns.len());
+        for i in 0..self.columns.len() {
+            if i > 0 {
+                line.push(',');
+            }
+            line.push_str(self.columns.name(i));
+            line.push('[');
+            line.push_str(self.columns.unit(i));
+            line.push(']');
+        }
+        line
     }
 
     /// Fill `row` (length of [`Recorder::columns`]) from the integrator's current state.

@@ -64,9 +64,19 @@ impl Simulation {
         self.updating.as_mut()
     }
 
-    /// Recorded columns.
-    pub fn columns(&self) -> &[Column] {
+    /// Recorded columns (made on demand from the recorder's packed names).
+    pub fn columns(&self) -> Vec<Column> {
         self.recorder.columns()
+    }
+
+    /// Number of recorded columns (the length of a row).
+    pub fn n_columns(&self) -> usize {
+        self.recorder.n_columns()
+    }
+
+    /// The recorder (column names and units without making every [`Column`]).
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
     }
 
     /// Fill a row with the current values (allocation-free).

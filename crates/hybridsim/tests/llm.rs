@@ -481,7 +481,9 @@ fn llm_multipliers_are_described_for_run_json() {
     let sim = hybridsim::Simulation::new(model).unwrap();
     let integ = sim.integrator.as_ref();
     let info = integ.multiplier_info();
-    let columns: Vec<&str> = sim.columns().iter().map(|c| c.name.as_str()).collect();
+    let columns: Vec<&str> = (0..sim.n_columns())
+        .map(|i| sim.recorder().column_name(i))
+        .collect();
     let localized = info.iter().filter(|i| i.kind == "localized").count();
     let imposed: Vec<_> = info.iter().filter(|i| i.kind == "imposed").collect();
     println!(

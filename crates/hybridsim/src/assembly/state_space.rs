@@ -32,7 +32,8 @@ pub struct ElementSlot {
     kernel: SlotKernel,
     /// The Rayleigh `β K` term of a hysteretic element under `[damping] stiffness =
     /// "committed"` or `"current"` ([`StateSpace::add_tangent_rayleigh`]).
-    tangent_rayleigh: Option<TangentRayleigh>,
+    /// (Boxed: a rare term, kept out of the slot every element of a large model has.)
+    tangent_rayleigh: Option<Box<TangentRayleigh>>,
 }
 
 /// Stiffness-proportional Rayleigh damping of one hysteretic element whose stiffness follows its
@@ -63,42 +64,53 @@ impl ElementSlot {
     }
 }
 
-/// How [`StateSpace::residual`] evaluates one slot (the hot path of every step).
-#[derive(Debug, Clone)]
+/// How [`StateSpace::residual`] evaluates one slot (the hot path of every step). A linear
+/// slot's terms live only in the merged [`LinearRun`] of the residual's plan, not in the slot
+/// as well (issue 20: two copies of every linear term were the largest part of a partition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SlotKernel {
     /// Through the element's `restoring` (hysteretic and other nonlinear elements).
     Generic,
     /// An element without restoring force (a mass): nothing to add.
     Inert,
     /// A linear element without extra states, `r = K u + C v`: its nonzero terms over the
-    /// partition, row by row. Row `i` adds `Σ_t vals[t] · Y[cols[t]]` for `t` in
-    /// `rows[i-1].1..rows[i].1` to `R[rows[i].0]`.
-    Linear {
-        rows: Vec<(usize, usize)>,
-        cols: Vec<usize>,
-        vals: Vec<f64>,
-    },
+    /// partition are groups of [`StateSpace::residual`]'s plan.
+    Linear,
+}
+
+/// The nonzero terms of a linear element over the partition, row by row: row `i` adds
+/// `Σ_t vals[t] · Y[cols[t]]` for `t` in `rows[i-1].1..rows[i].1` to `R[rows[i].0]`.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct LinearTerms {
+    rows: Vec<(usize, usize)>,
+    cols: Vec<usize>,
+    vals: Vec<f64>,
 }
 
 impl SlotKernel {
-    /// Classify an element. Linear means: no extra states, a declared stiffness (and
-    /// optionally damping) matrix, and `restoring` reproducing `K u + C v` at two probe
-    /// states to round-off, so an element whose declared matrices are not its law stays on
-    /// the generic path.
-    fn classify(e: &dyn crate::elements::Element, map: &[Option<usize>], n: usize) -> Self {
+    /// Classify an element, with the terms of a linear one. Linear means: no extra states, a
+    /// declared stiffness (and optionally damping) matrix, and `restoring` reproducing
+    /// `K u + C v` at two probe states to round-off, so an element whose declared matrices are
+    /// not its law stays on the generic path.
+    fn classify(
+        e: &dyn crate::elements::Element,
+        map: &[Option<usize>],
+        n: usize,
+    ) -> (Self, LinearTerms) {
+        let generic = (SlotKernel::Generic, LinearTerms::default());
         if e.n_states() > 0 {
-            return SlotKernel::Generic;
+            return generic;
         }
         if let Some(c) = e.sparse_damping() {
             return Self::from_sparse_damping(c, map, n);
         }
         let ne = map.len();
         let Some(k) = e.linear_stiffness() else {
-            return SlotKernel::Generic;
+            return generic;
         };
         let c = e.linear_damping().unwrap_or_else(|| DMatrix::zeros(ne, ne));
         if k.shape() != (ne, ne) || c.shape() != (ne, ne) {
-            return SlotKernel::Generic;
+            return generic;
         }
         let mut r = vec![0.0; ne];
         for scale in [1.0, -3.0e-3] {
@@ -113,61 +125,65 @@ impl SlotKernel {
                     size += (k[(i, j)] * u[j]).abs() + (c[(i, j)] * v[j]).abs();
                 }
                 if !ri.is_finite() || (ri - expect).abs() > 1e-12 * size {
-                    return SlotKernel::Generic;
+                    return generic;
                 }
             }
         }
-        let mut rows = Vec::new();
-        let mut cols = Vec::new();
-        let mut vals = Vec::new();
+        let mut t = LinearTerms::default();
         for (i, mi) in map.iter().enumerate() {
             let Some(row) = mi else { continue };
             for (j, mj) in map.iter().enumerate() {
                 let Some(col) = mj else { continue };
                 if k[(i, j)] != 0.0 {
-                    cols.push(*col);
-                    vals.push(k[(i, j)]);
+                    t.cols.push(*col);
+                    t.vals.push(k[(i, j)]);
                 }
                 if c[(i, j)] != 0.0 {
-                    cols.push(n + col);
-                    vals.push(c[(i, j)]);
+                    t.cols.push(n + col);
+                    t.vals.push(c[(i, j)]);
                 }
             }
-            if rows.last().map_or(0, |r: &(usize, usize)| r.1) < cols.len() {
-                rows.push((n + row, cols.len()));
+            if t.rows.last().map_or(0, |r: &(usize, usize)| r.1) < t.cols.len() {
+                t.rows.push((n + row, t.cols.len()));
             }
         }
-        if rows.is_empty() {
-            SlotKernel::Inert
+        if t.rows.is_empty() {
+            (SlotKernel::Inert, LinearTerms::default())
         } else {
-            SlotKernel::Linear { rows, cols, vals }
+            (SlotKernel::Linear, t)
         }
     }
 
     /// The kernel of an element with force `r = C v`, `C` given in compressed rows
     /// ([`crate::elements::Element::sparse_damping`]): the same terms, in the same order, as
     /// [`SlotKernel::classify`] takes from the dense matrices, in `O(nnz)`.
-    fn from_sparse_damping(c: SparseRows<'_>, map: &[Option<usize>], n: usize) -> Self {
-        let mut rows = Vec::new();
-        let mut cols = Vec::with_capacity(c.values.len());
-        let mut vals = Vec::with_capacity(c.values.len());
+    fn from_sparse_damping(
+        c: SparseRows<'_>,
+        map: &[Option<usize>],
+        n: usize,
+    ) -> (Self, LinearTerms) {
+        let mut t = LinearTerms {
+            rows: Vec::new(),
+            cols: Vec::with_capacity(c.values.len()),
+            vals: Vec::with_capacity(c.values.len()),
+        };
         for (i, mi) in map.iter().enumerate() {
             let Some(row) = mi else { continue };
-            for t in c.row_start[i]..c.row_start[i + 1] {
-                let (j, value) = (c.columns[t], c.values[t]);
+            for k in c.row_start[i]..c.row_start[i + 1] {
+                let (j, value) = (c.columns[k], c.values[k]);
                 if let (Some(col), true) = (map[j], value != 0.0) {
-                    cols.push(n + col);
-                    vals.push(value);
+                    t.cols.push(n + col);
+                    t.vals.push(value);
                 }
             }
-            if rows.last().map_or(0, |r: &(usize, usize)| r.1) < cols.len() {
-                rows.push((n + row, cols.len()));
+            if t.rows.last().map_or(0, |r: &(usize, usize)| r.1) < t.cols.len() {
+                t.rows.push((n + row, t.cols.len()));
             }
         }
-        if rows.is_empty() {
-            SlotKernel::Inert
+        if t.rows.is_empty() {
+            (SlotKernel::Inert, LinearTerms::default())
         } else {
-            SlotKernel::Linear { rows, cols, vals }
+            (SlotKernel::Linear, t)
         }
     }
 }
@@ -187,6 +203,8 @@ struct LinearRun {
     targets: Vec<(usize, usize)>,
     /// End of each group's terms in `cols` / `vals`.
     group_end: Vec<usize>,
+    /// The slot each group comes from (to take a slot out of the plan again).
+    group_slot: Vec<u32>,
     cols: Vec<usize>,
     vals: Vec<f64>,
 }
@@ -312,57 +330,107 @@ enum ResidualPass {
     Generic(usize),
 }
 
-/// The passes of [`StateSpace::residual`] over `slots`: consecutive precomputed linear slots
-/// merged into one [`LinearRun`] (inert slots skipped), generic slots one by one.
-fn residual_plan(slots: &[ElementSlot], n: usize) -> Vec<ResidualPass> {
+/// The row groups of the linear slots, in slot order (the groups of a slot contiguous, in the
+/// order the slot gave them): the input of [`residual_plan`].
+#[derive(Debug, Default)]
+struct SlotGroups {
+    /// `(slot, row of R, end of the group's terms)`.
+    groups: Vec<(u32, usize, usize)>,
+    cols: Vec<usize>,
+    vals: Vec<f64>,
+}
+
+impl SlotGroups {
+    /// Append the terms of linear slot `slot` (slots in increasing order).
+    fn push(&mut self, slot: usize, t: &LinearTerms) {
+        let base = self.cols.len();
+        self.cols.extend_from_slice(&t.cols);
+        self.vals.extend_from_slice(&t.vals);
+        for &(target, end) in &t.rows {
+            self.groups.push((slot as u32, target, base + end));
+        }
+    }
+
+    /// The row groups of the linear slots of `slots` over `n` DOFs, their terms classified
+    /// again from the elements (a slot moved to the generic path or removed has none). The
+    /// terms and their order are those of the start-up classification, so [`residual_plan`]
+    /// of the result merges every row's sums in the order it did.
+    fn from_slots(slots: &[ElementSlot], n: usize) -> Self {
+        let mut out = SlotGroups::default();
+        for (k, slot) in slots.iter().enumerate() {
+            if matches!(slot.kernel, SlotKernel::Linear) {
+                let (_, terms) = SlotKernel::classify(slot.element.as_ref(), &slot.map, n);
+                out.push(k, &terms);
+            }
+        }
+        out
+    }
+}
+
+/// The kernel of every slot.
+fn kernels(slots: &[ElementSlot]) -> Vec<SlotKernel> {
+    slots.iter().map(|s| s.kernel).collect()
+}
+
+/// The passes of [`StateSpace::residual`] over slots of kernels `kernels`: consecutive
+/// precomputed linear slots merged into one [`LinearRun`] (inert slots skipped), generic slots
+/// one by one. `groups` holds the row groups of the linear slots, in slot order.
+fn residual_plan(kernels: &[SlotKernel], groups: &SlotGroups, n: usize) -> Vec<ResidualPass> {
     let mut plan = Vec::new();
-    // Groups of the run under way, in slot order: (row, terms `(column, value)`).
-    type Group = (usize, Vec<(usize, f64)>);
-    let mut groups: Vec<Group> = Vec::new();
-    let flush = |groups: &mut Vec<Group>, plan: &mut Vec<ResidualPass>| {
-        if groups.is_empty() {
+    // Groups of the run under way (indices into `groups.groups`), in slot order.
+    let mut run_groups: Vec<usize> = Vec::new();
+    let mut next = 0;
+    let flush = |run_groups: &mut Vec<usize>, plan: &mut Vec<ResidualPass>| {
+        if run_groups.is_empty() {
             return;
         }
-        groups.sort_by_key(|g| g.0);
-        let mut run = LinearRun::default();
-        for (target, terms) in groups.drain(..) {
-            for (c, v) in terms {
-                run.cols.push(c);
-                run.vals.push(v);
-            }
+        run_groups.sort_by_key(|&g| groups.groups[g].1);
+        let n_terms: usize = run_groups
+            .iter()
+            .map(|&g| groups.groups[g].2 - if g == 0 { 0 } else { groups.groups[g - 1].2 })
+            .sum();
+        let mut run = LinearRun {
+            targets: Vec::new(),
+            group_end: Vec::with_capacity(run_groups.len()),
+            group_slot: Vec::with_capacity(run_groups.len()),
+            cols: Vec::with_capacity(n_terms),
+            vals: Vec::with_capacity(n_terms),
+        };
+        for g in run_groups.drain(..) {
+            let (slot, target, end) = groups.groups[g];
+            let start = if g == 0 { 0 } else { groups.groups[g - 1].2 };
+            run.cols.extend_from_slice(&groups.cols[start..end]);
+            run.vals.extend_from_slice(&groups.vals[start..end]);
             run.group_end.push(run.cols.len());
+            run.group_slot.push(slot);
             match run.targets.last_mut() {
                 Some(last) if last.0 == target => last.1 = run.group_end.len(),
                 _ => run.targets.push((target, run.group_end.len())),
             }
         }
+        run.targets.shrink_to_fit();
         plan.push(match FusedRun::from_run(&run, n) {
             Some(fused) => ResidualPass::Fused(fused),
             None => ResidualPass::Linear(run),
         });
     };
-    for (k, slot) in slots.iter().enumerate() {
-        match &slot.kernel {
+    for (k, kernel) in kernels.iter().enumerate() {
+        match kernel {
             SlotKernel::Inert => {}
-            SlotKernel::Linear { rows, cols, vals } => {
-                let mut start = 0;
-                for &(target, end) in rows {
-                    let terms = cols[start..end]
-                        .iter()
-                        .copied()
-                        .zip(vals[start..end].iter().copied())
-                        .collect();
-                    groups.push((target, terms));
-                    start = end;
+            SlotKernel::Linear => {
+                while next < groups.groups.len() && groups.groups[next].0 as usize == k {
+                    run_groups.push(next);
+                    next += 1;
                 }
             }
             SlotKernel::Generic => {
-                flush(&mut groups, &mut plan);
+                flush(&mut run_groups, &mut plan);
                 plan.push(ResidualPass::Generic(k));
             }
         }
     }
-    flush(&mut groups, &mut plan);
+    flush(&mut run_groups, &mut plan);
+    plan.shrink_to_fit();
     plan
 }
 
@@ -394,7 +462,11 @@ pub struct ElementWorkspace {
 }
 
 impl ElementWorkspace {
-    fn new(max_dofs: usize, max_states: usize) -> Self {
+    /// Buffers for elements of up to `max_dofs` DOFs and `max_states` extra states; the
+    /// dual-number ones (used by the tangent Rayleigh terms only) for up to `dual_dofs` DOFs
+    /// and `dual_states` states, so that the Rayleigh element over every DOF of a large model
+    /// does not give each workspace five dual vectors of its size (issue 20).
+    fn new(max_dofs: usize, max_states: usize, dual_dofs: usize, dual_states: usize) -> Self {
         let zero = Dual64::from(0.0);
         Self {
             u: vec![0.0; max_dofs],
@@ -405,14 +477,14 @@ impl ElementWorkspace {
             u1: vec![0.0; max_dofs],
             r1: vec![0.0; max_dofs],
             s1: vec![0.0; max_states],
-            ud: vec![zero; max_dofs],
-            vd: vec![zero; max_dofs],
-            sd: vec![zero; max_states],
-            rd: vec![zero; max_dofs],
-            sdotd: vec![zero; max_states],
+            ud: vec![zero; dual_dofs],
+            vd: vec![zero; dual_dofs],
+            sd: vec![zero; dual_states],
+            rd: vec![zero; dual_dofs],
+            sdotd: vec![zero; dual_states],
             sdot1: vec![0.0; max_states],
             committed: Vec::new(),
-            kt: vec![0.0; max_dofs * max_dofs],
+            kt: vec![0.0; dual_dofs * dual_dofs],
             weighted: Vec::new(),
         }
     }
@@ -472,13 +544,16 @@ impl StateSpace {
     ) -> Result<Self, ModelError> {
         let mut diag = Diagnostics::new(&model.source);
         let n = dofs.len();
-        let mut slots = Vec::new();
+        let mut slots = Vec::with_capacity(elements.len());
+        let mut groups = SlotGroups::default();
         let mut offset = 0;
         let index = super::DofIndex::new(&dofs);
         for (ename, e, _) in &elements {
             let map: Vec<Option<usize>> = index.map(e);
             let stores_energy = stores_energy(e.as_ref());
-            let kernel = SlotKernel::classify(e.as_ref(), &map, n);
+            let (kernel, terms) = SlotKernel::classify(e.as_ref(), &map, n);
+            groups.push(slots.len(), &terms);
+            drop(terms);
             slots.push(ElementSlot {
                 name: ename.clone(),
                 element: e.clone(),
@@ -587,7 +662,6 @@ impl StateSpace {
             .map(|g| g.acceleration.clone())
             .collect();
         drop(index);
-        let plan = residual_plan(&slots, dofs.len());
         Ok(Self {
             name: name.to_string(),
             physical,
@@ -595,7 +669,7 @@ impl StateSpace {
             n_states: ns,
             mass_entries,
             mass_dense: OnceLock::new(),
-            residual_plan: plan,
+            residual_plan: residual_plan(&kernels(&slots), &groups, n),
             slots,
             j0_entries,
             j0_dense: OnceLock::new(),
@@ -672,7 +746,8 @@ impl StateSpace {
             .ok_or_else(|| format!("no element {slot} in `{}`", self.name))?;
         if !matches!(s.kernel, SlotKernel::Generic) {
             s.kernel = SlotKernel::Generic;
-            self.residual_plan = residual_plan(&self.slots, self.dofs.len());
+            let groups = SlotGroups::from_slots(&self.slots, self.dofs.len());
+            self.residual_plan = residual_plan(&kernels(&self.slots), &groups, self.dofs.len());
         }
         let s = &mut self.slots[slot];
         if std::sync::Arc::get_mut(&mut s.element).is_none() {
@@ -714,11 +789,11 @@ impl StateSpace {
         push_rayleigh_tangent_entries(n, &slot.map, beta, k0.as_slice(), &mut j0);
         self.j0_entries = merge_triplets(j0);
         self.j0_dense = OnceLock::new();
-        slot.tangent_rayleigh = Some(TangentRayleigh {
+        slot.tangent_rayleigh = Some(Box::new(TangentRayleigh {
             beta,
             committed,
             k0: k0.as_slice().to_vec(),
-        });
+        }));
     }
 
     /// Whether an element has Rayleigh damping with its committed tangent: the stepper must
@@ -741,7 +816,7 @@ impl StateSpace {
                 committed: Some(offset),
                 k0,
                 ..
-            }) = &slot.tangent_rayleigh
+            }) = slot.tangent_rayleigh.as_deref()
             else {
                 continue;
             };
@@ -900,7 +975,8 @@ impl StateSpace {
     /// follow. Not for the real-time loop: it allocates.
     pub(crate) fn remove_slot(&mut self, slot: usize) {
         self.slots.remove(slot);
-        self.residual_plan = residual_plan(&self.slots, self.dofs.len());
+        let groups = SlotGroups::from_slots(&self.slots, self.dofs.len());
+        self.residual_plan = residual_plan(&kernels(&self.slots), &groups, self.dofs.len());
     }
 
     /// Assemble `J0` again from the elements as they are now (after
@@ -995,7 +1071,17 @@ impl StateSpace {
     pub fn workspace(&self) -> ElementWorkspace {
         let md = self.slots.iter().map(|s| s.map.len()).max().unwrap_or(0);
         let ms = self.slots.iter().map(|s| s.n_states).max().unwrap_or(0);
-        let mut ws = ElementWorkspace::new(md, ms);
+        // Dual-number buffers and the element tangent `kt` serve the slots that are
+        // differentiated during a run: tangent Rayleigh terms and, under Newton, every generic
+        // (nonlinear) slot. The linear Rayleigh element over every DOF needs none.
+        let dual = || {
+            self.slots.iter().filter(|s| {
+                s.tangent_rayleigh.is_some() || matches!(s.kernel, SlotKernel::Generic)
+            })
+        };
+        let dd = dual().map(|s| s.map.len()).max().unwrap_or(0);
+        let ds = dual().map(|s| s.n_states).max().unwrap_or(0);
+        let mut ws = ElementWorkspace::new(md, ms, dd, ds);
         ws.weighted = vec![0.0; self.dofs.len()];
         // The committed tangents start at the initial stiffness (the state at rest).
         let committed = || {
@@ -1858,7 +1944,7 @@ impl Partition {
             physical: None,
             specimen: Vec::new(),
             index: usize::MAX,
-            ws: ElementWorkspace::new(0, 0),
+            ws: ElementWorkspace::new(0, 0, 0, 0),
             specimen_stores_energy: Vec::new(),
         }
     }
@@ -2012,7 +2098,9 @@ mod tests {
         for slot in &st.slots {
             match &slot.kernel {
                 SlotKernel::Inert => {}
-                SlotKernel::Linear { rows, cols, vals } => {
+                SlotKernel::Linear => {
+                    let (_, terms) = SlotKernel::classify(slot.element.as_ref(), &slot.map, n);
+                    let (rows, cols, vals) = (&terms.rows, &terms.cols, &terms.vals);
                     let mut start = 0;
                     for &(target, end) in rows {
                         let mut acc = 0.0;
@@ -2122,7 +2210,7 @@ mod tests {
             .collect();
         let (mut a, mut b, mut c) = (vec![0.0; size], vec![0.0; size], vec![0.0; size]);
         st.residual(&y, &mut a, &mut st.workspace());
-        st.residual(&y, &mut c, &mut ElementWorkspace::new(2, 0));
+        st.residual(&y, &mut c, &mut ElementWorkspace::new(2, 0, 0, 0));
         residual_slot_by_slot(&st, &y, &mut b);
         // The scale of each row: the sum of the magnitudes of its terms.
         let j0 = st.j0_entries.clone();

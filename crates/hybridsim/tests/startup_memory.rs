@@ -1,0 +1,113 @@
+//! Start-up memory (issue 20): the heap the recorder's column names take, counted by a
+//! global allocator, per column of a shear chain.
+
+use hybridsim::model::NoFiles;
+use hybridsim::output::Recorder;
+use hybridsim::Model;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// The system allocator, adding the bytes this thread allocates and frees while
+/// [`live_bytes_added`] runs (the harness's threads are not counted).
+struct Bytes;
+
+static LIVE: AtomicI64 = AtomicI64::new(0);
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn counting() -> bool {
+    COUNTING.try_with(|c| c.get()).unwrap_or(false)
+}
+
+unsafe impl GlobalAlloc for Bytes {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if counting() {
+            LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
+        }
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if counting() {
+            LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
+        }
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if counting() {
+            LIVE.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Bytes = Bytes;
+
+/// What `f` returns, and the bytes it leaves allocated (allocated minus freed by this thread).
+fn live_bytes_added<T>(f: impl FnOnce() -> T) -> (T, i64) {
+    LIVE.store(0, Ordering::SeqCst);
+    COUNTING.with(|c| c.set(true));
+    let out = f();
+    COUNTING.with(|c| c.set(false));
+    (out, LIVE.load(Ordering::SeqCst))
+}
+
+/// A shear chain of `n` storeys without damping: one `x` DOF a node, a mass and a spring a
+/// storey.
+fn chain(n: usize) -> Model {
+    let mut t = String::from("title = \"chain\"\n[units]\nlength = \"m\"\nforce = \"kN\"\n");
+    t.push_str("time = \"s\"\n[analysis]\nintegrator = \"mg-alpha\"\nrho_inf = 1.0\n");
+    t.push_str("time_step = 0.001\nduration = 0.01\n");
+    for i in 1..=n {
+        t.push_str(&format!("[[node]]\nid = {i}\ndofs = [\"x\"]\n"));
+    }
+    for i in 1..=n {
+        t.push_str(&format!(
+            "[[element]]\ntype = \"mass\"\nname = \"m{i}\"\nnode = {i}\nmass = 50.0\n"
+        ));
+        let nodes = if i == 1 {
+            "[1]".to_string()
+        } else {
+            format!("[{}, {i}]", i - 1)
+        };
+        t.push_str(&format!(
+            "[[element]]\ntype = \"spring\"\nname = \"column{i}\"\nnodes = {nodes}\n\
+             dof = \"x\"\nk = 40000.0\n"
+        ));
+    }
+    Model::from_toml(&t, "chain.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The recorder keeps its column names packed (one text, the distinct units once), not a
+/// `String` per name and per unit: at most 80 bytes a column, its channel (32 bytes)
+/// included. One `String` per name and unit made it at least 93 (48 bytes of `Column`, the
+/// name, the unit, the channel), more with the slack of growing vectors.
+#[test]
+fn recorder_names_take_less_than_80_bytes_a_column() {
+    let n = 2000;
+    let model = chain(n);
+    let integ = hybridsim::integrators::build_with(&model, None).unwrap_or_else(|e| panic!("{e}"));
+    // (Without damping the recorder's workspaces are a few values: the largest element has
+    // two DOFs.)
+    let (recorder, bytes) = live_bytes_added(|| Recorder::new(&model, integ.as_ref()));
+    let ncol = recorder.n_columns();
+    assert!(ncol >= 4 * n, "{ncol} columns");
+    let per_column = bytes as f64 / ncol as f64;
+    eprintln!("recorder: {bytes} bytes for {ncol} columns ({per_column:.1} a column)");
+    assert!(
+        per_column <= 80.0,
+        "the recorder takes {bytes} bytes for {ncol} columns ({per_column:.1} a column)"
+    );
+    // The names are those of the columns, in order.
+    assert_eq!(recorder.column_name(0), "time");
+    assert_eq!(recorder.column(1).header(), "u.structure.1.x[m]");
+    let header = recorder.header();
+    assert_eq!(
+        header.split(',').collect::<Vec<_>>(),
+        recorder.headers(),
+        "the header line lists the headers"
+    );
+}
