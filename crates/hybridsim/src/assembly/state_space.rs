@@ -1075,9 +1075,9 @@ impl StateSpace {
         // differentiated during a run: tangent Rayleigh terms and, under Newton, every generic
         // (nonlinear) slot. The linear Rayleigh element over every DOF needs none.
         let dual = || {
-            self.slots.iter().filter(|s| {
-                s.tangent_rayleigh.is_some() || matches!(s.kernel, SlotKernel::Generic)
-            })
+            self.slots
+                .iter()
+                .filter(|s| s.tangent_rayleigh.is_some() || matches!(s.kernel, SlotKernel::Generic))
         };
         let dd = dual().map(|s| s.map.len()).max().unwrap_or(0);
         let ds = dual().map(|s| s.n_states).max().unwrap_or(0);
@@ -2245,6 +2245,83 @@ mod tests {
             .residual_plan
             .iter()
             .any(|p| matches!(p, ResidualPass::Fused(_))));
+    }
+
+    /// A slot made generic (a parameter changed during a run) or removed rebuilds the plan from
+    /// the remaining slots' own terms: a fused Rayleigh run keeps no groups to take them from,
+    /// and losing them would drop the Rayleigh and spring forces from `R`. The workspace's
+    /// dual-number buffers and element tangent are sized by the slots differentiated during a
+    /// run, not by the Rayleigh element over every DOF (an `N²` tangent at `N = 10⁴` is 800 MB).
+    #[test]
+    fn a_fused_plan_is_rebuilt_from_the_slots_and_the_workspace_stays_element_sized() {
+        let linear =
+            mixed_chain_text(40).replace("type = \"bouc_wen\"", "type = \"spring\"\nk = 3.0e4");
+        let linear: String = linear
+            .split("[[element]]")
+            .filter(|e| !e.contains("type = \"dashpot\""))
+            .collect::<Vec<_>>()
+            .join("[[element]]");
+        let linear = linear
+            .lines()
+            .filter(|l| {
+                !l.starts_with("A = ")
+                    && !l.starts_with("beta = 3.5")
+                    && !l.starts_with("gamma")
+                    && !l.starts_with("n = 1.0")
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let model = Model::from_toml(&linear, "linear_chain.toml", &NoFiles)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut st = build_partitions(&model, Grouping::Monolithic)
+            .expect("builds")
+            .remove(0)
+            .state;
+        let ws = st.workspace();
+        assert_eq!(
+            ws.kt.len(),
+            0,
+            "no slot is differentiated in a linear chain"
+        );
+        assert_eq!(ws.ud.len(), 0);
+        let spring = st
+            .slots
+            .iter()
+            .position(|s| matches!(s.kernel, SlotKernel::Linear) && s.map.len() <= 2)
+            .expect("a spring slot");
+        st.set_element_parameter(spring, "k", 4.5e4).expect("k");
+        assert!(
+            st.residual_plan
+                .iter()
+                .any(|p| matches!(p, ResidualPass::Fused(_))),
+            "the Rayleigh run is still fused"
+        );
+        let ws = st.workspace();
+        assert!(
+            ws.kt.len() <= 4,
+            "the generic spring's tangent only: {}",
+            ws.kt.len()
+        );
+        let size = st.size();
+        let y: Vec<f64> = (0..size)
+            .map(|i| 1e-2 * (0.41 * i as f64).sin() + 1e-3 * (1.7 * i as f64).cos())
+            .collect();
+        let (mut a, mut b) = (vec![0.0; size], vec![0.0; size]);
+        st.residual(&y, &mut a, &mut st.workspace());
+        residual_slot_by_slot(&st, &y, &mut b);
+        let mut scale = vec![0.0; size];
+        for &(i, j, v) in &st.j0_entries {
+            scale[i] += (v * y[j]).abs();
+        }
+        for i in 0..size {
+            assert!(
+                (a[i] - b[i]).abs() <= 4.0 * f64::EPSILON * scale[i].max(1e-300),
+                "row {i}: rebuilt plan {} vs slot by slot {} (scale {})",
+                a[i],
+                b[i],
+                scale[i]
+            );
+        }
     }
 
     /// `J0` assembled again (refactorization on request) keeps the `β K_0` entries of tangent
