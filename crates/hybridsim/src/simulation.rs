@@ -9,6 +9,11 @@ use crate::model::{IntegratorKind, Model};
 use crate::output::{Column, Recorder};
 use std::fmt::Write;
 
+/// The largest model (DOFs over every partition) whose [`Simulation::summary`] lists the modes
+/// of the linearized coupled model: their dense eigenanalysis takes `O(N²)` memory and `O(N³)`
+/// time.
+pub const SUMMARY_MODES_MAX_DOFS: usize = 2000;
+
 /// A model ready to run.
 pub struct Simulation {
     /// The model.
@@ -137,7 +142,8 @@ impl Simulation {
         line
     }
 
-    /// Human-readable summary: substructures, interface, time steps, modes.
+    /// Human-readable summary: substructures, interface, time steps, modes (modes only up to
+    /// [`SUMMARY_MODES_MAX_DOFS`] DOFs).
     pub fn summary(&self) -> String {
         let m = &self.model;
         let a = &m.analysis;
@@ -306,7 +312,35 @@ impl Simulation {
                 }
             );
         }
-        // Modes of the linearized coupled model.
+        // Modes of the linearized coupled model: a dense eigenanalysis, O(N²) memory and O(N³)
+        // time, so only up to `SUMMARY_MODES_MAX_DOFS` (a 10⁴-DOF chain took 13 minutes).
+        let n_dofs: usize = self
+            .integrator
+            .partitions()
+            .iter()
+            .map(|p| p.state.n_dofs())
+            .sum();
+        if n_dofs > SUMMARY_MODES_MAX_DOFS {
+            match &m.rayleigh {
+                Some(crate::model::Rayleigh::Coefficients { alpha, beta }) => {
+                    let _ = writeln!(
+                        s,
+                        "Rayleigh damping: alpha = {alpha:.6e} 1/{}, beta = {beta:.6e} {}",
+                        u.time, u.time
+                    );
+                }
+                Some(crate::model::Rayleigh::Modal { modes, ratios }) => {
+                    let _ = writeln!(s, "Rayleigh damping: ratios {ratios:?} at modes {modes:?}");
+                }
+                None => {}
+            }
+            let _ = writeln!(
+                s,
+                "modes: not computed for {n_dofs} DOFs (the summary's dense eigenanalysis stops \
+                 at {SUMMARY_MODES_MAX_DOFS} DOFs)"
+            );
+            return s;
+        }
         let lin = linearize(m);
         let (alpha, beta) = rayleigh_coefficients(m)
             .ok()

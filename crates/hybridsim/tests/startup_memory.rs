@@ -111,3 +111,23 @@ fn recorder_names_take_less_than_80_bytes_a_column() {
         "the header line lists the headers"
     );
 }
+
+/// `check`'s summary of a model above `SUMMARY_MODES_MAX_DOFS` skips the dense eigenanalysis
+/// of the linearized model (for the 10⁴-DOF chain it ran for more than 13 minutes and needs
+/// dense `N × N` matrices) and says so; the rest of the summary is printed.
+#[test]
+fn the_summary_of_a_large_model_skips_the_dense_modes() {
+    let n = hybridsim::simulation::SUMMARY_MODES_MAX_DOFS + 1;
+    let sim = hybridsim::Simulation::new(chain(n)).unwrap_or_else(|e| panic!("{e}"));
+    let summary = sim.summary();
+    assert!(
+        summary.contains(&format!("modes: not computed for {n} DOFs")),
+        "{summary}"
+    );
+    assert!(!summary.contains("modes of the linearized coupled model"));
+    assert!(summary.contains("recorded:"), "{summary}");
+    let small = hybridsim::Simulation::new(chain(3)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(small
+        .summary()
+        .contains("modes of the linearized coupled model (3 DOFs)"));
+}
