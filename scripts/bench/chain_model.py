@@ -113,10 +113,11 @@ def chain(n, *, duration, time_step, every, physical=False, subcycles=4, max_ove
     return "\n\n".join(out) + "\n"
 
 
-def opensees_build(ops, n, steps, dt):
+def opensees_build(ops, n, steps, dt, record=None, factor_once=False):
     """Build the same chain in openseespy: `n` storeys of 4e4 N/m and 50 kg over a fixed base,
-    Rayleigh damping (0.05, 0.001 on the initial stiffness), a zero base acceleration of
-    `steps` samples, Newmark average acceleration with the `Linear` algorithm."""
+    Rayleigh damping (0.05, 0.001 on the initial stiffness), the base acceleration `record`
+    (default: `steps + 1` zeros), Newmark average acceleration with the `Linear` algorithm
+    (`-factorOnce` with `factor_once`)."""
     ops.wipe()
     ops.model("basic", "-ndm", 1, "-ndf", 1)
     ops.node(0, 0.0)
@@ -127,11 +128,12 @@ def opensees_build(ops, n, steps, dt):
         ops.mass(i, 50.0)
         ops.element("zeroLength", i, i - 1, i, "-mat", 1, "-dir", 1)
     ops.rayleigh(0.05, 0.0, 0.001, 0.0)
-    ops.timeSeries("Path", 1, "-dt", dt, "-values", *([0.0] * (steps + 1)))
+    values = record if record is not None else [0.0] * (steps + 1)
+    ops.timeSeries("Path", 1, "-dt", dt, "-values", *values)
     ops.pattern("UniformExcitation", 1, 1, "-accel", 1)
     ops.constraints("Plain")
     ops.numberer("RCM")
     ops.system("BandGeneral")
-    ops.algorithm("Linear")
+    ops.algorithm("Linear", *(["-factorOnce"] if factor_once else []))
     ops.integrator("Newmark", 0.5, 0.25)
     ops.analysis("Transient")

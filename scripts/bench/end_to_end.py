@@ -88,24 +88,9 @@ def hybridsim(exe, model, folder, steps):
 
 
 def opensees_chain(ops, n, steps):
-    ops.wipe()
-    ops.model("basic", "-ndm", 1, "-ndf", 1)
-    ops.node(0, 0.0)
-    ops.fix(0, 1)
-    ops.uniaxialMaterial("Elastic", 1, 4.0e4)
-    for i in range(1, n + 1):
-        ops.node(i, 0.0)
-        ops.mass(i, 50.0)
-        ops.element("zeroLength", i, i - 1, i, "-mat", 1, "-dir", 1)
-    ops.rayleigh(0.05, 0.0, 0.001, 0.0)
-    ops.timeSeries("Path", 1, "-dt", DT, "-values", *frame_model.record(steps, DT))
-    ops.pattern("UniformExcitation", 1, 1, "-accel", 1)
-    ops.constraints("Plain")
-    ops.numberer("RCM")
-    ops.system("BandGeneral")
-    ops.algorithm("Linear", "-factorOnce")
-    ops.integrator("Newmark", 0.5, 0.25)
-    ops.analysis("Transient")
+    chain_model.opensees_build(
+        ops, n, steps, DT, record=frame_model.record(steps, DT), factor_once=True
+    )
     return list(range(1, n + 1)), [1], n, [1]
 
 

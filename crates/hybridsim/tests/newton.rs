@@ -16,23 +16,7 @@ const SPRINGS: [&str; 3] = [
 /// A chain of `springs` (one mass per node) under a synthetic motion on MG-α at `dt`;
 /// `extra` goes into `[analysis]`.
 fn chain(springs: &[&str], dt: f64, pga: f64, extra: &str) -> hybridsim::Model {
-    let mut text = String::from("[units]\nlength = \"m\"\nforce = \"kN\"\ntime = \"s\"\n");
-    for i in 1..=springs.len() {
-        text += &format!("[[node]]\nid = {i}\ndofs = [\"x\"]\n");
-        text +=
-            &format!("[[element]]\ntype = \"mass\"\nname = \"m{i}\"\nnode = {i}\nmass = 50.0\n");
-    }
-    for (i, s) in springs.iter().enumerate() {
-        let nodes = if i == 0 {
-            "[1]".to_string()
-        } else {
-            format!("[{}, {}]", i + 1, i)
-        };
-        text += &format!(
-            "[[element]]\n{s}\nname = \"s{}\"\nnodes = {nodes}\ndof = \"x\"\n",
-            i + 1
-        );
-    }
+    let mut text = common::spring_chain_text("chain", springs, "");
     text += &format!(
         "[[ground_motion]]\ndirection = \"x\"\nsynthetic = {{ seed = 11, duration = 5.0, pga = {pga} }}\n"
     );

@@ -35,25 +35,7 @@ fn chain_with(
     spring_extra: &str,
     tail: &str,
 ) -> hybridsim::Model {
-    let mut text = String::from(
-        "title = \"hysteretic chain\"\n[units]\nlength = \"m\"\nforce = \"kN\"\ntime = \"s\"\n",
-    );
-    for i in 1..=springs.len() {
-        text += &format!("[[node]]\nid = {i}\ndofs = [\"x\"]\n");
-        text +=
-            &format!("[[element]]\ntype = \"mass\"\nname = \"m{i}\"\nnode = {i}\nmass = 50.0\n");
-    }
-    for (i, s) in springs.iter().enumerate() {
-        let nodes = if i == 0 {
-            "[1]".to_string()
-        } else {
-            format!("[{}, {}]", i + 1, i)
-        };
-        text += &format!(
-            "[[element]]\n{s}\nname = \"s{}\"\nnodes = {nodes}\ndof = \"x\"\n{spring_extra}\n",
-            i + 1
-        );
-    }
+    let mut text = common::spring_chain_text("hysteretic chain", springs, spring_extra);
     text += "[[ground_motion]]\ndirection = \"x\"\nsynthetic = { seed = 11, duration = 5.0, pga = 0.4 }\n";
     text += &format!(
         "[analysis]\nintegrator = \"mg-alpha\"\nrho_inf = 1.0\ntime_step = 0.002\nduration = 3.0\n{integrator_extra}\n"

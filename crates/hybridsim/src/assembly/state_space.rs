@@ -2051,6 +2051,28 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// [`mixed_chain_text`] with springs for its Bouc-Wen storeys and no dashpots: a linear
+    /// chain whose only damping is Rayleigh's (a run the residual fuses).
+    fn linear_rayleigh_chain_text(n: usize) -> String {
+        let linear =
+            mixed_chain_text(n).replace("type = \"bouc_wen\"", "type = \"spring\"\nk = 3.0e4");
+        let linear: String = linear
+            .split("[[element]]")
+            .filter(|e| !e.contains("type = \"dashpot\""))
+            .collect::<Vec<_>>()
+            .join("[[element]]");
+        linear
+            .lines()
+            .filter(|l| {
+                !l.starts_with("A = ")
+                    && !l.starts_with("beta = 3.5")
+                    && !l.starts_with("gamma")
+                    && !l.starts_with("n = 1.0")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// The model file of [`mixed_chain`].
     fn mixed_chain_text(n: usize) -> String {
         let mut t = String::from("title = \"mixed chain\"\n");
@@ -2173,23 +2195,7 @@ mod tests {
     /// the sums stay bit for bit.
     #[test]
     fn rayleigh_runs_are_fused_to_round_off_and_others_are_not() {
-        let linear =
-            mixed_chain_text(30).replace("type = \"bouc_wen\"", "type = \"spring\"\nk = 3.0e4");
-        let linear: String = linear
-            .split("[[element]]")
-            .filter(|e| !e.contains("type = \"dashpot\""))
-            .collect::<Vec<_>>()
-            .join("[[element]]");
-        let linear = linear
-            .lines()
-            .filter(|l| {
-                !l.starts_with("A = ")
-                    && !l.starts_with("beta = 3.5")
-                    && !l.starts_with("gamma")
-                    && !l.starts_with("n = 1.0")
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
+        let linear = linear_rayleigh_chain_text(30);
         let model = Model::from_toml(&linear, "linear_chain.toml", &NoFiles)
             .unwrap_or_else(|e| panic!("{e}"));
         let st = build_partitions(&model, Grouping::Monolithic)
@@ -2254,23 +2260,7 @@ mod tests {
     /// run, not by the Rayleigh element over every DOF (an `N²` tangent at `N = 10⁴` is 800 MB).
     #[test]
     fn a_fused_plan_is_rebuilt_from_the_slots_and_the_workspace_stays_element_sized() {
-        let linear =
-            mixed_chain_text(40).replace("type = \"bouc_wen\"", "type = \"spring\"\nk = 3.0e4");
-        let linear: String = linear
-            .split("[[element]]")
-            .filter(|e| !e.contains("type = \"dashpot\""))
-            .collect::<Vec<_>>()
-            .join("[[element]]");
-        let linear = linear
-            .lines()
-            .filter(|l| {
-                !l.starts_with("A = ")
-                    && !l.starts_with("beta = 3.5")
-                    && !l.starts_with("gamma")
-                    && !l.starts_with("n = 1.0")
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
+        let linear = linear_rayleigh_chain_text(40);
         let model = Model::from_toml(&linear, "linear_chain.toml", &NoFiles)
             .unwrap_or_else(|e| panic!("{e}"));
         let mut st = build_partitions(&model, Grouping::Monolithic)

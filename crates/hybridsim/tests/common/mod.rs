@@ -79,3 +79,28 @@ pub fn displacement_copies(integ: &dyn TimeIntegrator, node: i64, dof: &str) -> 
 pub fn slopes(errors: &[f64]) -> Vec<f64> {
     errors.windows(2).map(|w| (w[0] / w[1]).log2()).collect()
 }
+
+/// The nodes, masses (50 each) and springs of a shear chain, one node a spring: spring `i`
+/// (`[[element]]` text `springs[i]`, then `spring_extra`) joins node `i + 1` to node `i`, the
+/// first to the ground; `x` DOFs, kN and m. The caller adds the motion and `[analysis]`.
+pub fn spring_chain_text(title: &str, springs: &[&str], spring_extra: &str) -> String {
+    let mut text =
+        format!("title = \"{title}\"\n[units]\nlength = \"m\"\nforce = \"kN\"\ntime = \"s\"\n");
+    for i in 1..=springs.len() {
+        text += &format!("[[node]]\nid = {i}\ndofs = [\"x\"]\n");
+        text +=
+            &format!("[[element]]\ntype = \"mass\"\nname = \"m{i}\"\nnode = {i}\nmass = 50.0\n");
+    }
+    for (i, s) in springs.iter().enumerate() {
+        let nodes = if i == 0 {
+            "[1]".to_string()
+        } else {
+            format!("[{}, {}]", i + 1, i)
+        };
+        text += &format!(
+            "[[element]]\n{s}\nname = \"s{}\"\nnodes = {nodes}\ndof = \"x\"\n{spring_extra}\n",
+            i + 1
+        );
+    }
+    text
+}
