@@ -2073,6 +2073,37 @@ mod tests {
             .join("\n")
     }
 
+    /// The monolithic state space of [`linear_rayleigh_chain_text`].
+    fn linear_rayleigh_chain(n: usize) -> StateSpace {
+        let text = linear_rayleigh_chain_text(n);
+        let model = Model::from_toml(&text, "linear_chain.toml", &NoFiles)
+            .unwrap_or_else(|e| panic!("{e}"));
+        build_partitions(&model, Grouping::Monolithic)
+            .expect("builds")
+            .remove(0)
+            .state
+    }
+
+    /// `got = R(y)` of `st` equals the slot-by-slot residual to round-off: each row within 4 ε
+    /// of the sum of its terms' magnitudes (`what` names the residual in the message).
+    fn assert_near_slot_by_slot(st: &StateSpace, y: &[f64], got: &[f64], what: &str) {
+        let mut expected = vec![0.0; st.size()];
+        residual_slot_by_slot(st, y, &mut expected);
+        let mut scale = vec![0.0; st.size()];
+        for &(i, j, v) in &st.j0_entries {
+            scale[i] += (v * y[j]).abs();
+        }
+        for i in 0..st.size() {
+            assert!(
+                (got[i] - expected[i]).abs() <= 4.0 * f64::EPSILON * scale[i],
+                "row {i}: {what} {} vs slot by slot {} (scale {})",
+                got[i],
+                expected[i],
+                scale[i]
+            );
+        }
+    }
+
     /// The model file of [`mixed_chain`].
     fn mixed_chain_text(n: usize) -> String {
         let mut t = String::from("title = \"mixed chain\"\n");
@@ -2195,13 +2226,7 @@ mod tests {
     /// the sums stay bit for bit.
     #[test]
     fn rayleigh_runs_are_fused_to_round_off_and_others_are_not() {
-        let linear = linear_rayleigh_chain_text(30);
-        let model = Model::from_toml(&linear, "linear_chain.toml", &NoFiles)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let st = build_partitions(&model, Grouping::Monolithic)
-            .expect("builds")
-            .remove(0)
-            .state;
+        let st = linear_rayleigh_chain(30);
         assert!(!st.has_nonlinear_elements());
         assert!(
             st.residual_plan
@@ -2214,30 +2239,17 @@ mod tests {
         let y: Vec<f64> = (0..size)
             .map(|i| 1e-2 * (0.37 * i as f64).sin() + 1e-3 * (1.3 * i as f64).cos())
             .collect();
-        let (mut a, mut b, mut c) = (vec![0.0; size], vec![0.0; size], vec![0.0; size]);
+        let (mut a, mut c) = (vec![0.0; size], vec![0.0; size]);
         st.residual(&y, &mut a, &mut st.workspace());
         st.residual(&y, &mut c, &mut ElementWorkspace::new(2, 0, 0, 0));
-        residual_slot_by_slot(&st, &y, &mut b);
-        // The scale of each row: the sum of the magnitudes of its terms.
-        let j0 = st.j0_entries.clone();
-        let mut scale = vec![0.0; size];
-        for &(i, j, v) in &j0 {
-            scale[i] += (v * y[j]).abs();
-        }
         for i in 0..size {
             assert_eq!(
                 a[i].to_bits(),
                 c[i].to_bits(),
                 "row {i}: w formed once or per term"
             );
-            assert!(
-                (a[i] - b[i]).abs() <= 4.0 * f64::EPSILON * scale[i],
-                "row {i}: fused {} vs slot by slot {} (scale {})",
-                a[i],
-                b[i],
-                scale[i]
-            );
         }
+        assert_near_slot_by_slot(&st, &y, &a, "fused");
         assert!((n..2 * n).any(|i| a[i] != 0.0));
         // Springs and dashpots without Rayleigh damping: not fused.
         let text = mixed_chain_text(12).replace("[damping]\nalpha = 0.05\nbeta = 0.001\n", "");
@@ -2260,13 +2272,7 @@ mod tests {
     /// run, not by the Rayleigh element over every DOF (an `N²` tangent at `N = 10⁴` is 800 MB).
     #[test]
     fn a_fused_plan_is_rebuilt_from_the_slots_and_the_workspace_stays_element_sized() {
-        let linear = linear_rayleigh_chain_text(40);
-        let model = Model::from_toml(&linear, "linear_chain.toml", &NoFiles)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let mut st = build_partitions(&model, Grouping::Monolithic)
-            .expect("builds")
-            .remove(0)
-            .state;
+        let mut st = linear_rayleigh_chain(40);
         let ws = st.workspace();
         assert_eq!(
             ws.kt.len(),
@@ -2296,22 +2302,9 @@ mod tests {
         let y: Vec<f64> = (0..size)
             .map(|i| 1e-2 * (0.41 * i as f64).sin() + 1e-3 * (1.7 * i as f64).cos())
             .collect();
-        let (mut a, mut b) = (vec![0.0; size], vec![0.0; size]);
+        let mut a = vec![0.0; size];
         st.residual(&y, &mut a, &mut st.workspace());
-        residual_slot_by_slot(&st, &y, &mut b);
-        let mut scale = vec![0.0; size];
-        for &(i, j, v) in &st.j0_entries {
-            scale[i] += (v * y[j]).abs();
-        }
-        for i in 0..size {
-            assert!(
-                (a[i] - b[i]).abs() <= 4.0 * f64::EPSILON * scale[i].max(1e-300),
-                "row {i}: rebuilt plan {} vs slot by slot {} (scale {})",
-                a[i],
-                b[i],
-                scale[i]
-            );
-        }
+        assert_near_slot_by_slot(&st, &y, &a, "rebuilt plan");
     }
 
     /// `J0` assembled again (refactorization on request) keeps the `β K_0` entries of tangent
