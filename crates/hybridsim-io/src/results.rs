@@ -846,12 +846,7 @@ pub fn run_to_folder_with(
     let n_steps = sim.n_steps();
     let mut updating =
         hybridsim::online_updating::OnlineUpdating::new(sim.model, sim.integ.as_mut(), n_steps)?;
-    let dofs = sim
-        .integrator()
-        .partitions()
-        .iter()
-        .map(|p| p.state.n_dofs())
-        .sum();
+    let dofs = sim.integrator().total_dofs();
     let startup = crate::startup::Startup::measure(build_start, dofs);
     crate::folder::prepare_folder(folder, opts.overwrite)?;
     let factory = opts.writer.clone().unwrap_or_else(crate::file_factory);

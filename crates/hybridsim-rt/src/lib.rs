@@ -2297,7 +2297,7 @@ fn lock_within(m: &Mutex<bool>, bound: Duration) -> Option<std::sync::MutexGuard
 /// The `startup` object of run.json measured now (the integrator built, before the first
 /// step): seconds since the model file was read, peak resident memory, bytes per DOF.
 pub(crate) fn startup_json(engine: &dyn TimeIntegrator) -> Value {
-    let dofs = engine.partitions().iter().map(|p| p.state.n_dofs()).sum();
+    let dofs = engine.total_dofs();
     let from = hybridsim_io::startup::start().unwrap_or_else(std::time::Instant::now);
     hybridsim_io::startup::Startup::measure(from, dofs).to_json()
 }

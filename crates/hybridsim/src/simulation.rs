@@ -314,12 +314,7 @@ impl Simulation {
         }
         // Modes of the linearized coupled model: a dense eigenanalysis, O(N²) memory and O(N³)
         // time, so only up to `SUMMARY_MODES_MAX_DOFS` (a 10⁴-DOF chain took 13 minutes).
-        let n_dofs: usize = self
-            .integrator
-            .partitions()
-            .iter()
-            .map(|p| p.state.n_dofs())
-            .sum();
+        let n_dofs = self.integrator.total_dofs();
         if n_dofs > SUMMARY_MODES_MAX_DOFS {
             match &m.rayleigh {
                 Some(crate::model::Rayleigh::Coefficients { alpha, beta }) => {

@@ -29,12 +29,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
     }
     let build_start = std::time::Instant::now();
     let sim = hybridsim::Simulation::new(model).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let dofs = sim
-        .integrator
-        .partitions()
-        .iter()
-        .map(|p| p.state.n_dofs())
-        .sum();
+    let dofs = sim.integrator.total_dofs();
     let startup = hybridsim_io::startup::Startup::measure(build_start, dofs);
     // A laboratory whose measurement at rest trips the safety layer cannot start a test: the
     // integrator builds (a run reports the event from its first step, with a results folder),

@@ -238,6 +238,11 @@ pub trait TimeIntegrator: Send {
     fn step(&mut self) -> Result<(), StepError>;
     /// The partitions (one for monolithic schemes).
     fn partitions(&self) -> &[Partition];
+    /// The DOFs of all partitions together (interface DOFs once per partition): the size
+    /// start-up memory is reported against.
+    fn total_dofs(&self) -> usize {
+        self.partitions().iter().map(|p| p.state.n_dofs()).sum()
+    }
     /// Call `f` with the lab-control handle of every physical partition that has one, with
     /// the partition index (the runner's only way to a laboratory: drain records, trip,
     /// read the safety state; never to command). Allocation-free.
