@@ -12,71 +12,14 @@ use common::counting::count;
 use hybridsim::integrators::{self, TimeIntegrator};
 use hybridsim::online_updating::{IdentifiedSource, OnlineUpdating, UpdateState};
 
-/// Two uncoupled oscillators under the same 1.5 Hz sine force: `col_a` (k = 10 kN/m, the
-/// "tested" column, identified from its own force) and `col_b` (the numerical column, which
-/// starts 40 % too stiff and receives the estimate).
+/// The two-columns model (`common::two_columns_text`): `col_a` (k = 10 kN/m, the "tested"
+/// column, identified from its own force) and `col_b` (the numerical column, which starts 40 %
+/// too stiff and receives the estimate), Δt = 10 ms for 8 s, with the `[updating]` table `updating`.
 fn model_text(integrator: &str, updating: &str) -> String {
-    format!(
-        r#"
-title = "two columns"
-[units]
-length = "m"
-force = "N"
-time = "s"
-[[node]]
-id = 1
-dofs = ["x"]
-[[node]]
-id = 2
-dofs = ["x"]
-[substructure.s]
-[[element]]
-type = "spring"
-name = "col_a"
-nodes = [1]
-dof = "x"
-k = 1.0e4
-substructure = "s"
-[[element]]
-type = "spring"
-name = "col_b"
-nodes = [2]
-dof = "x"
-k = 1.4e4
-substructure = "s"
-[[element]]
-type = "mass"
-name = "m1"
-node = 1
-mass = 10.0
-substructure = "s"
-[[element]]
-type = "mass"
-name = "m2"
-node = 2
-mass = 10.0
-substructure = "s"
-[[load]]
-node = 1
-dof = "x"
-sine = {{ amplitude = 100.0, frequency = 1.5 }}
-[[load]]
-node = 2
-dof = "x"
-sine = {{ amplitude = 100.0, frequency = 1.5 }}
-[analysis]
-integrator = "{integrator}"
-time_step = 0.01
-duration = 8.0
-[updating]
-{updating}
-"#
-    )
+    common::two_columns_text(integrator, "0.01", "8.0", 1.4e4, updating)
 }
 
-const UPDATING: &str = "identify = \"col_a\"\nparameters = [\"k\"]\nprior_mean = [1.4e4]\n\
-    prior_sd = [5e3]\nparameter_noise_sd = [20.0]\nstate_noise_sd = 1.0\nmeasurement_sd = 1.0\n\
-    receivers = [\"col_b\"]\n";
+const UPDATING: &str = common::TWO_COLUMNS_UPDATING;
 
 fn load(text: &str) -> Result<hybridsim::Model, String> {
     hybridsim::Model::from_toml(

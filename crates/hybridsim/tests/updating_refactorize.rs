@@ -244,69 +244,12 @@ fn a_parameter_outside_the_zero_state_tangent_needs_no_refactorization() {
 // ---- Through `[updating]` (MG-α, two independent oscillators, as in updating_online.rs) ----
 
 fn columns(k_b: f64, updating: &str) -> Model {
-    let t = format!(
-        r#"
-title = "two columns"
-[units]
-length = "m"
-force = "N"
-time = "s"
-[[node]]
-id = 1
-dofs = ["x"]
-[[node]]
-id = 2
-dofs = ["x"]
-[substructure.s]
-[[element]]
-type = "spring"
-name = "col_a"
-nodes = [1]
-dof = "x"
-k = 1.0e4
-substructure = "s"
-[[element]]
-type = "spring"
-name = "col_b"
-nodes = [2]
-dof = "x"
-k = {k_b:e}
-substructure = "s"
-[[element]]
-type = "mass"
-name = "m1"
-node = 1
-mass = 10.0
-substructure = "s"
-[[element]]
-type = "mass"
-name = "m2"
-node = 2
-mass = 10.0
-substructure = "s"
-[[load]]
-node = 1
-dof = "x"
-sine = {{ amplitude = 100.0, frequency = 1.5 }}
-[[load]]
-node = 2
-dof = "x"
-sine = {{ amplitude = 100.0, frequency = 1.5 }}
-[analysis]
-integrator = "mg-alpha"
-time_step = 0.0078125
-duration = 4.0
-{updating}
-"#
-    );
+    let t = common::two_columns_text("mg-alpha", "0.0078125", "4.0", k_b, updating);
     Model::from_toml(&t, "columns.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn updating(refactorize: Option<&str>) -> String {
-    let mut u = "[updating]\nidentify = \"col_a\"\nparameters = [\"k\"]\nprior_mean = [1.4e4]\n\
-        prior_sd = [5e3]\nparameter_noise_sd = [20.0]\nstate_noise_sd = 1.0\n\
-        measurement_sd = 1.0\nreceivers = [\"col_b\"]\n"
-        .to_string();
+    let mut u = common::TWO_COLUMNS_UPDATING.to_string();
     if let Some(r) = refactorize {
         u += &format!("refactorize = \"{r}\"\n");
     }

@@ -104,3 +104,78 @@ pub fn spring_chain_text(title: &str, springs: &[&str], spring_extra: &str) -> S
     }
     text
 }
+
+/// Two uncoupled oscillators (masses 10 kg) under the same 1.5 Hz sine force of 100 N: `col_a`
+/// (k = 10 kN/m, the "tested" column whose force identifies its stiffness) and `col_b` (the
+/// numerical column, stiffness `k_b`, the receiver of the estimates), integrated by
+/// `integrator` at `time_step` for `duration` (TOML numbers as written). `tail` follows the
+/// `[analysis]` table (an `[updating]` table, or nothing). The model of the online-updating tests.
+pub fn two_columns_text(
+    integrator: &str,
+    time_step: &str,
+    duration: &str,
+    k_b: f64,
+    tail: &str,
+) -> String {
+    format!(
+        r#"
+title = "two columns"
+[units]
+length = "m"
+force = "N"
+time = "s"
+[[node]]
+id = 1
+dofs = ["x"]
+[[node]]
+id = 2
+dofs = ["x"]
+[substructure.s]
+[[element]]
+type = "spring"
+name = "col_a"
+nodes = [1]
+dof = "x"
+k = 1.0e4
+substructure = "s"
+[[element]]
+type = "spring"
+name = "col_b"
+nodes = [2]
+dof = "x"
+k = {k_b:e}
+substructure = "s"
+[[element]]
+type = "mass"
+name = "m1"
+node = 1
+mass = 10.0
+substructure = "s"
+[[element]]
+type = "mass"
+name = "m2"
+node = 2
+mass = 10.0
+substructure = "s"
+[[load]]
+node = 1
+dof = "x"
+sine = {{ amplitude = 100.0, frequency = 1.5 }}
+[[load]]
+node = 2
+dof = "x"
+sine = {{ amplitude = 100.0, frequency = 1.5 }}
+[analysis]
+integrator = "{integrator}"
+time_step = {time_step}
+duration = {duration}
+{tail}
+"#
+    )
+}
+
+/// The `[updating]` table of the two-columns model: `col_a`'s stiffness identified by the UKF
+/// from a prior 40 % too stiff, sent to `col_b`.
+pub const TWO_COLUMNS_UPDATING: &str = "[updating]\nidentify = \"col_a\"\nparameters = [\"k\"]\n\
+    prior_mean = [1.4e4]\nprior_sd = [5e3]\nparameter_noise_sd = [20.0]\nstate_noise_sd = 1.0\n\
+    measurement_sd = 1.0\nreceivers = [\"col_b\"]\n";
