@@ -224,3 +224,48 @@ pub fn example_for_every_example_test(model: &Path, dir: &Path) -> PathBuf {
     std::fs::write(&path, shortened).unwrap();
     path
 }
+
+/// A console test's run stopped by the operator (the quick start's lab, `storey1`, a row every
+/// second step): run.json says so, with a completed step count in `steps`; lab.csv ends with a
+/// paced ramp (safety state 1, the command moving to rest); every completed step is in
+/// results.csv.
+pub fn check_safety_stop(out: &Path, steps_range: std::ops::Range<u64>) {
+    let j = json(&out.join("run.json"));
+    assert_eq!(j["status"], "stopped", "{j}");
+    assert_eq!(j["safety_event"]["kind"], "operator_abort", "{j}");
+    let steps = j["steps_completed"].as_u64().unwrap();
+    assert!(
+        steps_range.contains(&steps),
+        "{steps} steps, expected {steps_range:?}"
+    );
+    let (_, rows) = read_csv(&out.join("results.csv"));
+    assert_eq!(rows.len() as u64, 1 + steps.div_ceil(2));
+    assert_eq!(j["last_step_on_disk"].as_u64(), Some(steps), "{j}");
+    let (h, lab) = read_csv(&out.join("lab.csv"));
+    let safety = col(&h, "safety.storey1[-]");
+    let command = col(&h, "compensated.storey1[m]");
+    let ramp: Vec<&Vec<f64>> = lab.iter().filter(|r| r[safety] == 1.0).collect();
+    // The trip's row, then the paced ramp: one command per tick, each a step of at most
+    // ramp_rate·Δt^C = 0.005 m/s × 1 ms towards rest, as many as the distance needs.
+    assert!(ramp.len() >= 2, "no ramp-down in lab.csv");
+    let (start, step) = (ramp[0][command], 5e-6);
+    let commands = ramp.len() - 1;
+    assert_eq!(
+        j["safety"][0]["ramp_commands"].as_u64(),
+        Some(commands as u64)
+    );
+    let needed = (start.abs() / step).ceil() as usize;
+    assert!(
+        commands.abs_diff(needed) <= 1,
+        "{commands} ramp commands from {start} m"
+    );
+    let mut previous = start;
+    for r in &ramp[1..] {
+        let c = r[command];
+        assert!(c.abs() <= previous.abs() && (c - previous).abs() <= step * (1.0 + 1e-9));
+        previous = c;
+    }
+    assert_eq!(previous, 0.0, "the ramp did not reach rest");
+    assert_eq!(j["safety"][0]["ramp_down"], "completed");
+    println!("stopped after {steps} steps; {commands} ramp commands from {start:.4e} m to rest");
+}
