@@ -7,11 +7,11 @@
 mod common;
 
 use common::{col, hybridsim, read_csv, root, scratch};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// `examples/NAME` for a 4 s run under El Centro (absolute path) or, without the records, a
 /// synthetic record at the same PGA; written to `dir`.
-fn short_copy(name: &str, dir: &Path) -> std::path::PathBuf {
+fn short_copy(name: &str, dir: &Path) -> PathBuf {
     let text = std::fs::read_to_string(root().join("examples").join(name)).unwrap();
     let record = "record = \"../../shared/data/ground-motions/ElCentro1940_NS_PEER_IELC180.AT2\"";
     assert!(text.contains(record) && text.contains("duration = 10.0"));
@@ -125,6 +125,34 @@ fn quarter_step(text: &str) -> String {
         .replace(ss, "subcycles = 64 ")
 }
 
+/// A tested bridge example (shortened, `short_copy`) and its three twins, written to `dir`:
+/// the same bridge all numerical (`all_numerical`), and both at a quarter of the coarse step
+/// (`quarter_step`).
+struct Variants {
+    text: String,
+    tested: PathBuf,
+    numerical: PathBuf,
+    tested_fine: PathBuf,
+    numerical_fine: PathBuf,
+}
+
+fn variants(example: &str, dir: &Path) -> Variants {
+    let tested = short_copy(example, dir);
+    let text = std::fs::read_to_string(&tested).unwrap();
+    let write = |name: &str, t: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, t).unwrap();
+        p
+    };
+    Variants {
+        numerical: write("numerical.toml", all_numerical(&text)),
+        tested_fine: write("tested_fine.toml", quarter_step(&text)),
+        numerical_fine: write("numerical_fine.toml", quarter_step(&all_numerical(&text))),
+        tested,
+        text,
+    }
+}
+
 /// The tested D-CSB against its all-numerical twin (the same bridge with the bearing pair over
 /// Pier 1 numerical, integrated monolithically by MG-α with the converged nonlinear solve).
 ///
@@ -149,14 +177,13 @@ fn quarter_step(text: &str) -> String {
 #[test]
 fn the_tested_dcsb_agrees_with_the_all_numerical_iso_bridge() {
     let dir = scratch("bridge-tested");
-    let tested = short_copy("bridge_iso_tested.toml", &dir);
-    let text = std::fs::read_to_string(&tested).unwrap();
-    let numerical = dir.join("numerical.toml");
-    std::fs::write(&numerical, all_numerical(&text)).unwrap();
-    let tested_fine = dir.join("tested_fine.toml");
-    std::fs::write(&tested_fine, quarter_step(&text)).unwrap();
-    let numerical_fine = dir.join("numerical_fine.toml");
-    std::fs::write(&numerical_fine, quarter_step(&all_numerical(&text))).unwrap();
+    let Variants {
+        text,
+        tested,
+        numerical,
+        tested_fine,
+        numerical_fine,
+    } = variants("bridge_iso_tested.toml", &dir);
     // The same run with a first-order actuator lag of 10 ms (wall clock): 39 µs of simulation
     // time at lambda = 256.
     let lagged = dir.join("lagged.toml");
@@ -309,14 +336,13 @@ fn every_isolation_variant_lowers_the_pier_displacement() {
 #[test]
 fn pier_and_dcsb_tested_at_once_agree_with_the_all_numerical_bridge() {
     let dir = scratch("bridge-two-tested");
-    let tested = short_copy("bridge_iso_pier_dcsb_tested.toml", &dir);
-    let text = std::fs::read_to_string(&tested).unwrap();
-    let numerical = dir.join("numerical.toml");
-    std::fs::write(&numerical, all_numerical(&text)).unwrap();
-    let tested_fine = dir.join("tested_fine.toml");
-    std::fs::write(&tested_fine, quarter_step(&text)).unwrap();
-    let numerical_fine = dir.join("numerical_fine.toml");
-    std::fs::write(&numerical_fine, quarter_step(&all_numerical(&text))).unwrap();
+    let Variants {
+        tested,
+        numerical,
+        tested_fine,
+        numerical_fine,
+        ..
+    } = variants("bridge_iso_pier_dcsb_tested.toml", &dir);
     let (hn, rn) = run(&numerical, &dir.join("numerical"));
     let (ht, rt) = run(&tested, &dir.join("tested"));
     let (hnf, rnf) = run(&numerical_fine, &dir.join("numerical_fine"));
