@@ -1422,7 +1422,13 @@ pub fn run_integrator(
             (st, setup)
         })
         .expect("spawn");
-    let ps_cpu = cpu_for(0).map(|c| if cpus.len() > 1 { cpus[0] } else { c });
+    // `[link, numerical]`: the physical task shares the link's CPU (the hand-off and the
+    // substeps never run at the same time); `[link, numerical, physical]` gives it its own.
+    let ps_cpu = if cpus.len() >= 3 {
+        Some(cpus[2])
+    } else {
+        cpu_for(0)
+    };
     let ps_trip = trip_request.clone();
     let ps = std::thread::Builder::new()
         .name("hs-ps".into())

@@ -343,3 +343,37 @@ fn a_traced_run_keeps_every_activation_without_allocating_and_changes_no_result(
     assert_eq!(run_json["trace"]["file"], "trace.csv");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `[runner] cpus`: with two entries the link and the physical task share the first CPU and
+/// the numerical task has the second; a third entry gives the physical task a CPU of its own
+/// (docs/realtime-pipeline.md). The requested CPU is what run.json reports, pinned or not.
+#[test]
+fn a_third_cpu_gives_the_physical_task_its_own() {
+    for (cpus, expected) in [
+        ("[0, 1]", [Some(0), Some(0), Some(1)]),
+        ("[1, 1, 0]", [Some(1), Some(0), Some(1)]),
+    ] {
+        let model = example(|t| {
+            set_duration(t, 0.2);
+            t.insert(
+                "runner".into(),
+                toml::Value::Table(format!("cpus = {cpus}").parse::<toml::Table>().unwrap()),
+            );
+        });
+        let out = run(
+            &model,
+            &RunOptions {
+                pacing: Some(Pacing::Fast),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(out.status, RunStatus::Completed);
+        let by_task = |task: &str| out.setup.iter().find(|s| s.task == task).unwrap().cpu;
+        assert_eq!(
+            [by_task("link"), by_task("physical"), by_task("numerical")],
+            expected,
+            "cpus = {cpus}"
+        );
+    }
+}
