@@ -41,10 +41,13 @@ sys.path.insert(0, HERE)
 import chain_model  # noqa: E402  (the chain model)
 
 
-def chain(n, seconds, rate, subcycles, every=1, record="full", selected_nodes=32):
+def chain(n, seconds, rate, subcycles, every=1, record="full", selected_nodes=32, cpus=None,
+          energy=True):
     """The chain of `chain_model` (storey 1 physical) with Δt^N = subcycles / rate, a results
     row every `every` steps; `record = "selected"` records `selected_nodes` storeys spread
-    over the chain (and always the physical and interface DOFs), no element columns."""
+    over the chain (and always the physical and interface DOFs), no element columns;
+    `cpus`: `[runner] cpus` (default: not pinned); `energy = False` leaves out the energy
+    columns of a selected record."""
     text = chain_model.chain(
         n,
         duration=seconds,
@@ -62,8 +65,12 @@ def chain(n, seconds, rate, subcycles, every=1, record="full", selected_nodes=32
         assert head in text
         text = text.replace(
             head,
-            head + f"\nnodes = [{', '.join(map(str, nodes))}]\ndofs = [\"x\"]\nelements = false",
+            head + f"\nnodes = [{', '.join(map(str, nodes))}]\ndofs = [\"x\"]\nelements = false"
+            + ("" if energy else "\nenergy = false"),
         )
+    if cpus:
+        assert "[runner]" not in text
+        text += "\n[runner]\ncpus = [" + ", ".join(str(c) for c in cpus) + "]\n"
     return text
 
 
@@ -76,9 +83,11 @@ def run_one(a, rate, n, record, tag):
     stem = f"chain{n}_{int(rate)}hz_{record}_{tag}"
     model = os.path.join(a.out, stem + ".toml")
     open(model, "w").write(chain(n, a.seconds, rate, a.subcycles, a.every, record,
-                                 a.selected_nodes))
+                                 a.selected_nodes, a.cpus, not a.no_energy))
     folder = os.path.join(a.out, stem)
     args = [a.exe, "realtime", "--pacing", "realtime", "--overwrite", "-o", folder, model]
+    if a.trace:
+        args.insert(4, "--trace")
     if a.allow_soft_realtime:
         args.insert(4, "--allow-soft-realtime")
     before = load()
@@ -150,10 +159,18 @@ def main():
     ap.add_argument("--baseline-n", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=2,
                     help="runs of each N, each after a baseline run (alternated)")
+    ap.add_argument("--cpus", type=int, nargs="+",
+                    help="[runner] cpus of the chains (e.g. 0 1: link and physical on CPU 0, "
+                         "numerical on CPU 1); default: not pinned")
+    ap.add_argument("--no-energy", action="store_true",
+                    help="leave the energy columns out of a selected record")
+    ap.add_argument("--trace", action="store_true",
+                    help="run with --trace and keep trace.csv (scripts/bench/pipeline_trace.py)")
     ap.add_argument("--out", default="out/sweep")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    print(f"recorder: {a.record}, every = {a.every}; baseline N = {a.baseline_n}, "
+    print(f"recorder: {a.record}{' without energies' if a.no_energy else ''}, every = {a.every}; "
+          f"cpus {a.cpus or 'not pinned'}; baseline N = {a.baseline_n}, "
           f"{a.repeats} alternated repeats; {a.seconds:g} s a run")
     print("| rate (Hz) | N | columns | status | start-up (s) | physical misses: N runs (baseline runs) "
           "/ ticks | compute p50 / p99 / max (µs) vs budget: physical; numerical; link "

@@ -107,6 +107,9 @@ pub const MIN_REALTIME_GRACE: Duration = Duration::from_millis(100);
 /// spawned, pinned and given SCHED_FIFO (with memory locked, their first pages fault in), so
 /// that the first controller ticks are not late.
 pub const START_MARGIN: Duration = Duration::from_millis(50);
+/// Most events of one task's timeline (`--trace`, [`RunOptions::trace`]): 2²⁰ events of
+/// 48 bytes, 48 MiB; later events are counted, not kept.
+pub const MAX_TRACE_EVENTS: usize = 1 << 20;
 /// Default interval of the run.json heartbeat during a run.
 pub const JOURNAL_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -288,6 +291,10 @@ pub struct RunOptions {
     /// A live copy of the records (the browser console), taken out once at the start; it
     /// runs on the loop thread after the rings' sink and must not block or allocate.
     pub tap: Option<hybridsim::runner::TapSlot>,
+    /// Keep a timeline of every task activation (the physical ticks, the numerical steps,
+    /// the link's hand-offs) in preallocated buffers and write it to `trace.csv` after the
+    /// run (docs/realtime-pipeline.md). Nothing is printed or allocated in the loop.
+    pub trace: bool,
 }
 
 impl Default for RunOptions {
@@ -313,6 +320,7 @@ impl Default for RunOptions {
             allow_soft_realtime: false,
             connector: None,
             tap: None,
+            trace: false,
         }
     }
 }
@@ -619,12 +627,26 @@ const PS: usize = 1;
 const WORKERS: [&str; 2] = ["numerical", "physical"];
 
 impl Threaded<'_> {
-    /// Poll both reports until settled or `deadline_ns`; true when both are settled.
-    fn collect(&mut self, reports: &mut [Report; 2], deadline_ns: u64) -> bool {
+    /// Poll both reports until settled or `deadline_ns`; true when both are settled. `seen`
+    /// gets the instant each report was first seen settled (ns; 0 while waiting).
+    fn collect(
+        &mut self,
+        reports: &mut [Report; 2],
+        deadline_ns: u64,
+        seen: &mut [u64; 2],
+    ) -> bool {
         let mut b = Backoff::default();
         loop {
             let ns = reports[NS].poll(&mut self.ns_done);
             let ps = reports[PS].poll(&mut self.ps_done);
+            if (ns && seen[NS] == 0) || (ps && seen[PS] == 0) {
+                let now = now_ns();
+                for (w, settled) in [(NS, ns), (PS, ps)] {
+                    if settled && seen[w] == 0 {
+                        seen[w] = now;
+                    }
+                }
+            }
             if ns && ps {
                 return true;
             }
@@ -642,6 +664,7 @@ impl StepExecutor for Threaded<'_> {
     }
 
     fn step(&mut self) -> Result<(), StepError> {
+        let entered = now_ns();
         let n = self.pg.steps_taken();
         // Move every partition into its task box and the boxes to the workers.
         let mut ns_job = Job::step(n);
@@ -676,7 +699,11 @@ impl StepExecutor for Threaded<'_> {
         // them, when the numerical worker died) come back and can still be tripped.
         let mut reports = [Report::Waiting, Report::Waiting];
         let mut stalled: Option<(&'static str, f64)> = None;
-        if !self.collect(&mut reports, deadline) {
+        let mut seen = [0; 2];
+        let collected = self.collect(&mut reports, deadline, &mut seen);
+        self.link_stats
+            .trace(n, 0, [entered, sent, seen[NS], seen[PS]]);
+        if !collected {
             let waited = (now_ns() - sent) as f64 * 1e-9;
             let task = if matches!(reports[PS], Report::Waiting) {
                 "physical"
@@ -688,7 +715,7 @@ impl StepExecutor for Threaded<'_> {
             // send them back, and wait a bounded second grace for them.
             self.trip_request.store(true, Ordering::SeqCst);
             let until = now_ns() + self.return_ns;
-            self.collect(&mut reports, until);
+            self.collect(&mut reports, until, &mut seen);
             for (w, r) in reports.iter().enumerate() {
                 if matches!(r, Report::Waiting) {
                     self.stalled[w] = true;
@@ -743,7 +770,9 @@ impl StepExecutor for Threaded<'_> {
         let t0 = now_ns();
         self.pg.interface_solve();
         let linked = self.pg.link_update();
-        self.link_stats.record(now_ns() - t0, None, false);
+        let t1 = now_ns();
+        self.link_stats.record(t1 - t0, None, false);
+        self.link_stats.trace(n, 1, [t0, t1, 0, 0]);
         linked
     }
 
@@ -1332,13 +1361,25 @@ pub fn run_integrator(
     }
     let start_ns = now_ns() + START_MARGIN.as_nanos() as u64;
 
+    // The timelines (`--trace`): every activation of the run's steps, allocated here.
+    let (ns_trace, ps_trace, link_trace) = if opts.trace {
+        let steps = (n_steps as usize).saturating_add(2).min(MAX_TRACE_EVENTS);
+        (
+            steps,
+            steps.saturating_mul(ss as usize).min(MAX_TRACE_EVENTS),
+            steps.saturating_mul(2).min(MAX_TRACE_EVENTS),
+        )
+    } else {
+        (0, 0, 0)
+    };
+
     // Workers.
     let ns_cpu = cpu_for(1);
     let ns = std::thread::Builder::new()
         .name("hs-ns".into())
         .spawn(move || {
             let setup = clock::setup_current_thread("numerical", ns_cpu, priority, realtime);
-            let mut st = TaskStats::new("numerical");
+            let mut st = TaskStats::new("numerical").with_trace(ns_trace);
             let usage = TaskStats::usage_start();
             if let Some(m) = marker {
                 m(true);
@@ -1365,12 +1406,14 @@ pub fn run_integrator(
                 let t1 = now_ns();
                 let missed = realtime && t1 > start_ns + (job.step + 1) * ss * dtc_ns;
                 let run = st.record(t1 - t0, None, missed);
+                let step = job.step;
                 let _ = ns_done_tx.push(Done {
                     error,
                     miss_run: run,
                     panic: caught.err(),
                     ..Done::new(job.tasks)
                 });
+                st.trace(step, 0, [t0, t1, now_ns(), 0]);
             }
             if let Some(m) = marker {
                 m(false);
@@ -1379,13 +1422,19 @@ pub fn run_integrator(
             (st, setup)
         })
         .expect("spawn");
-    let ps_cpu = cpu_for(0).map(|c| if cpus.len() > 1 { cpus[0] } else { c });
+    // `[link, numerical]`: the physical task shares the link's CPU (the hand-off and the
+    // substeps never run at the same time); `[link, numerical, physical]` gives it its own.
+    let ps_cpu = if cpus.len() >= 3 {
+        Some(cpus[2])
+    } else {
+        cpu_for(0)
+    };
     let ps_trip = trip_request.clone();
     let ps = std::thread::Builder::new()
         .name("hs-ps".into())
         .spawn(move || {
             let setup = clock::setup_current_thread("physical", ps_cpu, priority, realtime);
-            let mut st = TaskStats::new("physical");
+            let mut st = TaskStats::new("physical").with_trace(ps_trace);
             let usage = TaskStats::usage_start();
             if let Some(m) = marker {
                 m(true);
@@ -1397,6 +1446,7 @@ pub fn run_integrator(
                 if job.stop {
                     break;
                 }
+                let received = now_ns();
                 let mut error = None;
                 let mut run = 0;
                 let mut ticks = 0;
@@ -1431,6 +1481,7 @@ pub fn run_integrator(
                         let t1 = now_ns();
                         let missed = realtime && t1 > deadline + dtc_ns;
                         run = run.max(st.record(t1 - t0, late, missed));
+                        st.trace(job.step, j as u32, [deadline, received, t0, t1]);
                         if error.is_some() {
                             break;
                         }
@@ -1580,7 +1631,7 @@ pub fn run_integrator(
         ps_done: ps_done_rx,
         estimation: est_tx,
         snapshots_dropped: 0,
-        link_stats: TaskStats::new("link"),
+        link_stats: TaskStats::new("link").with_trace(link_trace),
         realtime,
         miss_run: 0,
         trip_request,
@@ -1856,6 +1907,19 @@ pub fn run_integrator(
     let mut tasks = vec![ps_stats, ns_stats, link_stats, est_stats];
     tasks.extend(updating_stats);
     let setup = vec![coord_setup, ps_setup, ns_setup];
+    let trace_json = match (&opts.folder, opts.trace) {
+        (Some(f), true) => {
+            let p = f.join("trace.csv");
+            match write_trace(&p, &tasks, start_ns) {
+                Ok(()) => json!({
+                    "file": "trace.csv",
+                    "dropped": tasks.iter().map(|t| json!({"task": t.name, "events": t.trace.len(), "dropped": t.trace_dropped})).collect::<Vec<_>>(),
+                }),
+                Err(e) => json!({"error": format!("{}: {e}", p.display())}),
+            }
+        }
+        _ => Value::Null,
+    };
     let (status_name, event_json, error) = match &status {
         RunStatus::Completed => ("completed", Value::Null, writer_error.clone()),
         RunStatus::Stopped(ev) => (
@@ -1889,6 +1953,7 @@ pub fn run_integrator(
         "indicators": indicators.iter().map(|i| i.to_json()).collect::<Vec<_>>(),
         "estimation": estimation,
         "wall_seconds": wall,
+        "trace": trace_json,
     });
     if let (Value::Object(doc), Value::Object(fields)) = (&mut run_json, fields) {
         doc.extend(fields);
@@ -1933,6 +1998,39 @@ pub fn run_integrator(
         wall,
         run_json,
     })
+}
+
+/// Write the tasks' timelines ([`RunOptions::trace`]) to `path`: one line per event, the
+/// instants in µs from the test's tick 0 (docs/realtime-pipeline.md says what `t0`–`t3` are
+/// for each task). After the run, off the loop.
+fn write_trace(path: &std::path::Path, tasks: &[TaskStats], start_ns: u64) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(w, "task,step,substep,cpu,t0_us,t1_us,t2_us,t3_us")?;
+    let us = |t: u64| {
+        if t == 0 {
+            f64::NAN
+        } else {
+            (t as f64 - start_ns as f64) * 1e-3
+        }
+    };
+    for task in tasks {
+        for e in &task.trace {
+            writeln!(
+                w,
+                "{},{},{},{},{:.3},{:.3},{:.3},{:.3}",
+                task.name,
+                e.step,
+                e.substep,
+                e.cpu,
+                us(e.t[0]),
+                us(e.t[1]),
+                us(e.t[2]),
+                us(e.t[3])
+            )?;
+        }
+    }
+    w.flush()
 }
 
 /// A CSV file of the writer (or, without a folder, a row counter) that knows what is on disk:

@@ -20,6 +20,26 @@ pub struct TaskStats {
     pub cpu_seconds: Option<f64>,
     /// Wall time of the task's loop (s), when measured.
     pub loop_seconds: Option<f64>,
+    /// The task's timeline, when traced ([`TaskStats::with_trace`]); never grows past the
+    /// capacity given there.
+    pub trace: Vec<TraceEvent>,
+    /// Events that found the trace full (not recorded).
+    pub trace_dropped: u64,
+}
+
+/// One activation of a task on the runner's timeline (`hybridsim realtime --trace`): the task's
+/// coarse step, its substep (physical ticks: `1..=ss`), the CPU it ran on and four instants on
+/// the monotonic clock (ns; what each means depends on the task, see docs/realtime-pipeline.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TraceEvent {
+    /// Coarse step.
+    pub step: u64,
+    /// Substep (1..=ss for physical ticks, 0 otherwise).
+    pub substep: u32,
+    /// CPU the task ran on at its last instant (`sched_getcpu`; −1 when unknown).
+    pub cpu: i32,
+    /// Four instants (ns, monotonic clock).
+    pub t: [u64; 4],
 }
 
 impl TaskStats {
@@ -35,6 +55,37 @@ impl TaskStats {
             run: 0,
             cpu_seconds: None,
             loop_seconds: None,
+            trace: Vec::new(),
+            trace_dropped: 0,
+        }
+    }
+
+    /// Keep a timeline of up to `events` activations (allocated here, before the loop).
+    pub fn with_trace(mut self, events: usize) -> Self {
+        self.trace = Vec::with_capacity(events);
+        self
+    }
+
+    /// Whether a timeline is kept.
+    pub fn tracing(&self) -> bool {
+        self.trace.capacity() > 0
+    }
+
+    /// Add one event to the timeline (nothing when not traced; counted when full).
+    /// Allocation-free: never pushes past the capacity allocated by [`TaskStats::with_trace`].
+    pub fn trace(&mut self, step: u64, substep: u32, t: [u64; 4]) {
+        if !self.tracing() {
+            return;
+        }
+        if self.trace.len() < self.trace.capacity() {
+            self.trace.push(TraceEvent {
+                step,
+                substep,
+                cpu: current_cpu(),
+                t,
+            });
+        } else {
+            self.trace_dropped += 1;
         }
     }
 
@@ -127,4 +178,10 @@ impl TaskStats {
         }
         s
     }
+}
+
+/// The CPU the calling thread runs on (`sched_getcpu`), −1 when unknown.
+pub fn current_cpu() -> i32 {
+    // SAFETY: sched_getcpu takes no arguments and only reads the calling thread's CPU.
+    unsafe { libc::sched_getcpu() }
 }

@@ -265,3 +265,115 @@ fn oversized_rings_are_refused_before_allocating() {
     assert!(msg.contains("runner.results_ring"), "{msg}");
     assert!(msg.contains("MiB"), "{msg}");
 }
+
+/// `RunOptions::trace` (`hybridsim realtime --trace`): every physical tick, numerical step and
+/// link hand-off is kept in buffers allocated before the loop (nothing allocates in the loop
+/// threads), written to `trace.csv` after the run in the schedule's order, and the results are
+/// the same bits as without the trace.
+#[test]
+fn a_traced_run_keeps_every_activation_without_allocating_and_changes_no_result() {
+    let model = example(|t| {
+        set_duration(t, 4.0);
+        t.insert(
+            "output".into(),
+            toml::Value::Table("every = 1".parse::<toml::Table>().unwrap()),
+        );
+    });
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("traced_run");
+    let _ = std::fs::remove_dir_all(&dir);
+    let plain = run(
+        &model,
+        &RunOptions {
+            pacing: Some(Pacing::Fast),
+            keep_rows: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    LOOP_ALLOCATIONS.store(0, Ordering::SeqCst);
+    let traced = run(
+        &model,
+        &RunOptions {
+            pacing: Some(Pacing::Fast),
+            keep_rows: true,
+            loop_marker: Some(mark),
+            folder: Some(dir.clone()),
+            trace: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(LOOP_ALLOCATIONS.load(Ordering::SeqCst), 0);
+    assert_eq!(traced.status, RunStatus::Completed);
+    assert_eq!(plain.rows.len(), traced.rows.len());
+    for (a, b) in plain.rows.iter().zip(&traced.rows) {
+        let a: Vec<u64> = a.iter().map(|x| x.to_bits()).collect();
+        let b: Vec<u64> = b.iter().map(|x| x.to_bits()).collect();
+        assert_eq!(a, b);
+    }
+    let steps = traced.steps;
+    let ss = model.analysis.subcycles as u64;
+    assert!(ss >= 2 && steps > 100, "ss {ss}, {steps} steps");
+    let csv = std::fs::read_to_string(dir.join("trace.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("task,step,substep,cpu,t0_us,t1_us,t2_us,t3_us")
+    );
+    let mut count = std::collections::BTreeMap::<&str, u64>::new();
+    let mut ticks = Vec::new();
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f.len(), 8, "{line}");
+        *count.entry(f[0]).or_default() += 1;
+        if f[0] == "physical" {
+            let (step, j): (u64, u64) = (f[1].parse().unwrap(), f[2].parse().unwrap());
+            ticks.push(step * ss + j - 1);
+            let t: Vec<f64> = f[4..].iter().map(|x| x.parse().unwrap()).collect();
+            // Job received before the tick started, the tick ended after it started.
+            assert!(t[1] <= t[2] && t[2] <= t[3], "{line}");
+        }
+    }
+    assert_eq!(count["physical"], steps * ss);
+    assert_eq!(count["numerical"], steps);
+    assert_eq!(count["link"], 2 * steps);
+    assert!(ticks.iter().enumerate().all(|(i, &k)| k == i as u64));
+    let run_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run_json["trace"]["file"], "trace.csv");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `[runner] cpus`: with two entries the link and the physical task share the first CPU and
+/// the numerical task has the second; a third entry gives the physical task a CPU of its own
+/// (docs/realtime-pipeline.md). The requested CPU is what run.json reports, pinned or not.
+#[test]
+fn a_third_cpu_gives_the_physical_task_its_own() {
+    for (cpus, expected) in [
+        ("[0, 1]", [Some(0), Some(0), Some(1)]),
+        ("[1, 1, 0]", [Some(1), Some(0), Some(1)]),
+    ] {
+        let model = example(|t| {
+            set_duration(t, 0.2);
+            t.insert(
+                "runner".into(),
+                toml::Value::Table(format!("cpus = {cpus}").parse::<toml::Table>().unwrap()),
+            );
+        });
+        let out = run(
+            &model,
+            &RunOptions {
+                pacing: Some(Pacing::Fast),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(out.status, RunStatus::Completed);
+        let by_task = |task: &str| out.setup.iter().find(|s| s.task == task).unwrap().cpu;
+        assert_eq!(
+            [by_task("link"), by_task("physical"), by_task("numerical")],
+            expected,
+            "cpus = {cpus}"
+        );
+    }
+}

@@ -47,6 +47,11 @@ pub struct Args {
     /// Without it such a run is refused. Never allowed with a non-virtual transfer system.
     #[arg(long)]
     pub allow_soft_realtime: bool,
+    /// Write the timeline of every task activation (each physical tick, numerical step and
+    /// link hand-off: CPU and instants) to `trace.csv` after the run (docs/realtime-pipeline.md);
+    /// kept in buffers allocated before the loop.
+    #[arg(long)]
+    pub trace: bool,
     /// Clear the results folder first when it holds a previous run's results (a run.json, and
     /// only the images of `hybridsim plot` in plots/); without it a non-empty folder is refused.
     #[arg(long)]
@@ -95,7 +100,11 @@ pub fn execute(args: Args) -> Result<ExitCode> {
             allow_soft_realtime: args.allow_soft_realtime,
         },
         args.duration,
-        TestHooks { inject, watchdog },
+        TestHooks {
+            inject,
+            watchdog,
+            trace: args.trace,
+        },
     );
     if let Some(console) = console {
         console.finish(&folder);
@@ -110,6 +119,8 @@ pub struct TestHooks {
     pub inject: Option<hybridsim_rt::TaskFault>,
     /// The watchdog of the runner's tasks.
     pub watchdog: Option<std::time::Duration>,
+    /// Keep the tasks' timeline (`trace.csv`).
+    pub trace: bool,
 }
 
 /// What `realtime` asks of the scheduler.
@@ -158,6 +169,7 @@ pub fn run_lab(
         allow_soft_realtime: scheduling.allow_soft_realtime,
         inject: hooks.inject,
         watchdog: hooks.watchdog,
+        trace: hooks.trace,
         connector: Some(std::sync::Arc::new(hybridsim_net::NetConnector)),
         tap: super::console::take_slot(),
         ..Default::default()
