@@ -248,7 +248,7 @@ impl FusedRun {
                 .copied()
                 .zip(run.vals[t0..t_end].iter().copied())
                 .collect();
-            if terms.iter().any(|&(c, _)| c >= 2 * n) || target < n {
+            if terms.iter().any(|&(c, _)| c >= 2 * n) || target < n || target >= 2 * n {
                 return None;
             }
             terms.sort_by_key(|t| t.0);
@@ -1140,17 +1140,35 @@ impl StateSpace {
                             *w = a + beta * b;
                         }
                         let w = &ws.weighted;
+                        assert!(y.len() >= 2 * n && out.len() >= 2 * n);
+                        // By construction (`FusedRun::from_run`): `k_cols < n`, `e_cols < 2n`,
+                        // `n ≤ targets < 2n`, and the ends ascend to the lengths of the columns.
+                        debug_assert!(run.k_cols.iter().all(|&c| c < n));
+                        debug_assert!(run.e_cols.iter().all(|&c| c < 2 * n));
+                        debug_assert!(run.targets.iter().all(|&t| t < 2 * n));
+                        debug_assert!(run.k_end.windows(2).all(|p| p[0] <= p[1]));
+                        debug_assert!(run.e_end.windows(2).all(|p| p[0] <= p[1]));
+                        debug_assert!(run.k_end.last().map_or(true, |&e| e == run.k_cols.len()));
+                        debug_assert!(run.e_end.last().map_or(true, |&e| e == run.e_cols.len()));
+                        debug_assert!(run.k_vals.len() == run.k_cols.len());
+                        debug_assert!(run.e_vals.len() == run.e_cols.len());
                         for ((&target, &k_end), &e_end) in
                             run.targets.iter().zip(&run.k_end).zip(&run.e_end)
                         {
                             let mut acc = 0.0;
-                            for (c, k) in run.k_cols[k0..k_end].iter().zip(&run.k_vals[k0..k_end]) {
-                                acc += k * w[*c];
+                            // SAFETY: every index is in bounds by the construction above (`w`
+                            // has `n` entries, `y` and `out` at least `2n`).
+                            unsafe {
+                                for t in k0..k_end {
+                                    acc += run.k_vals.get_unchecked(t)
+                                        * w.get_unchecked(*run.k_cols.get_unchecked(t));
+                                }
+                                for t in e0..e_end {
+                                    acc += run.e_vals.get_unchecked(t)
+                                        * y.get_unchecked(*run.e_cols.get_unchecked(t));
+                                }
+                                *out.get_unchecked_mut(target) += acc;
                             }
-                            for (c, e) in run.e_cols[e0..e_end].iter().zip(&run.e_vals[e0..e_end]) {
-                                acc += e * y[*c];
-                            }
-                            out[target] += acc;
                             (k0, e0) = (k_end, e_end);
                         }
                     } else {
