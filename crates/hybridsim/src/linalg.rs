@@ -466,7 +466,9 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 unsafe fn swap_unchecked(x: &mut [f64], swaps: &[(usize, usize)]) {
     let p = x.as_mut_ptr();
     for &(i, j) in swaps {
-        std::ptr::swap(p.add(i), p.add(j));
+        let a = *p.add(i);
+        *p.add(i) = *p.add(j);
+        *p.add(j) = a;
     }
 }
 
@@ -1003,6 +1005,40 @@ impl StateMatrixFactors {
             StateFactorKind::Reduced {
                 a, b_vals, reduced, ..
             } => reduced.stored() + b_vals.len() + a.len(),
+        }
+    }
+
+    /// The coupling `B` of the reduced path in compressed rows — `(b_start, b_cols,
+    /// b_vals)`: row `r` (unknown `n + r`) holds columns `b_cols[b_start[r]..b_start[r + 1]]`,
+    /// ascending — or `None` when `D` is factored whole.
+    pub fn coupling(&self) -> Option<(&[usize], &[usize], &[f64])> {
+        match &self.kind {
+            StateFactorKind::Full(_) => None,
+            StateFactorKind::Reduced {
+                b_start,
+                b_cols,
+                b_vals,
+                ..
+            } => Some((b_start, b_cols, b_vals)),
+        }
+    }
+
+    /// Solve `D x = b` in place when `x₂` already holds `b₂ − B b₁` (the coupling product
+    /// folded into the right-hand side by the caller,
+    /// [`crate::assembly::StateSpace::residual_folded`]): the reduced solve and
+    /// `x₁ = b₁ − A x₂` only. A `D` factored whole ([`Self::coupling`] `None`) is solved as by
+    /// [`Self::solve`] — the caller must not fold then. Allocation-free.
+    #[inline]
+    pub fn solve_folded(&self, x: &mut [f64]) {
+        match &self.kind {
+            StateFactorKind::Full(f) => f.solve(x),
+            StateFactorKind::Reduced { n, a, reduced, .. } => {
+                let (bu, rest) = x.split_at_mut(*n);
+                reduced.solve(rest);
+                for ((xu, ai), xv) in bu.iter_mut().zip(a).zip(rest.iter()) {
+                    *xu -= ai * xv;
+                }
+            }
         }
     }
 
