@@ -458,6 +458,20 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]))
 }
 
+/// Apply the `swaps` to `x` in order, without bounds checks.
+///
+/// # Safety
+/// Every position in `swaps` must be below `x.len()`.
+#[inline(always)]
+unsafe fn swap_unchecked(x: &mut [f64], swaps: &[(usize, usize)]) {
+    let p = x.as_mut_ptr();
+    for &(i, j) in swaps {
+        let a = *p.add(i);
+        *p.add(i) = *p.add(j);
+        *p.add(j) = a;
+    }
+}
+
 /// The sum of the row envelopes of the lower triangle (`Σ_r r − first_r`) of the pattern of
 /// `entries` in the given order.
 fn envelope(n: usize, entries: &[(usize, usize, f64)]) -> usize {
@@ -622,11 +636,137 @@ impl SymmetricFactors {
         self.sweeps(x);
     }
 
-    /// [`SymmetricFactors::solve`]'s sweeps compiled with AVX2.
+    /// [`SymmetricFactors::solve`]'s sweeps in AVX2 registers: the operations of
+    /// [`SymmetricFactors::sweeps`] in the same order — the eight partial sums of [`dot`] as two
+    /// registers of four (products rounded, then added; the remainder's terms added to the
+    /// same partial sums, the lanes beyond it adding `+0`, which leaves a sum that starts at
+    /// `+0` unchanged), the same final pairing, and `x_j − x_r l_j` four at a time — so the
+    /// same bits, without the bounds checks of the portable loops (the row extents are checked
+    /// once, by construction, in debug builds).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     fn solve_avx2(&self, x: &mut [f64]) {
-        self.sweeps(x);
+        use std::arch::x86_64::*;
+        let n = self.diag.len();
+        assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
+        debug_assert!(self.l_ptr.len() == n + 1 && self.first.len() == n);
+        debug_assert!(self.l_ptr[n] == self.l_val.len());
+        debug_assert!((0..n)
+            .all(|r| self.first[r] <= r && self.l_ptr[r + 1] - self.l_ptr[r] == r - self.first[r]));
+        debug_assert!(self
+            .pre_swaps
+            .iter()
+            .chain(&self.post_swaps)
+            .all(|&(i, j)| i < n && j < n));
+        // SAFETY: the renumbering's swaps are of positions `< n` (by construction, checked in
+        // debug builds).
+        unsafe { swap_unchecked(x, &self.pre_swaps) };
+        // Lane masks of `maskload` for 0..=3 leading lanes.
+        const MASKS: [[i64; 4]; 4] = [[0, 0, 0, 0], [-1, 0, 0, 0], [-1, -1, 0, 0], [-1, -1, -1, 0]];
+        let xp = x.as_mut_ptr();
+        let lp = self.l_val.as_ptr();
+        // SAFETY: by construction (`with_order`) row `r` of `L` is `l_val[l_ptr[r]..l_ptr[r+1]]`
+        // with `l_ptr[r + 1] − l_ptr[r] = r − first[r]`, `first[r] ≤ r < n = x.len()` and
+        // `l_ptr[n] = l_val.len()` (checked above in debug builds): every pointer below stays
+        // inside `l_val` and `x[first[r]..r]`; `x[r]` is not among the latter.
+        unsafe {
+            for r in 0..n {
+                let f = *self.first.get_unchecked(r);
+                let len = r - f;
+                let row = lp.add(*self.l_ptr.get_unchecked(r));
+                let xs = xp.add(f) as *const f64;
+                let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+                let mut k = 0;
+                while k + 8 <= len {
+                    lo = _mm256_add_pd(
+                        lo,
+                        _mm256_mul_pd(_mm256_loadu_pd(row.add(k)), _mm256_loadu_pd(xs.add(k))),
+                    );
+                    hi = _mm256_add_pd(
+                        hi,
+                        _mm256_mul_pd(
+                            _mm256_loadu_pd(row.add(k + 4)),
+                            _mm256_loadu_pd(xs.add(k + 4)),
+                        ),
+                    );
+                    k += 8;
+                }
+                let rest = len - k;
+                if rest >= 4 {
+                    lo = _mm256_add_pd(
+                        lo,
+                        _mm256_mul_pd(_mm256_loadu_pd(row.add(k)), _mm256_loadu_pd(xs.add(k))),
+                    );
+                    let m = _mm256_loadu_si256(MASKS[rest - 4].as_ptr() as *const __m256i);
+                    hi = _mm256_add_pd(
+                        hi,
+                        _mm256_mul_pd(
+                            _mm256_maskload_pd(row.add(k + 4), m),
+                            _mm256_maskload_pd(xs.add(k + 4), m),
+                        ),
+                    );
+                } else if rest > 0 {
+                    let m = _mm256_loadu_si256(MASKS[rest].as_ptr() as *const __m256i);
+                    lo = _mm256_add_pd(
+                        lo,
+                        _mm256_mul_pd(
+                            _mm256_maskload_pd(row.add(k), m),
+                            _mm256_maskload_pd(xs.add(k), m),
+                        ),
+                    );
+                }
+                // (s0 + s4, s1 + s5, s2 + s6, s3 + s7), then the pairs as in `dot`.
+                let t = _mm256_add_pd(lo, hi);
+                let (a, b) = (_mm256_castpd256_pd128(t), _mm256_extractf128_pd(t, 1));
+                let d = _mm_cvtsd_f64(_mm_add_sd(a, _mm_unpackhi_pd(a, a)))
+                    + _mm_cvtsd_f64(_mm_add_sd(b, _mm_unpackhi_pd(b, b)));
+                *xp.add(r) -= d;
+            }
+            for (xr, d) in x.iter_mut().zip(&self.diag) {
+                *xr /= d;
+            }
+            let xp = x.as_mut_ptr();
+            for r in (0..n).rev() {
+                let f = *self.first.get_unchecked(r);
+                let len = r - f;
+                let row = lp.add(*self.l_ptr.get_unchecked(r));
+                let xs = xp.add(f);
+                let xr = *xp.add(r);
+                let b = _mm256_set1_pd(xr);
+                let mut k = 0;
+                while k + 8 <= len {
+                    let v0 = _mm256_sub_pd(
+                        _mm256_loadu_pd(xs.add(k)),
+                        _mm256_mul_pd(b, _mm256_loadu_pd(row.add(k))),
+                    );
+                    let v1 = _mm256_sub_pd(
+                        _mm256_loadu_pd(xs.add(k + 4)),
+                        _mm256_mul_pd(b, _mm256_loadu_pd(row.add(k + 4))),
+                    );
+                    _mm256_storeu_pd(xs.add(k), v0);
+                    _mm256_storeu_pd(xs.add(k + 4), v1);
+                    k += 8;
+                }
+                if k + 4 <= len {
+                    let v = _mm256_sub_pd(
+                        _mm256_loadu_pd(xs.add(k)),
+                        _mm256_mul_pd(b, _mm256_loadu_pd(row.add(k))),
+                    );
+                    _mm256_storeu_pd(xs.add(k), v);
+                    k += 4;
+                }
+                let rest = len - k;
+                if rest > 0 {
+                    let m = _mm256_loadu_si256(MASKS[rest].as_ptr() as *const __m256i);
+                    let v = _mm256_sub_pd(
+                        _mm256_maskload_pd(xs.add(k), m),
+                        _mm256_mul_pd(b, _mm256_maskload_pd(row.add(k), m)),
+                    );
+                    _mm256_maskstore_pd(xs.add(k), m, v);
+                }
+            }
+            swap_unchecked(x, &self.post_swaps);
+        }
     }
 
     #[inline(always)]
@@ -868,6 +1008,40 @@ impl StateMatrixFactors {
         }
     }
 
+    /// The coupling `B` of the reduced path in compressed rows — `(b_start, b_cols,
+    /// b_vals)`: row `r` (unknown `n + r`) holds columns `b_cols[b_start[r]..b_start[r + 1]]`,
+    /// ascending — or `None` when `D` is factored whole.
+    pub fn coupling(&self) -> Option<(&[usize], &[usize], &[f64])> {
+        match &self.kind {
+            StateFactorKind::Full(_) => None,
+            StateFactorKind::Reduced {
+                b_start,
+                b_cols,
+                b_vals,
+                ..
+            } => Some((b_start, b_cols, b_vals)),
+        }
+    }
+
+    /// Solve `D x = b` in place when `x₂` already holds `b₂ − B b₁` (the coupling product
+    /// folded into the right-hand side by the caller,
+    /// [`crate::assembly::StateSpace::residual_folded`]): the reduced solve and
+    /// `x₁ = b₁ − A x₂` only. A `D` factored whole ([`Self::coupling`] `None`) is solved as by
+    /// [`Self::solve`] — the caller must not fold then. Allocation-free.
+    #[inline]
+    pub fn solve_folded(&self, x: &mut [f64]) {
+        match &self.kind {
+            StateFactorKind::Full(f) => f.solve(x),
+            StateFactorKind::Reduced { n, a, reduced, .. } => {
+                let (bu, rest) = x.split_at_mut(*n);
+                reduced.solve(rest);
+                for ((xu, ai), xv) in bu.iter_mut().zip(a).zip(rest.iter()) {
+                    *xu -= ai * xv;
+                }
+            }
+        }
+    }
+
     /// Solve `D x = b` in place (`x` holds `b` on entry). Allocation-free.
     #[inline]
     pub fn solve(&self, x: &mut [f64]) {
@@ -883,12 +1057,29 @@ impl StateMatrixFactors {
             } => {
                 let n = *n;
                 let (bu, rest) = x.split_at_mut(n);
+                assert_eq!(
+                    rest.len() + 1,
+                    b_start.len(),
+                    "StateMatrixFactors::solve: dimension"
+                );
+                // By construction (`from_entries`): the columns of `B` are displacements
+                // (`< n`) and `b_start` ascends from 0 to their count.
+                debug_assert!(b_cols.iter().all(|&c| c < n));
+                debug_assert!(b_start.windows(2).all(|p| p[0] <= p[1]));
+                debug_assert!(
+                    b_start.last() == Some(&b_cols.len()) && b_vals.len() == b_cols.len()
+                );
                 // b₂ − B b₁
                 for (r, xr) in rest.iter_mut().enumerate() {
-                    let (lo, hi) = (b_start[r], b_start[r + 1]);
                     let mut acc = 0.0;
-                    for (c, v) in b_cols[lo..hi].iter().zip(&b_vals[lo..hi]) {
-                        acc += v * bu[*c];
+                    // SAFETY: `r + 1 < b_start.len()` (asserted above), the terms of row `r`
+                    // lie inside `b_cols` / `b_vals` and their columns inside `bu`.
+                    unsafe {
+                        let (lo, hi) = (*b_start.get_unchecked(r), *b_start.get_unchecked(r + 1));
+                        for t in lo..hi {
+                            acc += b_vals.get_unchecked(t)
+                                * bu.get_unchecked(*b_cols.get_unchecked(t));
+                        }
                     }
                     *xr -= acc;
                 }
@@ -1264,7 +1455,7 @@ mod tests {
     #[test]
     fn symmetric_factors_solve_spd_and_refuse_the_rest() {
         let mut seed = 4242u64;
-        for n in [1usize, 5, 40, 200] {
+        for n in [1usize, 5, 40, 61, 100, 200] {
             let mut a = DMatrix::<f64>::zeros(n, n);
             for i in 0..n {
                 for j in 0..i {

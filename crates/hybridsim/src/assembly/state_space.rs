@@ -248,7 +248,7 @@ impl FusedRun {
                 .copied()
                 .zip(run.vals[t0..t_end].iter().copied())
                 .collect();
-            if terms.iter().any(|&(c, _)| c >= 2 * n) || target < n {
+            if terms.iter().any(|&(c, _)| c >= 2 * n) || target < n || target >= 2 * n {
                 return None;
             }
             terms.sort_by_key(|t| t.0);
@@ -511,6 +511,8 @@ pub struct StateSpace {
     /// The passes of [`StateSpace::residual`] over `slots` (rebuilt whenever a slot's kernel
     /// changes or a slot is removed).
     residual_plan: Vec<ResidualPass>,
+    /// Incremented whenever `residual_plan` is rebuilt ([`StateSpace::plan_version`]).
+    plan_version: u64,
     /// Nonzero entries `(i, j, J0_ij)` of `J0 = ∂R/∂Y` at the zero state (with the estimate
     /// of a physical specimen), row by row and by column within a row.
     pub(crate) j0_entries: Vec<(usize, usize, f64)>,
@@ -670,6 +672,7 @@ impl StateSpace {
             mass_entries,
             mass_dense: OnceLock::new(),
             residual_plan: residual_plan(&kernels(&slots), &groups, n),
+            plan_version: 0,
             slots,
             j0_entries,
             j0_dense: OnceLock::new(),
@@ -696,6 +699,7 @@ impl StateSpace {
             mass_dense: OnceLock::new(),
             slots: Vec::new(),
             residual_plan: Vec::new(),
+            plan_version: 0,
             j0_entries: Vec::new(),
             j0_dense: OnceLock::new(),
             y0: DVector::zeros(0),
@@ -748,6 +752,7 @@ impl StateSpace {
             s.kernel = SlotKernel::Generic;
             let groups = SlotGroups::from_slots(&self.slots, self.dofs.len());
             self.residual_plan = residual_plan(&kernels(&self.slots), &groups, self.dofs.len());
+            self.plan_version += 1;
         }
         let s = &mut self.slots[slot];
         if std::sync::Arc::get_mut(&mut s.element).is_none() {
@@ -977,6 +982,7 @@ impl StateSpace {
         self.slots.remove(slot);
         let groups = SlotGroups::from_slots(&self.slots, self.dofs.len());
         self.residual_plan = residual_plan(&kernels(&self.slots), &groups, self.dofs.len());
+        self.plan_version += 1;
     }
 
     /// Assemble `J0` again from the elements as they are now (after
@@ -1131,46 +1137,7 @@ impl StateSpace {
                         g0 = g_end;
                     }
                 }
-                ResidualPass::Fused(run) => {
-                    let beta = run.beta;
-                    let (u, v) = (&y[..n], &y[n..2 * n]);
-                    let (mut k0, mut e0) = (0, 0);
-                    if ws.weighted.len() == n {
-                        for ((w, a), b) in ws.weighted.iter_mut().zip(u).zip(v) {
-                            *w = a + beta * b;
-                        }
-                        let w = &ws.weighted;
-                        for ((&target, &k_end), &e_end) in
-                            run.targets.iter().zip(&run.k_end).zip(&run.e_end)
-                        {
-                            let mut acc = 0.0;
-                            for (c, k) in run.k_cols[k0..k_end].iter().zip(&run.k_vals[k0..k_end]) {
-                                acc += k * w[*c];
-                            }
-                            for (c, e) in run.e_cols[e0..e_end].iter().zip(&run.e_vals[e0..e_end]) {
-                                acc += e * y[*c];
-                            }
-                            out[target] += acc;
-                            (k0, e0) = (k_end, e_end);
-                        }
-                    } else {
-                        // A workspace made before this run was fused: `w` term by term (the
-                        // same values).
-                        for ((&target, &k_end), &e_end) in
-                            run.targets.iter().zip(&run.k_end).zip(&run.e_end)
-                        {
-                            let mut acc = 0.0;
-                            for (c, k) in run.k_cols[k0..k_end].iter().zip(&run.k_vals[k0..k_end]) {
-                                acc += k * (u[*c] + beta * v[*c]);
-                            }
-                            for (c, e) in run.e_cols[e0..e_end].iter().zip(&run.e_vals[e0..e_end]) {
-                                acc += e * y[*c];
-                            }
-                            out[target] += acc;
-                            (k0, e0) = (k_end, e_end);
-                        }
-                    }
-                }
+                ResidualPass::Fused(run) => Self::fused_pass(run, run.beta, n, y, out, ws),
                 ResidualPass::Generic(k) => {
                     let slot = &self.slots[*k];
                     self.eval_slot(slot, y, ws);
@@ -1194,6 +1161,142 @@ impl StateSpace {
                 }
             }
         }
+    }
+
+    /// Add `K (u + b v) + E v` of a fused run to `out` (`b = β`; `β + c` when the coupling
+    /// product `c K v` of the step is folded in, [`StateSpace::residual_folded`]).
+    #[inline]
+    fn fused_pass(
+        run: &FusedRun,
+        b: f64,
+        n: usize,
+        y: &[f64],
+        out: &mut [f64],
+        ws: &mut ElementWorkspace,
+    ) {
+        let (u, v) = (&y[..n], &y[n..2 * n]);
+        let (mut k0, mut e0) = (0, 0);
+        if ws.weighted.len() == n {
+            for ((w, a), vb) in ws.weighted.iter_mut().zip(u).zip(v) {
+                *w = a + b * vb;
+            }
+            let w = &ws.weighted;
+            assert!(y.len() >= 2 * n && out.len() >= 2 * n);
+            // By construction (`FusedRun::from_run`): `k_cols < n`, `e_cols < 2n`,
+            // `n ≤ targets < 2n`, and the ends ascend to the lengths of the columns.
+            debug_assert!(run.k_cols.iter().all(|&c| c < n));
+            debug_assert!(run.e_cols.iter().all(|&c| c < 2 * n));
+            debug_assert!(run.targets.iter().all(|&t| t < 2 * n));
+            debug_assert!(run.k_end.windows(2).all(|p| p[0] <= p[1]));
+            debug_assert!(run.e_end.windows(2).all(|p| p[0] <= p[1]));
+            debug_assert!(run.k_end.last().is_none_or(|&e| e == run.k_cols.len()));
+            debug_assert!(run.e_end.last().is_none_or(|&e| e == run.e_cols.len()));
+            debug_assert!(run.k_vals.len() == run.k_cols.len());
+            debug_assert!(run.e_vals.len() == run.e_cols.len());
+            for ((&target, &k_end), &e_end) in run.targets.iter().zip(&run.k_end).zip(&run.e_end) {
+                let mut acc = 0.0;
+                // SAFETY: every index is in bounds by the construction above (`w` has `n`
+                // entries, `y` and `out` at least `2n`).
+                unsafe {
+                    for t in k0..k_end {
+                        acc += run.k_vals.get_unchecked(t)
+                            * w.get_unchecked(*run.k_cols.get_unchecked(t));
+                    }
+                    for t in e0..e_end {
+                        acc += run.e_vals.get_unchecked(t)
+                            * y.get_unchecked(*run.e_cols.get_unchecked(t));
+                    }
+                    *out.get_unchecked_mut(target) += acc;
+                }
+                (k0, e0) = (k_end, e_end);
+            }
+        } else {
+            // A workspace made before this run was fused: `w` term by term (the same values).
+            for ((&target, &k_end), &e_end) in run.targets.iter().zip(&run.k_end).zip(&run.e_end) {
+                let mut acc = 0.0;
+                for (c, k) in run.k_cols[k0..k_end].iter().zip(&run.k_vals[k0..k_end]) {
+                    acc += k * (u[*c] + b * v[*c]);
+                }
+                for (c, e) in run.e_cols[e0..e_end].iter().zip(&run.e_vals[e0..e_end]) {
+                    acc += e * y[*c];
+                }
+                out[target] += acc;
+                (k0, e0) = (k_end, e_end);
+            }
+        }
+    }
+
+    /// The version of the residual's passes: it changes whenever they are rebuilt (an element
+    /// moved to its law by [`StateSpace::set_element_parameter`], a slot removed), so that a
+    /// decision taken on them ([`StateSpace::folds_coupling`]) can be checked cheaply.
+    pub fn plan_version(&self) -> u64 {
+        self.plan_version
+    }
+
+    /// Whether the coupling product `B b_u` of a generalized-α solve can be folded into the
+    /// residual: the partition has no extra states, its residual is the single fused pass
+    /// `R = [−v; K (u + β v) + E v]` (every element linear, Rayleigh damping), and `B` — rows
+    /// `n..2n` of `c ∂R/∂u` as the factors of `D = M + c J0` hold them, in compressed rows
+    /// (`b_start`, `b_cols`, `b_vals`, [`crate::linalg::StateMatrixFactors::coupling`]) —
+    /// holds the places of `c K` with values equal to within `64 ε` of the row's largest (the
+    /// two are sums of the same element terms, possibly in another order). Then
+    /// `F − R(Ỹ) − B ṽ = F − [K (ũ + (β + c) ṽ) + E ṽ]` to round-off
+    /// ([`StateSpace::residual_folded`]).
+    pub fn folds_coupling(
+        &self,
+        c: f64,
+        b_start: &[usize],
+        b_cols: &[usize],
+        b_vals: &[f64],
+    ) -> bool {
+        let n = self.dofs.len();
+        let [ResidualPass::Fused(run)] = self.residual_plan.as_slice() else {
+            return false;
+        };
+        if self.size() != 2 * n || b_start.len() != n + 1 || !(c.is_finite() && c > 0.0) {
+            return false;
+        }
+        let mut k0 = 0;
+        let mut next = run.targets.iter().zip(&run.k_end).peekable();
+        for r in 0..n {
+            let b = (b_start[r], b_start[r + 1]);
+            let (cols, vals) = (&b_cols[b.0..b.1], &b_vals[b.0..b.1]);
+            let (k_cols, k_vals) = match next.peek() {
+                Some(&(&t, &k_end)) if t == n + r => {
+                    next.next();
+                    let k = (&run.k_cols[k0..k_end], &run.k_vals[k0..k_end]);
+                    k0 = k_end;
+                    k
+                }
+                _ => (&[][..], &[][..]),
+            };
+            if cols != k_cols {
+                return false;
+            }
+            let scale = vals.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            for (bv, k) in vals.iter().zip(k_vals) {
+                if (bv - c * k).abs() > 64.0 * f64::EPSILON * scale {
+                    return false;
+                }
+            }
+        }
+        next.peek().is_none()
+    }
+
+    /// [`StateSpace::residual`] with the coupling product of the step folded in:
+    /// `[−v; K (u + (β + c) v) + E v]`, which is `R(Y) + [0; c K v]`. Only for a partition
+    /// [`StateSpace::folds_coupling`] accepted (otherwise the plain residual). Allocation-free.
+    pub fn residual_folded(&self, y: &[f64], c: f64, out: &mut [f64], ws: &mut ElementWorkspace) {
+        let n = self.dofs.len();
+        let [ResidualPass::Fused(run)] = self.residual_plan.as_slice() else {
+            return self.residual(y, out, ws);
+        };
+        let (head, tail) = out.split_at_mut(n);
+        for (o, v) in head.iter_mut().zip(&y[n..2 * n]) {
+            *o = -v;
+        }
+        tail.iter_mut().for_each(|x| *x = 0.0);
+        Self::fused_pass(run, run.beta + c, n, y, out, ws);
     }
 
     fn eval_slot(&self, slot: &ElementSlot, y: &[f64], ws: &mut ElementWorkspace) {
@@ -1954,6 +2057,11 @@ impl Partition {
         self.state.residual(y, out, &mut self.ws);
     }
 
+    /// [`StateSpace::residual_folded`] over the partition's workspace.
+    pub fn residual_folded(&mut self, y: &[f64], c: f64, out: &mut [f64]) {
+        self.state.residual_folded(y, c, out, &mut self.ws);
+    }
+
     /// `R(Y0)` with the specimen measured at rest (before step 1).
     pub fn residual_at_rest(
         &mut self,
@@ -2263,6 +2371,70 @@ mod tests {
             .residual_plan
             .iter()
             .any(|p| matches!(p, ResidualPass::Fused(_))));
+    }
+
+    /// The coupling product `B b_u` of the generalized-α solve folds into a fused Rayleigh
+    /// residual (`K (u + (β + c) v)`) with the same solution to round-off, only where `B` is
+    /// `c K` of that residual, and no longer once the plan changes (an element moved to its
+    /// law during a run).
+    #[test]
+    fn the_coupling_product_folds_into_a_fused_residual_to_round_off() {
+        use crate::linalg::StateMatrixFactors;
+        let mut st = linear_rayleigh_chain(600);
+        let (size, n) = (st.size(), st.n_dofs());
+        let c = 2.5e-4;
+        let d = StateMatrixFactors::from_entries(size, n, &st.d_entries(c)).expect("regular");
+        let (b_start, b_cols, b_vals) = d.coupling().expect("the reduced path");
+        assert!(st.folds_coupling(c, b_start, b_cols, b_vals));
+        assert!(
+            !st.folds_coupling(2.0 * c, b_start, b_cols, b_vals),
+            "B is not 2c K"
+        );
+        let y: Vec<f64> = (0..size)
+            .map(|i| 1e-2 * (0.37 * i as f64).sin() + 1e-3 * (1.3 * i as f64).cos())
+            .collect();
+        let mut ws = st.workspace();
+        let (mut plain, mut folded) = (vec![0.0; size], vec![0.0; size]);
+        st.residual(&y, &mut plain, &mut ws);
+        st.residual_folded(&y, c, &mut folded, &mut ws);
+        for r in [&mut plain, &mut folded] {
+            r.iter_mut().for_each(|x| *x = -*x);
+        }
+        d.solve(&mut plain);
+        d.solve_folded(&mut folded);
+        let scale = plain.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        assert!(scale > 0.0);
+        for i in 0..size {
+            assert!(
+                (plain[i] - folded[i]).abs() <= 1e-12 * scale,
+                "unknown {i}: {} folded vs {} (scale {scale})",
+                folded[i],
+                plain[i]
+            );
+        }
+        // A changed parameter moves its element to the generic path: a new plan, not folded.
+        let version = st.plan_version();
+        let spring = st
+            .slots
+            .iter()
+            .position(|s| matches!(s.kernel, SlotKernel::Linear) && s.map.len() <= 2)
+            .expect("a spring slot");
+        st.set_element_parameter(spring, "k", 4.5e4).expect("k");
+        assert_ne!(st.plan_version(), version);
+        assert!(!st.folds_coupling(c, b_start, b_cols, b_vals));
+        // Springs and dashpots without Rayleigh damping: no fused pass, nothing folded.
+        let text = mixed_chain_text(12).replace("[damping]\nalpha = 0.05\nbeta = 0.001\n", "");
+        let model =
+            Model::from_toml(&text, "mixed.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"));
+        let st = build_partitions(&model, Grouping::Monolithic)
+            .expect("builds")
+            .remove(0)
+            .state;
+        let d = StateMatrixFactors::from_entries(st.size(), st.n_dofs(), &st.d_entries(c))
+            .expect("regular");
+        if let Some((b_start, b_cols, b_vals)) = d.coupling() {
+            assert!(!st.folds_coupling(c, b_start, b_cols, b_vals));
+        }
     }
 
     /// A slot made generic (a parameter changed during a run) or removed rebuilds the plan from
