@@ -182,3 +182,45 @@ fn a_bad_format_is_an_error_naming_the_file_and_field_and_check_prints_the_forma
     assert!(text.contains("format binary (results.bin"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn realtime_writes_the_same_rows_in_binary_as_in_csv() {
+    let dir = scratch("realtime");
+    let short = |name: &str, extra: &str| {
+        let p = quickstart_with(&dir, name, extra);
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, text.replace("duration = 20.0", "duration = 1.0")).unwrap();
+        p
+    };
+    let csv = dir.join("csv");
+    let bin = dir.join("bin");
+    for (model, out) in [
+        (short("csv", "format = \"csv\""), &csv),
+        (short("bin", "format = \"binary\""), &bin),
+    ] {
+        ok(&hybridsim()
+            .args(["realtime", "--pacing", "fast"])
+            .arg(&model)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap());
+    }
+    assert_eq!(
+        json(&bin.join("run.json"))["files"]["results"],
+        "results.bin"
+    );
+    let converted = dir.join("converted.csv");
+    ok(&hybridsim()
+        .arg("convert")
+        .arg(bin.join("results.bin"))
+        .arg("-o")
+        .arg(&converted)
+        .output()
+        .unwrap());
+    assert!(
+        std::fs::read(&converted).unwrap() == std::fs::read(csv.join("results.csv")).unwrap(),
+        "realtime: converted results.bin differs from results.csv"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
