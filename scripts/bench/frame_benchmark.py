@@ -26,8 +26,12 @@ Then the timing, runs alternated (OpenSees, hybridsim, …) --repeat times, medi
 Start-up is reported too: hybridsim run.json `startup.seconds` and peak RSS, OpenSees the
 model build (node, element, … calls) + analysis set-up.
 
+`--format binary` (issue 20, session 19): the recorded runs write binary on both sides,
+hybridsim `[output] format = "binary"` (results.bin) and OpenSees `-binary FILE` recorders.
+
 Usage:  python3 scripts/bench/frame_benchmark.py --exe target/release/hybridsim \
-            --n 1000 10000 [--bays 10] [--steps 2000] [--repeat 3] [--out out/frame]
+            --n 1000 10000 [--bays 10] [--steps 2000] [--repeat 3] [--out out/frame] \
+            [--format csv|binary]
 Needs:  pip install openseespy scipy. Writes only under --out (a temporary folder by default,
         removed at the end).
 """
@@ -48,9 +52,11 @@ import frame_model  # noqa: E402
 DT = 1e-3
 
 
-def hybridsim(exe, n, bays, steps, every, folder):
+def hybridsim(exe, n, bays, steps, every, folder, fmt="csv"):
     os.makedirs(folder, exist_ok=True)
     model, roof, _ = frame_model.write(n, bays, steps, DT, os.path.join(folder, "frame.toml"), every)
+    with open(model, "a") as f:  # [output] is the model's last table
+        f.write(f'format = "{fmt}"\n')
     out = os.path.join(folder, "out")
     p = subprocess.run([exe, "run", "-q", "--overwrite", model, "-o", out],
                        capture_output=True, text=True)
@@ -63,18 +69,19 @@ def hybridsim(exe, n, bays, steps, every, folder):
     return run, out, roof
 
 
-def opensees(ops, n, bays, steps, record, folder, track=None):
+def opensees(ops, n, bays, steps, record, folder, track=None, fmt="csv"):
     t0 = time.perf_counter()
     storeys = frame_model.opensees_build(ops, n, bays, steps, DT)
     build = time.perf_counter() - t0
     if record:
         os.makedirs(folder, exist_ok=True)
         free = list(range(bays + 2, (storeys + 1) * (bays + 1) + 1))
+        to = "-binary" if fmt == "binary" else "-file"
         for q in ("disp", "vel", "accel"):
-            ops.recorder("Node", "-file", os.path.join(folder, f"{q}.out"), "-time",
+            ops.recorder("Node", to, os.path.join(folder, f"{q}.out"), "-time",
                          "-node", *free, "-dof", 1, 2, 3, q)
         n_members = len(frame_model.members(storeys, bays))
-        ops.recorder("Element", "-file", os.path.join(folder, "force.out"), "-time",
+        ops.recorder("Element", to, os.path.join(folder, "force.out"), "-time",
                      "-ele", *range(1, n_members + 1), "force")
     history = []
     t0 = time.perf_counter()
@@ -184,6 +191,8 @@ def main():
                     help="OpenSees against the Newmark reference, relative to the peak")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default=None, help="keep the runs here (default: a temporary folder)")
+    ap.add_argument("--format", choices=["csv", "binary"], default="csv",
+                    help="recorded runs: hybridsim [output] format, OpenSees -file or -binary")
     a = ap.parse_args()
     import openseespy.opensees as ops
 
@@ -198,11 +207,14 @@ def main():
                 for record in (False, True):
                     tag = "record" if record else "compute"
                     b, wall, _ = opensees(ops, n, a.bays, a.steps, record,
-                                          os.path.join(top, f"os{n}_{tag}"))
+                                          os.path.join(top, f"os{n}_{tag}"), fmt=a.format)
                     times[f"os_{tag}"].append(wall / a.steps)
                     build = b if build is None else min(build, b)
-                    run, _, _ = hybridsim(a.exe, n, a.bays, a.steps, 1 if record else a.steps,
-                                          os.path.join(top, f"hs{n}_{tag}"))
+                    run, out, _ = hybridsim(a.exe, n, a.bays, a.steps, 1 if record else a.steps,
+                                            os.path.join(top, f"hs{n}_{tag}"), a.format)
+                    # Gigabytes at N = 10^4: keep the disk free between runs.
+                    shutil.rmtree(out, ignore_errors=True)
+                    shutil.rmtree(os.path.join(top, f"os{n}_{tag}"), ignore_errors=True)
                     times[f"hs_{tag}"].append(run["timing"]["wall_seconds"] / a.steps)
                     st = run.get("startup") or {}
                     startup = st if startup is None else min(

@@ -38,6 +38,12 @@ enum Command {
         after_help = "Example:\n  hybridsim plot results/quickstart -o results/quickstart/plots"
     )]
     Plot(commands::plot::Args),
+    /// Convert a binary results file (`[output] format = "binary"`, results.bin) to the
+    /// results.csv the same run would have written (same header, same number spelling).
+    #[command(
+        after_help = "Example:\n  hybridsim convert results/big/results.bin -o results/big/results.csv"
+    )]
+    Convert(commands::convert::Args),
     /// Impose a deformation history (sine, ramped cycles or a file) on one element of a model
     /// file and record its force, states and dissipated energy (device characterization).
     #[command(
@@ -119,6 +125,7 @@ fn main() -> ExitCode {
         Command::Analyze(args) => commands::analyze::execute(args),
         Command::Check(args) => commands::check::execute(args),
         Command::Plot(args) => commands::plot::execute(args),
+        Command::Convert(args) => commands::convert::execute(args),
         Command::Cyclic(args) => commands::cyclic::execute(args),
         Command::Controller(args) => commands::controller::execute(args),
         Command::Serve(args) => commands::serve::execute(args),

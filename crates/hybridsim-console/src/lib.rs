@@ -157,7 +157,25 @@ fn read_table(path: &Path) -> Result<Table, ReplayError> {
     Ok((headers, rows))
 }
 
-/// Serve the page replaying the finished results folder `folder` (`results.csv`, `lab.csv`
+/// A binary results file (`results.bin`, [`hybridsim_plot::binary`]) as a table of rows; a
+/// partial last row is ignored and reported on stderr.
+fn read_binary_table(path: &Path) -> Result<Table, ReplayError> {
+    let err =
+        |e: &dyn std::fmt::Display| ReplayError::File(path.display().to_string(), e.to_string());
+    let bytes = std::fs::read(path).map_err(|e| err(&e))?;
+    let header = hybridsim_plot::binary::parse_header(&bytes, path).map_err(|e| err(&e))?;
+    let b = hybridsim_plot::binary::parse(&bytes, path).map_err(|e| err(&e))?;
+    if let Some(note) = b.partial_row_note(path) {
+        eprintln!("warning: {note}");
+    }
+    let rows = (0..b.table.rows())
+        .map(|k| b.table.columns.iter().map(|c| c[k]).collect())
+        .collect();
+    Ok((header.cells, rows))
+}
+
+/// Serve the page replaying the finished results folder `folder` (`results.csv` or
+/// `results.bin`, `lab.csv`
 /// and `lab.NAME.csv`, `run.json`) at `speed` × the test's pace (0: at once). Returns the
 /// console; the replay runs on its own thread and the page shows the run's outcome at the
 /// end. The page offers no stop control.
@@ -169,7 +187,11 @@ pub fn replay(folder: &Path, speed: f64, opts: ConsoleOptions) -> Result<Console
         serde_json::from_str(&text)
             .map_err(|e| ReplayError::File(p.display().to_string(), e.to_string()))?
     };
-    let results = read_table(&folder.join("results.csv"))?;
+    let results = if !folder.join("results.csv").exists() && folder.join("results.bin").exists() {
+        read_binary_table(&folder.join("results.bin"))?
+    } else {
+        read_table(&folder.join("results.csv"))?
+    };
     let mut labs: Vec<(String, Table)> = Vec::new();
     if folder.join("lab.csv").exists() {
         let name = run_json["safety"][0]["substructure"]

@@ -731,7 +731,7 @@ fn run_json(loaded: &LoadedModel, sim: &Engine<'_>, p: Progress) -> Value {
         "lab_rows_on_disk": lab_rows,
         "last_step_on_disk": last_step,
         "columns": sim.n_columns(),
-        "files": { "results": "results.csv", "model": "model.toml" },
+        "files": { "results": sim.model.output.format.results_file_name(), "model": "model.toml" },
         "startup": startup.to_json(),
         "timing": {
             "started_unix": started,
@@ -879,12 +879,17 @@ pub fn run_to_folder_with(
 
     // The files; a failure here ends the run before any step, and run.json says so.
     let header = sim.recorder.header();
-    let csv_path = folder.join("results.csv");
+    let csv_path = folder.join(sim.model.output.format.results_file_name());
+    let row_format = match sim.model.output.format {
+        hybridsim::model::OutputFormat::Csv => crate::RowFormat::Csv,
+        hybridsim::model::OutputFormat::Binary => crate::RowFormat::Binary,
+    };
     let model_copy = folder.join("model.toml");
     let files = (|| {
         std::fs::write(&model_copy, &loaded.text).map_err(io_err(&model_copy))?;
         crate::inputs::write_ground_motions(folder, &loaded.model).map_err(io_err(folder))?;
-        let results = RowFile::create(&factory, &csv_path, &header).map_err(io_err(&csv_path))?;
+        let results = RowFile::create_as(&factory, &csv_path, &header, row_format)
+            .map_err(io_err(&csv_path))?;
         let mut labs = Vec::new();
         for (i, (_, name, cols)) in lab_parts.iter().enumerate() {
             let file = if i == 0 {

@@ -44,14 +44,33 @@ pub fn file_factory() -> WriterFactory {
     Arc::new(|path: &Path| Ok(Box::new(std::fs::File::create(path)?) as Box<dyn Storage>))
 }
 
-/// A CSV results file of whole rows: a header line, then one line per row, each row tagged
-/// with a number (the coarse step of a results row) so that the last one on disk is known.
+/// How the rows of a results file are spelled (`[output] format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RowFormat {
+    /// CSV text: a header line of `name[unit]` cells, then one line of shortest round-trip
+    /// numbers per row ([`crate::csv::push_number`]).
+    #[default]
+    Csv,
+    /// The binary results layout of [`hybridsim_plot::binary`]: a self-describing header,
+    /// then each row as little-endian f64 values.
+    Binary,
+}
+
+/// A results file of whole rows (CSV text or the binary layout, [`RowFormat`]): a header,
+/// then one row after the other, each row tagged with a number (the coarse step of a results
+/// row) so that the last one on disk is known.
 pub struct RowFile {
     out: Box<dyn Storage>,
+    format: RowFormat,
+    /// Values a row (the header's cells), checked for every binary row.
+    columns: usize,
     buf: Vec<u8>,
     /// Tag of every row in `buf`, in order.
     tags: Vec<u64>,
-    line: String,
+    /// End (byte offset in `buf`, exclusive) of every row in `buf`, in order.
+    ends: Vec<usize>,
+    /// End of the header in `buf` while it is pending.
+    header_end: usize,
     num: zmij::Buffer,
     /// Bytes on disk (whole lines only).
     on_disk: u64,
@@ -62,36 +81,93 @@ pub struct RowFile {
 }
 
 impl RowFile {
-    /// Open `path` through `factory` and write `header` (comma-separated names) to it at once.
+    /// Open `path` through `factory` and write `header` (comma-separated names) to it at once,
+    /// as CSV text.
     pub fn create(factory: &WriterFactory, path: &Path, header: &str) -> io::Result<Self> {
+        Self::create_as(factory, path, header, RowFormat::Csv)
+    }
+
+    /// Open `path` through `factory` and write `header` (comma-separated `name[unit]` cells)
+    /// to it at once, in `format`.
+    pub fn create_as(
+        factory: &WriterFactory,
+        path: &Path,
+        header: &str,
+        format: RowFormat,
+    ) -> io::Result<Self> {
+        let columns = if header.is_empty() {
+            0
+        } else {
+            header.split(',').count()
+        };
         let mut f = Self {
             out: factory(path)?,
+            format,
+            columns,
             buf: Vec::with_capacity(BUFFER_BYTES + 4096),
             tags: Vec::new(),
-            line: String::with_capacity(8192),
+            ends: Vec::new(),
+            header_end: 0,
             num: zmij::Buffer::new(),
             on_disk: 0,
             rows_on_disk: 0,
             last_tag: None,
             header_pending: true,
         };
-        f.buf.extend_from_slice(header.as_bytes());
-        f.buf.push(b'\n');
+        match format {
+            RowFormat::Csv => {
+                f.buf.extend_from_slice(header.as_bytes());
+                f.buf.push(b'\n');
+            }
+            RowFormat::Binary => {
+                let cells: Vec<&str> = header.split(',').filter(|c| !c.is_empty()).collect();
+                f.buf
+                    .extend_from_slice(&hybridsim_plot::binary::encode_header(&cells));
+            }
+        }
+        f.header_end = f.buf.len();
         f.flush()?;
         Ok(f)
     }
 
-    /// Append one row tagged `tag`; written out when the buffer is full.
+    /// The format of the rows.
+    pub fn format(&self) -> RowFormat {
+        self.format
+    }
+
+    /// Append one row tagged `tag`, spelled straight into the write buffer (no line buffer,
+    /// no allocation once the buffer has grown to a row); written out when the buffer is
+    /// full. A binary row must have the header's number of values.
     pub fn write_row(&mut self, row: &[f64], tag: u64) -> io::Result<()> {
-        self.line.clear();
-        for (i, x) in row.iter().enumerate() {
-            if i > 0 {
-                self.line.push(',');
+        match self.format {
+            RowFormat::Csv => {
+                let mut first = true;
+                for x in row {
+                    if !first {
+                        self.buf.push(b',');
+                    }
+                    first = false;
+                    self.buf.extend_from_slice(self.num.format(*x).as_bytes());
+                }
+                self.buf.push(b'\n');
             }
-            crate::csv::push_number(&mut self.line, *x, &mut self.num);
+            RowFormat::Binary => {
+                if row.len() != self.columns {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!(
+                            "a row of {} values for a header of {} columns",
+                            row.len(),
+                            self.columns
+                        ),
+                    ));
+                }
+                for x in row {
+                    self.buf.extend_from_slice(&x.to_le_bytes());
+                }
+            }
         }
-        self.line.push('\n');
-        self.buf.extend_from_slice(self.line.as_bytes());
+        self.ends.push(self.buf.len());
         self.tags.push(tag);
         if self.buf.len() >= BUFFER_BYTES {
             self.flush()?;
@@ -129,25 +205,26 @@ impl RowFile {
                 done = 0;
             }
         }
-        let kept = match &failure {
-            None => self.buf.len(),
-            Some(_) => self.buf[..done]
-                .iter()
-                .rposition(|b| *b == b'\n')
-                .map_or(0, |p| p + 1),
+        // Whole rows (and the whole header) that reached the storage.
+        let rows = self.ends.partition_point(|end| *end <= done);
+        let header_done = self.header_pending && self.header_end <= done;
+        let kept = match (&failure, rows) {
+            (None, _) => self.buf.len(),
+            (Some(_), 0) if header_done => self.header_end,
+            (Some(_), 0) => 0,
+            (Some(_), r) => self.ends[r - 1],
         };
-        let mut lines = self.buf[..kept].iter().filter(|b| **b == b'\n').count();
-        if lines > 0 && self.header_pending {
+        if header_done {
             self.header_pending = false;
-            lines -= 1;
         }
-        if lines > 0 {
-            self.last_tag = Some(self.tags[lines - 1]);
+        if rows > 0 {
+            self.last_tag = Some(self.tags[rows - 1]);
         }
-        self.rows_on_disk += lines as u64;
+        self.rows_on_disk += rows as u64;
         self.on_disk += kept as u64;
         self.buf.clear();
         self.tags.clear();
+        self.ends.clear();
         match failure {
             None => Ok(()),
             Some(e) => {
@@ -242,5 +319,35 @@ mod tests {
         assert_eq!(f.last_tag_on_disk(), Some(rows - 1));
         assert_eq!(text.lines().last().unwrap(), format!("{}.0,0.5", rows - 1));
         assert!(rows > 0 && rows < 10, "{rows}");
+    }
+
+    #[test]
+    fn a_full_disk_leaves_whole_binary_rows_and_exact_counts() {
+        let data = Arc::new(Mutex::new(Vec::new()));
+        let d = data.clone();
+        let factory: WriterFactory = Arc::new(move |_: &Path| {
+            Ok(Box::new(Full {
+                data: d.clone(),
+                budget: 100,
+            }) as Box<dyn Storage>)
+        });
+        let mut f =
+            RowFile::create_as(&factory, Path::new("x.bin"), "a[m],b", RowFormat::Binary).unwrap();
+        assert!(f.write_row(&[1.0], 9).is_err(), "a row of the wrong width");
+        for k in 0..10u64 {
+            f.write_row(&[k as f64, -0.0], k).unwrap();
+        }
+        let e = f.flush().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(28));
+        let bytes = data.lock().unwrap().clone();
+        let t = hybridsim_plot::binary::parse(&bytes, Path::new("x.bin")).unwrap();
+        assert_eq!(t.partial_row_bytes, 0);
+        let rows = t.table.rows() as u64;
+        assert!(rows > 0 && rows < 10, "{rows}");
+        assert_eq!(f.rows_on_disk(), rows);
+        assert_eq!(f.last_tag_on_disk(), Some(rows - 1));
+        assert_eq!(t.table.names, ["a", "b"]);
+        assert_eq!(t.table.columns[0][rows as usize - 1], (rows - 1) as f64);
+        assert_eq!(t.table.columns[1][0].to_bits(), (-0.0f64).to_bits());
     }
 }

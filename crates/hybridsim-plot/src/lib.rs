@@ -15,11 +15,13 @@
 //! - a series without any drawable point is still listed in the legend (`"(no finite data)"`);
 //! - an empty chart gets a unit range, a constant series a padded range.
 //!
-//! [`results`] reads a results folder (`results.csv` with `name[unit]` headers, `run.json`) and
-//! builds the standard figures of `hybridsim plot`.
+//! [`results`] reads a results folder (`results.csv` with `name[unit]` headers, or its binary
+//! form `results.bin` ([`binary`]), `run.json`) and builds the standard figures of
+//! `hybridsim plot`.
 
 #![warn(missing_docs)]
 
+pub mod binary;
 pub mod results;
 
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};

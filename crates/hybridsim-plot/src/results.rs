@@ -99,13 +99,25 @@ impl ResultsTable {
         Self::parse_bytes(text.as_bytes(), source)
     }
 
-    /// Read a CSV file.
+    /// Read a results file: CSV text, or the binary layout of [`crate::binary`] (recognized by
+    /// its first bytes, whatever the file's name), whose partial last row, if any, is ignored.
     pub fn read(path: &Path) -> Result<Self, PlotError> {
+        Self::read_noting(path).map(|(t, _)| t)
+    }
+
+    /// [`ResultsTable::read`], with what a reader should tell its user: a binary file's
+    /// ignored partial last row ([`crate::binary::BinaryTable::partial_row_note`]).
+    pub fn read_noting(path: &Path) -> Result<(Self, Option<String>), PlotError> {
         let bytes = std::fs::read(path).map_err(|e| PlotError::Read {
             path: path.to_path_buf(),
             reason: format!("cannot read: {e}"),
         })?;
-        Self::parse_bytes(&bytes, path)
+        if crate::binary::is_binary(&bytes) {
+            let b = crate::binary::parse(&bytes, path)?;
+            let note = b.partial_row_note(path);
+            return Ok((b.table, note));
+        }
+        Self::parse_bytes(&bytes, path).map(|t| (t, None))
     }
 
     /// Parse CSV bytes with the `csv` crate (RFC 4180: a quoted header cell may hold commas;
@@ -797,8 +809,21 @@ fn run_title(dir: &Path) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Read `dir/results.csv` (and `dir/run.json` for the title), write every standard figure as
-/// PNG and SVG into `out` (created if missing) and return the files written.
+/// The results file of folder `dir`: `results.csv`, or `results.bin` (`[output] format =
+/// "binary"`) when only that one is there.
+pub fn results_file(dir: &Path) -> PathBuf {
+    let csv = dir.join("results.csv");
+    let bin = dir.join("results.bin");
+    if !csv.is_file() && bin.is_file() {
+        bin
+    } else {
+        csv
+    }
+}
+
+/// Read `dir/results.csv` or `dir/results.bin` ([`results_file`]; and `dir/run.json` for the
+/// title), write every standard figure as PNG and SVG into `out` (created if missing) and
+/// return the files written. A binary file's ignored partial last row is reported on stderr.
 pub fn plot_results_folder(dir: &Path, out: &Path) -> Result<Vec<PathBuf>, PlotError> {
     if !dir.is_dir() {
         return Err(PlotError::Read {
@@ -806,14 +831,17 @@ pub fn plot_results_folder(dir: &Path, out: &Path) -> Result<Vec<PathBuf>, PlotE
             reason: "no such results folder".into(),
         });
     }
-    let csv = dir.join("results.csv");
+    let csv = results_file(dir);
     if !csv.is_file() {
         return Err(PlotError::Read {
             path: csv,
-            reason: "missing: a results folder holds results.csv (written by `hybridsim run` or `hybridsim cyclic`)".into(),
+            reason: "missing: a results folder holds results.csv or results.bin (written by `hybridsim run` or `hybridsim cyclic`)".into(),
         });
     }
-    let table = ResultsTable::read(&csv)?;
+    let (table, note) = ResultsTable::read_noting(&csv)?;
+    if let Some(note) = note {
+        eprintln!("warning: {note}");
+    }
     if table.rows() == 0 {
         return Err(PlotError::Read {
             path: csv,

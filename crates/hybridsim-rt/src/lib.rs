@@ -1264,9 +1264,12 @@ pub fn run_integrator(
         }
         hybridsim_io::inputs::write_ground_motions(f, model).map_err(io(f))?;
     }
-    let results_file = DiskFile::create(
-        opts.folder.as_ref().map(|f| f.join("results.csv")),
+    let results_file = DiskFile::create_as(
+        opts.folder
+            .as_ref()
+            .map(|f| f.join(model.output.format.results_file_name())),
         &columns.join(","),
+        model.output.format,
     )?;
     let mut lab_files = Vec::new();
     for (i, &k) in physical.iter().enumerate() {
@@ -2048,11 +2051,24 @@ struct DiskFile {
 }
 
 impl DiskFile {
-    /// Create `path` with its header (on disk at once), or a counter without a path.
+    /// Create `path` with its header (on disk at once), or a counter without a path, as CSV.
     fn create(path: Option<PathBuf>, header: &str) -> Result<Self, StartError> {
+        Self::create_as(path, header, hybridsim::model::OutputFormat::Csv)
+    }
+
+    /// [`DiskFile::create`] in `format` (`[output] format`).
+    fn create_as(
+        path: Option<PathBuf>,
+        header: &str,
+        format: hybridsim::model::OutputFormat,
+    ) -> Result<Self, StartError> {
+        let format = match format {
+            hybridsim::model::OutputFormat::Csv => hybridsim_io::RowFormat::Csv,
+            hybridsim::model::OutputFormat::Binary => hybridsim_io::RowFormat::Binary,
+        };
         let file = match &path {
             Some(p) => Some(
-                hybridsim_io::RowFile::create(&hybridsim_io::file_factory(), p, header)
+                hybridsim_io::RowFile::create_as(&hybridsim_io::file_factory(), p, header, format)
                     .map_err(io(p))?,
             ),
             None => None,
@@ -2464,7 +2480,7 @@ fn base_json(
             "windows": lab.safety.divergence.windows,
             "floor": lab.safety.divergence.floor,
         },
-        "files": { "results": "results.csv", "lab": "lab.csv", "model": "model.toml", "synchronization_plot": "synchronization.png" },
+        "files": { "results": model.output.format.results_file_name(), "lab": "lab.csv", "model": "model.toml", "synchronization_plot": "synchronization.png" },
     })
 }
 

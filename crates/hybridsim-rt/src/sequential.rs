@@ -329,9 +329,12 @@ fn run_paced(
         }
         hybridsim_io::inputs::write_ground_motions(f, model).map_err(io(f))?;
     }
-    let results_file = DiskFile::create(
-        opts.folder.as_ref().map(|f| f.join("results.csv")),
+    let results_file = DiskFile::create_as(
+        opts.folder
+            .as_ref()
+            .map(|f| f.join(model.output.format.results_file_name())),
         &columns.join(","),
+        model.output.format,
     )?;
     let mut lab_files = Vec::new();
     for (i, &k) in physical.iter().enumerate() {

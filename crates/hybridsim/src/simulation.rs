@@ -139,6 +139,12 @@ impl Simulation {
         } else {
             "; no energies"
         };
+        line += match o.format {
+            crate::model::OutputFormat::Csv => "; format csv (results.csv)",
+            crate::model::OutputFormat::Binary => {
+                "; format binary (results.bin, little-endian f64 rows)"
+            }
+        };
         line
     }
 

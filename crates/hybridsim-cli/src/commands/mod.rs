@@ -4,6 +4,7 @@ pub mod analyze;
 pub mod check;
 pub mod console;
 pub mod controller;
+pub mod convert;
 pub mod cyclic;
 pub mod energy_error;
 pub mod evaluate;

@@ -117,7 +117,10 @@ fn num(x: f64) -> String {
 
 /// Read a CSV table of the folder, with errors naming the file.
 fn table(path: &Path) -> Result<ResultsTable> {
-    let t = ResultsTable::read(path).map_err(|e| anyhow!("{e}"))?;
+    let (t, note) = ResultsTable::read_noting(path).map_err(|e| anyhow!("{e}"))?;
+    if let Some(note) = note {
+        eprintln!("warning: {note}");
+    }
     if t.rows() == 0 {
         bail!("{}: no data rows", path.display());
     }
@@ -181,10 +184,10 @@ pub fn build(dir: &Path) -> Result<String> {
     if !dir.is_dir() {
         bail!("{}: no such results folder", dir.display());
     }
-    let results_path = dir.join("results.csv");
+    let results_path = hybridsim_plot::results::results_file(dir);
     if !results_path.is_file() {
         bail!(
-            "{}: missing (a results folder written by `hybridsim run` holds results.csv and run.json)",
+            "{}: missing (a results folder written by `hybridsim run` holds results.csv or results.bin, and run.json)",
             results_path.display()
         );
     }

@@ -25,6 +25,7 @@ import numpy as np
 
 from . import _native
 from ._native import Model, ModelError, RunError
+from .binary import read_binary
 
 __version__ = _native.__version__
 
@@ -40,6 +41,7 @@ __all__ = [
     "sweep",
     "grid",
     "read_results",
+    "read_binary",
     "cyclic",
     "analyze",
 ]
@@ -148,10 +150,14 @@ def _read_csv(path: Path) -> tuple[list[str], np.ndarray]:
 
 
 def read_results(folder: PathLike) -> Results:
-    """A results folder (of ``hybridsim run``, ``realtime`` or :func:`run`): results.csv read
-    exactly, run.json as a dict, lab.csv when there is one."""
+    """A results folder (of ``hybridsim run``, ``realtime`` or :func:`run`): results.csv (or
+    results.bin of ``[output] format = "binary"``, :func:`read_binary`) read exactly, run.json
+    as a dict, lab.csv when there is one."""
     folder = Path(folder)
-    cols, data = _read_csv(folder / "results.csv")
+    if not (folder / "results.csv").is_file() and (folder / "results.bin").is_file():
+        cols, data, _ = read_binary(folder / "results.bin")
+    else:
+        cols, data = _read_csv(folder / "results.csv")
     info = json.loads((folder / "run.json").read_text())
     lab = {}
     for p in sorted(folder.glob("lab*.csv")):

@@ -5,9 +5,9 @@ use super::schema::{AnalysisSpec, OutputSpec};
 use crate::error::Diagnostics;
 use crate::model::fom::{EstimatorSettings, Linearization, TangentUpdate, DEFAULT_PSI};
 use crate::model::{
-    AnalysisSettings, IntegratorKind, Lsrt2Projection, MultiplierPredictor, OutputSelection,
-    OutputSettings, StartMode, Substructure, LSRT2_GAMMA_HIGH, LSRT2_GAMMA_LOW, MAX_FORCE_DELAY,
-    MAX_SUBCYCLES,
+    AnalysisSettings, IntegratorKind, Lsrt2Projection, MultiplierPredictor, OutputFormat,
+    OutputSelection, OutputSettings, StartMode, Substructure, LSRT2_GAMMA_HIGH, LSRT2_GAMMA_LOW,
+    MAX_FORCE_DELAY, MAX_SUBCYCLES,
 };
 
 /// Whether the model file asks for the LLM integrator (`[analysis] integrator = "llm"`).
@@ -520,11 +520,23 @@ pub(super) fn output(
             dofs: spec.dofs.clone(),
             elements: element_selection,
         });
+    let format = match spec.format.as_deref() {
+        None | Some("csv") => OutputFormat::Csv,
+        Some("binary") => OutputFormat::Binary,
+        Some(other) => {
+            diag.push(
+                "output.format",
+                format!("must be \"csv\" or \"binary\", found `{other}`"),
+            );
+            OutputFormat::Csv
+        }
+    };
     OutputSettings {
         every: every.max(1) as u64,
         elements,
         energy: spec.energy.unwrap_or(true),
         selection,
+        format,
     }
 }
 

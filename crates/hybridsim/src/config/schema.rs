@@ -329,6 +329,10 @@ pub struct OutputSpec {
     /// DOF names recorded at the recorded nodes (default every DOF), e.g. `["x"]`.
     #[serde(default)]
     pub dofs: Option<Vec<String>>,
+    /// How the results rows are written: `"csv"` (default, `results.csv`) or `"binary"`
+    /// (`results.bin`, little-endian f64 rows after a self-describing header).
+    #[serde(default)]
+    pub format: Option<String>,
 }
 
 /// `[[imposed_motion]]`, one entry (read in a second pass, so that its problems are reported

@@ -365,6 +365,29 @@ pub struct OutputSettings {
     pub energy: bool,
     /// The recorded selection (`nodes`, `dofs`, element names); `None` records everything.
     pub selection: Option<OutputSelection>,
+    /// How the results rows are written (`[output] format`).
+    pub format: OutputFormat,
+}
+
+/// How the results rows are written (`[output] format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// `results.csv`: shortest round-trip numbers as text (the default).
+    #[default]
+    Csv,
+    /// `results.bin`: little-endian f64 rows after a self-describing header (the layout is
+    /// documented in docs/model-reference.md, `[output]`).
+    Binary,
+}
+
+impl OutputFormat {
+    /// The results file's name in a run folder.
+    pub fn results_file_name(self) -> &'static str {
+        match self {
+            OutputFormat::Csv => "results.csv",
+            OutputFormat::Binary => "results.bin",
+        }
+    }
 }
 
 /// What `[output]` `nodes`, `dofs` and `elements = [names]` select, validated against the
