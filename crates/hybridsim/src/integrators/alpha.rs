@@ -239,6 +239,39 @@ struct NewtonSolve {
     link_singular: u64,
     /// One column of the link operator (size of the partition's state).
     column: Vec<f64>,
+    /// [`StateSpace::kernel_changes`] when `constant`, `slots` and the pattern were built.
+    kernel_changes: u64,
+}
+
+impl NewtonSolve {
+    /// The matrix's constant part, nonlinear slots and band storage for `st`. Allocates.
+    fn new(st: &StateSpace, iterate: bool) -> Self {
+        let n = st.n_dofs();
+        let mut constant: Vec<(usize, usize, f64, f64)> = Vec::new();
+        for i in 0..st.size() {
+            if !(n..2 * n).contains(&i) {
+                constant.push((i, i, 1.0, 0.0));
+            }
+        }
+        for &(i, j, m) in st.mass_entries() {
+            constant.push((n + i, n + j, m, 0.0));
+        }
+        for (i, j, v) in st.linear_tangent_entries() {
+            constant.push((i, j, 0.0, v));
+        }
+        Self {
+            lu: BandLu::new(st.size(), &st.tangent_pattern()),
+            constant,
+            slots: st.nonlinear_slots(),
+            k0: st.path_initial_stiffness(),
+            singular: 0,
+            iterate,
+            link_builds: 0,
+            link_singular: 0,
+            column: vec![0.0; st.size()],
+            kernel_changes: st.kernel_changes(),
+        }
+    }
 }
 
 /// What the converged nonlinear solve of the numerical partitions did over a run (issue 17),
@@ -359,32 +392,29 @@ impl AlphaStepper {
         if !newton || part.physical.is_some() || !self.nonlinear || self.tolerance.is_none() {
             return self;
         }
-        let st = &part.state;
-        let n = st.n_dofs();
-        let mut constant: Vec<(usize, usize, f64, f64)> = Vec::new();
-        for i in 0..st.size() {
-            if !(n..2 * n).contains(&i) {
-                constant.push((i, i, 1.0, 0.0));
-            }
-        }
-        for &(i, j, m) in st.mass_entries() {
-            constant.push((n + i, n + j, m, 0.0));
-        }
-        for (i, j, v) in st.linear_tangent_entries() {
-            constant.push((i, j, 0.0, v));
-        }
-        self.newton = Some(Box::new(NewtonSolve {
-            lu: BandLu::new(st.size(), &st.tangent_pattern()),
-            constant,
-            slots: st.nonlinear_slots(),
-            k0: st.path_initial_stiffness(),
-            singular: 0,
-            iterate: true,
-            link_builds: 0,
-            link_singular: 0,
-            column: vec![0.0; st.size()],
-        }));
+        self.newton = Some(Box::new(NewtonSolve::new(&part.state, true)));
         self
+    }
+
+    /// After [`StateSpace::set_element_parameter`] moved a linear element to the generic path
+    /// (online model updating; [`crate::integrators::TimeIntegrator::set_element_parameter`]),
+    /// rebuild Newton's constant part, nonlinear slots and band storage, so that the element's
+    /// new parameters enter the current tangent (its tangent then follows the element through
+    /// the dual numbers, later changes need nothing). Keeps the singular and link counts (the
+    /// count of factorizations restarts). Allocates once per
+    /// element moved, as the move itself does; nothing when nothing moved.
+    fn refresh_newton(&mut self, part: &Partition) {
+        let Some(newton) = self.newton.as_deref_mut() else {
+            return;
+        };
+        if newton.kernel_changes == part.state.kernel_changes() {
+            return;
+        }
+        let mut fresh = NewtonSolve::new(&part.state, newton.iterate);
+        fresh.singular = newton.singular;
+        fresh.link_builds = newton.link_builds;
+        fresh.link_singular = newton.link_singular;
+        *newton = fresh;
     }
 
     /// Keep the current-tangent matrix of [`AlphaStepper::with_newton`] for PG-α's link
@@ -677,6 +707,7 @@ impl AlphaStepper {
         let af = p.alpha_f;
         let g = p.gamma;
         let n = part.state.n_dofs();
+        self.refresh_newton(part);
         if self.committed_rayleigh {
             // The committed tangent of Rayleigh damping, frozen over the step (issue 17).
             part.state
