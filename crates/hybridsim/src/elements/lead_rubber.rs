@@ -478,6 +478,20 @@ impl Element for LeadRubberBearing {
             ),
         })
     }
+    /// `band` with the lead's stiffness at `p = p0` (`k_lead_at_p0`; the constant
+    /// `lead_stiffness` when the model gives one), or `rigid`.
+    fn law_record(&self) -> Option<(&'static str, Vec<(&'static str, f64)>)> {
+        Some(match self.lead_law {
+            LeadLaw::Rigid => ("rigid", Vec::new()),
+            LeadLaw::Band => {
+                let mut values = vec![("k_lead_at_p0", self.lead_stiffness(self.p0))];
+                if let Some(k) = self.lead_stiffness_override {
+                    values.push(("lead_stiffness", k));
+                }
+                ("band", values)
+            }
+        })
+    }
     fn driver_substep(&self) -> Option<f64> {
         Some(0.5 * self.p0)
     }
