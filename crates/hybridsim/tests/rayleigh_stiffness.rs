@@ -416,7 +416,8 @@ fn bad_values_are_refused_and_check_prints_the_choice() {
 ///   most 1e-6 of the peak at Δt = 2, 1, 0.5, 0.25 ms for every choice (measured ≤ 1.8e-8 at
 ///   1 ms; 9.5e-7 for `current` at 2 ms, where the tangent's branch can switch between the
 ///   free and the linked state), where without it the gap is first order (2.2e-4 at 1 ms, the
-///   test above).
+///   test above). With `multiplier_predictor = "previous"` (the link adds `ℚ ΔΛ`) the gap at
+///   1 ms is round-off: 8.7e-15 / 1.4e-14 / 1.3e-14.
 /// - Against MG-α at a fine step (Δt/32 of 1 ms), the option's error equals MG-α's own to 1 %
 ///   at every step. That error is itself first order for `committed` and `current` (measured
 ///   1.9e-3 / 8.8e-4 / 5.5e-4 / 2.2e-4 and 5.0e-4 / 2.6e-4 / 1.5e-4 / 6.9e-5 at 2 / 1 / 0.5 /
@@ -427,13 +428,8 @@ fn bad_values_are_refused_and_check_prints_the_choice() {
 ///   (3.3e-5 / 5.1e-6 / 1.1e-6 / 3.7e-7).
 #[test]
 fn the_current_tangent_link_puts_pg_alpha_on_mg_alpha() {
-    let u_history = |choice: &str, integrator: &str, link: &str, dt: f64| {
-        let analysis = if integrator == "pg-alpha" {
-            format!("link_tangent = \"{link}\"")
-        } else {
-            String::new()
-        };
-        let text = sdof_text(Some(choice), "pg-alpha", &analysis)
+    let u_history = |choice: &str, integrator: &str, analysis: &str, dt: f64| {
+        let text = sdof_text(Some(choice), "pg-alpha", analysis)
             .replace(
                 "integrator = \"pg-alpha\"",
                 &format!("integrator = \"{integrator}\""),
@@ -470,6 +466,7 @@ fn the_current_tangent_link_puts_pg_alpha_on_mg_alpha() {
             .collect::<Vec<_>>()
             .join(" / ")
     };
+    const CURRENT: &str = "link_tangent = \"current\"";
     let steps = [2e-3, 1e-3, 5e-4, 2.5e-4];
     for choice in ["initial", "committed", "current"] {
         let reference = u_history(choice, "mg-alpha", "", 1e-3 / 32.0);
@@ -479,8 +476,18 @@ fn the_current_tangent_link_puts_pg_alpha_on_mg_alpha() {
             .collect();
         let pg: Vec<_> = steps
             .iter()
-            .map(|&dt| u_history(choice, "pg-alpha", "current", dt))
+            .map(|&dt| u_history(choice, "pg-alpha", CURRENT, dt))
             .collect();
+        // The same with the free solutions carrying Λ_n (the link adds ℚ ΔΛ).
+        let previous = u_history(
+            choice,
+            "pg-alpha",
+            &format!("{CURRENT}\nmultiplier_predictor = \"previous\""),
+            1e-3,
+        );
+        let gap = distance(&previous, &mg[1]);
+        println!("{choice:9}: multiplier_predictor = previous, PG-α − MG-α at 1 ms {gap:.3e}");
+        assert!(gap <= 1e-6, "{choice}, previous: {gap:e}");
         let same_step: Vec<f64> = pg.iter().zip(&mg).map(|(p, m)| distance(p, m)).collect();
         let mg_errors: Vec<f64> = mg.iter().map(|u| distance(u, &reference)).collect();
         let pg_errors: Vec<f64> = pg.iter().map(|u| distance(u, &reference)).collect();
