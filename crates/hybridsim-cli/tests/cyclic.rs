@@ -394,3 +394,71 @@ fn cyclic_motion_uses_the_model_files_imposed_motion() {
     assert!(!st.status.success());
     assert!(err.contains("cannot be used with"), "{err}");
 }
+
+/// `run.json` of `hybridsim cyclic` records the element's choice of law (issue 17): the
+/// lead-rubber bearing's `band` law with its lead stiffness at `p = p0` (and the constant
+/// `lead_stiffness` when the model gives one), or `rigid`; no law for an element without a
+/// choice.
+#[test]
+fn cyclic_run_json_records_the_lead_law() {
+    let dir = scratch("lead_law");
+    let text = std::fs::read_to_string(root().join("examples/isolated_deck_lrb.toml")).unwrap();
+    let cyclic = |name: &str, model: &str, element: &str| {
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(&path, model).unwrap();
+        let out = dir.join(name);
+        let st = hybridsim()
+            .arg("cyclic")
+            .arg(&path)
+            .args([
+                "--element",
+                element,
+                "--history",
+                "ramp",
+                "--amplitude",
+                "0.05",
+                "--cycles",
+                "1",
+                "-o",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        json(&out.join("run.json"))["element"]["law"].clone()
+    };
+    let band = cyclic("band", &text, "lrb");
+    assert_eq!(band["name"], "band", "{band:#}");
+    let k = band["k_lead_at_p0"].as_f64().unwrap();
+    assert!((k / 1.428e9 - 1.0).abs() < 1e-9, "{band:#}");
+    assert!(band["lead_stiffness"].is_null(), "{band:#}");
+    assert!(
+        band["summary"]
+            .as_str()
+            .unwrap()
+            .contains("lead = \"band\""),
+        "{band:#}"
+    );
+    let given = cyclic(
+        "given",
+        &text.replace("p0 = 1.0e-3\n", "p0 = 1.0e-3\nlead_stiffness = 2.0e9\n"),
+        "lrb",
+    );
+    assert_eq!(given["name"], "band", "{given:#}");
+    assert_eq!(given["lead_stiffness"].as_f64(), Some(2.0e9), "{given:#}");
+    assert_eq!(given["k_lead_at_p0"].as_f64(), Some(2.0e9), "{given:#}");
+    let rigid = cyclic(
+        "rigid",
+        &text.replace("p0 = 1.0e-3\n", "p0 = 1.0e-3\nlead = \"rigid\"\n"),
+        "lrb",
+    );
+    assert_eq!(rigid["name"], "rigid", "{rigid:#}");
+    assert!(rigid.get("k_lead_at_p0").is_none(), "{rigid:#}");
+    let pier = std::fs::read_to_string(root().join("examples/bouc_wen_pier.toml")).unwrap();
+    assert!(cyclic("pier", &pier, "pier").is_null());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

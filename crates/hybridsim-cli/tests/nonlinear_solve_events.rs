@@ -123,5 +123,19 @@ fn unconverged_steps_are_an_event_in_run_json() {
         "{:#}",
         default["warnings"]
     );
+    // Newton's method: its factorizations and singular-matrix fallbacks are counted (none
+    // here); the default solve has neither key filled.
+    let newton = run(&dir, "newton", "nonlinear_solver = \"newton\"");
+    let nn = &newton["nonlinear_solve"]["newton"];
+    assert!(nn["factorizations"].as_u64().unwrap() > 0, "{nn:#}");
+    assert_eq!(nn["singular_fallbacks"].as_u64(), Some(0), "{nn:#}");
+    assert!(
+        newton["nonlinear_solve"]["current_link"].is_null(),
+        "{newton:#}"
+    );
+    assert!(
+        d["newton"].is_null() && d["current_link"].is_null(),
+        "{d:#}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -609,7 +609,36 @@ fn nonlinear_solve_json(r: &hybridsim::integrators::NonlinearSolveReport, dt: f6
         "first_unconverged_step": r.first_unconverged_time.map(|t| step_ending_at(t, dt)),
         "first_unconverged_time": r.first_unconverged_time,
         "worst_residual": r.worst_residual,
+        "newton": r.newton_factorizations.map(|f| json!({
+            "factorizations": f,
+            "singular_fallbacks": r.newton_singular,
+        })),
+        "current_link": (r.link_builds > 0).then(|| json!({
+            "builds": r.link_builds,
+            "singular": r.link_singular,
+        })),
     })
+}
+
+/// The warnings of singular current-tangent matrices (Newton's iterations solved with the
+/// initial-tangent `D`; PG-α link operators kept from the step before).
+fn singular_tangent_warnings(r: &hybridsim::integrators::NonlinearSolveReport) -> Vec<String> {
+    let mut out = Vec::new();
+    if r.newton_singular > 0 {
+        out.push(format!(
+            "analysis.nonlinear_solver: {} Newton iteration(s) met a singular current-tangent \
+             matrix and were solved with the initial-tangent D instead",
+            r.newton_singular
+        ));
+    }
+    if r.link_singular > 0 {
+        out.push(format!(
+            "analysis.link_tangent: {} of {} current-tangent link operator(s) met a singular \
+             matrix; those steps linked with the operator of the step before",
+            r.link_singular, r.link_builds
+        ));
+    }
+    out
 }
 
 /// The warning of a run with unconverged steps.
@@ -745,6 +774,7 @@ fn run_json(loaded: &LoadedModel, sim: &Engine<'_>, p: Progress) -> Value {
         if r.unconverged_steps > 0 {
             w.push(json!(unconverged_warning(&r, a.time_step)));
         }
+        w.extend(singular_tangent_warnings(&r).into_iter().map(|s| json!(s)));
     }
     if let (Some(Value::Object(lab)), Value::Object(o)) = (lab, &mut out) {
         for (k, v) in lab {

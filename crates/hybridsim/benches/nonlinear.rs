@@ -7,6 +7,13 @@
 //! measured iteration is the first 2000 steps (2 s of strong motion) of a fresh simulation
 //! built outside the timed region (`cargo bench -p hybridsim --bench nonlinear`; `-- --quick`
 //! for a short run).
+//!
+//! Group `pg_alpha_link`: PG-α's step on `examples/bridge_iso.toml` (a synthetic motion, Rayleigh
+//! damping on the current tangent of the bearings) with the link operator built once on the
+//! initial tangent (`analysis.link_tangent = "initial"`, the default) and rebuilt every step
+//! on the current tangent (`"current"`: one assembly and band factorization of `M + c ∂R/∂Y`
+//! at the free state, one solve per interface DOF, `H` re-factored), 1000 steps from a fresh
+//! simulation per iteration.
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use hybridsim::model::NoFiles;
 use hybridsim::{Model, Simulation};
@@ -90,5 +97,72 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// `examples/bridge_iso.toml` over 6 s of a synthetic motion, Rayleigh damping on the current
+/// tangent of its bilinear bearings, `analysis.link_tangent = link`.
+fn bridge_iso(link: &str) -> Model {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let text = std::fs::read_to_string(root.join("bridge_iso.toml")).expect("bridge_iso.toml");
+    let mut t: toml::Table = text.parse().expect("toml");
+    let section = |t: &mut toml::Table, name: &str| -> toml::Table {
+        t.get(name)
+            .and_then(|v| v.as_table())
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut analysis = section(&mut t, "analysis");
+    analysis.insert("duration".into(), 6.0.into());
+    analysis.insert("link_tangent".into(), link.into());
+    t.insert("analysis".into(), analysis.into());
+    let mut damping = section(&mut t, "damping");
+    damping.insert("stiffness".into(), "current".into());
+    t.insert("damping".into(), damping.into());
+    let gm: toml::Table = "direction = 'y'\nsynthetic = { seed = 7, duration = 6.0, pga = 0.35 }"
+        .parse()
+        .expect("toml");
+    t.insert("ground_motion".into(), vec![toml::Value::Table(gm)].into());
+    for e in t["element"].as_array_mut().expect("elements") {
+        let e = e.as_table_mut().expect("element");
+        if e["type"].as_str() == Some("mostaghel") {
+            e.insert("rayleigh".into(), true.into());
+        }
+    }
+    let text = toml::to_string(&t).expect("toml");
+    Model::from_toml(&text, "bridge_iso.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn bench_link(c: &mut Criterion) {
+    const BRIDGE_STEPS: usize = 1000;
+    let mut group = c.benchmark_group("pg_alpha_link");
+    group.measurement_time(Duration::from_secs(10));
+    group.sample_size(20);
+    for link in ["initial", "current"] {
+        let model = bridge_iso(link);
+        let mut sim = Simulation::new(model.clone()).expect("simulation");
+        for _ in 0..BRIDGE_STEPS {
+            sim.step().expect("step");
+        }
+        if let Some(r) = sim.integrator.nonlinear_solve() {
+            eprintln!(
+                "bridge_iso/{link}: {:.3} iterations per step over {BRIDGE_STEPS} steps, {} link operators built",
+                r.iterations as f64 / r.solves as f64,
+                r.link_builds
+            );
+        }
+        group.bench_function(format!("bridge_iso/{link}/{BRIDGE_STEPS}_steps"), |b| {
+            b.iter_batched(
+                || Simulation::new(model.clone()).expect("simulation"),
+                |mut sim| {
+                    for _ in 0..BRIDGE_STEPS {
+                        sim.step().expect("step");
+                    }
+                    black_box(sim)
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_link);
 criterion_main!(benches);

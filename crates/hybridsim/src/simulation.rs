@@ -203,6 +203,20 @@ impl Simulation {
             crate::model::MultiplierPredictor::None => String::new(),
             p => format!(", multiplier_predictor = {}", p.name()),
         };
+        // PG-α's link operator on the current tangent (issue 17), when asked for.
+        let predictor = if a.link_current_tangent && a.integrator == IntegratorKind::PgAlpha {
+            format!(
+                "{predictor}, link_tangent = current (the numerical link operator and H \
+                 rebuilt every step{})",
+                if self.integrator.nonlinear_solve().is_some() {
+                    ""
+                } else {
+                    "; no effect: the numerical substructure is linear"
+                }
+            )
+        } else {
+            predictor
+        };
         let _ = writeln!(
             s,
             "integrator: {} (rho_inf = {}, {nonlinear}{predictor})",

@@ -375,27 +375,39 @@ fn converged_solve_of_the_lrb_bridge_never_stops_at_the_iteration_bound() {
 }
 
 /// `lead_stiffness` replaces the lead's stiffness inside its band: after a reversal inside the
-/// running peak the lead force changes by `lead_stiffness Δd`.
+/// running peak the lead force changes by `lead_stiffness Δd`. A stiffness below the steepest
+/// slope of the band's bounds, `(2 a_lead + 4) r_lead / p0` (1.428e9 N/m here), is refused.
 #[test]
 fn lead_stiffness_is_the_slope_inside_the_band() {
-    let k = 2.0e7;
+    let bound = (2.0 * A_LEAD + 4.0) * R_LEAD / P0;
+    assert_eq!(bearing().steepest_bound_slope(), bound);
+    for below in [2.0e7, 0.999 * bound] {
+        let err = bearing()
+            .with_lead(LeadLaw::Band, Some(below))
+            .expect_err("below the bound");
+        assert!(
+            err.contains("(2 a_lead + 4) r_lead / p0") && err.contains(&format!("{bound:e}")),
+            "{err}"
+        );
+    }
+    let k = 2.0e9;
     let e = bearing().with_lead(LeadLaw::Band, Some(k)).unwrap();
     assert_eq!(e.state_names(), ["p", "q", "e"]);
     let mut dr = ElementDriver::new(Box::new(e.clone()), &[0.0; 3]).unwrap();
     // Out to p = 0.1 and back to d = 0, where the lead force is on the unloading branch
-    // −r_lead g(1); then 1 mm outward again, inside the band.
+    // −r_lead g(1); then 10 µm outward again, inside the band.
     for d in [0.1, 0.0] {
         dr.set_trial(0.0, &[d], &[0.0]).unwrap();
         dr.commit();
     }
     let q0 = dr.states()[1];
-    dr.set_trial(0.0, &[1e-3], &[0.0]).unwrap();
+    // 10 µm outward again, inside the band (k · 1 mm would be far past the bound).
+    dr.set_trial(0.0, &[1e-5], &[0.0]).unwrap();
     dr.commit();
     let q1 = dr.states()[1];
-    println!("lead_stiffness {k:e}: q {q0:.6e} -> {q1:.6e} N over +1 mm");
-    // (the driver integrates the states in substeps of p0/2: to 1e-3 here)
+    println!("lead_stiffness {k:e}: q {q0:.6e} -> {q1:.6e} N over +10 µm");
     assert!((q0 / R_LEAD + 1.0).abs() < 1e-3, "{q0}");
-    assert!(((q1 - q0) / (1e-3 * k) - 1.0).abs() < 1e-9, "{q0} {q1}");
+    assert!(((q1 - q0) / (1e-5 * k) - 1.0).abs() < 1e-9, "{q0} {q1}");
     // Both laws refuse what they cannot use.
     for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         assert!(bearing().with_lead(LeadLaw::Band, Some(bad)).is_err());
@@ -461,6 +473,13 @@ fn bad_lead_keys_are_refused_at_their_field() {
             "must be a number",
         ),
         ("k_lead", "1.0e7", "element[1].k_lead", "unknown field"),
+        (
+            "lead_stiffness",
+            "2.0e7",
+            "element[1].lead_stiffness",
+            "must be at least the steepest slope of the lead band's bounds, \
+             (2 a_lead + 4) r_lead / p0 = 1.428e9 (found 2e7)",
+        ),
     ];
     for (key, value, field, reason) in cases {
         let err = read_deck(key, value).expect_err(&format!("{key} = {value} accepted"));
@@ -493,7 +512,7 @@ fn bad_lead_keys_are_refused_at_their_field() {
     for (key, value, summary) in [
         ("lead", "\"band\"", "lead = \"band\""),
         ("lead", "\"rigid\"", "lead = \"rigid\""),
-        ("lead_stiffness", "2.0e7", "lead_stiffness = 2e7"),
+        ("lead_stiffness", "2.0e9", "lead_stiffness = 2e9"),
     ] {
         let model = read_deck(key, value).unwrap_or_else(|e| panic!("{e}"));
         let sim = hybridsim::Simulation::new(model).unwrap();

@@ -63,6 +63,14 @@ fn count_steps(mut sim: hybridsim::Simulation, what: &str, expect_unconverged: O
     println!("{what}: {allocations} allocations in 1000 steps; {report:?}");
     assert!(report.solves >= 1001, "{what}: {report:?}");
     assert!(report.iterations >= report.solves, "{what}: {report:?}");
+    if what.contains("link_tangent = current") {
+        assert!(
+            report.link_builds >= 1001 && report.link_singular == 0,
+            "{what}: {report:?}"
+        );
+    } else {
+        assert_eq!(report.link_builds, 0, "{what}: {report:?}");
+    }
     if let Some(expected) = expect_unconverged {
         assert_eq!(report.unconverged_steps > 0, expected, "{what}: {report:?}");
     }
@@ -209,4 +217,33 @@ fn the_converged_solve_does_not_allocate() {
         "pg-alpha, bridge_iso, newton",
         Some(false),
     );
+    // PG-α's link operator and H rebuilt every step with the current tangent (issue 17,
+    // `analysis.link_tangent = "current"`), with the fixed-D and Newton solves, with Rayleigh
+    // damping on the current tangent of the bearings.
+    for solver in ["converged", "newton"] {
+        let bridge = example_with("bridge_iso.toml", |t| {
+            set(t, "analysis", "duration", 6.0);
+            set(t, "analysis", "nonlinear_solver", solver);
+            set(t, "analysis", "link_tangent", "current");
+            set(t, "damping", "stiffness", "current");
+            let gm: toml::Value = toml::from_str::<toml::Table>(
+                "direction = 'y'\nsynthetic = { seed = 7, duration = 6.0, pga = 0.35 }",
+            )
+            .unwrap()
+            .into();
+            t.insert("ground_motion".into(), toml::Value::Array(vec![gm]));
+            for e in t["element"].as_array_mut().unwrap() {
+                let e = e.as_table_mut().unwrap();
+                if e["type"].as_str() == Some("mostaghel") {
+                    e.insert("rayleigh".into(), true.into());
+                }
+            }
+        });
+        let sim = hybridsim::Simulation::new(bridge).unwrap();
+        count_steps(
+            sim,
+            &format!("pg-alpha, bridge_iso, {solver}, link_tangent = current"),
+            None,
+        );
+    }
 }

@@ -492,6 +492,15 @@ pub fn execute(args: Args) -> Result<ExitCode> {
             "dofs": element.dofs().iter().map(|d| format!("{}.{}", d.node, d.dof)).collect::<Vec<_>>(),
             "parameters": element.parameters().into_iter().map(|(k, x)| (k.to_string(), json!(x))).collect::<serde_json::Map<_, _>>(),
             "initial_state": inst.initial_state,
+            "law": element.law_record().map(|(name, values)| {
+                let mut law = serde_json::Map::new();
+                law.insert("name".into(), json!(name));
+                law.insert("summary".into(), json!(element.law_summary()));
+                for (k, x) in values {
+                    law.insert(k.into(), json!(x));
+                }
+                law
+            }),
         },
         "imposed": {
             "how": how,

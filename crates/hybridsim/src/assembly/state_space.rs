@@ -532,6 +532,10 @@ pub struct StateSpace {
     /// run without them computes the same bits.
     external: Vec<f64>,
     external_set: bool,
+    /// Slots moved to the generic path by [`StateSpace::set_element_parameter`] so far:
+    /// whoever keeps matrices built from [`StateSpace::linear_tangent_entries`] (Newton's
+    /// method) rebuilds them when this changes.
+    kernel_changes: u64,
 }
 
 impl StateSpace {
@@ -684,6 +688,7 @@ impl StateSpace {
             ground,
             external: vec![0.0; n],
             external_set: false,
+            kernel_changes: 0,
         })
     }
 
@@ -710,7 +715,15 @@ impl StateSpace {
             ground: Vec::new(),
             external: Vec::new(),
             external_set: false,
+            kernel_changes: 0,
         }
+    }
+
+    /// How many slots [`StateSpace::set_element_parameter`] has moved to the generic path
+    /// (their tangent then follows the state through [`StateSpace::add_current_tangent`]
+    /// instead of [`StateSpace::linear_tangent_entries`]).
+    pub fn kernel_changes(&self) -> u64 {
+        self.kernel_changes
     }
 
     /// Replace the estimated specimen stiffness/damping in `J0` (the integrator must then
@@ -750,6 +763,7 @@ impl StateSpace {
             .ok_or_else(|| format!("no element {slot} in `{}`", self.name))?;
         if !matches!(s.kernel, SlotKernel::Generic) {
             s.kernel = SlotKernel::Generic;
+            self.kernel_changes += 1;
             let groups = SlotGroups::from_slots(&self.slots, self.dofs.len());
             self.residual_plan = residual_plan(&kernels(&self.slots), &groups, self.dofs.len());
             self.plan_version += 1;

@@ -61,6 +61,7 @@ pub(super) fn analysis(
     let (nonlinear_tolerance, nonlinear_max_iterations, nonlinear_newton) =
         nonlinear_solver(a, integrator, diag);
     let multiplier_predictor = multiplier_predictor(a, integrator, diag);
+    let link_current_tangent = link_tangent(a, integrator, nonlinear_tolerance, diag);
     if diag.len() > before {
         return None;
     }
@@ -81,7 +82,47 @@ pub(super) fn analysis(
         nonlinear_max_iterations,
         nonlinear_newton,
         multiplier_predictor,
+        link_current_tangent,
     })
+}
+
+/// `analysis.link_tangent` (PG-α only, issue 17): `initial` (the link operator `ℚ` and `H`
+/// built once with `J0`) or `current` (the numerical partition's `ℚ` and `H` rebuilt every
+/// step with the current tangent of its free state, which needs the converged solve).
+fn link_tangent(
+    a: &AnalysisSpec,
+    integrator: IntegratorKind,
+    nonlinear_tolerance: Option<f64>,
+    diag: &mut Diagnostics,
+) -> bool {
+    let current = match a.link_tangent.as_deref() {
+        None | Some("initial") => false,
+        Some("current") => true,
+        Some(other) => {
+            diag.push(
+                "analysis.link_tangent",
+                format!("must be \"initial\" or \"current\", found `{other}`"),
+            );
+            return false;
+        }
+    };
+    if a.link_tangent.is_some() && integrator != IntegratorKind::PgAlpha {
+        diag.push(
+            "analysis.link_tangent",
+            format!(
+                "only used by integrator = \"pg-alpha\", not `{}`",
+                integrator.name()
+            ),
+        );
+    }
+    if current && nonlinear_tolerance.is_none() {
+        diag.push(
+            "analysis.link_tangent",
+            "\"current\" takes the tangent of the converged free state: it needs \
+             nonlinear_solver = \"converged\" or \"newton\", not \"corrections\"",
+        );
+    }
+    current
 }
 
 /// `analysis.multiplier_predictor` (PG-α only): `none` (the published split) or `previous`.

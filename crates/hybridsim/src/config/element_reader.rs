@@ -210,8 +210,13 @@ pub(crate) fn lead_rubber(
         }
     };
     let e = read_also::<LeadRubberBearing>(ctx, table, diag, field, &["lead", "lead_stiffness"])?;
-    let e = e.with_lead(law?, stiffness?).ok()?;
-    Some(Arc::new(e))
+    match e.with_lead(law?, stiffness?) {
+        Ok(e) => Some(Arc::new(e)),
+        Err(reason) => {
+            diag.push(&at, reason);
+            None
+        }
+    }
 }
 
 /// Registry builder for `type = "mr_damper"`: the declared keys and an optional command

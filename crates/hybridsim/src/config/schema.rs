@@ -276,6 +276,10 @@ pub struct AnalysisSpec {
     /// solutions carry.
     #[serde(default)]
     pub multiplier_predictor: Option<String>,
+    /// PG-α: `initial` (default) or `current`, the tangent the numerical partition's link
+    /// operator and the Steklov–Poincaré operator are built with.
+    #[serde(default)]
+    pub link_tangent: Option<String>,
 }
 
 /// `[analysis.estimator]` (integrators `fom` and `osm`).

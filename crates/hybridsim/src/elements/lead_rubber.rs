@@ -149,12 +149,24 @@ impl LeadRubberBearing {
 
     /// The same bearing with lead law `law` and, for the band law, the lead's stiffness inside
     /// its band (`None`: the law's own `(2a + 4) r_lead / max(p, p0)`). Refuses a stiffness
-    /// that is not finite and `> 0`, or one given with the rigid law.
+    /// that is not finite and `> 0`, one given with the rigid law, and one below
+    /// [`LeadRubberBearing::steepest_bound_slope`] (there the elastic-predictor / return-mapping
+    /// update is not exact along a monotonic path: a bound steeper than the lead can overtake
+    /// the trial force inside the step and leave it again).
     pub fn with_lead(mut self, law: LeadLaw, stiffness: Option<f64>) -> Result<Self, String> {
         if let Some(k) = stiffness {
             check_lead_stiffness(k).map_err(|r| format!("`lead_stiffness` {r}"))?;
             if law == LeadLaw::Rigid {
                 return Err(RIGID_WITH_STIFFNESS.to_string());
+            }
+            let bound = self.steepest_bound_slope();
+            if k < bound {
+                return Err(format!(
+                    "must be at least the steepest slope of the lead band's bounds, \
+                     (2 a_lead + 4) r_lead / p0 = {bound:e} (found {k:e}): below it the \
+                     return-mapping update of the lead force is not exact along the step's \
+                     path"
+                ));
             }
         }
         self.lead_law = law;
@@ -218,6 +230,13 @@ impl LeadRubberBearing {
             -(self.g(-x + 1.0) * self.r_lead),
             self.g(x + 1.0) * self.r_lead,
         )
+    }
+
+    /// The steepest slope `∂r_2^±/∂d` of the band's bounds over every state:
+    /// `r_lead max |g'| / p0 = (2a + 4) r_lead / p0` (`g'` is largest at `ξ = 0`, and
+    /// `max(p, p0) ≥ p0`); the smallest `lead_stiffness` accepted.
+    pub fn steepest_bound_slope(&self) -> f64 {
+        (2.0 * self.a_lead + 4.0) * self.r_lead / self.p0
     }
 
     /// The lead's stiffness inside its band: `r_lead g'(0)/max(p, p0) = (2a + 4) r_lead/max(p, p0)`,
@@ -457,6 +476,20 @@ impl Element for LeadRubberBearing {
                 "lead = \"band\" (the lead force elastic inside the band of the printed \
                  branches), lead_stiffness = {k:e}"
             ),
+        })
+    }
+    /// `band` with the lead's stiffness at `p = p0` (`k_lead_at_p0`; the constant
+    /// `lead_stiffness` when the model gives one), or `rigid`.
+    fn law_record(&self) -> Option<(&'static str, Vec<(&'static str, f64)>)> {
+        Some(match self.lead_law {
+            LeadLaw::Rigid => ("rigid", Vec::new()),
+            LeadLaw::Band => {
+                let mut values = vec![("k_lead_at_p0", self.lead_stiffness(self.p0))];
+                if let Some(k) = self.lead_stiffness_override {
+                    values.push(("lead_stiffness", k));
+                }
+                ("band", values)
+            }
         })
     }
     fn driver_substep(&self) -> Option<f64> {

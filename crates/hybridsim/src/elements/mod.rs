@@ -273,6 +273,13 @@ pub trait Element: Send + Sync + fmt::Debug + ElementClone {
         None
     }
 
+    /// The choice of law of [`Element::law_summary`] for records (`hybridsim cyclic`'s
+    /// run.json): its name (the model-file value) and the numbers that define it, by name.
+    /// Default: none.
+    fn law_record(&self) -> Option<(&'static str, Vec<(&'static str, f64)>)> {
+        None
+    }
+
     /// Return mapping of the extra states at a stage of a displacement-driven substep (used by
     /// [`ElementDriver`] only): puts states that overshot a switching surface back on it (slider
     /// bounds) or sets them to their exact value along the straight path (running peaks), which

@@ -234,6 +234,48 @@ struct NewtonSolve {
     k0: Vec<Vec<f64>>,
     /// Iterations whose current-tangent matrix was singular (solved with `D` instead).
     singular: u64,
+    /// Whether the converged solve iterates with this matrix (`nonlinear_solver = "newton"`);
+    /// false when it is kept only for PG-α's current-tangent link operator.
+    iterate: bool,
+    /// Link operators built with this matrix, and those whose matrix was singular (the last
+    /// operator kept).
+    link_builds: u64,
+    link_singular: u64,
+    /// One column of the link operator (size of the partition's state).
+    column: Vec<f64>,
+    /// [`StateSpace::kernel_changes`] when `constant`, `slots` and the pattern were built.
+    kernel_changes: u64,
+}
+
+impl NewtonSolve {
+    /// The matrix's constant part, nonlinear slots and band storage for `st`. Allocates.
+    fn new(st: &StateSpace, iterate: bool) -> Self {
+        let n = st.n_dofs();
+        let mut constant: Vec<(usize, usize, f64, f64)> = Vec::new();
+        for i in 0..st.size() {
+            if !(n..2 * n).contains(&i) {
+                constant.push((i, i, 1.0, 0.0));
+            }
+        }
+        for &(i, j, m) in st.mass_entries() {
+            constant.push((n + i, n + j, m, 0.0));
+        }
+        for (i, j, v) in st.linear_tangent_entries() {
+            constant.push((i, j, 0.0, v));
+        }
+        Self {
+            lu: BandLu::new(st.size(), &st.tangent_pattern()),
+            constant,
+            slots: st.nonlinear_slots(),
+            k0: st.path_initial_stiffness(),
+            singular: 0,
+            iterate,
+            link_builds: 0,
+            link_singular: 0,
+            column: vec![0.0; st.size()],
+            kernel_changes: st.kernel_changes(),
+        }
+    }
 }
 
 /// What the converged nonlinear solve of the numerical partitions did over a run (issue 17),
@@ -259,6 +301,17 @@ pub struct NonlinearSolveReport {
     pub tolerance: f64,
     /// The iteration bound of the solve.
     pub max_iterations: usize,
+    /// `nonlinear_solver = "newton"`: the factorizations of the current-tangent matrix
+    /// (`None` without Newton's method).
+    pub newton_factorizations: Option<u64>,
+    /// `nonlinear_solver = "newton"`: iterations whose current-tangent matrix was singular and
+    /// were solved with the initial-tangent `D` instead.
+    pub newton_singular: u64,
+    /// PG-α with `analysis.link_tangent = "current"`: link operators built with the current
+    /// tangent (one per step), and those whose matrix was singular (the last operator kept).
+    pub link_builds: u64,
+    /// See `link_builds`.
+    pub link_singular: u64,
 }
 
 impl NonlinearSolveReport {
@@ -275,6 +328,14 @@ impl NonlinearSolveReport {
         self.worst_residual = self.worst_residual.max(other.worst_residual);
         self.tolerance = self.tolerance.max(other.tolerance);
         self.max_iterations = self.max_iterations.max(other.max_iterations);
+        self.newton_factorizations = match (self.newton_factorizations, other.newton_factorizations)
+        {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.newton_singular += other.newton_singular;
+        self.link_builds += other.link_builds;
+        self.link_singular += other.link_singular;
     }
 }
 
@@ -336,42 +397,128 @@ impl AlphaStepper {
         if !newton || part.physical.is_some() || !self.nonlinear || self.tolerance.is_none() {
             return self;
         }
-        let st = &part.state;
-        let n = st.n_dofs();
-        let mut constant: Vec<(usize, usize, f64, f64)> = Vec::new();
-        for i in 0..st.size() {
-            if !(n..2 * n).contains(&i) {
-                constant.push((i, i, 1.0, 0.0));
-            }
+        self.newton = Some(Box::new(NewtonSolve::new(&part.state, true)));
+        self
+    }
+
+    /// After [`StateSpace::set_element_parameter`] moved a linear element to the generic path
+    /// (online model updating; [`crate::integrators::TimeIntegrator::set_element_parameter`]),
+    /// rebuild Newton's constant part, nonlinear slots and band storage, so that the element's
+    /// new parameters enter the current tangent (its tangent then follows the element through
+    /// the dual numbers, later changes need nothing). Keeps the singular and link counts (the
+    /// count of factorizations restarts). Allocates once per
+    /// element moved, as the move itself does; nothing when nothing moved.
+    fn refresh_newton(&mut self, part: &Partition) {
+        let Some(newton) = self.newton.as_deref_mut() else {
+            return;
+        };
+        if newton.kernel_changes == part.state.kernel_changes() {
+            return;
         }
-        for &(i, j, m) in st.mass_entries() {
-            constant.push((n + i, n + j, m, 0.0));
+        let mut fresh = NewtonSolve::new(&part.state, newton.iterate);
+        fresh.singular = newton.singular;
+        fresh.link_builds = newton.link_builds;
+        fresh.link_singular = newton.link_singular;
+        *newton = fresh;
+    }
+
+    /// Keep the current-tangent matrix of [`AlphaStepper::with_newton`] for PG-α's link
+    /// operator ([`AlphaStepper::current_link_operator`], `analysis.link_tangent = "current"`,
+    /// issue 17) even when the converged solve iterates with the fixed `D`. Only a numerical
+    /// partition with nonlinear elements under the converged solve takes it. Allocates.
+    pub fn with_current_link(mut self, part: &Partition, current: bool) -> Self {
+        if !current || self.newton.is_some() {
+            return self;
         }
-        for (i, j, v) in st.linear_tangent_entries() {
-            constant.push((i, j, 0.0, v));
+        self = self.with_newton(part, true);
+        if let Some(newton) = self.newton.as_deref_mut() {
+            newton.iterate = false;
         }
-        self.newton = Some(Box::new(NewtonSolve {
-            lu: BandLu::new(st.size(), &st.tangent_pattern()),
-            constant,
-            slots: st.nonlinear_slots(),
-            k0: st.path_initial_stiffness(),
-            singular: 0,
-        }));
         self
     }
 
     /// Whether the converged solve iterates by Newton's method ([`AlphaStepper::with_newton`]).
     pub fn is_newton(&self) -> bool {
+        self.newton.as_deref().is_some_and(|n| n.iterate)
+    }
+
+    /// Whether this stepper can build a current-tangent link operator
+    /// ([`AlphaStepper::current_link_operator`]).
+    pub fn has_current_link(&self) -> bool {
         self.newton.is_some()
     }
 
     /// Newton's factorizations so far (iterations whose matrix equalled the one factored last
-    /// reuse its factors) and iterations with a singular matrix (solved with `D`); `None`
-    /// without Newton's method.
+    /// reuse its factors, and the current-tangent link operators count theirs) and iterations
+    /// with a singular matrix (solved with `D`); `None` without Newton's method.
     pub fn newton_factorizations(&self) -> Option<(u64, u64)> {
         self.newton
             .as_deref()
+            .filter(|n| n.iterate)
             .map(|n| (n.lu.factorizations(), n.singular))
+    }
+
+    /// The link operator of a numerical partition (one step, no subcycles) with the current
+    /// tangent: `ℚ_Ẏ = D_t⁻¹ 𝕃`, `ℚ_V = (α_f/α_m) ℚ_Ẏ`, `ℚ_Y = c ℚ_Ẏ` (Abbiati et al. 2019,
+    /// eqs 32–33 with `ss = 1`), where `D_t = M + c ∂R/∂Y` is Newton's matrix at the free end
+    /// state `y` of the step from `y_start` ([`crate::assembly::StateSpace::add_current_tangent`]:
+    /// the consistent tangent of the path-updated states, the committed or current tangent of
+    /// Rayleigh damping `β K_t v`). The link update then corrects the velocity with the
+    /// damping the partition's residual applies, rather than with `β K_0`. One column per
+    /// coupling of `couplings` (the others stay zero); false, with the operator untouched,
+    /// without the matrix or when it is singular. Allocation-free.
+    #[allow(clippy::too_many_arguments)]
+    pub fn current_link_operator(
+        &mut self,
+        part: &mut Partition,
+        y_start: &[f64],
+        y: &[f64],
+        couplings: &[Coupling],
+        q_y: &mut DMatrix<f64>,
+        q_ydot: &mut DMatrix<f64>,
+        q_v: &mut DMatrix<f64>,
+    ) -> bool {
+        let Some(newton) = self.newton.as_deref_mut() else {
+            return false;
+        };
+        let (c, w) = (self.c, self.params.alpha_f / self.params.alpha_m);
+        let gdt = self.params.gamma * self.dt;
+        let n = part.state.n_dofs();
+        let NewtonSolve {
+            lu,
+            constant,
+            slots,
+            k0,
+            link_builds,
+            link_singular,
+            column,
+            ..
+        } = newton;
+        lu.clear();
+        for &(i, j, m, v) in constant.iter() {
+            lu.add(i, j, m + c * v);
+        }
+        part.state
+            .add_current_tangent(slots, y_start, y, k0, &mut part.ws, &mut |i, j, v| {
+                lu.add(i, j, c * v)
+            });
+        *link_builds += 1;
+        if !lu.factor() {
+            *link_singular += 1;
+            return false;
+        }
+        for cp in couplings {
+            column.fill(0.0);
+            column[n + cp.row] = cp.sign;
+            lu.solve(column);
+            for (i, &x) in column.iter().enumerate() {
+                let v = w * x;
+                q_ydot[(i, cp.lambda)] = x;
+                q_v[(i, cp.lambda)] = v;
+                q_y[(i, cp.lambda)] = gdt * v;
+            }
+        }
+        true
     }
 
     /// The corrections of the last step of the converged solve, one per iteration: the
@@ -414,6 +561,10 @@ impl AlphaStepper {
             worst_residual: self.worst_unconverged,
             tolerance,
             max_iterations: self.max_iterations,
+            newton_factorizations: self.newton_factorizations().map(|(f, _)| f),
+            newton_singular: self.newton_factorizations().map_or(0, |(_, s)| s),
+            link_builds: self.newton.as_deref().map_or(0, |n| n.link_builds),
+            link_singular: self.newton.as_deref().map_or(0, |n| n.link_singular),
         })
     }
 
@@ -583,6 +734,7 @@ impl AlphaStepper {
         let af = p.alpha_f;
         let g = p.gamma;
         let n = part.state.n_dofs();
+        self.refresh_newton(part);
         if self.committed_rayleigh {
             // The committed tangent of Rayleigh damping, frozen over the step (issue 17).
             part.state
@@ -750,7 +902,7 @@ impl AlphaStepper {
     /// With Newton's method: `rhs ← (M + c ∂R/∂Y)⁻¹ rhs` at the iterate `y_iter`; false (and
     /// `rhs` untouched) without it or when that matrix is singular. Allocation-free.
     fn newton_solve(&mut self, part: &mut Partition, from: &AlphaState) -> bool {
-        let Some(newton) = self.newton.as_deref_mut() else {
+        let Some(newton) = self.newton.as_deref_mut().filter(|n| n.iterate) else {
             return false;
         };
         let c = self.c;
@@ -760,6 +912,7 @@ impl AlphaStepper {
             slots,
             k0,
             singular,
+            ..
         } = newton;
         lu.clear();
         for &(i, j, m, v) in constant.iter() {

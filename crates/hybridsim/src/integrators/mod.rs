@@ -74,6 +74,8 @@ pub struct StepSettings {
     pub nonlinear_newton: bool,
     /// PG-α: the share of the interface force carried by the free solutions.
     pub multiplier_predictor: crate::model::MultiplierPredictor,
+    /// PG-α: the numerical link operator and `H` with the current tangent (issue 17).
+    pub link_current_tangent: bool,
 }
 
 impl StepSettings {
@@ -94,6 +96,7 @@ impl StepSettings {
             nonlinear_max_iterations: crate::model::NONLINEAR_MAX_ITERATIONS,
             nonlinear_newton: false,
             multiplier_predictor: crate::model::MultiplierPredictor::None,
+            link_current_tangent: false,
         }
     }
 
@@ -113,6 +116,7 @@ impl StepSettings {
             nonlinear_max_iterations: a.nonlinear_max_iterations,
             nonlinear_newton: a.nonlinear_newton,
             multiplier_predictor: a.multiplier_predictor,
+            link_current_tangent: a.link_current_tangent,
         }
     }
 

@@ -31,6 +31,9 @@ pub struct PartitionRun {
     pub substeps: usize,
     /// The share of the interface force its free solution carries.
     pub predictor: MultiplierPredictor,
+    /// Whether the free step rebuilds `ℚ^X` with the current tangent of its end state
+    /// (`analysis.link_tangent = "current"`; a nonlinear numerical partition only).
+    pub current_link: bool,
 }
 
 impl PartitionRun {
@@ -46,6 +49,7 @@ impl PartitionRun {
             q_v: DMatrix::zeros(0, 0),
             substeps: 1,
             predictor: MultiplierPredictor::None,
+            current_link: false,
         }
     }
 }
@@ -90,6 +94,17 @@ pub struct PgAlpha {
     clock: StepClock,
     /// Partitions currently detached to worker threads.
     detached: usize,
+    /// `Σ_P 𝔾^P ℚ^P` of the physical partitions, and the in-place factors of
+    /// `H = 𝔾^N ℚ^N + Σ_P 𝔾^P ℚ^P`, when the numerical `ℚ^N` follows the current tangent
+    /// (`analysis.link_tangent = "current"`, issue 17).
+    current_h: Option<CurrentInterfaceOperator>,
+}
+
+/// `H` re-assembled and re-factored every step from the numerical partition's current-tangent
+/// link operator (allocation-free after start-up).
+struct CurrentInterfaceOperator {
+    physical: DMatrix<f64>,
+    lu: crate::linalg::BandLu,
 }
 
 impl PgAlpha {
@@ -131,7 +146,8 @@ impl PgAlpha {
                         settings.nonlinear_tolerance,
                         settings.nonlinear_max_iterations,
                     )
-                    .with_newton(part, settings.nonlinear_newton);
+                    .with_newton(part, settings.nonlinear_newton)
+                    .with_current_link(part, settings.link_current_tangent && !physical);
             let size = part.state.size();
             let (q_y, q_ydot, q_v) = link_operator(
                 &part.state,
@@ -152,9 +168,24 @@ impl PgAlpha {
                 q_v,
                 substeps,
                 predictor: settings.multiplier_predictor,
+                current_link: false,
             });
+            let run = runs.last_mut().expect("pushed");
+            run.current_link =
+                !physical && settings.link_current_tangent && run.stepper.has_current_link();
         }
         set_steklov_poincare(&parts, &runs, &mut interface)?;
+        let current_h = runs[numerical]
+            .current_link
+            .then(|| CurrentInterfaceOperator {
+                physical: physical_steklov_poincare(&parts, &runs, &interface, numerical),
+                lu: crate::linalg::BandLu::new(
+                    nl,
+                    &(0..nl)
+                        .flat_map(|i| (0..nl).map(move |j| (i, j)))
+                        .collect::<Vec<_>>(),
+                ),
+            });
         // Consistent start (Steps 1–2; E11, E12).
         let mut f0: Vec<DVector<f64>> = Vec::new();
         let mut r0: Vec<DVector<f64>> = Vec::new();
@@ -230,7 +261,15 @@ impl PgAlpha {
             subcycles: ss,
             clock: StepClock::new(t0, dt),
             detached: 0,
+            current_h,
         })
+    }
+
+    /// Whether the numerical partition's link operator and `H` follow the current tangent
+    /// (`analysis.link_tangent = "current"` on a nonlinear numerical partition under the
+    /// converged solve).
+    pub fn links_with_current_tangent(&self) -> bool {
+        self.current_h.is_some()
     }
 
     /// Replace the estimated stiffness/damping of physical partition `k` and rebuild
@@ -260,7 +299,12 @@ impl PgAlpha {
         run.q_y = q_y;
         run.q_ydot = q_ydot;
         run.q_v = q_v;
-        set_steklov_poincare(&self.parts, &self.runs, &mut self.interface)
+        set_steklov_poincare(&self.parts, &self.runs, &mut self.interface)?;
+        if let Some(current) = self.current_h.as_mut() {
+            current.physical =
+                physical_steklov_poincare(&self.parts, &self.runs, &self.interface, self.numerical);
+        }
+        Ok(())
     }
 
     /// Index of the numerical partition.
@@ -353,11 +397,38 @@ impl PgAlpha {
     /// Phase 3: the interface solve `Λ_{n+1} = −H⁻¹ Σ G^X Ẏ^{X,free}` (Step 12, eq 37); under
     /// [`MultiplierPredictor::Previous`] the free rates already carry `Λ_n` and the same solve
     /// gives the increment `Λ_{n+1} − Λ_n`.
+    ///
+    /// With the current-tangent link (`analysis.link_tangent = "current"`) `H` is first
+    /// re-assembled from the numerical partition's `ℚ^N` of this step and the physical
+    /// partitions' fixed share, and re-factored in place.
     pub fn interface_solve(&mut self) {
         self.interface.begin();
         for (k, run) in self.runs.iter().enumerate() {
             let n = self.parts[k].state.n_dofs();
             self.interface.add(k, run.free.ydot.as_slice(), n);
+        }
+        if let Some(current) = self.current_h.as_mut() {
+            let k = self.numerical;
+            let h = &mut self.interface.h;
+            h.copy_from(&current.physical);
+            let q = &self.runs[k].q_ydot;
+            for c in &self.interface.couplings[k] {
+                for col in 0..h.ncols() {
+                    h[(c.lambda, col)] += c.sign * q[(c.row, col)];
+                }
+            }
+            current.lu.clear();
+            for col in 0..h.ncols() {
+                for row in 0..h.nrows() {
+                    current.lu.add(row, col, h[(row, col)]);
+                }
+            }
+            if current.lu.factor() {
+                self.lambda_next.copy_from_slice(self.interface.gap());
+                current.lu.solve(self.lambda_next.as_mut_slice());
+                self.lambda_next.neg_mut();
+                return;
+            }
         }
         self.interface.solve(&mut self.lambda_next);
     }
@@ -500,6 +571,10 @@ fn numerical_free_step(
         coupled,
         free,
         predictor,
+        current_link,
+        q_y,
+        q_ydot,
+        q_v,
         ..
     } = run;
     let coupling = match predictor {
@@ -508,7 +583,21 @@ fn numerical_free_step(
     };
     stepper
         .step(part, coupled, t_next, coupling, free)
-        .map_err(|e| StepError::from_port(&part.state.name, e))
+        .map_err(|e| StepError::from_port(&part.state.name, e))?;
+    if *current_link {
+        // ℚ^N with the current tangent of the free end state (issue 17); on a singular
+        // matrix the previous operator stays.
+        stepper.current_link_operator(
+            part,
+            coupled.y.as_slice(),
+            free.y.as_slice(),
+            couplings,
+            q_y,
+            q_ydot,
+            q_v,
+        );
+    }
+    Ok(())
 }
 
 fn physical_free_substep(
@@ -669,6 +758,25 @@ fn set_steklov_poincare(
                 .into(),
         )
     }
+}
+
+/// `Σ_P 𝔾^P ℚ^P` over the partitions other than `numerical` (the share of `H`, Abbiati et
+/// al. 2019, eq 38, that the current-tangent link keeps fixed). Allocates.
+fn physical_steklov_poincare(
+    parts: &[Partition],
+    runs: &[PartitionRun],
+    interface: &Interface,
+    numerical: usize,
+) -> DMatrix<f64> {
+    let nl = interface.len();
+    let mut h = DMatrix::zeros(nl, nl);
+    for (k, (part, run)) in parts.iter().zip(runs).enumerate() {
+        if k != numerical {
+            let g = interface.g_matrix(k, part.state.n_dofs(), part.state.size());
+            h += &g * &run.q_ydot;
+        }
+    }
+    h
 }
 
 impl TimeIntegrator for PgAlpha {

@@ -328,6 +328,10 @@ pub struct AnalysisSettings {
     pub nonlinear_newton: bool,
     /// PG-α: `analysis.multiplier_predictor`.
     pub multiplier_predictor: MultiplierPredictor,
+    /// PG-α, `analysis.link_tangent = "current"`: the numerical partition's link operator `ℚ`
+    /// and the Steklov–Poincaré operator `H` rebuilt every step with the current tangent of
+    /// the free state (issue 17); `false` (`"initial"`): built once with `J0`.
+    pub link_current_tangent: bool,
 }
 
 /// Default relative tolerance of the converged nonlinear solve (`analysis.nonlinear_tolerance`).
