@@ -214,13 +214,13 @@ impl Recorder {
                     max_scratch = max_scratch.max(n);
                     if e.n_states() > 0 {
                         let zeros = vec![0.0; e.dofs().len()];
-                        let dof = e.dofs().first().map(|d| d.dof.clone()).unwrap_or_default();
+                        let dof = e.dofs().first().map(|d| d.dof.as_str()).unwrap_or("");
                         if e.deformation(&zeros).is_some() {
                             push(
                                 &mut columns,
                                 &mut channels,
                                 format!("deformation.{}", slot.name),
-                                u.displacement_unit(&dof),
+                                u.displacement_unit(dof),
                                 Channel::Deformation(p, si),
                             );
                         }
@@ -236,12 +236,12 @@ impl Recorder {
                         }
                     }
                     for (j, name) in e.state_names().iter().enumerate() {
-                        let dof = e.dofs().first().map(|d| d.dof.clone()).unwrap_or_default();
+                        let dof = e.dofs().first().map(|d| d.dof.as_str()).unwrap_or("");
                         push(
                             &mut columns,
                             &mut channels,
                             format!("state.{}.{}", slot.name, name),
-                            unit_of(u, e.state_quantity(j), &dof),
+                            unit_of(u, e.state_quantity(j), dof),
                             Channel::State(p, 2 * st.n_dofs() + slot.state_offset + j),
                         );
                     }
