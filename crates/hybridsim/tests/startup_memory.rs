@@ -167,3 +167,27 @@ fn dof_references_hold_an_interned_name() {
     );
     assert!(copies.iter().all(|d| *d == "rz") && clones == refs);
 }
+
+/// A `linear` element written with only its `k` (a frame member) keeps its `k` and its DOFs,
+/// not two dense zero `m` and `c` as well; its mass is none and its damping zero as before.
+#[test]
+fn a_linear_element_keeps_no_zero_mass_nor_damping() {
+    use hybridsim::elements::{DofRef, Element, LinearSuperelement};
+    use nalgebra::DMatrix;
+    // The names' first use adds them to the process's table; not the element's memory.
+    let _ = ["x", "y", "rz"].map(hybridsim::elements::DofName::new);
+    let (element, bytes) = live_bytes_added(|| {
+        let dofs: Vec<DofRef> = ["x", "y", "rz", "x", "y", "rz"]
+            .iter()
+            .enumerate()
+            .map(|(i, d)| DofRef::new(1 + i as i64 / 3, d))
+            .collect();
+        let k = DMatrix::from_fn(6, 6, |i, j| if i == j { 2.0 } else { -0.25 });
+        LinearSuperelement::new(dofs, DMatrix::zeros(6, 6), DMatrix::zeros(6, 6), k, None)
+    });
+    // k (36 values, 288 bytes) and the six DOFs (96 bytes); the zero m and c were 576 more.
+    assert!(bytes <= 288 + 96, "{bytes} bytes");
+    assert!(element.mass().is_none());
+    assert_eq!(element.linear_damping(), Some(DMatrix::zeros(6, 6)));
+    assert_eq!(element.linear_stiffness().map(|k| k[(0, 1)]), Some(-0.25));
+}
