@@ -28,13 +28,18 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const QUEUE_ROWS: usize = 1024;
 /// Bytes of the rows buffered between the simulation and the writer thread: a wide row (about
 /// 7 columns a DOF) gets fewer than [`QUEUE_ROWS`] buffers, so that the queue's memory does not
-/// grow with the number of DOFs (1026 rows were 57 KB a DOF once every buffer was used).
-const QUEUE_BYTES: usize = 32 << 20;
+/// grow with the number of DOFs (1026 rows were 57 KB a DOF once every buffer was used). 8 MB
+/// is 14 rows of a 10⁴-DOF chain's 70 000 columns; with 32 MB and at least 16 rows the queue
+/// was the largest part of a long run's memory (32 MB at 10⁴ DOFs, 90 MB at 10⁵, issue 20).
+const QUEUE_BYTES: usize = 8 << 20;
+/// Rows of the writer queue at least, however wide a row: the writer formats one row while
+/// the run fills the next ones.
+const QUEUE_MIN_ROWS: usize = 4;
 
-/// Rows of the writer queue for rows of `ncol` values: [`QUEUE_BYTES`] worth, between 16
-/// and [`QUEUE_ROWS`].
+/// Rows of the writer queue for rows of `ncol` values: [`QUEUE_BYTES`] worth, between
+/// [`QUEUE_MIN_ROWS`] and [`QUEUE_ROWS`].
 fn queue_rows(ncol: usize) -> usize {
-    (QUEUE_BYTES / (8 * ncol.max(1))).clamp(16, QUEUE_ROWS)
+    (QUEUE_BYTES / (8 * ncol.max(1))).clamp(QUEUE_MIN_ROWS, QUEUE_ROWS)
 }
 /// Batches of lab records (one batch per physical substructure and coarse step) buffered
 /// between the simulation and the lab writer thread.
@@ -1208,5 +1213,20 @@ mod tests {
         assert_eq!(utc_timestamp(0.0), "1970-01-01T00:00:00.000Z");
         assert_eq!(utc_timestamp(951_782_400.5), "2000-02-29T00:00:00.500Z");
         assert_eq!(utc_timestamp(1_795_651_200.0), "2026-11-26T00:00:00.000Z");
+    }
+
+    /// The writer queue's buffers (the queued rows and the two spare ones) stay within a few
+    /// MB however wide a row is, and hold at least a few rows: a 10⁵-DOF chain (700 001
+    /// columns) gets the minimum of 4 rows, a 10⁴-DOF one 14, a narrow model 1024.
+    #[test]
+    fn the_writer_queue_is_sized_in_bytes() {
+        let bytes = |ncol: usize| (queue_rows(ncol) + 2) * 8 * ncol;
+        assert_eq!(queue_rows(700_001), QUEUE_MIN_ROWS);
+        assert_eq!(queue_rows(70_001), 14);
+        assert_eq!(queue_rows(7), QUEUE_ROWS);
+        for ncol in [1, 7, 1_000, 70_001, 100_000, 262_144] {
+            assert!(bytes(ncol) <= QUEUE_BYTES + 2 * 8 * ncol, "{ncol} columns");
+        }
+        assert!(bytes(700_001) <= 6 * 8 * 700_001);
     }
 }

@@ -1230,7 +1230,7 @@ fn cyclic<'py>(
     let mut driver = hybridsim::elements::ElementDriver::from_shared(el, &inst.initial_state)
         .map_err(|e| model_err(format!("{source}: element `{element}`: {e}")))?;
     let units = &m.units;
-    let dof = el.dofs()[0].dof.clone();
+    let dof = el.dofs()[0].dof;
     let mut header = vec![
         format!("time[{}]", units.time),
         format!("deformation.{element}[{}]", units.displacement_unit(&dof)),

@@ -22,34 +22,46 @@ impl Column {
     }
 }
 
-#[derive(Debug, Clone)]
+/// Where a recorded column's value comes from. Indices are 32-bit so that a channel is 16
+/// bytes (a wide model records about seven columns a DOF; with `u32` indices a channel was
+/// 32 bytes, 2.2 MB of a 10⁴-DOF chain's start-up, issue 20).
+#[derive(Debug, Clone, Copy)]
 enum Channel {
     Time,
-    U(usize, usize),
-    V(usize, usize),
-    AbsAcc(usize, usize),
-    State(usize, usize),
-    Lambda(usize),
-    GapU(usize),
-    GapV(usize),
+    U(u32, u32),
+    V(u32, u32),
+    AbsAcc(u32, u32),
+    State(u32, u32),
+    Lambda(u32),
+    GapU(u32),
+    GapV(u32),
     ElementForce {
-        part: usize,
-        slot: usize,
-        len: usize,
+        part: u32,
+        slot: u32,
+        len: u32,
     },
-    Measured(usize, usize),
-    Deformation(usize, usize),
-    Dissipated(usize, usize),
+    Measured(u32, u32),
+    Deformation(u32, u32),
+    Dissipated(u32, u32),
     Provider {
-        part: usize,
-        len: usize,
+        part: u32,
+        len: u32,
     },
-    Energy(usize),
+    Energy(u32),
     /// The integrator's own channels ([`TimeIntegrator::extra_channels`]); written by the
     /// last column of the group (`len > 0`).
     Extra {
-        len: usize,
+        len: u32,
     },
+}
+
+// A channel stays 16 bytes (a tag and at most three 32-bit indices).
+const _: () = assert!(std::mem::size_of::<Channel>() == 16);
+
+/// A recorder index as stored in a [`Channel`]. A model with 2³² DOFs, slots or states could not
+/// be held in memory, so the conversion cannot fail for a model that was built.
+fn ix(i: usize) -> u32 {
+    u32::try_from(i).expect("a recorder index beyond 2³²")
 }
 
 /// The names and units of the columns, packed: every name in one text, the distinct units
@@ -155,7 +167,7 @@ impl Recorder {
                     &mut channels,
                     format!("u.{x}.{}.{}", d.node, d.dof),
                     u.displacement_unit(&d.dof),
-                    Channel::U(p, i),
+                    Channel::U(ix(p), ix(i)),
                 );
             }
             for (i, d) in dofs() {
@@ -164,7 +176,7 @@ impl Recorder {
                     &mut channels,
                     format!("v.{x}.{}.{}", d.node, d.dof),
                     u.velocity_unit(&d.dof),
-                    Channel::V(p, i),
+                    Channel::V(ix(p), ix(i)),
                 );
             }
             for (i, d) in dofs() {
@@ -173,7 +185,7 @@ impl Recorder {
                     &mut channels,
                     format!("a_abs.{x}.{}.{}", d.node, d.dof),
                     u.acceleration_unit(&d.dof),
-                    Channel::AbsAcc(p, i),
+                    Channel::AbsAcc(ix(p), ix(i)),
                 );
             }
             if model.output.elements {
@@ -192,36 +204,36 @@ impl Recorder {
                             format!("force.{}.{}.{}", slot.name, d.node, d.dof),
                             u.force_unit(&d.dof),
                             Channel::ElementForce {
-                                part: p,
-                                slot: si,
+                                part: ix(p),
+                                slot: ix(si),
                                 len: 0,
                             },
                         );
                     }
                     if let Some(Channel::ElementForce { len, .. }) = channels.last_mut() {
-                        *len = e.dofs().len();
+                        *len = ix(e.dofs().len());
                     }
                     // Mark only the first column of the group as the writer; others are skipped.
                     let n = e.dofs().len();
                     let k = channels.len();
                     for c in &mut channels[k - n..k - 1] {
                         *c = Channel::ElementForce {
-                            part: p,
-                            slot: si,
+                            part: ix(p),
+                            slot: ix(si),
                             len: 0,
                         };
                     }
                     max_scratch = max_scratch.max(n);
                     if e.n_states() > 0 {
                         let zeros = vec![0.0; e.dofs().len()];
-                        let dof = e.dofs().first().map(|d| d.dof.clone()).unwrap_or_default();
+                        let dof = e.dofs().first().map(|d| d.dof.as_str()).unwrap_or("");
                         if e.deformation(&zeros).is_some() {
                             push(
                                 &mut columns,
                                 &mut channels,
                                 format!("deformation.{}", slot.name),
-                                u.displacement_unit(&dof),
-                                Channel::Deformation(p, si),
+                                u.displacement_unit(dof),
+                                Channel::Deformation(ix(p), ix(si)),
                             );
                         }
                         let zs = vec![0.0; e.n_states()];
@@ -231,18 +243,18 @@ impl Recorder {
                                 &mut channels,
                                 format!("dissipated.{}", slot.name),
                                 u.energy_unit(),
-                                Channel::Dissipated(p, si),
+                                Channel::Dissipated(ix(p), ix(si)),
                             );
                         }
                     }
                     for (j, name) in e.state_names().iter().enumerate() {
-                        let dof = e.dofs().first().map(|d| d.dof.clone()).unwrap_or_default();
+                        let dof = e.dofs().first().map(|d| d.dof.as_str()).unwrap_or("");
                         push(
                             &mut columns,
                             &mut channels,
                             format!("state.{}.{}", slot.name, name),
-                            unit_of(u, e.state_quantity(j), &dof),
-                            Channel::State(p, 2 * st.n_dofs() + slot.state_offset + j),
+                            unit_of(u, e.state_quantity(j), dof),
+                            Channel::State(ix(p), ix(2 * st.n_dofs() + slot.state_offset + j)),
                         );
                     }
                 }
@@ -254,7 +266,7 @@ impl Recorder {
                         &mut channels,
                         format!("measured.{x}.{}.{}", d.node, d.dof),
                         u.force_unit(&d.dof),
-                        Channel::Measured(p, i),
+                        Channel::Measured(ix(p), ix(i)),
                     );
                 }
                 if model.output.elements {
@@ -262,9 +274,15 @@ impl Recorder {
                     let n = names.len();
                     for (k, (name, q, dof)) in names.into_iter().enumerate() {
                         let ch = if k + 1 == n {
-                            Channel::Provider { part: p, len: n }
+                            Channel::Provider {
+                                part: ix(p),
+                                len: ix(n),
+                            }
                         } else {
-                            Channel::Provider { part: p, len: 0 }
+                            Channel::Provider {
+                                part: ix(p),
+                                len: 0,
+                            }
                         };
                         push(&mut columns, &mut channels, name, unit_of(u, q, &dof), ch);
                     }
@@ -279,7 +297,7 @@ impl Recorder {
                     &mut channels,
                     format!("lambda.{}.{}", d.dof.node, d.dof.dof),
                     u.force_unit(&d.dof.dof),
-                    Channel::Lambda(k),
+                    Channel::Lambda(ix(k)),
                 );
             }
             for (k, d) in iface.dofs.iter().enumerate() {
@@ -288,7 +306,7 @@ impl Recorder {
                     &mut channels,
                     format!("gap_u.{}.{}", d.dof.node, d.dof.dof),
                     u.displacement_unit(&d.dof.dof),
-                    Channel::GapU(k),
+                    Channel::GapU(ix(k)),
                 );
             }
             for (k, d) in iface.dofs.iter().enumerate() {
@@ -297,7 +315,7 @@ impl Recorder {
                     &mut channels,
                     format!("gap_v.{}.{}", d.dof.node, d.dof.dof),
                     u.velocity_unit(&d.dof.dof),
-                    Channel::GapV(k),
+                    Channel::GapV(ix(k)),
                 );
             }
         }
@@ -310,7 +328,7 @@ impl Recorder {
                 &mut channels,
                 name,
                 unit_of(u, q, &dof),
-                Channel::Extra { len },
+                Channel::Extra { len: ix(len) },
             );
         }
         max_scratch = max_scratch.max(n_extra);
@@ -321,7 +339,7 @@ impl Recorder {
                     &mut channels,
                     format!("energy.{}", part.state.name),
                     u.energy_unit(),
-                    Channel::Energy(p),
+                    Channel::Energy(ix(p)),
                 );
             }
         }
@@ -517,7 +535,9 @@ impl RecorderSnapshot {
                 let provider = channels
                     .iter()
                     .find_map(|c| match c {
-                        Channel::Provider { part, len } if *part == p && *len > 0 => Some(*len),
+                        Channel::Provider { part, len } if *part as usize == p && *len > 0 => {
+                            Some(*len as usize)
+                        }
                         _ => None,
                     })
                     .unwrap_or(0);
@@ -528,7 +548,7 @@ impl RecorderSnapshot {
                     provider: vec![0.0; provider],
                     wants_energy: channels
                         .iter()
-                        .any(|c| matches!(c, Channel::Energy(q) if *q == p)),
+                        .any(|c| matches!(c, Channel::Energy(q) if *q as usize == p)),
                     energy_source: integ.energy_source(p),
                     energy: None,
                 }
@@ -537,7 +557,7 @@ impl RecorderSnapshot {
         let n_extra = channels
             .iter()
             .find_map(|c| match c {
-                Channel::Extra { len } if *len > 0 => Some(*len),
+                Channel::Extra { len } if *len > 0 => Some(*len as usize),
                 _ => None,
             })
             .unwrap_or(0);
@@ -716,20 +736,24 @@ fn fill<S: RowSource>(
     let t = src.time();
     let mut c = 0;
     while c < channels.len() {
-        let ch = channels[c].clone();
+        let ch = channels[c];
+        let at = |i: u32| i as usize;
         match ch {
             Channel::Time => row[c] = t,
-            Channel::U(p, i) => row[c] = src.state(p)[i],
+            Channel::U(p, i) => row[c] = src.state(at(p))[at(i)],
             Channel::V(p, i) => {
+                let (p, i) = (at(p), at(i));
                 let n = src.integrator().partitions()[p].state.n_dofs();
                 row[c] = src.state(p)[n + i];
             }
             Channel::AbsAcc(p, i) => {
+                let (p, i) = (at(p), at(i));
                 let st = &src.integrator().partitions()[p].state;
                 row[c] = src.acceleration(p, i) + st.ground_acceleration(i, t);
             }
-            Channel::State(p, k) => row[c] = src.state(p)[k],
+            Channel::State(p, k) => row[c] = src.state(at(p))[at(k)],
             Channel::ElementForce { part, slot, len } => {
+                let (part, slot, len) = (at(part), at(slot), at(len));
                 if len > 0 {
                     let st = &src.integrator().partitions()[part].state;
                     let y = src.state(part);
@@ -737,8 +761,9 @@ fn fill<S: RowSource>(
                     row[c + 1 - len..=c].copy_from_slice(&scratch[..len]);
                 }
             }
-            Channel::Measured(p, i) => row[c] = src.measured(p, i),
+            Channel::Measured(p, i) => row[c] = src.measured(at(p), at(i)),
             Channel::Deformation(p, slot) | Channel::Dissipated(p, slot) => {
+                let (p, slot) = (at(p), at(slot));
                 let st = &src.integrator().partitions()[p].state;
                 let (d, e) =
                     st.element_deformation_and_dissipation(slot, src.state(p), &mut workspaces[p]);
@@ -750,14 +775,15 @@ fn fill<S: RowSource>(
                 row[c] = v.unwrap_or(f64::NAN);
             }
             Channel::Provider { part, len } => {
+                let (part, len) = (at(part), at(len));
                 if len > 0 && src.provider(part, &mut scratch[..len]) {
                     row[c + 1 - len..=c].copy_from_slice(&scratch[..len]);
                 }
             }
-            Channel::Lambda(k) => row[c] = src.multipliers()[k],
+            Channel::Lambda(k) => row[c] = src.multipliers()[at(k)],
             Channel::GapU(k) | Channel::GapV(k) => {
                 let iface = src.integrator().interface().expect("interface");
-                let d = &iface.dofs[k];
+                let d = &iface.dofs[at(k)];
                 let off = if matches!(ch, Channel::GapU(_)) { 0 } else { 1 };
                 let val = |p: usize| {
                     let st = &src.integrator().partitions()[p].state;
@@ -767,8 +793,12 @@ fn fill<S: RowSource>(
                 };
                 row[c] = val(d.plus) - val(d.minus);
             }
-            Channel::Energy(p) => row[c] = src.energy(p, &mut workspaces[p]).unwrap_or(f64::NAN),
+            Channel::Energy(p) => {
+                let p = at(p);
+                row[c] = src.energy(p, &mut workspaces[p]).unwrap_or(f64::NAN)
+            }
             Channel::Extra { len } => {
+                let len = at(len);
                 if len > 0 {
                     src.extra(&mut scratch[..len]);
                     row[c + 1 - len..=c].copy_from_slice(&scratch[..len]);

@@ -386,7 +386,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
 
     // Header with units.
     let units = &model.units;
-    let dof = element.dofs()[0].dof.clone();
+    let dof = element.dofs()[0].dof;
     let name = &inst.name;
     let mut header = vec![
         format!("time[{}]", units.time),

@@ -70,7 +70,11 @@ fn parse_dofs(model: &hybridsim::Model, list: &[String]) -> Result<Vec<DofRef>> 
             bail!(
                 "--dofs entry {} `{s}`: node {node} has no DOF `{dof}` (it has {})",
                 i + 1,
-                n.dofs.join(", ")
+                n.dofs
+                    .iter()
+                    .map(|d| d.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
         out.push(DofRef::new(node, dof));

@@ -130,7 +130,7 @@ impl<'a> LabContext<'a> {
         let physical_dofs = elements
             .iter()
             .filter(|e| substructures[e.substructure].physical)
-            .flat_map(|e| e.element.dofs().iter().map(|d| (d.node, d.dof.clone())))
+            .flat_map(|e| e.element.dofs().iter().map(|d| (d.node, d.dof.to_string())))
             .collect();
         let specimen_masses = elements
             .iter()
@@ -146,7 +146,7 @@ impl<'a> LabContext<'a> {
                 let mut dofs: Vec<(i64, String)> = Vec::new();
                 for e in elements.iter().filter(|e| e.substructure == k) {
                     for d in e.element.dofs() {
-                        let d = (d.node, d.dof.clone());
+                        let d = (d.node, d.dof.to_string());
                         if !dofs.contains(&d) {
                             dofs.push(d);
                         }

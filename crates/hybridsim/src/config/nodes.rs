@@ -179,7 +179,7 @@ fn node(n: &NodeSpec, f: &str, diag: &mut Diagnostics) -> Option<Node> {
     }
     ok.then(|| Node {
         id: n.id,
-        dofs: n.dofs.clone(),
+        dofs: n.dofs.iter().map(|d| d.into()).collect(),
         fixed,
         u0,
         v0,

@@ -8,17 +8,21 @@ use nalgebra::{DMatrix, DVector};
 /// semi-definite (checked when the model is read). An optional seismic `influence` vector `ι`
 /// replaces the default (ones on the excited direction) for condensed models, so the seismic
 /// load is `−m ι a_g`.
+///
+/// A zero `m` or `c` is not stored (a frame member written as a `linear` element with only
+/// its `k` held two dense zero matrices, about 600 bytes a member, issue 20); [`Element::mass`]
+/// and [`Element::linear_damping`] give what the dense ones gave.
 #[derive(Debug, Clone)]
 pub struct LinearSuperelement {
     dofs: Vec<DofRef>,
-    /// Mass matrix.
-    pub m: DMatrix<f64>,
-    /// Damping matrix.
-    pub c: DMatrix<f64>,
+    /// Mass matrix, `None` when it is zero.
+    m: Option<DMatrix<f64>>,
+    /// Damping matrix, `None` when it is zero.
+    c: Option<DMatrix<f64>>,
     /// Stiffness matrix.
-    pub k: DMatrix<f64>,
+    k: DMatrix<f64>,
     /// Seismic influence vector, if given.
-    pub influence: Option<DVector<f64>>,
+    influence: Option<DVector<f64>>,
 }
 
 impl LinearSuperelement {
@@ -30,10 +34,11 @@ impl LinearSuperelement {
         k: DMatrix<f64>,
         influence: Option<DVector<f64>>,
     ) -> Self {
+        let nonzero = |a: DMatrix<f64>| (!a.iter().all(|x| *x == 0.0)).then_some(a);
         Self {
             dofs,
-            m,
-            c,
+            m: nonzero(m),
+            c: nonzero(c),
             k,
             influence,
         }
@@ -47,7 +52,7 @@ impl ElementLaw for LinearSuperelement {
             let mut acc = T::zero();
             for j in 0..n {
                 let kij = self.k[(i, j)];
-                let cij = self.c[(i, j)];
+                let cij = self.c.as_ref().map_or(0.0, |c| c[(i, j)]);
                 if kij != 0.0 {
                     acc += u[j] * kij;
                 }
@@ -68,11 +73,7 @@ impl Element for LinearSuperelement {
         &self.dofs
     }
     fn mass(&self) -> Option<DMatrix<f64>> {
-        if self.m.iter().all(|x| *x == 0.0) {
-            None
-        } else {
-            Some(self.m.clone())
-        }
+        self.m.clone()
     }
     fn seismic_influence(&self) -> Option<DVector<f64>> {
         self.influence.clone()
@@ -81,7 +82,8 @@ impl Element for LinearSuperelement {
         Some(self.k.clone())
     }
     fn linear_damping(&self) -> Option<DMatrix<f64>> {
-        Some(self.c.clone())
+        let n = self.dofs.len();
+        Some(self.c.clone().unwrap_or_else(|| DMatrix::zeros(n, n)))
     }
     fn rayleigh_by_default(&self) -> bool {
         true

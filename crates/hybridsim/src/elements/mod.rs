@@ -54,13 +54,13 @@ use num_dual::{Dual64, DualNum};
 use std::fmt;
 use std::sync::Arc;
 
-/// A node DOF: node id and DOF name (`x`, `y`, `rz`, …).
+/// A node DOF: node id and DOF name (`x`, `y`, `rz`, …). 16 bytes, no heap.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DofRef {
     /// Node id as written in the model file.
     pub node: i64,
     /// DOF name as declared on the node.
-    pub dof: String,
+    pub dof: DofName,
 }
 
 impl DofRef {
@@ -68,8 +68,174 @@ impl DofRef {
     pub fn new(node: i64, dof: &str) -> Self {
         Self {
             node,
-            dof: dof.to_string(),
+            dof: DofName::new(dof),
         }
+    }
+}
+
+/// A DOF name (`x`, `y`, `rz`, …), interned: an index into one table of the distinct names
+/// shared by the whole process, so that a [`DofRef`] is 16 bytes without a heap string of
+/// its own and a node's names are 4 bytes each (issue 20: a model of 10⁵ DOFs held a
+/// `String` per DOF reference). It reads, prints, compares, orders and hashes like the name
+/// it stands for: the order is that of the text (not of the table), and two names are equal
+/// exactly when their texts are.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DofName(u32);
+
+/// The distinct DOF names, each once: the text of index `i` and the index of a text. Names
+/// are never removed (a model has a handful of distinct ones), so each text is kept for the
+/// life of the process.
+struct DofNameTable {
+    names: Vec<&'static str>,
+    index: std::collections::HashMap<&'static str, u32>,
+}
+
+fn dof_name_table() -> &'static std::sync::RwLock<DofNameTable> {
+    static TABLE: std::sync::OnceLock<std::sync::RwLock<DofNameTable>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        std::sync::RwLock::new(DofNameTable {
+            names: Vec::new(),
+            index: std::collections::HashMap::new(),
+        })
+    })
+}
+
+impl DofName {
+    /// The interned name `name` (added to the table on its first use).
+    pub fn new(name: &str) -> Self {
+        let table = dof_name_table();
+        if let Some(&i) = table
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .index
+            .get(name)
+        {
+            return Self(i);
+        }
+        let mut t = table.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(&i) = t.index.get(name) {
+            return Self(i);
+        }
+        let text: &'static str = Box::leak(name.to_owned().into_boxed_str());
+        let i = u32::try_from(t.names.len()).expect("fewer than 2³² distinct DOF names");
+        t.names.push(text);
+        t.index.insert(text, i);
+        Self(i)
+    }
+
+    /// The name's text.
+    pub fn as_str(&self) -> &'static str {
+        dof_name_table()
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .names[self.0 as usize]
+    }
+}
+
+impl Default for DofName {
+    fn default() -> Self {
+        Self::new("")
+    }
+}
+
+impl std::ops::Deref for DofName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for DofName {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Display for DofName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Debug for DofName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialOrd for DofName {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for DofName {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if self.0 == other.0 {
+            std::cmp::Ordering::Equal
+        } else {
+            self.as_str().cmp(other.as_str())
+        }
+    }
+}
+
+impl From<&str> for DofName {
+    fn from(name: &str) -> Self {
+        Self::new(name)
+    }
+}
+
+impl From<&String> for DofName {
+    fn from(name: &String) -> Self {
+        Self::new(name)
+    }
+}
+
+impl From<String> for DofName {
+    fn from(name: String) -> Self {
+        Self::new(&name)
+    }
+}
+
+impl From<DofName> for String {
+    fn from(name: DofName) -> Self {
+        name.as_str().to_owned()
+    }
+}
+
+impl PartialEq<str> for DofName {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for DofName {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for DofName {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<DofName> for str {
+    fn eq(&self, other: &DofName) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<DofName> for &str {
+    fn eq(&self, other: &DofName) -> bool {
+        *self == other.as_str()
+    }
+}
+
+impl PartialEq<DofName> for String {
+    fn eq(&self, other: &DofName) -> bool {
+        self.as_str() == other.as_str()
     }
 }
 

@@ -374,7 +374,7 @@ pub(crate) fn estimate_channels(
                     dofs[i].node, dofs[i].dof, dofs[j].node, dofs[j].dof
                 ),
                 crate::elements::Quantity::Stiffness,
-                dofs[i].dof.clone(),
+                dofs[i].dof.to_string(),
             )
         })
         .collect()

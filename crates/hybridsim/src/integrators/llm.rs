@@ -498,7 +498,7 @@ impl TimeIntegrator for Llm {
                 out.push((
                     format!("lambda.{}.{}.{}", part.state.name, d.node, d.dof),
                     Quantity::Force,
-                    d.dof.clone(),
+                    d.dof.to_string(),
                 ));
             }
         }
@@ -507,7 +507,7 @@ impl TimeIntegrator for Llm {
             out.push((
                 format!("reaction.{}.{}", d.node, d.dof),
                 Quantity::Force,
-                d.dof.clone(),
+                d.dof.to_string(),
             ));
         }
         for (g, _) in &self.imposed {
@@ -515,7 +515,7 @@ impl TimeIntegrator for Llm {
             out.push((
                 format!("imposed_u.{}.{}", d.node, d.dof),
                 Quantity::Displacement,
-                d.dof.clone(),
+                d.dof.to_string(),
             ));
         }
         for (g, _) in &self.imposed {
@@ -523,7 +523,7 @@ impl TimeIntegrator for Llm {
             out.push((
                 format!("drift.{}.{}", d.node, d.dof),
                 Quantity::Displacement,
-                d.dof.clone(),
+                d.dof.to_string(),
             ));
         }
         out

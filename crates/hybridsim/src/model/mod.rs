@@ -38,7 +38,7 @@ pub struct Node {
     /// Id as written.
     pub id: i64,
     /// DOF names.
-    pub dofs: Vec<String>,
+    pub dofs: Vec<crate::elements::DofName>,
     /// Fixed flag per DOF.
     pub fixed: Vec<bool>,
     /// Initial displacement per DOF.

@@ -285,7 +285,7 @@ impl PhysicalSubstructure for NumericalSpecimen {
                     slot.element
                         .dofs()
                         .first()
-                        .map(|d| d.dof.clone())
+                        .map(|d| d.dof.to_string())
                         .unwrap_or_default(),
                 ));
             }
@@ -294,7 +294,7 @@ impl PhysicalSubstructure for NumericalSpecimen {
                 out.push((
                     format!("force.{}.{}.{}", slot.name, d.node, d.dof),
                     crate::elements::Quantity::Force,
-                    d.dof.clone(),
+                    d.dof.to_string(),
                 ));
             }
         }
