@@ -10,7 +10,7 @@
 //!
 //! Group `pg_alpha_link`: PG-α's step on `examples/bridge_iso.toml` (a synthetic motion, Rayleigh
 //! damping on the current tangent of the bearings) with the link operator built once on the
-//! initial tangent (`analysis.link_tangent = "initial"`, the default) and rebuilt every step
+//! initial tangent (`analysis.link_tangent = "initial"`, the published link) and rebuilt every step
 //! on the current tangent (`"current"`: one assembly and band factorization of `M + c ∂R/∂Y`
 //! at the free state, one solve per interface DOF, `H` re-factored), 1000 steps from a fresh
 //! simulation per iteration.

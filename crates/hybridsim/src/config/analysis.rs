@@ -6,8 +6,8 @@ use crate::error::Diagnostics;
 use crate::model::fom::{EstimatorSettings, Linearization, TangentUpdate, DEFAULT_PSI};
 use crate::model::{
     AnalysisSettings, IntegratorKind, Lsrt2Projection, MultiplierPredictor, OutputFormat,
-    OutputSelection, OutputSettings, StartMode, Substructure, LSRT2_GAMMA_HIGH, LSRT2_GAMMA_LOW,
-    MAX_FORCE_DELAY, MAX_SUBCYCLES,
+    OutputSelection, OutputSettings, RayleighStiffness, StartMode, Substructure, LSRT2_GAMMA_HIGH,
+    LSRT2_GAMMA_LOW, MAX_FORCE_DELAY, MAX_SUBCYCLES,
 };
 
 /// Whether the model file asks for the LLM integrator (`[analysis] integrator = "llm"`).
@@ -123,6 +123,28 @@ fn link_tangent(
         );
     }
     current
+}
+
+/// The default of `analysis.link_tangent` when the key is absent: `current` for PG-α with a
+/// tangent Rayleigh damping (`damping.stiffness = "committed"` or `"current"`) and a converged
+/// solve, `initial` otherwise. With the initial-tangent link, PG-α's link update corrects the
+/// velocity with `ℚ` built on `β K_0` while the numerical substructure applies `β K_t v`: a
+/// first-order gap to MG-α and OpenSees at the same step (2.2e-4 of the peak at Δt = 1 ms),
+/// which the current-tangent link closes to the solve's tolerance (issue 17; BENCHMARKS.md,
+/// "Issue 17, session 19"). Under the fixed `corrections` there is no converged free state to
+/// take the tangent from, so the published link stays.
+pub(super) fn default_link_tangent(
+    a: &mut AnalysisSettings,
+    stiffness: RayleighStiffness,
+    given: bool,
+) {
+    if !given
+        && a.integrator == IntegratorKind::PgAlpha
+        && stiffness != RayleighStiffness::Initial
+        && a.nonlinear_tolerance.is_some()
+    {
+        a.link_current_tangent = true;
+    }
 }
 
 /// `analysis.multiplier_predictor` (PG-α only): `none` (the published split) or `previous`.

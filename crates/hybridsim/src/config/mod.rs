@@ -268,7 +268,7 @@ fn build(
         files,
         &mut diag,
     );
-    let analysis = analysis::analysis(spec.analysis.as_ref(), &substructures, &mut diag);
+    let mut analysis = analysis::analysis(spec.analysis.as_ref(), &substructures, &mut diag);
     let element_names: Vec<&str> = elements.iter().map(|e| e.name.as_str()).collect();
     let output = analysis::output(&spec.output, &node_dofs, &element_names, &mut diag);
     let lab = lab::lab(
@@ -285,8 +285,13 @@ fn build(
         ),
         &mut diag,
     );
-    if let Some(a) = analysis.as_ref() {
+    let link_tangent_given = spec
+        .analysis
+        .as_ref()
+        .is_some_and(|a| a.link_tangent.is_some());
+    if let Some(a) = analysis.as_mut() {
         damping::check_stiffness_against_analysis(rayleigh_stiffness, a.integrator, &mut diag);
+        analysis::default_link_tangent(a, rayleigh_stiffness, link_tangent_given);
         ground_motion::check_against_analysis(&ground_motions, a.time_step, a.duration, &mut diag);
     }
     let updating = updating::updating(spec.updating.as_ref(), &elements, &mut diag);
