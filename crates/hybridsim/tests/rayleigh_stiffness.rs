@@ -215,6 +215,35 @@ fn ours(choice: &str, integrator: &str, analysis: &str) -> Vec<[f64; 3]> {
     out
 }
 
+/// Node 1's displacement every 10 ms over 6 s of the SDOF of [`sdof_text`] (Rayleigh on the
+/// `choice` stiffness) integrated by `integrator` at `dt`, with `analysis` added to its
+/// `[analysis]` table.
+fn u_history(choice: &str, integrator: &str, analysis: &str, dt: f64) -> Vec<f64> {
+    let text = sdof_text(Some(choice), "pg-alpha", analysis)
+        .replace(
+            "integrator = \"pg-alpha\"",
+            &format!("integrator = \"{integrator}\""),
+        )
+        .replace("time_step = 0.001", &format!("time_step = {dt:e}"));
+    let mut sim = hybridsim::Simulation::new(model(&text)).unwrap();
+    let iu = sim
+        .columns()
+        .iter()
+        .position(|c| c.name.starts_with("u.") && c.name.ends_with(".1.x"))
+        .expect("a displacement column of node 1");
+    let mut row = vec![0.0; sim.columns().len()];
+    let every = (0.01 / dt).round() as usize;
+    let mut out = Vec::new();
+    for k in 1..=(6.0 / dt).round() as usize {
+        sim.step().unwrap();
+        if k % every == 0 {
+            sim.record(&mut row);
+            out.push(row[iu]);
+        }
+    }
+    out
+}
+
 /// Largest difference of displacement and of force over the history, relative to the
 /// reference's peaks.
 fn difference(a: &[[f64; 3]], b: &[[f64; 3]]) -> (f64, f64) {
@@ -311,7 +340,7 @@ fn agrees_with_opensees_for_each_choice() {
 /// (`(K_t − K_0) ℚ_Y Λ`, repaired by the reprojection) is displacement-level (second order).
 #[test]
 fn pg_alpha_gap_is_the_link_update_first_order_in_the_step() {
-    let u_history = |choice: &str, integrator: &str, dt: f64| {
+    let history = |choice: &str, integrator: &str, dt: f64| {
         // The published link, built once on the initial tangent (the default is the current
         // tangent's for committed and current).
         let link = if integrator == "pg-alpha" {
@@ -319,35 +348,13 @@ fn pg_alpha_gap_is_the_link_update_first_order_in_the_step() {
         } else {
             ""
         };
-        let text = sdof_text(Some(choice), "pg-alpha", link)
-            .replace(
-                "integrator = \"pg-alpha\"",
-                &format!("integrator = \"{integrator}\""),
-            )
-            .replace("time_step = 0.001", &format!("time_step = {dt:e}"));
-        let mut sim = hybridsim::Simulation::new(model(&text)).unwrap();
-        let iu = sim
-            .columns()
-            .iter()
-            .position(|c| c.name.starts_with("u.") && c.name.ends_with(".1.x"))
-            .expect("a displacement column of node 1");
-        let mut row = vec![0.0; sim.columns().len()];
-        let every = (0.01 / dt).round() as usize;
-        let mut out = Vec::new();
-        for k in 1..=(6.0 / dt).round() as usize {
-            sim.step().unwrap();
-            if k % every == 0 {
-                sim.record(&mut row);
-                out.push(row[iu]);
-            }
-        }
-        out
+        u_history(choice, integrator, link, dt)
     };
     for choice in ["initial", "committed", "current"] {
         let gap = |dt: f64| {
             let (pg, mg) = (
-                u_history(choice, "pg-alpha", dt),
-                u_history(choice, "mg-alpha", dt),
+                history(choice, "pg-alpha", dt),
+                history(choice, "mg-alpha", dt),
             );
             let peak = mg.iter().fold(0.0f64, |m, x| m.max(x.abs()));
             pg.iter()
@@ -437,31 +444,6 @@ fn bad_values_are_refused_and_check_prints_the_choice() {
 ///   (3.3e-5 / 5.1e-6 / 1.1e-6 / 3.7e-7).
 #[test]
 fn the_current_tangent_link_puts_pg_alpha_on_mg_alpha() {
-    let u_history = |choice: &str, integrator: &str, analysis: &str, dt: f64| {
-        let text = sdof_text(Some(choice), "pg-alpha", analysis)
-            .replace(
-                "integrator = \"pg-alpha\"",
-                &format!("integrator = \"{integrator}\""),
-            )
-            .replace("time_step = 0.001", &format!("time_step = {dt:e}"));
-        let mut sim = hybridsim::Simulation::new(model(&text)).unwrap();
-        let iu = sim
-            .columns()
-            .iter()
-            .position(|c| c.name.starts_with("u.") && c.name.ends_with(".1.x"))
-            .expect("a displacement column of node 1");
-        let mut row = vec![0.0; sim.columns().len()];
-        let every = (0.01 / dt).round() as usize;
-        let mut out = Vec::new();
-        for k in 1..=(6.0 / dt).round() as usize {
-            sim.step().unwrap();
-            if k % every == 0 {
-                sim.record(&mut row);
-                out.push(row[iu]);
-            }
-        }
-        out
-    };
     let distance = |a: &[f64], b: &[f64]| {
         let peak = b.iter().fold(0.0f64, |m, x| m.max(x.abs()));
         a.iter()
