@@ -160,23 +160,7 @@ fn the_converged_solve_does_not_allocate() {
     // The same with Rayleigh damping on the tangent of the bridge's bilinear bearings, with the
     // published link built once (the default there is the current-tangent link, below).
     for stiffness in ["committed", "current"] {
-        let bridge = example_with("bridge_iso.toml", |t| {
-            set(t, "analysis", "duration", 6.0);
-            set(t, "analysis", "link_tangent", "initial");
-            set(t, "damping", "stiffness", stiffness);
-            let gm: toml::Value = toml::from_str::<toml::Table>(
-                "direction = 'y'\nsynthetic = { seed = 7, duration = 6.0, pga = 0.35 }",
-            )
-            .unwrap()
-            .into();
-            t.insert("ground_motion".into(), toml::Value::Array(vec![gm]));
-            for e in t["element"].as_array_mut().unwrap() {
-                let e = e.as_table_mut().unwrap();
-                if e["type"].as_str() == Some("mostaghel") {
-                    e.insert("rayleigh".into(), true.into());
-                }
-            }
-        });
+        let bridge = bridge_with_tangent_rayleigh(stiffness, &[("link_tangent", "initial")]);
         count_steps(
             hybridsim::Simulation::new(bridge).unwrap(),
             &format!(
@@ -226,24 +210,10 @@ fn the_converged_solve_does_not_allocate() {
     // `analysis.link_tangent = "current"`), with the fixed-D and Newton solves, with Rayleigh
     // damping on the current tangent of the bearings.
     for solver in ["converged", "newton"] {
-        let bridge = example_with("bridge_iso.toml", |t| {
-            set(t, "analysis", "duration", 6.0);
-            set(t, "analysis", "nonlinear_solver", solver);
-            set(t, "analysis", "link_tangent", "current");
-            set(t, "damping", "stiffness", "current");
-            let gm: toml::Value = toml::from_str::<toml::Table>(
-                "direction = 'y'\nsynthetic = { seed = 7, duration = 6.0, pga = 0.35 }",
-            )
-            .unwrap()
-            .into();
-            t.insert("ground_motion".into(), toml::Value::Array(vec![gm]));
-            for e in t["element"].as_array_mut().unwrap() {
-                let e = e.as_table_mut().unwrap();
-                if e["type"].as_str() == Some("mostaghel") {
-                    e.insert("rayleigh".into(), true.into());
-                }
-            }
-        });
+        let bridge = bridge_with_tangent_rayleigh(
+            "current",
+            &[("nonlinear_solver", solver), ("link_tangent", "current")],
+        );
         let sim = hybridsim::Simulation::new(bridge).unwrap();
         count_steps(
             sim,
@@ -251,4 +221,29 @@ fn the_converged_solve_does_not_allocate() {
             None,
         );
     }
+}
+
+/// `examples/bridge_iso.toml` for 6 s of a synthetic motion (seed 7, 0.35 g) with Rayleigh
+/// damping on the `stiffness` tangent of its bilinear (`mostaghel`) bearings and the
+/// `[analysis]` keys `analysis` set.
+fn bridge_with_tangent_rayleigh(stiffness: &str, analysis: &[(&str, &str)]) -> hybridsim::Model {
+    example_with("bridge_iso.toml", |t| {
+        set(t, "analysis", "duration", 6.0);
+        for (key, value) in analysis {
+            set(t, "analysis", key, *value);
+        }
+        set(t, "damping", "stiffness", stiffness);
+        let gm: toml::Value = toml::from_str::<toml::Table>(
+            "direction = 'y'\nsynthetic = { seed = 7, duration = 6.0, pga = 0.35 }",
+        )
+        .unwrap()
+        .into();
+        t.insert("ground_motion".into(), toml::Value::Array(vec![gm]));
+        for e in t["element"].as_array_mut().unwrap() {
+            let e = e.as_table_mut().unwrap();
+            if e["type"].as_str() == Some("mostaghel") {
+                e.insert("rayleigh".into(), true.into());
+            }
+        }
+    })
 }
