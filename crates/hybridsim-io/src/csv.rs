@@ -12,12 +12,19 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-/// Append the text of `x` to `line` (see [`format_number`]), allocation-free once `line` has
-/// grown.
-pub fn push_number(line: &mut String, x: f64, buf: &mut zmij::Buffer) {
-    // zmij spells the non-finite values `NaN`, `inf`, `-inf` (as `std::fmt` does) and the
-    // zeros `0.0`, `-0.0`: every spelling parses back with `f64::from_str`.
-    line.push_str(buf.format(x));
+/// Append the line of `row` to `out`: its numbers (see [`format_number`]) separated by commas,
+/// then `\n`; allocation-free once `out` has grown to a row. The one spelling of a results row,
+/// for [`CsvWriter`] and the results writer ([`crate::rowfile::RowFile`]).
+pub fn push_row(out: &mut Vec<u8>, row: &[f64], num: &mut zmij::Buffer) {
+    for (i, x) in row.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        // zmij spells the non-finite values `NaN`, `inf`, `-inf` (as `std::fmt` does) and the
+        // zeros `0.0`, `-0.0`: every spelling parses back with `f64::from_str`.
+        out.extend_from_slice(num.format(*x).as_bytes());
+    }
+    out.push(b'\n');
 }
 
 /// The text of `x` in results files: the shortest decimal that parses back to the same bits
@@ -30,7 +37,7 @@ pub fn format_number(x: f64) -> String {
 /// A CSV writer of numeric rows: a header line, then one line per row.
 pub struct CsvWriter<W: Write> {
     out: W,
-    line: String,
+    line: Vec<u8>,
     num: zmij::Buffer,
     rows: u64,
 }
@@ -42,7 +49,7 @@ impl<W: Write> CsvWriter<W> {
         out.write_all(b"\n")?;
         Ok(Self {
             out,
-            line: String::with_capacity(8192),
+            line: Vec::with_capacity(8192),
             num: zmij::Buffer::new(),
             rows: 0,
         })
@@ -51,14 +58,8 @@ impl<W: Write> CsvWriter<W> {
     /// Append one row.
     pub fn write_row(&mut self, row: &[f64]) -> std::io::Result<()> {
         self.line.clear();
-        for (i, x) in row.iter().enumerate() {
-            if i > 0 {
-                self.line.push(',');
-            }
-            push_number(&mut self.line, *x, &mut self.num);
-        }
-        self.line.push('\n');
-        self.out.write_all(self.line.as_bytes())?;
+        push_row(&mut self.line, row, &mut self.num);
+        self.out.write_all(&self.line)?;
         self.rows += 1;
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! Results files that only ever hold whole rows, and know how many are on disk.
 //!
 //! A [`RowFile`] formats rows with the number format of every results file
-//! ([`crate::csv::push_number`]) into its own buffer of whole lines and hands that buffer to
+//! ([`crate::csv::push_row`]) into its own buffer of whole lines and hands that buffer to
 //! its [`Storage`] in one go when it is full or when asked to flush. When the storage refuses
 //! part-way (a full disk, an I/O error), the file is cut back to the end of the last whole row
 //! that reached it, so that a reader never finds half a row, and the count of rows on disk
@@ -48,7 +48,7 @@ pub fn file_factory() -> WriterFactory {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RowFormat {
     /// CSV text: a header line of `name[unit]` cells, then one line of shortest round-trip
-    /// numbers per row ([`crate::csv::push_number`]).
+    /// numbers per row ([`crate::csv::push_row`]).
     #[default]
     Csv,
     /// The binary results layout of [`hybridsim_plot::binary`]: a self-describing header,
@@ -140,17 +140,7 @@ impl RowFile {
     /// full. A binary row must have the header's number of values.
     pub fn write_row(&mut self, row: &[f64], tag: u64) -> io::Result<()> {
         match self.format {
-            RowFormat::Csv => {
-                let mut first = true;
-                for x in row {
-                    if !first {
-                        self.buf.push(b',');
-                    }
-                    first = false;
-                    self.buf.extend_from_slice(self.num.format(*x).as_bytes());
-                }
-                self.buf.push(b'\n');
-            }
+            RowFormat::Csv => crate::csv::push_row(&mut self.buf, row, &mut self.num),
             RowFormat::Binary => {
                 if row.len() != self.columns {
                     return Err(io::Error::new(
