@@ -178,7 +178,7 @@ impl PgAlpha {
         let current_h = runs[numerical]
             .current_link
             .then(|| CurrentInterfaceOperator {
-                physical: physical_steklov_poincare(&parts, &runs, &interface, numerical),
+                physical: steklov_poincare_sum(&parts, &runs, &interface, Some(numerical)),
                 lu: crate::linalg::BandLu::new(
                     nl,
                     &(0..nl)
@@ -301,8 +301,12 @@ impl PgAlpha {
         run.q_v = q_v;
         set_steklov_poincare(&self.parts, &self.runs, &mut self.interface)?;
         if let Some(current) = self.current_h.as_mut() {
-            current.physical =
-                physical_steklov_poincare(&self.parts, &self.runs, &self.interface, self.numerical);
+            current.physical = steklov_poincare_sum(
+                &self.parts,
+                &self.runs,
+                &self.interface,
+                Some(self.numerical),
+            );
         }
         Ok(())
     }
@@ -743,12 +747,7 @@ fn set_steklov_poincare(
     runs: &[PartitionRun],
     interface: &mut Interface,
 ) -> Result<(), String> {
-    let nl = interface.len();
-    let mut h = DMatrix::zeros(nl, nl);
-    for (k, (part, run)) in parts.iter().zip(runs).enumerate() {
-        let g = interface.g_matrix(k, part.state.n_dofs(), part.state.size());
-        h += &g * &run.q_ydot;
-    }
+    let h = steklov_poincare_sum(parts, runs, interface, None);
     if interface.set_operator(h) {
         Ok(())
     } else {
@@ -760,18 +759,19 @@ fn set_steklov_poincare(
     }
 }
 
-/// `Σ_P 𝔾^P ℚ^P` over the partitions other than `numerical` (the share of `H`, Abbiati et
-/// al. 2019, eq 38, that the current-tangent link keeps fixed). Allocates.
-fn physical_steklov_poincare(
+/// `Σ_X 𝔾^X ℚ^X` (Abbiati et al. 2019, eq 38) over the partitions other than `except`: the
+/// whole of `H` with `None`; with `Some(numerical)` the physical share that the
+/// current-tangent link keeps fixed. Allocates.
+fn steklov_poincare_sum(
     parts: &[Partition],
     runs: &[PartitionRun],
     interface: &Interface,
-    numerical: usize,
+    except: Option<usize>,
 ) -> DMatrix<f64> {
     let nl = interface.len();
     let mut h = DMatrix::zeros(nl, nl);
     for (k, (part, run)) in parts.iter().zip(runs).enumerate() {
-        if k != numerical {
+        if Some(k) != except {
             let g = interface.g_matrix(k, part.state.n_dofs(), part.state.size());
             h += &g * &run.q_ydot;
         }
