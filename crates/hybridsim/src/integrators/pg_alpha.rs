@@ -148,6 +148,8 @@ impl PgAlpha {
                     )
                     .with_newton(part, settings.nonlinear_newton)
                     .with_current_link(part, settings.link_current_tangent && !physical);
+            let current_link =
+                !physical && settings.link_current_tangent && stepper.has_current_link();
             let size = part.state.size();
             let (q_y, q_ydot, q_v) = link_operator(
                 &part.state,
@@ -168,11 +170,8 @@ impl PgAlpha {
                 q_v,
                 substeps,
                 predictor: settings.multiplier_predictor,
-                current_link: false,
+                current_link,
             });
-            let run = runs.last_mut().expect("pushed");
-            run.current_link =
-                !physical && settings.link_current_tangent && run.stepper.has_current_link();
         }
         set_steklov_poincare(&parts, &runs, &mut interface)?;
         let current_h = runs[numerical]
