@@ -464,16 +464,16 @@ const BACKWARD_TRIANGLE: usize = 4 * (4 * 4 + 3 * 4 + 2 * 4 + 3);
 /// independent rows instead of row after row, each waiting on the previous row's unknown — the
 /// blocked (supernodal) triangular solves of dense linear algebra (Golub & Van Loan 2013,
 /// §3.1.4; Dongarra et al. 1990). Block `b` holds rows `s = 16 b .. e`, `h = e − s` of them:
-/// - its panel, the columns `panel_first[b] .. s` of those rows, dense and row-major, the
-///   width `w = s − panel_first[b]` a multiple of four and the rows padded with zero rows to
-///   `h'`, a multiple of four (entries outside a row's envelope are zeros);
+/// - its panel, the columns `panel_first[b] .. s` of those rows, dense and by columns (each
+///   column the block's 16 rows, a short block padded with zero rows), the width
+///   `w = s − panel_first[b]` a multiple of four (entries outside a row's envelope are zeros);
 /// - its diagonal triangle `L[s.., s..]` as 16 × 16 with zeros above the diagonal and beyond
 ///   row `h`, twice: by columns in quads of rows ([`FORWARD_TRIANGLE`] values) and by rows in
 ///   quads of columns ([`BACKWARD_TRIANGLE`]), each in the order its sweep reads it, so that
 ///   the block's sixteen unknowns stay in four registers and each row of the sweep waits on
 ///   one lane broadcast and one fused multiply-add of the previous one.
 ///
-/// Block `b`'s values start at `offset[b]`: the panel's `h' w`, then the two triangles.
+/// Block `b`'s values start at `offset[b]`: the panel's `16 w`, then the two triangles.
 #[derive(Debug, Clone)]
 struct BlockedFactor {
     panel_first: Vec<usize>,
@@ -482,12 +482,11 @@ struct BlockedFactor {
 }
 
 impl BlockedFactor {
-    /// Rows `s .. e` and padded rows `h'` of block `b` of an `n`-row factor.
+    /// Rows `s .. e` of block `b` of an `n`-row factor.
     #[inline(always)]
-    fn rows(b: usize, n: usize) -> (usize, usize, usize) {
+    fn rows(b: usize, n: usize) -> (usize, usize) {
         let s = b * BLOCK_ROWS;
-        let e = (s + BLOCK_ROWS).min(n);
-        (s, e, (e - s).div_ceil(4) * 4)
+        (s, (s + BLOCK_ROWS).min(n))
     }
 
     /// The blocks of the rows `first`, `l_ptr`, `l_val` of `L` (see [`SymmetricFactors`]).
@@ -498,18 +497,18 @@ impl BlockedFactor {
         let mut offset = Vec::with_capacity(blocks + 1);
         let mut size = 0;
         for b in 0..blocks {
-            let (s, e, hp) = Self::rows(b, n);
+            let (s, e) = Self::rows(b, n);
             let lowest = first[s..e].iter().copied().min().unwrap_or(s).min(s);
             // s is a multiple of 4 and s − lowest ≤ s, so the rounded width stays ≥ 0.
             let w = (s - lowest).div_ceil(4) * 4;
             panel_first.push(s - w);
             offset.push(size);
-            size += hp * w + FORWARD_TRIANGLE + BACKWARD_TRIANGLE;
+            size += BLOCK_ROWS * w + FORWARD_TRIANGLE + BACKWARD_TRIANGLE;
         }
         offset.push(size);
         let mut values = vec![0.0; size];
         for b in 0..blocks {
-            let (s, e, _) = Self::rows(b, n);
+            let (s, e) = Self::rows(b, n);
             let p = panel_first[b];
             let w = s - p;
             // L[s + i, s + j] inside the block's triangle (zero above the diagonal and beyond e).
@@ -524,10 +523,10 @@ impl BlockedFactor {
             let mut at = offset[b];
             for r in s..e {
                 for c in first[r].max(p)..s {
-                    values[at + (r - s) * w + (c - p)] = l_val[l_ptr[r] + (c - first[r])];
+                    values[at + (c - p) * BLOCK_ROWS + (r - s)] = l_val[l_ptr[r] + (c - first[r])];
                 }
             }
-            at += (e - s).div_ceil(4) * 4 * w;
+            at += BLOCK_ROWS * w;
             for j in 0..BLOCK_ROWS {
                 for i in 4 * (j / 4)..BLOCK_ROWS {
                     values[at] = entry(i, j);
@@ -795,13 +794,14 @@ impl SymmetricFactors {
     /// (chosen at run time): the same additions and multiplications in the same order (no
     /// fused multiply-add), so the same bits on every processor.
     ///
-    /// With `L` by blocks ([`BLOCKED_FROM_MEAN_WIDTH`]) the sweeps go block by block: forward,
-    /// the block's panel times the finished unknowns left of it (four rows at a time, each row
-    /// in four partial sums of fused multiply-adds, added pairwise), then the block's triangle
-    /// column by column; backward, the triangle row by row, then the panel's transpose times
-    /// the block's unknowns (four columns at a time, even and odd rows in two sums). The same
-    /// operations on every processor (AVX2 and FMA registers where available, `f64::mul_add`
-    /// otherwise), so the same bits; they differ from the row-by-row sweeps' at round-off.
+    /// With `L` by blocks (a mean envelope width of 8 entries a row or more) the
+    /// sweeps go block by block: forward, the block's panel times the finished unknowns left
+    /// of it (column by column, fused multiply-adds into two sums, even and odd columns), then
+    /// the block's triangle column by column; `z = D⁻¹ y` by the stored `1 / d_r`; backward,
+    /// the triangle row by row, then the panel's transpose times the block's unknowns (each
+    /// column in four partial sums, added pairwise). The same operations on every processor
+    /// (AVX2 and FMA registers where available, `f64::mul_add` otherwise), so the same bits;
+    /// they differ from the row-by-row sweeps' at round-off.
     #[inline]
     pub fn solve(&self, x: &mut [f64]) {
         if let Some(blocks) = &self.blocks {
@@ -836,22 +836,25 @@ impl SymmetricFactors {
         let blocks = f.panel_first.len();
         let mut y = [0.0f64; BLOCK_ROWS];
         for b in 0..blocks {
-            let (s, e, hp) = BlockedFactor::rows(b, n);
+            let (s, e) = BlockedFactor::rows(b, n);
             let (h, p) = (e - s, f.panel_first[b]);
             let w = s - p;
             let values = &f.values[f.offset[b]..f.offset[b + 1]];
-            let (panel, tri) = values.split_at(hp * w);
+            let (panel, tri) = values.split_at(BLOCK_ROWS * w);
             y.fill(0.0);
             y[..h].copy_from_slice(&x[s..e]);
-            for (i, yi) in y[..hp].iter_mut().enumerate() {
-                let mut acc = [0.0f64; 4];
-                let row = &panel[i * w..(i + 1) * w];
-                for (lc, xc) in row.chunks_exact(4).zip(x[p..s].chunks_exact(4)) {
-                    for k in 0..4 {
-                        acc[k] = lc[k].mul_add(xc[k], acc[k]);
-                    }
+            let (mut even, mut odd) = ([0.0f64; BLOCK_ROWS], [0.0f64; BLOCK_ROWS]);
+            for (pair, xc) in panel
+                .chunks_exact(2 * BLOCK_ROWS)
+                .zip(x[p..s].chunks_exact(2))
+            {
+                for i in 0..BLOCK_ROWS {
+                    even[i] = pair[i].mul_add(xc[0], even[i]);
+                    odd[i] = pair[BLOCK_ROWS + i].mul_add(xc[1], odd[i]);
                 }
-                *yi -= (acc[0] + acc[1]) + (acc[2] + acc[3]);
+            }
+            for i in 0..BLOCK_ROWS {
+                y[i] -= even[i] + odd[i];
             }
             forward_triangle(&tri[..FORWARD_TRIANGLE], &mut y);
             x[s..e].copy_from_slice(&y[..h]);
@@ -860,27 +863,23 @@ impl SymmetricFactors {
             *xr *= d;
         }
         for b in (0..blocks).rev() {
-            let (s, e, hp) = BlockedFactor::rows(b, n);
+            let (s, e) = BlockedFactor::rows(b, n);
             let (h, p) = (e - s, f.panel_first[b]);
             let w = s - p;
             let values = &f.values[f.offset[b]..f.offset[b + 1]];
-            let (panel, tri) = values.split_at(hp * w);
+            let (panel, tri) = values.split_at(BLOCK_ROWS * w);
             y.fill(0.0);
             y[..h].copy_from_slice(&x[s..e]);
             backward_triangle(&tri[FORWARD_TRIANGLE..], &mut y);
             x[s..e].copy_from_slice(&y[..h]);
-            for c in (0..w).step_by(4) {
-                let (mut even, mut odd) = ([0.0f64; 4], [0.0f64; 4]);
-                for i in (0..hp).step_by(2) {
-                    let (r0, r1) = (&panel[i * w + c..], &panel[(i + 1) * w + c..]);
+            for (column, xc) in panel.chunks_exact(BLOCK_ROWS).zip(&mut x[p..s]) {
+                let mut acc = [0.0f64; 4];
+                for q in 0..BLOCK_ROWS / 4 {
                     for k in 0..4 {
-                        even[k] = r0[k].mul_add(y[i], even[k]);
-                        odd[k] = r1[k].mul_add(y[i + 1], odd[k]);
+                        acc[k] = column[4 * q + k].mul_add(y[4 * q + k], acc[k]);
                     }
                 }
-                for k in 0..4 {
-                    x[p + c + k] -= even[k] + odd[k];
-                }
+                *xc -= (acc[0] + acc[1]) + (acc[2] + acc[3]);
             }
         }
         for &(i, j) in &self.post_swaps {
@@ -902,12 +901,12 @@ impl SymmetricFactors {
         debug_assert!(blocks == n.div_ceil(BLOCK_ROWS) && f.offset.len() == blocks + 1);
         debug_assert!(f.offset[blocks] == f.values.len());
         debug_assert!((0..blocks).all(|b| {
-            let (s, _, hp) = BlockedFactor::rows(b, n);
+            let (s, _) = BlockedFactor::rows(b, n);
             let p = f.panel_first[b];
             p <= s
                 && (s - p).is_multiple_of(4)
                 && f.offset[b + 1] - f.offset[b]
-                    == hp * (s - p) + FORWARD_TRIANGLE + BACKWARD_TRIANGLE
+                    == BLOCK_ROWS * (s - p) + FORWARD_TRIANGLE + BACKWARD_TRIANGLE
         }));
         debug_assert!(self
             .pre_swaps
@@ -922,14 +921,15 @@ impl SymmetricFactors {
         let vp = f.values.as_ptr();
         let bp = buffer.as_mut_ptr();
         // SAFETY: by construction (`BlockedFactor::from_rows`, checked above in debug builds)
-        // block `b`'s panel is `h' w` values from `offset[b]`, its two triangles the
-        // `FORWARD_TRIANGLE + BACKWARD_TRIANGLE` after them, with `w = s − panel_first[b]` a
-        // multiple of 4 and `panel_first[b] ≤ s`: the panel's columns address
-        // `x[panel_first[b]..s]`, its rows (`h' ≤ BLOCK_ROWS`) the first `h'` places of
-        // `buffer`, and `x[s..e]` lies below `n`; `inverse_diag` has `n` values (asserted).
+        // block `b`'s panel is `16 w` values from `offset[b]` (`w` columns of 16 rows), its
+        // two triangles the `FORWARD_TRIANGLE + BACKWARD_TRIANGLE` after them, with
+        // `w = s − panel_first[b]` a multiple of 4 and `panel_first[b] ≤ s`: the panel's
+        // columns address `x[panel_first[b]..s]`, `x[s..e]` lies below `n`, a block of 16 rows
+        // is read and written whole in `x` and a shorter one through `buffer`;
+        // `inverse_diag` has `n` values (asserted).
         unsafe {
             for b in 0..blocks {
-                let (s, e, hp) = BlockedFactor::rows(b, n);
+                let (s, e) = BlockedFactor::rows(b, n);
                 let h = e - s;
                 let p = *f.panel_first.get_unchecked(b);
                 let w = s - p;
@@ -945,35 +945,29 @@ impl SymmetricFactors {
                 } else {
                     xp.add(s) as *const f64
                 };
-                let mut y = [_mm256_setzero_pd(); 4];
-                for (q, yq) in y.iter_mut().enumerate() {
-                    let i0 = 4 * q;
-                    if i0 >= hp {
-                        break;
+                // y −= panel x[p..s], column by column (even and odd columns in two sums).
+                let mut even = [_mm256_setzero_pd(); 4];
+                let mut odd = [_mm256_setzero_pd(); 4];
+                let mut c = 0;
+                while c < w {
+                    let x0 = _mm256_broadcast_sd(&*xs.add(c));
+                    let x1 = _mm256_broadcast_sd(&*xs.add(c + 1));
+                    let c0 = panel.add(c * BLOCK_ROWS);
+                    let c1 = c0.add(BLOCK_ROWS);
+                    for q in 0..4 {
+                        even[q] = _mm256_fmadd_pd(_mm256_loadu_pd(c0.add(4 * q)), x0, even[q]);
+                        odd[q] = _mm256_fmadd_pd(_mm256_loadu_pd(c1.add(4 * q)), x1, odd[q]);
                     }
-                    let r0 = panel.add(i0 * w);
-                    let (r1, r2, r3) = (r0.add(w), r0.add(2 * w), r0.add(3 * w));
-                    let (mut a0, mut a1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-                    let (mut a2, mut a3) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-                    let mut k = 0;
-                    while k < w {
-                        let xv = _mm256_loadu_pd(xs.add(k));
-                        a0 = _mm256_fmadd_pd(_mm256_loadu_pd(r0.add(k)), xv, a0);
-                        a1 = _mm256_fmadd_pd(_mm256_loadu_pd(r1.add(k)), xv, a1);
-                        a2 = _mm256_fmadd_pd(_mm256_loadu_pd(r2.add(k)), xv, a2);
-                        a3 = _mm256_fmadd_pd(_mm256_loadu_pd(r3.add(k)), xv, a3);
-                        k += 4;
-                    }
-                    // ((a_i0 + a_i1) + (a_i2 + a_i3)) for the four rows.
-                    let u = _mm256_hadd_pd(a0, a1);
-                    let v = _mm256_hadd_pd(a2, a3);
-                    let t = _mm256_add_pd(
-                        _mm256_permute2f128_pd::<0x20>(u, v),
-                        _mm256_permute2f128_pd::<0x31>(u, v),
-                    );
-                    *yq = _mm256_sub_pd(_mm256_loadu_pd(base.add(i0)), t);
+                    c += 2;
                 }
-                let mut tri = panel.add(hp * w);
+                let mut y = [_mm256_setzero_pd(); 4];
+                for q in 0..4 {
+                    y[q] = _mm256_sub_pd(
+                        _mm256_loadu_pd(base.add(4 * q)),
+                        _mm256_add_pd(even[q], odd[q]),
+                    );
+                }
+                let mut tri = panel.add(BLOCK_ROWS * w);
                 // Column j = 4 q + l: the quads q.. of rows (unrolled: register lanes and
                 // indices are constants).
                 macro_rules! column {
@@ -1026,7 +1020,7 @@ impl SymmetricFactors {
                 r += 1;
             }
             for b in (0..blocks).rev() {
-                let (s, e, hp) = BlockedFactor::rows(b, n);
+                let (s, e) = BlockedFactor::rows(b, n);
                 let h = e - s;
                 let p = *f.panel_first.get_unchecked(b);
                 let w = s - p;
@@ -1044,7 +1038,7 @@ impl SymmetricFactors {
                         *yq = _mm256_loadu_pd(bp.add(4 * q));
                     }
                 }
-                let mut tri = panel.add(hp * w + FORWARD_TRIANGLE);
+                let mut tri = panel.add(BLOCK_ROWS * w + FORWARD_TRIANGLE);
                 // Row i = 4 q + l: the quads ..=q of columns (unrolled).
                 macro_rules! row {
                     ($q:literal, $imm:literal) => {
@@ -1070,39 +1064,39 @@ impl SymmetricFactors {
                 row!(0, 0xFF);
                 row!(0, 0xAA);
                 row!(0, 0x55);
-                for (q, yq) in y.iter().enumerate() {
-                    _mm256_storeu_pd(bp.add(4 * q), *yq);
-                }
                 if h == BLOCK_ROWS {
                     for (q, yq) in y.iter().enumerate() {
                         _mm256_storeu_pd(xp.add(s + 4 * q), *yq);
                     }
                 } else {
+                    for (q, yq) in y.iter().enumerate() {
+                        _mm256_storeu_pd(bp.add(4 * q), *yq);
+                    }
                     std::ptr::copy_nonoverlapping(bp as *const f64, xp.add(s), h);
                 }
+                // x[p..s] −= panelᵀ y, four columns at a time: each column's four partial
+                // sums over the block's quads, then ((a0 + a1) + (a2 + a3)).
                 let xs = xp.add(p);
                 let mut c = 0;
                 while c < w {
-                    let (mut even, mut odd) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-                    let mut i = 0;
-                    while i < hp {
-                        let r0 = panel.add(i * w + c);
-                        even = _mm256_fmadd_pd(
-                            _mm256_loadu_pd(r0),
-                            _mm256_broadcast_sd(&*bp.add(i)),
-                            even,
-                        );
-                        odd = _mm256_fmadd_pd(
-                            _mm256_loadu_pd(r0.add(w)),
-                            _mm256_broadcast_sd(&*bp.add(i + 1)),
-                            odd,
-                        );
-                        i += 2;
+                    let col = panel.add(c * BLOCK_ROWS);
+                    let mut a = [_mm256_setzero_pd(); 4];
+                    for (k, ak) in a.iter_mut().enumerate() {
+                        for (q, yq) in y.iter().enumerate() {
+                            *ak = _mm256_fmadd_pd(
+                                _mm256_loadu_pd(col.add(k * BLOCK_ROWS + 4 * q)),
+                                *yq,
+                                *ak,
+                            );
+                        }
                     }
-                    _mm256_storeu_pd(
-                        xs.add(c),
-                        _mm256_sub_pd(_mm256_loadu_pd(xs.add(c)), _mm256_add_pd(even, odd)),
+                    let u = _mm256_hadd_pd(a[0], a[1]);
+                    let v = _mm256_hadd_pd(a[2], a[3]);
+                    let t = _mm256_add_pd(
+                        _mm256_permute2f128_pd::<0x20>(u, v),
+                        _mm256_permute2f128_pd::<0x31>(u, v),
                     );
+                    _mm256_storeu_pd(xs.add(c), _mm256_sub_pd(_mm256_loadu_pd(xs.add(c)), t));
                     c += 4;
                 }
             }
