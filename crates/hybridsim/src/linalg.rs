@@ -463,7 +463,7 @@ const BACKWARD_TRIANGLE: usize = 4 * (4 * 4 + 3 * 4 + 2 * 4 + 3);
 /// shorter), so that the sweeps apply most of `L` as dense matrix–vector products of
 /// independent rows instead of row after row, each waiting on the previous row's unknown — the
 /// blocked (supernodal) triangular solves of dense linear algebra (Golub & Van Loan 2013,
-/// §3.1.4; Dongarra et al. 1990). Block `b` holds rows `s = 16 b .. e`, `h = e − s` of them:
+/// §3.1; Dongarra et al. 1990). Block `b` holds rows `s = 16 b .. e`, `h = e − s` of them:
 /// - its panel, the columns `panel_first[b] .. s` of those rows, dense and by columns (each
 ///   column the block's 16 rows, a short block padded with zero rows), the width
 ///   `w = s − panel_first[b]` a multiple of four (entries outside a row's envelope are zeros);
