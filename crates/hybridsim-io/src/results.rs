@@ -920,7 +920,9 @@ pub fn run_to_folder_with(
     };
     let model_copy = folder.join("model.toml");
     let files = (|| {
-        std::fs::write(&model_copy, &loaded.text).map_err(io_err(&model_copy))?;
+        let text = loaded.model_text().map_err(io_err(&loaded.path))?;
+        std::fs::write(&model_copy, text.as_bytes()).map_err(io_err(&model_copy))?;
+        drop(text);
         crate::inputs::write_ground_motions(folder, &loaded.model).map_err(io_err(folder))?;
         // The header line (about 25 MB for a 10⁵-DOF chain's columns) lives only while it is
         // written, not for the whole run (issue 20).
