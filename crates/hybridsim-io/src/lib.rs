@@ -97,12 +97,47 @@ pub struct LoadedModel {
     pub model: Model,
     /// Path of the model file.
     pub path: PathBuf,
-    /// Its text.
+    /// Its text (empty after [`LoadedModel::release_text`]).
     pub text: String,
     /// SHA-256 of the text, hex.
     pub sha256: String,
     /// SHA-256 of each ground-motion record file: `(path as written, hash)`.
     pub record_sha256: Vec<(String, String)>,
+    /// Whether `text` was dropped after parsing ([`LoadedModel::release_text`]).
+    text_released: bool,
+}
+
+impl LoadedModel {
+    /// Drop the model file's text, keeping its SHA-256: the text of a 10⁵-DOF model (15 MB
+    /// for a shear chain, 45 MB for a 2D frame) was held through the start-up only for the
+    /// results folder's copy (issue 20). [`LoadedModel::model_text`] then reads the file again.
+    pub fn release_text(&mut self) {
+        self.text = String::new();
+        self.text_released = true;
+    }
+
+    /// The model file's text: the one kept, or, after [`LoadedModel::release_text`], the file
+    /// read again, refused with the reason when it cannot be read or its SHA-256 is no longer
+    /// the one of the text that was parsed (the copy would not be the model that ran).
+    pub fn model_text(&self) -> std::io::Result<std::borrow::Cow<'_, str>> {
+        if !self.text_released {
+            return Ok(std::borrow::Cow::Borrowed(&self.text));
+        }
+        let bytes = read_bounded(&self.path, hybridsim::config::MAX_MODEL_FILE_BYTES as u64)
+            .map_err(|e| {
+                std::io::Error::new(e.kind(), format!("cannot read the model file again: {e}"))
+            })?;
+        if hex(&Sha256::digest(&bytes)) != self.sha256 {
+            return Err(std::io::Error::other(format!(
+                "the model file changed after it was read (its SHA-256 is no longer {}), so \
+                 its copy would not be the model that ran",
+                self.sha256
+            )));
+        }
+        String::from_utf8(bytes)
+            .map(std::borrow::Cow::Owned)
+            .map_err(std::io::Error::other)
+    }
 }
 
 /// Read and validate a model file.
@@ -127,6 +162,7 @@ pub fn load_model(path: &Path) -> Result<LoadedModel, ModelError> {
         text,
         sha256,
         record_sha256,
+        text_released: false,
     })
 }
 

@@ -913,7 +913,6 @@ pub fn run_to_folder_with(
     write_json(&json_path, &journal(&sim, "started", None))?;
 
     // The files; a failure here ends the run before any step, and run.json says so.
-    let header = sim.recorder.header();
     let csv_path = folder.join(sim.model.output.format.results_file_name());
     let row_format = match sim.model.output.format {
         hybridsim::model::OutputFormat::Csv => crate::RowFormat::Csv,
@@ -921,10 +920,16 @@ pub fn run_to_folder_with(
     };
     let model_copy = folder.join("model.toml");
     let files = (|| {
-        std::fs::write(&model_copy, &loaded.text).map_err(io_err(&model_copy))?;
+        let text = loaded.model_text().map_err(io_err(&loaded.path))?;
+        std::fs::write(&model_copy, text.as_bytes()).map_err(io_err(&model_copy))?;
+        drop(text);
         crate::inputs::write_ground_motions(folder, &loaded.model).map_err(io_err(folder))?;
+        // The header line (about 25 MB for a 10⁵-DOF chain's columns) lives only while it is
+        // written, not for the whole run (issue 20).
+        let header = sim.recorder.header();
         let results = RowFile::create_as(&factory, &csv_path, &header, row_format)
             .map_err(io_err(&csv_path))?;
+        drop(header);
         let mut labs = Vec::new();
         for (i, (_, name, cols)) in lab_parts.iter().enumerate() {
             let file = if i == 0 {

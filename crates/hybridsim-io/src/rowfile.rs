@@ -69,15 +69,11 @@ pub struct RowFile {
     tags: Vec<u64>,
     /// End (byte offset in `buf`, exclusive) of every row in `buf`, in order.
     ends: Vec<usize>,
-    /// End of the header in `buf` while it is pending.
-    header_end: usize,
     num: zmij::Buffer,
     /// Bytes on disk (whole lines only).
     on_disk: u64,
     rows_on_disk: u64,
     last_tag: Option<u64>,
-    /// Whether the header line is still in `buf`.
-    header_pending: bool,
 }
 
 impl RowFile {
@@ -88,7 +84,10 @@ impl RowFile {
     }
 
     /// Open `path` through `factory` and write `header` (comma-separated `name[unit]` cells)
-    /// to it at once, in `format`.
+    /// to it at once, in `format`. The header goes straight to the storage, not through the
+    /// row buffer: a wide model's header (about 25 MB for 7 × 10⁵ columns) would otherwise
+    /// grow the buffer to its size for the whole run (issue 20). If the storage refuses part
+    /// of it, the file is cut back to empty and the error returned.
     pub fn create_as(
         factory: &WriterFactory,
         path: &Path,
@@ -107,27 +106,41 @@ impl RowFile {
             buf: Vec::with_capacity(BUFFER_BYTES + 4096),
             tags: Vec::new(),
             ends: Vec::new(),
-            header_end: 0,
             num: zmij::Buffer::new(),
             on_disk: 0,
             rows_on_disk: 0,
             last_tag: None,
-            header_pending: true,
         };
         match format {
-            RowFormat::Csv => {
-                f.buf.extend_from_slice(header.as_bytes());
-                f.buf.push(b'\n');
-            }
+            RowFormat::Csv => f.write_header(&[header.as_bytes(), b"\n"])?,
             RowFormat::Binary => {
                 let cells: Vec<&str> = header.split(',').filter(|c| !c.is_empty()).collect();
-                f.buf
-                    .extend_from_slice(&hybridsim_plot::binary::encode_header(&cells));
+                let bytes = hybridsim_plot::binary::encode_header(&cells);
+                drop(cells);
+                f.write_header(&[&bytes])?;
             }
         }
-        f.header_end = f.buf.len();
-        f.flush()?;
         Ok(f)
+    }
+
+    /// Write the header `pieces` straight to the storage and flush it; on an error the file is
+    /// cut back to empty (never part of a header) and the error returned.
+    fn write_header(&mut self, pieces: &[&[u8]]) -> io::Result<()> {
+        let written = pieces
+            .iter()
+            .try_for_each(|p| self.out.write_all(p))
+            .and_then(|()| self.out.flush());
+        if let Err(e) = written {
+            if let Err(t) = self.out.truncate(0) {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("{e}; and the partial header could not be cut: {t}"),
+                ));
+            }
+            return Err(e);
+        }
+        self.on_disk = pieces.iter().map(|p| p.len() as u64).sum();
+        Ok(())
     }
 
     /// The format of the rows.
@@ -195,18 +208,13 @@ impl RowFile {
                 done = 0;
             }
         }
-        // Whole rows (and the whole header) that reached the storage.
+        // Whole rows that reached the storage.
         let rows = self.ends.partition_point(|end| *end <= done);
-        let header_done = self.header_pending && self.header_end <= done;
         let kept = match (&failure, rows) {
             (None, _) => self.buf.len(),
-            (Some(_), 0) if header_done => self.header_end,
             (Some(_), 0) => 0,
             (Some(_), r) => self.ends[r - 1],
         };
-        if header_done {
-            self.header_pending = false;
-        }
         if rows > 0 {
             self.last_tag = Some(self.tags[rows - 1]);
         }
@@ -339,5 +347,54 @@ mod tests {
         assert_eq!(t.table.names, ["a", "b"]);
         assert_eq!(t.table.columns[0][rows as usize - 1], (rows - 1) as f64);
         assert_eq!(t.table.columns[1][0].to_bits(), (-0.0f64).to_bits());
+    }
+
+    /// A wide header goes straight to the storage: the row buffer keeps its size (it grew to
+    /// the header's and stayed so for the whole run, 35 MB of a 10⁵-DOF chain's run), and the
+    /// file is the header and the rows as before.
+    #[test]
+    fn a_wide_header_does_not_grow_the_row_buffer() {
+        let data = Arc::new(Mutex::new(Vec::new()));
+        let d = data.clone();
+        let factory: WriterFactory = Arc::new(move |_: &Path| {
+            Ok(Box::new(Full {
+                data: d.clone(),
+                budget: usize::MAX,
+            }) as Box<dyn Storage>)
+        });
+        let header: Vec<String> = (0..100_000).map(|i| format!("u.{i}.x[m]")).collect();
+        let header = header.join(",");
+        let mut f = RowFile::create(&factory, Path::new("x.csv"), &header).unwrap();
+        assert!(
+            f.buf.capacity() <= BUFFER_BYTES + 4096,
+            "{}",
+            f.buf.capacity()
+        );
+        f.write_row(&[1.5, 2.0], 0).unwrap();
+        f.finish().unwrap();
+        let text = String::from_utf8(data.lock().unwrap().clone()).unwrap();
+        assert_eq!(text, format!("{header}\n1.5,2.0\n"));
+        assert_eq!((f.rows_on_disk(), f.last_tag_on_disk()), (1, Some(0)));
+    }
+
+    /// A header the storage refuses part-way leaves an empty file and the error.
+    #[test]
+    fn a_header_that_does_not_fit_leaves_an_empty_file() {
+        let data = Arc::new(Mutex::new(Vec::new()));
+        let d = data.clone();
+        let factory: WriterFactory = Arc::new(move |_: &Path| {
+            Ok(Box::new(Full {
+                data: d.clone(),
+                budget: 7,
+            }) as Box<dyn Storage>)
+        });
+        for format in [RowFormat::Csv, RowFormat::Binary] {
+            data.lock().unwrap().clear();
+            let e = RowFile::create_as(&factory, Path::new("x"), "alpha[m],beta[m]", format)
+                .err()
+                .expect("the header does not fit");
+            assert_eq!(e.raw_os_error(), Some(28));
+            assert!(data.lock().unwrap().is_empty());
+        }
     }
 }

@@ -190,6 +190,7 @@ pub fn load_text(
         text: text.to_string(),
         sha256,
         record_sha256,
+        text_released: false,
     })
 }
 
@@ -220,6 +221,7 @@ pub fn variant(base: &LoadedModel, overrides: &[Override]) -> Result<LoadedModel
             sha256: crate::hex(&Sha256::digest(text.as_bytes())),
             text,
             record_sha256: base.record_sha256.clone(),
+            text_released: false,
         });
     }
     load_text(&text, &source, &base_folder(base), base.path.clone())

@@ -1,6 +1,6 @@
 //! One substructure in state-space form, and a partition (state space + optional specimen).
 
-use super::seismic_vector;
+use super::{seismic_vector, CompressedRows};
 use crate::elements::{zero_state_tangent, DofRef, ElementRef, SparseRows};
 use crate::error::{Diagnostics, ModelError};
 use crate::excitation::TimeFunction;
@@ -83,7 +83,7 @@ enum SlotKernel {
 #[derive(Debug, Clone, Default, PartialEq)]
 struct LinearTerms {
     rows: Vec<(usize, usize)>,
-    cols: Vec<usize>,
+    cols: Vec<u32>,
     vals: Vec<f64>,
 }
 
@@ -135,11 +135,11 @@ impl SlotKernel {
             for (j, mj) in map.iter().enumerate() {
                 let Some(col) = mj else { continue };
                 if k[(i, j)] != 0.0 {
-                    t.cols.push(*col);
+                    t.cols.push(column_index(*col));
                     t.vals.push(k[(i, j)]);
                 }
                 if c[(i, j)] != 0.0 {
-                    t.cols.push(n + col);
+                    t.cols.push(column_index(n + col));
                     t.vals.push(c[(i, j)]);
                 }
             }
@@ -172,7 +172,7 @@ impl SlotKernel {
             for k in c.row_start[i]..c.row_start[i + 1] {
                 let (j, value) = (c.columns[k], c.values[k]);
                 if let (Some(col), true) = (map[j], value != 0.0) {
-                    t.cols.push(n + col);
+                    t.cols.push(column_index(n + col));
                     t.vals.push(value);
                 }
             }
@@ -205,7 +205,8 @@ struct LinearRun {
     group_end: Vec<usize>,
     /// The slot each group comes from (to take a slot out of the plan again).
     group_slot: Vec<u32>,
-    cols: Vec<usize>,
+    /// Columns of `Y` (32-bit: 12 bytes a term with its value instead of 16, issue 20).
+    cols: Vec<u32>,
     vals: Vec<f64>,
 }
 
@@ -225,11 +226,11 @@ struct FusedRun {
     targets: Vec<usize>,
     /// End of each target's terms of `K` in `k_cols` / `k_vals` (columns of `w`, `< n`).
     k_end: Vec<usize>,
-    k_cols: Vec<usize>,
+    k_cols: Vec<u32>,
     k_vals: Vec<f64>,
     /// End of each target's terms of `E` in `e_cols` / `e_vals` (columns of `Y`).
     e_end: Vec<usize>,
-    e_cols: Vec<usize>,
+    e_cols: Vec<u32>,
     e_vals: Vec<f64>,
 }
 
@@ -245,7 +246,7 @@ impl FusedRun {
             let t_end = run.group_end[g_end - 1];
             let mut terms: Vec<(usize, f64)> = run.cols[t0..t_end]
                 .iter()
-                .copied()
+                .map(|&c| c as usize)
                 .zip(run.vals[t0..t_end].iter().copied())
                 .collect();
             if terms.iter().any(|&(c, _)| c >= 2 * n) || target < n || target >= 2 * n {
@@ -291,20 +292,20 @@ impl FusedRun {
                     .map_or(0.0, |p| terms[p].1)
             };
             for &(c, v) in terms.iter().filter(|t| t.0 < n && t.1 != 0.0) {
-                f.k_cols.push(c);
+                f.k_cols.push(column_index(c));
                 f.k_vals.push(v);
             }
             for &(c, v) in terms.iter().filter(|t| t.0 >= n) {
                 let e = v - beta * k_at(c - n);
                 if e.abs() > 4.0 * f64::EPSILON * v.abs() {
-                    f.e_cols.push(c);
+                    f.e_cols.push(column_index(c));
                     f.e_vals.push(e);
                 }
             }
             // K terms without a damping partner: E holds −β k there.
             for &(c, k) in terms.iter().filter(|t| t.0 < n && t.1 != 0.0) {
                 if terms.binary_search_by_key(&(n + c), |t| t.0).is_err() {
-                    f.e_cols.push(n + c);
+                    f.e_cols.push(column_index(n + c));
                     f.e_vals.push(-(beta * k));
                 }
             }
@@ -336,7 +337,7 @@ enum ResidualPass {
 struct SlotGroups {
     /// `(slot, row of R, end of the group's terms)`.
     groups: Vec<(u32, usize, usize)>,
-    cols: Vec<usize>,
+    cols: Vec<u32>,
     vals: Vec<f64>,
 }
 
@@ -365,6 +366,14 @@ impl SlotGroups {
         }
         out
     }
+}
+
+/// A column index of `Y` in 32 bits (the terms of the residual's linear runs).
+///
+/// # Panics
+/// Beyond 2³² − 1 (a state of more than four billion entries).
+fn column_index(c: usize) -> u32 {
+    u32::try_from(c).expect("a state index fits 32 bits")
 }
 
 /// The kernel of every slot.
@@ -501,9 +510,9 @@ pub struct StateSpace {
     pub dofs: Vec<DofRef>,
     /// Number of extra states.
     pub n_states: usize,
-    /// Nonzero entries `(i, j, m_ij)` of the mass matrix `m` over the DOFs, row by row and
-    /// by column within a row (what the start-up path and `O(nnz)` products use).
-    pub(crate) mass_entries: Vec<(usize, usize, f64)>,
+    /// Nonzero entries of the mass matrix `m` over the DOFs, in compressed rows (what the
+    /// start-up path and `O(nnz)` products use).
+    pub(crate) mass_entries: CompressedRows,
     /// The dense `m`, formed from `mass_entries` on the first call of [`StateSpace::mass`].
     mass_dense: OnceLock<DMatrix<f64>>,
     /// Element slots.
@@ -513,9 +522,9 @@ pub struct StateSpace {
     residual_plan: Vec<ResidualPass>,
     /// Incremented whenever `residual_plan` is rebuilt ([`StateSpace::plan_version`]).
     plan_version: u64,
-    /// Nonzero entries `(i, j, J0_ij)` of `J0 = ∂R/∂Y` at the zero state (with the estimate
-    /// of a physical specimen), row by row and by column within a row.
-    pub(crate) j0_entries: Vec<(usize, usize, f64)>,
+    /// Nonzero entries of `J0 = ∂R/∂Y` at the zero state (with the estimate of a physical
+    /// specimen), in compressed rows.
+    pub(crate) j0_entries: CompressedRows,
     /// The dense `J0`, formed from `j0_entries` on the first call of [`StateSpace::j0`].
     j0_dense: OnceLock<DMatrix<f64>>,
     /// Initial state `Y0`.
@@ -575,26 +584,13 @@ impl StateSpace {
         }
         let ns = offset;
         let big = 2 * n + ns;
-        // Triplets in the order the dense assembly added them: merged by a stable sort, each
-        // entry sums its contributions in that order from 0, so the values equal the dense
-        // sums to the last bit (the zero terms skipped change no sum).
-        let mut mass = Vec::new();
-        for slot in &slots {
-            if let Some(m) = slot.element.mass() {
-                for (i, mi) in slot.map.iter().enumerate() {
-                    let Some(a) = mi else { continue };
-                    for (j, mj) in slot.map.iter().enumerate() {
-                        let Some(b) = mj else { continue };
-                        mass.push((*a, *b, m[(i, j)]));
-                    }
-                }
-            }
-        }
-        let j0 = tangent_triplets(&dofs, &slots, estimate);
-        let j0_entries = merge_triplets(j0);
-        let mass_entries = merge_triplets(mass);
+        // Compressed rows assembled from the contributions in the order the dense assembly
+        // added them: each entry sums its contributions in that order from 0, so the values
+        // equal the dense sums to the last bit (the zero terms skipped change no sum).
+        let j0_entries = assemble_tangent(&dofs, &slots, big, |_| true, estimate);
+        let mass_entries = CompressedRows::assemble(n, |add| emit_mass(&slots, add));
         let mut mass_diagonal = vec![0.0; n];
-        for &(i, j, m) in &mass_entries {
+        for (i, j, m) in mass_entries.iter() {
             if i == j {
                 mass_diagonal[i] = m;
             }
@@ -612,7 +608,7 @@ impl StateSpace {
             }
         }
         // A lumped (diagonal) mass with positive entries is positive definite as it stands.
-        let diagonal = mass_entries.iter().all(|(i, j, _)| i == j);
+        let diagonal = mass_entries.is_diagonal();
         if !diag.has_errors()
             && n > 0
             && !diagonal
@@ -700,12 +696,12 @@ impl StateSpace {
             physical: false,
             dofs: Vec::new(),
             n_states: 0,
-            mass_entries: Vec::new(),
+            mass_entries: CompressedRows::default(),
             mass_dense: OnceLock::new(),
             slots: Vec::new(),
             residual_plan: Vec::new(),
             plan_version: 0,
-            j0_entries: Vec::new(),
+            j0_entries: CompressedRows::default(),
             j0_dense: OnceLock::new(),
             y0: DVector::zeros(0),
             estimate: None,
@@ -739,7 +735,7 @@ impl StateSpace {
         // A dense copy already handed out follows the entries (same values, in place).
         if let Some(dense) = self.j0_dense.get_mut() {
             dense.fill(0.0);
-            for &(i, j, v) in &self.j0_entries {
+            for (i, j, v) in self.j0_entries.iter() {
                 dense[(i, j)] = v;
             }
         }
@@ -790,6 +786,7 @@ impl StateSpace {
         k0: &DMatrix<f64>,
     ) {
         let n = self.dofs.len();
+        let size = self.size();
         let committed_len: usize = self
             .slots
             .iter()
@@ -804,9 +801,8 @@ impl StateSpace {
             RayleighStiffness::Committed => Some(committed_len),
             RayleighStiffness::Current => None,
         };
-        let mut j0 = std::mem::take(&mut self.j0_entries);
-        push_rayleigh_tangent_entries(n, &slot.map, beta, k0.as_slice(), &mut j0);
-        self.j0_entries = merge_triplets(j0);
+        let j0 = std::mem::take(&mut self.j0_entries);
+        self.j0_entries = with_rayleigh_tangent(size, j0, n, &slot.map, beta, k0.as_slice());
         self.j0_dense = OnceLock::new();
         slot.tangent_rayleigh = Some(Box::new(TangentRayleigh {
             beta,
@@ -1007,18 +1003,20 @@ impl StateSpace {
     /// the zero-state tangent, e.g. Bouc–Wen's `γ` with `n = 1`, changes none). Allocates:
     /// not for a real-time step.
     pub fn reassemble_tangent(&mut self) -> bool {
-        let mut j0 = merge_triplets(tangent_triplets(
+        let size = self.size();
+        let mut j0 = assemble_tangent(
             &self.dofs,
             &self.slots,
+            size,
+            |_| true,
             self.estimate.as_ref(),
-        ));
+        );
         // The `β K_0` entries of tangent Rayleigh damping, added after assembly by
         // [`StateSpace::add_tangent_rayleigh`] (with the start-up `K_0`), in the same order.
         let n = self.dofs.len();
         for slot in &self.slots {
             if let Some(t) = &slot.tangent_rayleigh {
-                push_rayleigh_tangent_entries(n, &slot.map, t.beta, &t.k0, &mut j0);
-                j0 = merge_triplets(j0);
+                j0 = with_rayleigh_tangent(size, j0, n, &slot.map, t.beta, &t.k0);
             }
         }
         if j0 == self.j0_entries {
@@ -1032,7 +1030,7 @@ impl StateSpace {
     /// Remove the mass of DOF `i` from the diagonal (the placeholder mass of a massless
     /// imposed copy); the dense copy, if one was formed, is dropped and formed again.
     pub(crate) fn clear_mass_diagonal(&mut self, i: usize) {
-        self.mass_entries.retain(|&(r, c, _)| !(r == i && c == i));
+        self.mass_entries.retain(|r, c, _| !(r == i && c == i));
         self.mass_dense = OnceLock::new();
     }
 
@@ -1060,13 +1058,13 @@ impl StateSpace {
         )
     }
 
-    /// The nonzero entries `(row, column, value)` of `J0`, row by row.
-    pub fn j0_entries(&self) -> &[(usize, usize, f64)] {
+    /// The nonzero entries of `J0`, in compressed rows.
+    pub fn j0_entries(&self) -> &CompressedRows {
         &self.j0_entries
     }
 
-    /// The nonzero entries `(row, column, value)` of the mass matrix `m`, row by row.
-    pub fn mass_entries(&self) -> &[(usize, usize, f64)] {
+    /// The nonzero entries of the mass matrix `m`, in compressed rows.
+    pub fn mass_entries(&self) -> &CompressedRows {
         &self.mass_entries
     }
 
@@ -1142,7 +1140,7 @@ impl StateSpace {
                         for &end in &run.group_end[g0..g_end] {
                             let mut acc = 0.0;
                             for (c, v) in run.cols[t0..end].iter().zip(&run.vals[t0..end]) {
-                                acc += v * y[*c];
+                                acc += v * y[*c as usize];
                             }
                             sum += acc;
                             t0 = end;
@@ -1198,8 +1196,8 @@ impl StateSpace {
             assert!(y.len() >= 2 * n && out.len() >= 2 * n);
             // By construction (`FusedRun::from_run`): `k_cols < n`, `e_cols < 2n`,
             // `n ≤ targets < 2n`, and the ends ascend to the lengths of the columns.
-            debug_assert!(run.k_cols.iter().all(|&c| c < n));
-            debug_assert!(run.e_cols.iter().all(|&c| c < 2 * n));
+            debug_assert!(run.k_cols.iter().all(|&c| (c as usize) < n));
+            debug_assert!(run.e_cols.iter().all(|&c| (c as usize) < 2 * n));
             debug_assert!(run.targets.iter().all(|&t| t < 2 * n));
             debug_assert!(run.k_end.windows(2).all(|p| p[0] <= p[1]));
             debug_assert!(run.e_end.windows(2).all(|p| p[0] <= p[1]));
@@ -1214,11 +1212,11 @@ impl StateSpace {
                 unsafe {
                     for t in k0..k_end {
                         acc += run.k_vals.get_unchecked(t)
-                            * w.get_unchecked(*run.k_cols.get_unchecked(t));
+                            * w.get_unchecked(*run.k_cols.get_unchecked(t) as usize);
                     }
                     for t in e0..e_end {
                         acc += run.e_vals.get_unchecked(t)
-                            * y.get_unchecked(*run.e_cols.get_unchecked(t));
+                            * y.get_unchecked(*run.e_cols.get_unchecked(t) as usize);
                     }
                     *out.get_unchecked_mut(target) += acc;
                 }
@@ -1229,10 +1227,11 @@ impl StateSpace {
             for ((&target, &k_end), &e_end) in run.targets.iter().zip(&run.k_end).zip(&run.e_end) {
                 let mut acc = 0.0;
                 for (c, k) in run.k_cols[k0..k_end].iter().zip(&run.k_vals[k0..k_end]) {
-                    acc += k * (u[*c] + b * v[*c]);
+                    let c = *c as usize;
+                    acc += k * (u[c] + b * v[c]);
                 }
                 for (c, e) in run.e_cols[e0..e_end].iter().zip(&run.e_vals[e0..e_end]) {
-                    acc += e * y[*c];
+                    acc += e * y[*c as usize];
                 }
                 out[target] += acc;
                 (k0, e0) = (k_end, e_end);
@@ -1284,7 +1283,8 @@ impl StateSpace {
                 }
                 _ => (&[][..], &[][..]),
             };
-            if cols != k_cols {
+            if cols.len() != k_cols.len() || cols.iter().zip(k_cols).any(|(&a, &b)| a != b as usize)
+            {
                 return false;
             }
             let scale = vals.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -1356,17 +1356,16 @@ impl StateSpace {
     /// without the slots of [`StateSpace::nonlinear_slots`] (the `u̇ = v` rows, the linear
     /// elements, the estimate of a specimen), merged by place. Allocates (start-up only).
     pub fn linear_tangent_entries(&self) -> Vec<(usize, usize, f64)> {
-        let linear: Vec<ElementSlot> = self
-            .slots
-            .iter()
-            .filter(|s| !matches!(s.kernel, SlotKernel::Generic))
-            .cloned()
-            .collect();
-        merge_triplets(tangent_triplets(
+        let linear = |s: &ElementSlot| !matches!(s.kernel, SlotKernel::Generic);
+        assemble_tangent(
             &self.dofs,
-            &linear,
+            &self.slots,
+            self.size(),
+            linear,
             self.estimate.as_ref(),
-        ))
+        )
+        .iter()
+        .collect()
     }
 
     /// A superset of the places `(row, column)` of `D = M + c ∂R/∂Y` at any state as
@@ -1377,7 +1376,7 @@ impl StateSpace {
     pub fn tangent_pattern(&self) -> Vec<(usize, usize)> {
         let n = self.dofs.len();
         let mut p: Vec<(usize, usize)> = (0..self.size()).map(|i| (i, i)).collect();
-        p.extend(self.mass_entries.iter().map(|&(i, j, _)| (n + i, n + j)));
+        p.extend(self.mass_entries.iter().map(|(i, j, _)| (n + i, n + j)));
         p.extend(
             self.linear_tangent_entries()
                 .iter()
@@ -1706,8 +1705,11 @@ impl StateSpace {
         out[..n].copy_from_slice(&x[..n]);
         // Row by row over the nonzero entries: the dense sum's order without its zero terms.
         out[n..2 * n].iter_mut().for_each(|o| *o = 0.0);
-        for &(i, j, m) in &self.mass_entries {
-            out[n + i] += m * x[n + j];
+        for i in 0..n {
+            let (cols, vals) = self.mass_entries.row(i);
+            for (&j, m) in cols.iter().zip(vals) {
+                out[n + i] += m * x[n + j as usize];
+            }
         }
         out[2 * n..].copy_from_slice(&x[2 * n..]);
     }
@@ -1716,7 +1718,7 @@ impl StateSpace {
     pub fn big_mass(&self) -> DMatrix<f64> {
         let n = self.dofs.len();
         let mut m = DMatrix::identity(self.size(), self.size());
-        for &(i, j, v) in &self.mass_entries {
+        for (i, j, v) in self.mass_entries.iter() {
             m[(n + i, n + j)] = v;
         }
         m
@@ -1727,41 +1729,32 @@ impl StateSpace {
     /// besides `j0` itself.
     pub fn d_entries(&self, c: f64) -> Vec<(usize, usize, f64)> {
         let (n, size) = (self.dofs.len(), self.size());
-        let (mut mk, mut jk) = (0, 0);
         let mut out = Vec::with_capacity(self.j0_entries.len() + size);
         for i in 0..size {
             // Row i of M (the identity outside the momentum rows) merged with row i of J0 by
             // column: `m_ij + J0_ij c` with a missing entry read as 0 (the dense sum's value).
-            let identity = [(i, i, 1.0)];
-            let m_row: &[(usize, usize, f64)] = if (n..2 * n).contains(&i) {
-                let lo = mk;
-                while mk < self.mass_entries.len() && self.mass_entries[mk].0 == i - n {
-                    mk += 1;
-                }
-                &self.mass_entries[lo..mk]
+            let identity = ([i as u32], [1.0]);
+            let (m_cols, m_vals): (&[u32], &[f64]) = if (n..2 * n).contains(&i) {
+                self.mass_entries.row(i - n)
             } else {
-                &identity
+                (&identity.0, &identity.1)
             };
-            let lo = jk;
-            while jk < self.j0_entries.len() && self.j0_entries[jk].0 == i {
-                jk += 1;
-            }
-            let j_row = &self.j0_entries[lo..jk];
+            let (j_cols, j_vals) = self.j0_entries.row(i);
             let offset = if (n..2 * n).contains(&i) { n } else { 0 };
             let (mut a, mut b) = (0, 0);
-            while a < m_row.len() || b < j_row.len() {
-                let ca = m_row.get(a).map_or(usize::MAX, |e| e.1 + offset);
-                let cb = j_row.get(b).map_or(usize::MAX, |e| e.1);
+            while a < m_cols.len() || b < j_cols.len() {
+                let ca = m_cols.get(a).map_or(usize::MAX, |&j| j as usize + offset);
+                let cb = j_cols.get(b).map_or(usize::MAX, |&j| j as usize);
                 let col = ca.min(cb);
                 let mij = if ca == col {
                     a += 1;
-                    m_row[a - 1].2
+                    m_vals[a - 1]
                 } else {
                     0.0
                 };
                 let jij = if cb == col {
                     b += 1;
-                    j_row[b - 1].2
+                    j_vals[b - 1]
                 } else {
                     0.0
                 };
@@ -1780,9 +1773,9 @@ impl StateSpace {
     /// bit (its identity blocks neither pivot nor update the `m` block).
     pub fn solve_mass(&self, x: &mut [f64]) -> bool {
         let n = self.dofs.len();
-        if self.mass_entries.iter().all(|(i, j, _)| i == j) {
+        if self.mass_entries.is_diagonal() {
             let mut diag = vec![0.0; n];
-            for &(i, _, m) in &self.mass_entries {
+            for (i, _, m) in self.mass_entries.iter() {
                 diag[i] = m;
             }
             if diag.contains(&0.0) {
@@ -1806,8 +1799,11 @@ impl StateSpace {
     pub fn kinetic_energy(&self, y: &[f64]) -> f64 {
         let n = self.dofs.len();
         let mut e = 0.0;
-        for &(i, j, m) in &self.mass_entries {
-            e += 0.5 * y[n + i] * m * y[n + j];
+        for i in 0..n {
+            let (cols, vals) = self.mass_entries.row(i);
+            for (&j, m) in cols.iter().zip(vals) {
+                e += 0.5 * y[n + i] * m * y[n + j as usize];
+            }
         }
         e
     }
@@ -1839,25 +1835,38 @@ impl StateSpace {
     }
 }
 
-/// Merge triplets `(row, column, value)` into the nonzero entries, row by row and by column:
-/// a stable sort keeps each entry's contributions in the order given, summed from 0 as a
-/// dense `+=` assembly would, so the values are the dense ones to the last bit.
-/// The triplets of `J0 = ∂R/∂Y` at the zero state (Abbiati et al. 2019, eq 11: the matrix `D`
-/// of the generalized-α step is built from it) in the order the dense assembly added them: the
-/// `u̇ = v` rows, each slot's tangent (or its sparse damping), then the estimate of a physical
-/// specimen. [`StateSpace::new`] and [`StateSpace::reassemble_tangent`] both merge these, so a
+/// `J0 = ∂R/∂Y` at the zero state (Abbiati et al. 2019, eq 11: the matrix `D` of the
+/// generalized-α step is built from it) over the slots for which `include` holds, in compressed
+/// rows: the contributions of [`emit_tangent`] summed in the order the dense assembly added
+/// them. [`StateSpace::new`] and [`StateSpace::reassemble_tangent`] both assemble it so, so a
 /// re-assembly after a parameter change gives the bits of a state space built with the new
 /// value.
-fn tangent_triplets(
+fn assemble_tangent(
     dofs: &[DofRef],
     slots: &[ElementSlot],
+    size: usize,
+    include: impl Fn(&ElementSlot) -> bool,
     estimate: Option<&Estimate>,
-) -> Vec<(usize, usize, f64)> {
+) -> CompressedRows {
     let n = dofs.len();
-    let index = super::DofIndex::new(dofs);
-    let mut j0 = Vec::with_capacity(n);
+    let index = estimate.map(|_| super::DofIndex::new(dofs));
+    let estimate = estimate.zip(index.as_ref());
+    CompressedRows::assemble(size, |add| {
+        emit_tangent(n, slots.iter().filter(|s| include(s)), estimate, add)
+    })
+}
+
+/// The contributions `(row, column, value)` of `J0` at the zero state in the order the dense
+/// assembly added them: the `u̇ = v` rows, each slot's tangent (or its sparse damping), then
+/// the estimate of a physical specimen.
+fn emit_tangent<'s>(
+    n: usize,
+    slots: impl Iterator<Item = &'s ElementSlot>,
+    estimate: Option<(&Estimate, &super::DofIndex<'_>)>,
+    add: &mut dyn FnMut(usize, usize, f64),
+) {
     for i in 0..n {
-        j0.push((i, n + i, -1.0));
+        add(i, n + i, -1.0);
     }
     for slot in slots {
         if let Some(c) = slot.element.sparse_damping() {
@@ -1867,7 +1876,7 @@ fn tangent_triplets(
                 let Some(row) = mi else { continue };
                 for t in c.row_start[i]..c.row_start[i + 1] {
                     if let Some(col) = slot.map[c.columns[t]] {
-                        j0.push((n + row, n + col, c.values[t]));
+                        add(n + row, n + col, c.values[t]);
                     }
                 }
             }
@@ -1898,12 +1907,12 @@ fn tangent_triplets(
             let sign = if row < ne { 1.0 } else { -1.0 };
             for c in 0..2 * ne + nse {
                 if let Some(col) = col_index(c) {
-                    j0.push((target, col, sign * t[(row, c)]));
+                    add(target, col, sign * t[(row, c)]);
                 }
             }
         }
     }
-    if let Some(est) = estimate {
+    if let Some((est, index)) = estimate {
         for (a, da) in est.dofs.iter().enumerate() {
             let Some(i) = index.get(da) else {
                 continue;
@@ -1912,60 +1921,62 @@ fn tangent_triplets(
                 let Some(j) = index.get(db) else {
                     continue;
                 };
-                j0.push((n + i, j, est.stiffness[(a, b)]));
-                j0.push((n + i, n + j, est.damping[(a, b)]));
+                add(n + i, j, est.stiffness[(a, b)]);
+                add(n + i, n + j, est.damping[(a, b)]);
             }
         }
     }
-    j0
 }
 
-/// The `β K_0` entries of an element's tangent Rayleigh damping in the `∂r/∂v` block of `J0`
-/// (rows and columns `n + DOF`), `k0` its initial stiffness over the element DOFs `map`
-/// (column-major), onto `j0`.
-fn push_rayleigh_tangent_entries(
+/// The contributions `(i, j, m_ij)` of the slots' masses to the mass matrix `m`, in slot
+/// order.
+fn emit_mass(slots: &[ElementSlot], add: &mut dyn FnMut(usize, usize, f64)) {
+    for slot in slots {
+        if let Some(m) = slot.element.mass() {
+            for (i, mi) in slot.map.iter().enumerate() {
+                let Some(a) = mi else { continue };
+                for (j, mj) in slot.map.iter().enumerate() {
+                    let Some(b) = mj else { continue };
+                    add(*a, *b, m[(i, j)]);
+                }
+            }
+        }
+    }
+}
+
+/// `j0` with the `β K_0` entries of an element's tangent Rayleigh damping added in the
+/// `∂r/∂v` block (rows and columns `n + DOF`), `k0` its initial stiffness over the element
+/// DOFs `map` (column-major): each entry is `j0`'s value, then the new term.
+fn with_rayleigh_tangent(
+    size: usize,
+    j0: CompressedRows,
     n: usize,
     map: &[Option<usize>],
     beta: f64,
     k0: &[f64],
-    j0: &mut Vec<(usize, usize, f64)>,
-) {
+) -> CompressedRows {
     let ne = map.len();
-    for (i, mi) in map.iter().enumerate() {
-        let Some(row) = mi else { continue };
-        for (j, mj) in map.iter().enumerate() {
-            let Some(col) = mj else { continue };
-            let k = k0[i + j * ne];
-            if k != 0.0 {
-                j0.push((n + row, n + col, beta * k));
+    CompressedRows::assemble(size, |add| {
+        for (i, j, v) in j0.iter() {
+            add(i, j, v);
+        }
+        for (i, mi) in map.iter().enumerate() {
+            let Some(row) = mi else { continue };
+            for (j, mj) in map.iter().enumerate() {
+                let Some(col) = mj else { continue };
+                let k = k0[i + j * ne];
+                if k != 0.0 {
+                    add(n + row, n + col, beta * k);
+                }
             }
         }
-    }
-}
-
-fn merge_triplets(mut t: Vec<(usize, usize, f64)>) -> Vec<(usize, usize, f64)> {
-    t.sort_by_key(|&(i, j, _)| (i, j));
-    let mut out: Vec<(usize, usize, f64)> = Vec::with_capacity(t.len());
-    let mut k = 0;
-    while k < t.len() {
-        let (i, j) = (t[k].0, t[k].1);
-        let mut v = 0.0;
-        while k < t.len() && t[k].0 == i && t[k].1 == j {
-            v += t[k].2;
-            k += 1;
-        }
-        if v != 0.0 {
-            out.push((i, j, v));
-        }
-    }
-    out.shrink_to_fit();
-    out
+    })
 }
 
 /// The dense `size × size` matrix of `entries`.
-fn dense_from_entries(size: usize, entries: &[(usize, usize, f64)]) -> DMatrix<f64> {
+fn dense_from_entries(size: usize, entries: &CompressedRows) -> DMatrix<f64> {
     let mut m = DMatrix::zeros(size, size);
-    for &(i, j, v) in entries {
+    for (i, j, v) in entries.iter() {
         m[(i, j)] = v;
     }
     m
@@ -1981,13 +1992,9 @@ fn stores_energy(e: &dyn crate::elements::Element) -> bool {
 }
 
 /// Add `sign ×` the estimated stiffness/damping to the momentum rows of `J0`.
-fn add_estimate(j0: &mut Vec<(usize, usize, f64)>, dofs: &[DofRef], est: &Estimate, sign: f64) {
+fn add_estimate(j0: &mut CompressedRows, dofs: &[DofRef], est: &Estimate, sign: f64) {
     let n = dofs.len();
-    let mut add =
-        |i: usize, j: usize, v: f64| match j0.binary_search_by_key(&(i, j), |e| (e.0, e.1)) {
-            Ok(k) => j0[k].2 += v,
-            Err(k) => j0.insert(k, (i, j, 0.0 + v)),
-        };
+    let mut add = |i: usize, j: usize, v: f64| j0.add(i, j, v);
     for (a, da) in est.dofs.iter().enumerate() {
         let Some(i) = dofs.iter().position(|x| x == da) else {
             continue;
@@ -2212,7 +2219,7 @@ mod tests {
         let mut expected = vec![0.0; st.size()];
         residual_slot_by_slot(st, y, &mut expected);
         let mut scale = vec![0.0; st.size()];
-        for &(i, j, v) in &st.j0_entries {
+        for (i, j, v) in st.j0_entries.iter() {
             scale[i] += (v * y[j]).abs();
         }
         for i in 0..st.size() {
@@ -2280,7 +2287,7 @@ mod tests {
                     for &(target, end) in rows {
                         let mut acc = 0.0;
                         for (c, v) in cols[start..end].iter().zip(&vals[start..end]) {
-                            acc += v * y[*c];
+                            acc += v * y[*c as usize];
                         }
                         out[target] += acc;
                         start = end;

@@ -257,7 +257,7 @@ impl NewtonSolve {
                 constant.push((i, i, 1.0, 0.0));
             }
         }
-        for &(i, j, m) in st.mass_entries() {
+        for (i, j, m) in st.mass_entries().iter() {
             constant.push((n + i, n + j, m, 0.0));
         }
         for (i, j, v) in st.linear_tangent_entries() {

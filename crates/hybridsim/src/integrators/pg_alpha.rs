@@ -720,8 +720,13 @@ pub(crate) fn link_operator(
                 r3[i] = (1.0 - af) * yd[i] - (1.0 - am) * v[i];
                 rhs[i] = l[(i, col)] * w;
             }
-            for &(i, c, x) in st.j0_entries() {
-                rhs[i] -= x * (r2[c] + gdt / am * r3[c]);
+            let j0 = st.j0_entries();
+            for i in 0..j0.n_rows() {
+                let (cols, vals) = j0.row(i);
+                for (&c, x) in cols.iter().zip(vals) {
+                    let c = c as usize;
+                    rhs[i] -= x * (r2[c] + gdt / am * r3[c]);
+                }
             }
             d.solve(rhs.as_mut_slice());
             if rhs.iter().any(|x| !x.is_finite()) {
