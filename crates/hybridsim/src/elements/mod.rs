@@ -294,6 +294,62 @@ macro_rules! impl_element_evaluation {
     };
 }
 
+/// The constant stiffness and damping of a linear element `r = K u + C v` over its `n` DOFs,
+/// borrowed from the element ([`Element::constant_matrices`]), each `n × n` column by column:
+/// `K_ij` is `k[i + j n]`.
+#[derive(Debug, Clone, Copy)]
+pub struct ConstantMatrices<'a> {
+    /// The stiffness `K`, column by column.
+    pub k: &'a [f64],
+    /// The damping `C`, column by column, `None` when it is zero.
+    pub c: Option<&'a [f64]>,
+}
+
+impl ConstantMatrices<'_> {
+    /// `r = K u + C v`, column by column: row `i` adds its terms in the order `j = 0, 1, …`
+    /// (the stiffness term, then the damping term, of every `j`), the order of a row-by-row
+    /// dot product, so the same bits as that product for finite `u` and `v`. No allocation.
+    #[inline]
+    pub fn force(&self, u: &[f64], v: &[f64], r: &mut [f64]) {
+        let n = r.len();
+        r.fill(0.0);
+        match self.c {
+            None => {
+                for (j, column) in self.k.chunks_exact(n).enumerate() {
+                    let uj = u[j];
+                    for (ri, kij) in r.iter_mut().zip(column) {
+                        *ri += kij * uj;
+                    }
+                }
+            }
+            Some(c) => {
+                for (j, (kc, cc)) in self.k.chunks_exact(n).zip(c.chunks_exact(n)).enumerate() {
+                    let (uj, vj) = (u[j], v[j]);
+                    for ((ri, kij), cij) in r.iter_mut().zip(kc).zip(cc) {
+                        *ri += kij * uj;
+                        *ri += cij * vj;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The stored energy `½ uᵀ K u` as `½ Σ_i u_i (K u)_i` with `K u` from
+    /// [`ConstantMatrices::force`] (no damping) into `scratch` (length `n`): `n² + n`
+    /// products instead of the `3 n²` of the entry-by-entry double sum, equal to it to
+    /// round-off. No allocation.
+    #[inline]
+    pub fn stored_energy(&self, u: &[f64], scratch: &mut [f64]) -> f64 {
+        let stiffness = ConstantMatrices { k: self.k, c: None };
+        stiffness.force(u, u, scratch);
+        let mut e = 0.0;
+        for (ui, fi) in u.iter().zip(scratch.iter()) {
+            e += ui * fi;
+        }
+        0.5 * e
+    }
+}
+
 /// Copying a boxed element (blanket-implemented for every `Element + Clone`), so that an
 /// element shared by a model can be handed to an [`ElementDriver`] or updated at run time.
 pub trait ElementClone {
@@ -365,6 +421,16 @@ pub trait Element: Send + Sync + fmt::Debug + ElementClone {
 
     /// Constant damping matrix for linear elements.
     fn linear_damping(&self) -> Option<DMatrix<f64>> {
+        None
+    }
+
+    /// The constant matrices of a linear element, borrowed, for evaluations in `f64` without
+    /// the law (the recorder's element forces and the stored energy of every row, issue 20).
+    /// An element returning them promises, for every finite `u` and `v`, that `restoring` with
+    /// no extra states gives `K u + C v` summed over `j` in order for each row (the
+    /// [`ConstantMatrices::force`] of these matrices, to the last bit) and that
+    /// `potential_energy` is `½ uᵀ K u`. `None` (the default): evaluate through the law.
+    fn constant_matrices(&self) -> Option<ConstantMatrices<'_>> {
         None
     }
 
