@@ -308,9 +308,53 @@ pub struct ConstantMatrices<'a> {
 impl ConstantMatrices<'_> {
     /// `r = K u + C v`, column by column: row `i` adds its terms in the order `j = 0, 1, …`
     /// (the stiffness term, then the damping term, of every `j`), the order of a row-by-row
-    /// dot product, so the same bits as that product for finite `u` and `v`. No allocation.
+    /// dot product, so the same bits as that product for finite `u` and `v`. Up to 12 DOFs
+    /// (a 2D or 3D beam's 6 or 12) the sums are kept in registers. No allocation.
     #[inline]
     pub fn force(&self, u: &[f64], v: &[f64], r: &mut [f64]) {
+        match r.len() {
+            1 => self.force_of::<1>(u, v, r),
+            2 => self.force_of::<2>(u, v, r),
+            3 => self.force_of::<3>(u, v, r),
+            4 => self.force_of::<4>(u, v, r),
+            6 => self.force_of::<6>(u, v, r),
+            8 => self.force_of::<8>(u, v, r),
+            12 => self.force_of::<12>(u, v, r),
+            _ => self.force_any(u, v, r),
+        }
+    }
+
+    /// [`ConstantMatrices::force`] for `N` DOFs, the sums in a fixed-size array.
+    #[inline]
+    fn force_of<const N: usize>(&self, u: &[f64], v: &[f64], r: &mut [f64]) {
+        let mut acc = [0.0; N];
+        let k = &self.k[..N * N];
+        let u = &u[..N];
+        match self.c {
+            None => {
+                for j in 0..N {
+                    let uj = u[j];
+                    for i in 0..N {
+                        acc[i] += k[i + j * N] * uj;
+                    }
+                }
+            }
+            Some(c) => {
+                let (c, v) = (&c[..N * N], &v[..N]);
+                for j in 0..N {
+                    let (uj, vj) = (u[j], v[j]);
+                    for i in 0..N {
+                        acc[i] += k[i + j * N] * uj;
+                        acc[i] += c[i + j * N] * vj;
+                    }
+                }
+            }
+        }
+        r[..N].copy_from_slice(&acc);
+    }
+
+    /// [`ConstantMatrices::force`] for any number of DOFs, the sums in `r`.
+    fn force_any(&self, u: &[f64], v: &[f64], r: &mut [f64]) {
         let n = r.len();
         r.fill(0.0);
         match self.c {
