@@ -481,6 +481,32 @@ fn matrix_forces_are_the_row_by_row_sums_for_every_size() {
                 assert_eq!(r[i].to_bits(), acc.to_bits(), "n = {n}, row {i}");
             }
         }
+        // At a state vector: DOF 1 fixed to the ground, the others in reverse order, the
+        // velocities `2n` further on.
+        let map: Vec<Option<usize>> = (0..n).map(|j| (j != 1).then_some(n - 1 - j)).collect();
+        let mut y = vec![f64::NAN; 3 * n + 1];
+        let (mut uy, mut vy) = (u.clone(), v.clone());
+        for (j, m) in map.iter().enumerate() {
+            match m {
+                Some(k) => (y[*k], y[2 * n + k]) = (u[j], v[j]),
+                None => (uy[j], vy[j]) = (0.0, 0.0),
+            }
+        }
+        for damping in [None, Some(c.as_slice())] {
+            let m = ConstantMatrices { k: &k, c: damping };
+            let (mut at, mut gathered) = (vec![0.0; n], vec![0.0; n]);
+            m.force(&uy, &vy, &mut gathered);
+            if m.force_at(&map, &y, 2 * n, &mut at) {
+                assert_eq!(at, gathered, "n = {n}");
+            } else {
+                assert!(![1, 2, 3, 4, 6, 8, 12].contains(&n), "n = {n}");
+            }
+            let mut scratch = vec![0.0; n];
+            let energy = m.stored_energy(&uy, &mut scratch);
+            if let Some(e) = m.stored_energy_at(&map, &y) {
+                assert_eq!(e.to_bits(), energy.to_bits(), "n = {n}");
+            }
+        }
         let m = ConstantMatrices { k: &k, c: None };
         let mut scratch = vec![0.0; n];
         let fast = m.stored_energy(&u, &mut scratch);

@@ -1628,9 +1628,11 @@ impl StateSpace {
         let s = &self.slots[slot];
         if s.kernel == SlotKernel::Linear {
             if let Some(m) = s.element.constant_matrices() {
-                self.gather(s, y, ws);
-                let ne = s.map.len();
-                m.force(&ws.u[..ne], &ws.v[..ne], out);
+                if !m.force_at(&s.map, y, self.dofs.len(), out) {
+                    self.gather(s, y, ws);
+                    let ne = s.map.len();
+                    m.force(&ws.u[..ne], &ws.v[..ne], out);
+                }
                 if out.iter().all(|f| f.is_finite()) {
                     return;
                 }
@@ -1862,16 +1864,22 @@ impl StateSpace {
                 continue; // masses, dashpots and Rayleigh terms store no energy
             }
             let ne = slot.map.len();
+            let matrices = match slot.kernel {
+                SlotKernel::Linear => slot.element.constant_matrices(),
+                _ => None,
+            };
+            // `½ uᵀ K u` from the borrowed `K` (issue 20: the entry-by-entry sum of the law
+            // was most of a recorded energy column).
+            if let Some(e) = matrices.and_then(|m| m.stored_energy_at(&slot.map, y)) {
+                total += e;
+                continue;
+            }
             for (i, m) in slot.map.iter().enumerate() {
                 ws.u[i] = m.map(|k| y[k]).unwrap_or(0.0);
             }
-            if slot.kernel == SlotKernel::Linear {
-                if let Some(m) = slot.element.constant_matrices() {
-                    // `½ uᵀ K u` from the borrowed `K` (issue 20: the entry-by-entry sum of
-                    // the law was most of a recorded energy column).
-                    total += m.stored_energy(&ws.u[..ne], &mut ws.r[..ne]);
-                    continue;
-                }
+            if let Some(m) = matrices {
+                total += m.stored_energy(&ws.u[..ne], &mut ws.r[..ne]);
+                continue;
             }
             let s0 = 2 * n + slot.state_offset;
             ws.s[..slot.n_states].copy_from_slice(&y[s0..s0 + slot.n_states]);

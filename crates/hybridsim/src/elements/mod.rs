@@ -324,6 +324,89 @@ impl ConstantMatrices<'_> {
         }
     }
 
+    /// [`ConstantMatrices::force`] at a state vector `y`: `u_j = y[map_j]` and
+    /// `v_j = y[velocities + map_j]`, both 0 where `map_j` is `None` (a DOF fixed to the
+    /// ground), read straight into registers for the sizes [`ConstantMatrices::force`] keeps
+    /// there; `false` (nothing written) for the other sizes. No allocation.
+    #[inline]
+    pub fn force_at(
+        &self,
+        map: &[Option<usize>],
+        y: &[f64],
+        velocities: usize,
+        r: &mut [f64],
+    ) -> bool {
+        match map.len() {
+            1 => self.force_at_of::<1>(map, y, velocities, r),
+            2 => self.force_at_of::<2>(map, y, velocities, r),
+            3 => self.force_at_of::<3>(map, y, velocities, r),
+            4 => self.force_at_of::<4>(map, y, velocities, r),
+            6 => self.force_at_of::<6>(map, y, velocities, r),
+            8 => self.force_at_of::<8>(map, y, velocities, r),
+            12 => self.force_at_of::<12>(map, y, velocities, r),
+            _ => return false,
+        }
+        true
+    }
+
+    /// [`ConstantMatrices::stored_energy`] at a state vector `y` (`u_j = y[map_j]`, 0 where
+    /// `map_j` is `None`), for the sizes [`ConstantMatrices::force_at`] serves; `None` for
+    /// the others. No allocation.
+    #[inline]
+    pub fn stored_energy_at(&self, map: &[Option<usize>], y: &[f64]) -> Option<f64> {
+        Some(match map.len() {
+            1 => self.stored_energy_of::<1>(map, y),
+            2 => self.stored_energy_of::<2>(map, y),
+            3 => self.stored_energy_of::<3>(map, y),
+            4 => self.stored_energy_of::<4>(map, y),
+            6 => self.stored_energy_of::<6>(map, y),
+            8 => self.stored_energy_of::<8>(map, y),
+            12 => self.stored_energy_of::<12>(map, y),
+            _ => return None,
+        })
+    }
+
+    /// `x_j = y[offset + map_j]` (0 where `map_j` is `None`) for `N` DOFs.
+    #[inline]
+    fn gathered<const N: usize>(map: &[Option<usize>], y: &[f64], offset: usize) -> [f64; N] {
+        let mut x = [0.0; N];
+        for (xi, m) in x.iter_mut().zip(&map[..N]) {
+            if let Some(k) = *m {
+                *xi = y[offset + k];
+            }
+        }
+        x
+    }
+
+    #[inline]
+    fn force_at_of<const N: usize>(
+        &self,
+        map: &[Option<usize>],
+        y: &[f64],
+        velocities: usize,
+        r: &mut [f64],
+    ) {
+        let u = Self::gathered::<N>(map, y, 0);
+        let v = match self.c {
+            Some(_) => Self::gathered::<N>(map, y, velocities),
+            None => [0.0; N],
+        };
+        self.force_of::<N>(&u, &v, r);
+    }
+
+    #[inline]
+    fn stored_energy_of<const N: usize>(&self, map: &[Option<usize>], y: &[f64]) -> f64 {
+        let u = Self::gathered::<N>(map, y, 0);
+        let stiffness = ConstantMatrices { k: self.k, c: None };
+        let mut ku = [0.0; N];
+        stiffness.force_of::<N>(&u, &u, &mut ku);
+        let mut e = 0.0;
+        for (ui, fi) in u.iter().zip(&ku) {
+            e += ui * fi;
+        }
+        0.5 * e
+    }
+
     /// [`ConstantMatrices::force`] for `N` DOFs, the sums in a fixed-size array.
     #[inline]
     fn force_of<const N: usize>(&self, u: &[f64], v: &[f64], r: &mut [f64]) {
