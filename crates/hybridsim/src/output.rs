@@ -26,15 +26,22 @@ impl Column {
 /// bytes (a wide model records about seven columns a DOF; with `u32` indices a channel was
 /// 32 bytes, 2.2 MB of a 10⁴-DOF chain's start-up, issue 20).
 #[derive(Debug, Clone, Copy)]
+///
+/// The nodal and state channels hold, third, the length of the run of columns of the same
+/// kind and partition with consecutive indices that starts at them (at least 1), so that a row
+/// copies each run as a slice instead of matching every column (issue 20: the match per
+/// column was a quarter of the recorder's time on a 10³-DOF frame).
 enum Channel {
     Time,
-    U(u32, u32),
-    V(u32, u32),
-    AbsAcc(u32, u32),
-    State(u32, u32),
+    U(u32, u32, u32),
+    V(u32, u32, u32),
+    AbsAcc(u32, u32, u32),
+    State(u32, u32, u32),
     Lambda(u32),
     GapU(u32),
     GapV(u32),
+    /// An element's forces, one column a DOF; the group's first column holds its `len` and
+    /// writes the group, the others hold `len = 0`.
     ElementForce {
         part: u32,
         slot: u32,
@@ -167,7 +174,7 @@ impl Recorder {
                     &mut channels,
                     format!("u.{x}.{}.{}", d.node, d.dof),
                     u.displacement_unit(&d.dof),
-                    Channel::U(ix(p), ix(i)),
+                    Channel::U(ix(p), ix(i), 1),
                 );
             }
             for (i, d) in dofs() {
@@ -176,7 +183,7 @@ impl Recorder {
                     &mut channels,
                     format!("v.{x}.{}.{}", d.node, d.dof),
                     u.velocity_unit(&d.dof),
-                    Channel::V(ix(p), ix(i)),
+                    Channel::V(ix(p), ix(i), 1),
                 );
             }
             for (i, d) in dofs() {
@@ -185,7 +192,7 @@ impl Recorder {
                     &mut channels,
                     format!("a_abs.{x}.{}.{}", d.node, d.dof),
                     u.acceleration_unit(&d.dof),
-                    Channel::AbsAcc(ix(p), ix(i)),
+                    Channel::AbsAcc(ix(p), ix(i), 1),
                 );
             }
             if model.output.elements {
@@ -210,20 +217,12 @@ impl Recorder {
                             },
                         );
                     }
-                    if let Some(Channel::ElementForce { len, .. }) = channels.last_mut() {
-                        *len = ix(e.dofs().len());
-                    }
-                    // Mark only the first column of the group as the writer; others are skipped.
+                    // The group's first column writes the group; the others are skipped.
                     let n = e.dofs().len();
                     let k = channels.len();
-                    for c in &mut channels[k - n..k - 1] {
-                        *c = Channel::ElementForce {
-                            part: ix(p),
-                            slot: ix(si),
-                            len: 0,
-                        };
+                    if let Some(Channel::ElementForce { len, .. }) = channels.get_mut(k - n) {
+                        *len = ix(n);
                     }
-                    max_scratch = max_scratch.max(n);
                     if e.n_states() > 0 {
                         let zeros = vec![0.0; e.dofs().len()];
                         let dof = e.dofs().first().map(|d| d.dof.as_str()).unwrap_or("");
@@ -254,7 +253,7 @@ impl Recorder {
                             &mut channels,
                             format!("state.{}.{}", slot.name, name),
                             unit_of(u, e.state_quantity(j), dof),
-                            Channel::State(ix(p), ix(2 * st.n_dofs() + slot.state_offset + j)),
+                            Channel::State(ix(p), ix(2 * st.n_dofs() + slot.state_offset + j), 1),
                         );
                     }
                 }
@@ -343,6 +342,7 @@ impl Recorder {
                 );
             }
         }
+        mark_runs(&mut channels);
         columns.shrink_to_fit();
         channels.shrink_to_fit();
         let workspaces = parts.iter().map(|p| p.state.workspace()).collect();
@@ -446,6 +446,31 @@ impl Recorder {
             },
             row,
         );
+    }
+}
+
+/// Set the run length of every nodal and state channel: the number of columns from it on of
+/// the same kind and partition whose indices follow one another.
+fn mark_runs(channels: &mut [Channel]) {
+    for c in (0..channels.len()).rev() {
+        let next = channels.get(c + 1).copied();
+        let follows = |p: u32, i: u32, q: u32, j: u32| p == q && i.checked_add(1) == Some(j);
+        let run = |r: u32| r.checked_add(1).unwrap_or(1);
+        channels[c] = match (channels[c], next) {
+            (Channel::U(p, i, _), Some(Channel::U(q, j, r))) if follows(p, i, q, j) => {
+                Channel::U(p, i, run(r))
+            }
+            (Channel::V(p, i, _), Some(Channel::V(q, j, r))) if follows(p, i, q, j) => {
+                Channel::V(p, i, run(r))
+            }
+            (Channel::AbsAcc(p, i, _), Some(Channel::AbsAcc(q, j, r))) if follows(p, i, q, j) => {
+                Channel::AbsAcc(p, i, run(r))
+            }
+            (Channel::State(p, i, _), Some(Channel::State(q, j, r))) if follows(p, i, q, j) => {
+                Channel::State(p, i, run(r))
+            }
+            (ch, _) => ch,
+        };
     }
 }
 
@@ -629,8 +654,8 @@ impl RowSource for Captured<'_> {
     fn state(&self, p: usize) -> &[f64] {
         &self.snapshot.parts[p].state
     }
-    fn acceleration(&self, p: usize, i: usize) -> f64 {
-        self.snapshot.parts[p].acceleration[i]
+    fn accelerations(&self, p: usize) -> &[f64] {
+        &self.snapshot.parts[p].acceleration
     }
     fn measured(&self, p: usize, i: usize) -> f64 {
         self.snapshot.parts[p]
@@ -670,8 +695,8 @@ trait RowSource {
     fn integrator(&self) -> &dyn TimeIntegrator;
     fn time(&self) -> f64;
     fn state(&self, p: usize) -> &[f64];
-    /// `Ẏ[n + i]` of partition `p` (the relative acceleration of DOF `i`).
-    fn acceleration(&self, p: usize, i: usize) -> f64;
+    /// `Ẏ[n..2n]` of partition `p` (the relative accelerations of its DOFs).
+    fn accelerations(&self, p: usize) -> &[f64];
     /// The port's measured force on DOF `i` (NaN without a port).
     fn measured(&self, p: usize, i: usize) -> f64;
     /// The physical substructure's channels; `false` without one.
@@ -695,9 +720,9 @@ impl RowSource for Live<'_> {
     fn state(&self, p: usize) -> &[f64] {
         self.0.state(p)
     }
-    fn acceleration(&self, p: usize, i: usize) -> f64 {
+    fn accelerations(&self, p: usize) -> &[f64] {
         let n = self.0.partitions()[p].state.n_dofs();
-        self.0.rate(p)[n + i]
+        &self.0.rate(p)[n..2 * n]
     }
     fn measured(&self, p: usize, i: usize) -> f64 {
         self.0.partitions()[p]
@@ -725,7 +750,7 @@ impl RowSource for Live<'_> {
     }
 }
 
-/// Fill `row` from `src`, column by column. Allocation-free.
+/// Fill `row` from `src`, a run of columns at a time. Allocation-free.
 fn fill<S: RowSource>(
     channels: &[Channel],
     workspaces: &mut [ElementWorkspace],
@@ -738,27 +763,51 @@ fn fill<S: RowSource>(
     while c < channels.len() {
         let ch = channels[c];
         let at = |i: u32| i as usize;
+        // Columns written by this channel (a run, an element's group, or one).
+        let mut width = 1;
         match ch {
             Channel::Time => row[c] = t,
-            Channel::U(p, i) => row[c] = src.state(at(p))[at(i)],
-            Channel::V(p, i) => {
-                let (p, i) = (at(p), at(i));
+            Channel::U(p, i, run) | Channel::State(p, i, run) => {
+                let (p, i, run) = (at(p), at(i), at(run));
+                row[c..c + run].copy_from_slice(&src.state(p)[i..i + run]);
+                width = run;
+            }
+            Channel::V(p, i, run) => {
+                let (p, i, run) = (at(p), at(i), at(run));
                 let n = src.integrator().partitions()[p].state.n_dofs();
-                row[c] = src.state(p)[n + i];
+                row[c..c + run].copy_from_slice(&src.state(p)[n + i..n + i + run]);
+                width = run;
             }
-            Channel::AbsAcc(p, i) => {
-                let (p, i) = (at(p), at(i));
+            Channel::AbsAcc(p, i, run) => {
+                let (p, i, run) = (at(p), at(i), at(run));
                 let st = &src.integrator().partitions()[p].state;
-                row[c] = src.acceleration(p, i) + st.ground_acceleration(i, t);
+                let relative = &src.accelerations(p)[i..i + run];
+                // The ground motion of a run's DOFs is read once for each motion it uses
+                // (a run of one direction's DOFs uses one).
+                let mut ground: Option<(usize, f64)> = None;
+                for (k, (out, a)) in row[c..c + run].iter_mut().zip(relative).enumerate() {
+                    let ag = match st.ground_dof[i + k] {
+                        None => 0.0,
+                        Some(g) => match ground {
+                            Some((h, value)) if h == g => value,
+                            _ => {
+                                let value = st.ground_motion(g, t);
+                                ground = Some((g, value));
+                                value
+                            }
+                        },
+                    };
+                    *out = a + ag;
+                }
+                width = run;
             }
-            Channel::State(p, k) => row[c] = src.state(at(p))[at(k)],
             Channel::ElementForce { part, slot, len } => {
                 let (part, slot, len) = (at(part), at(slot), at(len));
                 if len > 0 {
                     let st = &src.integrator().partitions()[part].state;
                     let y = src.state(part);
-                    st.element_force(slot, y, &mut scratch[..len], &mut workspaces[part]);
-                    row[c + 1 - len..=c].copy_from_slice(&scratch[..len]);
+                    st.element_force(slot, y, &mut row[c..c + len], &mut workspaces[part]);
+                    width = len;
                 }
             }
             Channel::Measured(p, i) => row[c] = src.measured(at(p), at(i)),
@@ -805,6 +854,6 @@ fn fill<S: RowSource>(
                 }
             }
         }
-        c += 1;
+        c += width;
     }
 }

@@ -1612,7 +1612,38 @@ impl StateSpace {
     }
 
     /// Element forces (per element DOF) at state `y`, into `out` (length of the element DOFs).
+    /// A linear slot whose element lends its matrices ([`crate::elements::Element::constant_matrices`])
+    /// is evaluated as `K u + C v` in `f64` from them ([`crate::elements::ConstantMatrices::force`]: the bits of
+    /// the element's law for a finite state; a non-finite result is evaluated again through
+    /// the law, whose zero entries skip a non-finite `u_j`); every other slot through its law,
+    /// as [`StateSpace::element_force_by_law`]. Allocation-free.
     pub fn element_force(
+        &self,
+        slot: usize,
+        y: &[f64],
+        out: &mut [f64],
+        ws: &mut ElementWorkspace,
+    ) {
+        let s = &self.slots[slot];
+        if s.kernel == SlotKernel::Linear {
+            if let Some(m) = s.element.constant_matrices() {
+                if !m.force_at(&s.map, y, self.dofs.len(), out) {
+                    self.gather(s, y, ws);
+                    let ne = s.map.len();
+                    m.force(&ws.u[..ne], &ws.v[..ne], out);
+                }
+                if out.iter().all(|f| f.is_finite()) {
+                    return;
+                }
+            }
+        }
+        self.element_force_by_law(slot, y, out, ws);
+    }
+
+    /// Element forces (per element DOF) at state `y` through the element's law
+    /// ([`crate::elements::Element::restoring`]), into `out` (length of the element DOFs): the
+    /// reference of [`StateSpace::element_force`]'s linear path. Allocation-free.
+    pub fn element_force_by_law(
         &self,
         slot: usize,
         y: &[f64],
@@ -1694,9 +1725,14 @@ impl StateSpace {
     /// Ground acceleration along DOF `i` at `t` (0 when not excited).
     pub fn ground_acceleration(&self, i: usize, t: f64) -> f64 {
         match self.ground_dof[i] {
-            Some(g) => self.ground[g].value(t),
+            Some(g) => self.ground_motion(g, t),
             None => 0.0,
         }
+    }
+
+    /// Ground motion `g` (the index [`StateSpace::ground_dof`] holds for an excited DOF) at `t`.
+    pub fn ground_motion(&self, g: usize, t: f64) -> f64 {
+        self.ground[g].value(t)
     }
 
     /// `M x` for the block-diagonal `M = diag(I, m, I)`.
@@ -1813,6 +1849,9 @@ impl StateSpace {
     /// (hysteretic springs, bearings, nonlinear dampers), that work. Both are the work done on
     /// the element by the motion, so kinetic energy plus this balances the external work minus
     /// the dissipation of dashpots and Rayleigh terms. `None` when an element has neither.
+    /// A linear slot whose element lends its stiffness
+    /// ([`crate::elements::Element::constant_matrices`]) gives `½ uᵀ K u` by
+    /// [`crate::elements::ConstantMatrices::stored_energy`] (its law's value to round-off). Allocation-free.
     pub fn potential_energy(&self, y: &[f64], ws: &mut ElementWorkspace) -> Option<f64> {
         let n = self.dofs.len();
         let mut total = 0.0;
@@ -1821,8 +1860,22 @@ impl StateSpace {
                 continue; // masses, dashpots and Rayleigh terms store no energy
             }
             let ne = slot.map.len();
+            let matrices = match slot.kernel {
+                SlotKernel::Linear => slot.element.constant_matrices(),
+                _ => None,
+            };
+            // `½ uᵀ K u` from the borrowed `K` (issue 20: the entry-by-entry sum of the law
+            // was most of a recorded energy column).
+            if let Some(e) = matrices.and_then(|m| m.stored_energy_at(&slot.map, y)) {
+                total += e;
+                continue;
+            }
             for (i, m) in slot.map.iter().enumerate() {
                 ws.u[i] = m.map(|k| y[k]).unwrap_or(0.0);
+            }
+            if let Some(m) = matrices {
+                total += m.stored_energy(&ws.u[..ne], &mut ws.r[..ne]);
+                continue;
             }
             let s0 = 2 * n + slot.state_offset;
             ws.s[..slot.n_states].copy_from_slice(&y[s0..s0 + slot.n_states]);

@@ -1,6 +1,6 @@
 //! Linear superelement with full mass, damping and stiffness matrices.
 
-use super::{DofRef, Element, ElementLaw, Scalar};
+use super::{ConstantMatrices, DofRef, Element, ElementLaw, Scalar};
 use nalgebra::{DMatrix, DVector};
 
 /// Linear superelement over an ordered DOF list: row/column `i` of `m`, `c`, `k` belongs to DOF
@@ -87,6 +87,12 @@ impl Element for LinearSuperelement {
     }
     fn rayleigh_by_default(&self) -> bool {
         true
+    }
+    fn constant_matrices(&self) -> Option<ConstantMatrices<'_>> {
+        Some(ConstantMatrices {
+            k: self.k.as_slice(),
+            c: self.c.as_ref().map(|c| c.as_slice()),
+        })
     }
     fn potential_energy(&self, u: &[f64], _s: &[f64]) -> Option<f64> {
         let n = self.dofs.len();
