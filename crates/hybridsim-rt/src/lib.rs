@@ -16,8 +16,9 @@
 //!   updates the physical partitions, takes the physical part of the results row and the
 //!   controller-rate lab records, checks divergence of Λ and the deadline overruns, then sends
 //!   the physical job of the next step at once (the pipelined hand-off,
-//!   docs/realtime-pipeline.md) and only then updates the numerical partition and finishes the
-//!   row; it pushes the records into preallocated lock-free rings ([`rtrb`]) and, on any fault,
+//!   docs/realtime-pipeline.md), then updates the numerical partition, captures the rest of
+//!   the row, sends the numerical job of the next step and makes the row from the capture
+//!   when that job is back; it pushes the records into preallocated lock-free rings ([`rtrb`]) and, on any fault,
 //!   recalls a physical job sent early and trips the labs;
 //! - an **estimation slot** receives a snapshot (interface displacements and measured
 //!   specimen forces) per step and feeds a [`hybridsim::updating::Estimator`] (the secant
@@ -636,6 +637,14 @@ struct Threaded<'a> {
     /// The instants of this step's link work for the trace: interface solve start, physical
     /// link update end, physical job released (0: not released) (ns).
     link_marks: [u64; 3],
+    /// The numerical job of the coming step was sent early
+    /// ([`StepExecutor::dispatch_numerical`]), before the row.
+    ns_sent: bool,
+    /// Its report, when [`StepExecutor::await_numerical`] took it (the partition attached);
+    /// [`StepExecutor::step`] starts from it.
+    ns_early: Option<Report>,
+    /// When that report was taken (ns; for the trace).
+    ns_seen: u64,
 }
 
 /// Index of the numerical and physical workers in [`Threaded::stalled`].
@@ -687,7 +696,12 @@ impl StepExecutor for Threaded<'_> {
         let mut ns_job = Job::step(n);
         let mut ps_job = Job::step(n);
         let (mut n_ns, mut n_ps) = (0, 0);
+        // A numerical job sent early has its partition out, or back from it already.
+        let kept = self.ns_sent.then(|| self.pg.numerical());
         for (k, slot) in self.boxes.iter_mut().enumerate() {
+            if kept == Some(k) {
+                continue;
+            }
             let Some(mut task) = slot.take() else {
                 continue;
             };
@@ -701,7 +715,10 @@ impl StepExecutor for Threaded<'_> {
             }
         }
         let sent = now_ns();
-        let _ = self.ns_jobs.push(ns_job);
+        if !self.ns_sent {
+            let _ = self.ns_jobs.push(ns_job);
+        }
+        self.ns_sent = false;
         if !self.released {
             let _ = self.ps_jobs.push(ps_job);
         }
@@ -717,9 +734,15 @@ impl StepExecutor for Threaded<'_> {
         };
         // Both reports, even when one worker died: the other one's partitions (the lab among
         // them, when the numerical worker died) come back and can still be tripped.
-        let mut reports = [Report::Waiting, Report::Waiting];
+        let mut reports = [
+            self.ns_early.take().unwrap_or(Report::Waiting),
+            Report::Waiting,
+        ];
         let mut stalled: Option<(&'static str, f64)> = None;
         let mut seen = [0; 2];
+        if !matches!(reports[NS], Report::Waiting) {
+            seen[NS] = self.ns_seen;
+        }
         let collected = self.collect(&mut reports, deadline, &mut seen);
         self.link_stats
             .trace(n, 0, [entered, sent, seen[NS], seen[PS]]);
@@ -905,6 +928,104 @@ impl StepExecutor for Threaded<'_> {
             Report::Dead => {}
         }
         self.recall_request.store(false, Ordering::SeqCst);
+    }
+
+    /// The numerical partition leaves for step `n + 1` right after its link update, before
+    /// the row of step `n` is made (the row is finished from a capture once it is back).
+    fn dispatch_numerical(&mut self) -> bool {
+        if !self.pipelined || !self.released || self.ns_sent {
+            return false;
+        }
+        let n = self.pg.steps_taken();
+        let k = self.pg.numerical();
+        let Some(mut task) = self.boxes[k].take() else {
+            return false;
+        };
+        self.pg.detach(k, &mut task);
+        let mut job = Job::step(n);
+        job.tasks[0] = Some(task);
+        match self.ns_jobs.push(job) {
+            Ok(()) => {
+                self.ns_sent = true;
+                true
+            }
+            Err(rtrb::PushError::Full(mut job)) => {
+                // Cannot happen (the worker holds no job now); the step sends it instead.
+                if let Some(mut task) = job.tasks[0].take() {
+                    self.pg.attach(&mut task);
+                    self.boxes[k] = Some(task);
+                }
+                false
+            }
+        }
+    }
+
+    /// Wait for the numerical job sent early, bounded by the step's watchdog deadline, and
+    /// attach its partition; its report (misses, error, panic) is judged by the step as before.
+    fn await_numerical(&mut self) -> bool {
+        if !self.ns_sent || self.ns_early.is_some() {
+            return self.boxes[self.pg.numerical()].is_some();
+        }
+        let n = self.pg.steps_taken();
+        let window = self.ss * self.dtc_ns;
+        let deadline = if self.realtime {
+            (self.start_ns + (n + 1) * window).max(now_ns() + window) + self.grace_ns
+        } else {
+            now_ns() + self.grace_ns
+        };
+        let mut report = Report::Waiting;
+        let mut b = Backoff::default();
+        while !report.poll(&mut self.ns_done) && now_ns() <= deadline {
+            b.snooze();
+        }
+        let mut stalled = None;
+        if matches!(report, Report::Waiting) {
+            // As after a stall in the step: ask the worker to send its partition back and
+            // wait a bounded second grace for it (the row it owes is then still made).
+            stalled = Some((now_ns().saturating_sub(deadline - self.grace_ns)) as f64 * 1e-9);
+            self.trip_request.store(true, Ordering::SeqCst);
+            let until = now_ns() + self.return_ns;
+            while !report.poll(&mut self.ns_done) && now_ns() < until {
+                b.snooze();
+            }
+        }
+        match &mut report {
+            Report::Done(done) => {
+                for task in done.tasks.iter_mut() {
+                    if let Some(mut task) = task.take() {
+                        self.pg.attach(&mut task);
+                        let k = task.index();
+                        self.boxes[k] = Some(task);
+                    }
+                }
+                self.ns_early = Some(report);
+                self.ns_seen = now_ns();
+                match stalled {
+                    None => true,
+                    Some(waited) => {
+                        self.fault = Some(Fault::Stalled {
+                            task: "numerical",
+                            waited,
+                        });
+                        false
+                    }
+                }
+            }
+            Report::Dead => {
+                self.ns_early = Some(report);
+                self.fault = Some(Fault::TaskPanic { task: "numerical" });
+                false
+            }
+            Report::Waiting => {
+                self.ns_early = Some(Report::Waiting);
+                self.stalled[NS] = true;
+                self.fault = Some(Fault::Stalled {
+                    task: "numerical",
+                    waited: stalled.unwrap_or(0.0),
+                });
+                false
+            }
+        }
     }
 
     fn overruns(&self) -> u64 {
@@ -1804,6 +1925,9 @@ pub fn run_integrator(
         released_step: 0,
         recall_request,
         link_marks: [0; 3],
+        ns_sent: false,
+        ns_early: None,
+        ns_seen: 0,
     };
     let mut sink = RingSink {
         results: res_tx,

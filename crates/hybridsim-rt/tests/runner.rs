@@ -163,7 +163,10 @@ fn threaded_loop_does_not_allocate_over_ten_thousand_steps() {
         set_duration(t, 24.0);
         t.insert(
             "output".into(),
-            toml::Value::Table("every = 1".parse::<toml::Table>().unwrap()),
+            // A row every step, with energies: every step sends the numerical job of the
+            // next one before its row is made, and makes the row from the capture (with the
+            // energies' state functions) once that job is back.
+            toml::Value::Table("every = 1\nenergy = true".parse::<toml::Table>().unwrap()),
         );
     });
     assert!(model.analysis.n_steps() >= 10_000);

@@ -442,6 +442,39 @@ impl Recorder {
         );
     }
 
+    /// The rest of a row's values ([`Recorder::record_rest`]'s columns) copied into the
+    /// capture, for [`Recorder::record_rest_captured`] once the integrator's other partitions
+    /// may have moved on (a pipelined runner sends the numerical job of the next step before
+    /// the row is made). Without a split, the whole capture. Allocation-free.
+    pub fn capture_rest_for_row(&mut self, integ: &mut dyn TimeIntegrator) {
+        match self.handoff.as_ref() {
+            Some(h) => self.snapshot.capture_where(integ, &h.early, false),
+            None => self.snapshot.capture(integ),
+        }
+    }
+
+    /// [`Recorder::record_rest`] from the values [`Recorder::capture_rest_for_row`] copied (the
+    /// structure comes from `integ`, whose non-early partitions must be on the calling thread;
+    /// the early ones are not read); the same bits as [`Recorder::record_rest`] at the
+    /// capture. Allocation-free.
+    pub fn record_rest_captured(&mut self, integ: &dyn TimeIntegrator, row: &mut [f64]) {
+        let select = match self.handoff.as_ref() {
+            Some(h) => Select::Rest(&h.early, &h.gaps),
+            None => Select::All,
+        };
+        fill(
+            &self.channels,
+            &mut self.workspaces,
+            &mut self.scratch,
+            &mut Captured {
+                snapshot: &self.snapshot,
+                integ,
+            },
+            row,
+            select,
+        );
+    }
+
     /// [`Recorder::capture`] of the early partitions only, kept aside until
     /// [`Recorder::capture_rest`]; nothing without a split. Allocation-free.
     pub fn capture_early(&mut self, integ: &mut dyn TimeIntegrator) {

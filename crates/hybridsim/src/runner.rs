@@ -16,7 +16,11 @@
 //! 4. with no fault found and another step to come, let a pipelined executor send the
 //!    physical partitions' next job ([`StepExecutor::release`]), then finish the step
 //!    ([`StepExecutor::finish_step`]: the numerical partition's link update);
-//! 5. the rest of the row, into the sink (recording kept up);
+//! 5. the rest of the row, into the sink (recording kept up); after a release, a pipelined
+//!    executor may send the numerical partition's next job first
+//!    ([`StepExecutor::dispatch_numerical`]): the rest of the row is then captured before the
+//!    job leaves and made from the capture once it is back ([`StepExecutor::await_numerical`],
+//!    at the start of the next iteration, or after the loop on a stop);
 //! 6. on any fault, take back a job sent early ([`StepExecutor::recall`]), then [`trip`]:
 //!    every laboratory's safety layer trips with the fault's
 //!    [`EventKind`]; the records of the stop and the row of the last completed step, whatever
@@ -246,6 +250,22 @@ pub trait StepExecutor {
     /// [`run`] calls it before every trip; without a job out it does nothing. Must not
     /// allocate.
     fn recall(&mut self) {}
+    /// Send the numerical partition's job of the next step now, after
+    /// [`StepExecutor::finish_step`] of a step whose physical job was released, before the
+    /// row is made ([`run`] then makes the row from a capture once
+    /// [`StepExecutor::await_numerical`] has the partition back); true when sent. Must not
+    /// allocate.
+    fn dispatch_numerical(&mut self) -> bool {
+        false
+    }
+    /// Wait (bounded by the executor's watchdog) for the numerical job sent by
+    /// [`StepExecutor::dispatch_numerical`] and take its partition back; true when the
+    /// numerical partition is on the calling thread (at once without a job out), false when
+    /// it did not come back (the executor's fault, [`StepExecutor::take_fault`], says why).
+    /// Must not allocate.
+    fn await_numerical(&mut self) -> bool {
+        true
+    }
 }
 
 /// The step executor of `hybridsim run`: [`TimeIntegrator::step`] on the calling thread.
@@ -368,7 +388,29 @@ pub fn run(
     let mut unsent = false;
     let mut recorded = true;
     let mut step_failed = false;
+    // The row of the last completed step is in `row` (its physical columns) and in the
+    // recorder's capture (the rest), to be finished once the numerical job sent early is back.
+    let mut row_pending = false;
     while fault.is_none() && steps < settings.n_steps {
+        if row_pending {
+            // The numerical partition's job of this step left before the last row was made;
+            // the row is finished from the capture when that job is back, while the physical
+            // job may still run.
+            if !exec.await_numerical() {
+                step_failed = true;
+                fault = Some(exec.take_fault().unwrap_or(Fault::Stalled {
+                    task: "numerical",
+                    waited: 0.0,
+                }));
+                break;
+            }
+            row_pending = false;
+            recorder.record_rest_captured(exec.integrator(), row);
+            if !sink.row(row) {
+                fault = Some(Fault::Recording);
+                break;
+            }
+        }
         if abort.load(Ordering::Relaxed) {
             fault = Some(Fault::Abort);
             break;
@@ -412,8 +454,11 @@ pub fn run(
             // A fault the executor found outside the step (a dead or stalled helper task).
             found = exec.take_fault();
         }
-        if labs_kept && found.is_none() && next < settings.n_steps && !abort.load(Ordering::Relaxed)
-        {
+        let released = labs_kept
+            && found.is_none()
+            && next < settings.n_steps
+            && !abort.load(Ordering::Relaxed);
+        if released {
             exec.release();
         }
         let started = Instant::now();
@@ -428,15 +473,32 @@ pub fn run(
         sink.progress(steps);
         until_row -= 1;
         recorded = due || capture;
+        // With the physical job out, the numerical job of the next step leaves too before the
+        // row is made: the row's rest is captured first (copies) and made from the capture
+        // when that job is back (at the top of the next iteration, or after the loop).
+        let mut sent_early = false;
         if due {
-            recorder.record_rest(exec.integrator(), row);
+            if released {
+                recorder.capture_rest_for_row(exec.integrator());
+                sent_early = exec.dispatch_numerical();
+            }
+            if !sent_early {
+                recorder.record_rest(exec.integrator(), row);
+            }
         } else if capture {
             recorder.capture_rest(exec.integrator());
+            if released {
+                exec.dispatch_numerical();
+            }
         }
         unsent = !due;
         let mut kept = labs_kept;
         if due {
-            kept &= sink.row(row);
+            if sent_early {
+                row_pending = true;
+            } else {
+                kept &= sink.row(row);
+            }
             until_row = every;
         }
         if !kept {
@@ -447,6 +509,12 @@ pub fn run(
             fault = found;
             break;
         }
+    }
+    // A row whose numerical job is still out (a stop met at the top of the next iteration
+    // before it came back) is finished once it is.
+    if row_pending && exec.await_numerical() {
+        recorder.record_rest_captured(exec.integrator(), row);
+        sink.row(row);
     }
     // A job sent early comes back before anything is tripped.
     exec.recall();
