@@ -64,7 +64,10 @@ def main():
     late_jobs = sum(1 for h in handoff if h > 0)
     print(f"  jobs received after their first tick's deadline: {late_jobs} of {len(handoff)}")
     # Link: substep 0: t0 step entered, t1 jobs sent, t2 numerical report seen, t3 physical
-    # report seen; substep 1: t0 interface solve start, t1 link update end.
+    # report seen; substep 1: t0 interface solve start, t1 link update end (pipelined hand-off:
+    # the physical partitions' update), t2 the physical job of the next step sent (released;
+    # NaN when not released, and in traces of the runner before the pipelined hand-off), t3
+    # the numerical partition's link update end (NaN before the pipelined hand-off).
     link0 = {e[0]: e for e in ev["link"] if e[1] == 0}
     link1 = {e[0]: e for e in ev["link"] if e[1] == 1}
     num = {e[0]: e for e in ev["numerical"]}
@@ -79,20 +82,34 @@ def main():
             parts["numerical: compute"].append(n[4] - n[3])
             parts["numerical end − last physical substep end"].append(
                 n[4] - last[s][6] if s in last else float("nan"))
+        released = float("nan")
         if s in link1:
-            parts["link solve + update (interface_solve, link_update)"].append(
-                link1[s][4] - link1[s][3])
+            l1 = link1[s]  # t0 solve start, t1 (physical) update end, t2 released, t3 NS update end
+            released = l1[5]
+            parts["link solve + update (interface_solve, link_update[_physical])"].append(
+                l1[4] - l1[3])
             parts["reports settled → solve start (attach, checks)"].append(
-                link1[s][3] - max(e0[5], e0[6]))
+                l1[3] - max(e0[5], e0[6]))
+            done = l1[4] if math.isnan(l1[6]) else l1[6]
+            if not math.isnan(released):
+                parts["physical update end → next physical job sent (row's physical part, checks)"].append(
+                    released - l1[4])
+                parts["next physical job sent → numerical update end"].append(l1[6] - released)
             if s + 1 in link0:
                 parts["update end → next step entered (record, sink)"].append(
-                    link0[s + 1][3] - link1[s][4])
+                    link0[s + 1][3] - done)
         if s + 1 in link0 and s in last:
-            parts["last substep end → next jobs sent (hand-off)"].append(
-                link0[s + 1][4] - last[s][6])
+            # The hand-off: to the physical job of the next step (released early, or with the
+            # numerical job at the next step's start).
+            sent = released if not math.isnan(released) else link0[s + 1][4]
+            parts["last substep end → next physical job sent (hand-off)"].append(
+                sent - last[s][6])
         if s + 1 in link0:
             e1 = link0[s + 1]
             parts["next step entered → jobs sent (detach, push)"].append(e1[4] - e1[3])
+            if s + 1 in first:
+                parts["physical job of the next step received − next step entered"].append(
+                    first[s + 1][4] - e1[3])
         parts["waiting for the numerical report after the physical one"].append(
             max(0.0, e0[5] - e0[6]))
     for k, xs in parts.items():

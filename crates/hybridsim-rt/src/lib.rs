@@ -13,9 +13,13 @@
 //!   no raw pointers);
 //! - the **link task** (the coordinating thread) runs the core's one run loop
 //!   ([`hybridsim::runner::run`]): it attaches the partitions again, solves the interface,
-//!   updates every partition, checks divergence of Λ and the deadline overruns, trips the labs
-//!   on any fault, and pushes the results row and the controller-rate lab records into
-//!   preallocated lock-free rings ([`rtrb`]);
+//!   updates the physical partitions, takes the physical part of the results row and the
+//!   controller-rate lab records, checks divergence of Λ and the deadline overruns, then sends
+//!   the physical job of the next step at once (the pipelined hand-off,
+//!   docs/realtime-pipeline.md), then updates the numerical partition, captures the rest of
+//!   the row, sends the numerical job of the next step and makes the row from the capture
+//!   when that job is back; it pushes the records into preallocated lock-free rings ([`rtrb`]) and, on any fault,
+//!   recalls a physical job sent early and trips the labs;
 //! - an **estimation slot** receives a snapshot (interface displacements and measured
 //!   specimen forces) per step and feeds a [`hybridsim::updating::Estimator`] (the secant
 //!   stiffness is reported, not applied);
@@ -619,6 +623,28 @@ struct Threaded<'a> {
     pacer: TickPacer,
     /// Since when the estimation slot's ring has been full (ns), if it is.
     estimation_full_since: Option<u64>,
+    /// Send the physical job of the next step at the hand-off ([`StepExecutor::release`]),
+    /// before the numerical link update and the results row (docs/realtime-pipeline.md);
+    /// off with online updating, whose estimates change the numerical partition and `H`
+    /// between steps with every partition attached.
+    pipelined: bool,
+    /// The physical job of step `released_step` is out (sent by [`StepExecutor::release`]).
+    released: bool,
+    released_step: u64,
+    /// Set by [`StepExecutor::recall`]: the physical worker returns its job before its next
+    /// substep, without commanding it.
+    recall_request: Arc<AtomicBool>,
+    /// The instants of this step's link work for the trace: interface solve start, physical
+    /// link update end, physical job released (0: not released) (ns).
+    link_marks: [u64; 3],
+    /// The numerical job of the coming step was sent early
+    /// ([`StepExecutor::dispatch_numerical`]), before the row.
+    ns_sent: bool,
+    /// Its report, when [`StepExecutor::await_numerical`] took it (the partition attached);
+    /// [`StepExecutor::step`] starts from it.
+    ns_early: Option<Report>,
+    /// When that report was taken (ns; for the trace).
+    ns_seen: u64,
 }
 
 /// Index of the numerical and physical workers in [`Threaded::stalled`].
@@ -670,7 +696,12 @@ impl StepExecutor for Threaded<'_> {
         let mut ns_job = Job::step(n);
         let mut ps_job = Job::step(n);
         let (mut n_ns, mut n_ps) = (0, 0);
+        // A numerical job sent early has its partition out, or back from it already.
+        let kept = self.ns_sent.then(|| self.pg.numerical());
         for (k, slot) in self.boxes.iter_mut().enumerate() {
+            if kept == Some(k) {
+                continue;
+            }
             let Some(mut task) = slot.take() else {
                 continue;
             };
@@ -684,8 +715,14 @@ impl StepExecutor for Threaded<'_> {
             }
         }
         let sent = now_ns();
-        let _ = self.ns_jobs.push(ns_job);
-        let _ = self.ps_jobs.push(ps_job);
+        if !self.ns_sent {
+            let _ = self.ns_jobs.push(ns_job);
+        }
+        self.ns_sent = false;
+        if !self.released {
+            let _ = self.ps_jobs.push(ps_job);
+        }
+        self.released = false;
         // The watchdog deadline: the end of the step's wall-clock window (or a full window
         // from now, when the link thread itself is late) plus the grace; with pacing `fast`
         // the grace alone.
@@ -697,9 +734,15 @@ impl StepExecutor for Threaded<'_> {
         };
         // Both reports, even when one worker died: the other one's partitions (the lab among
         // them, when the numerical worker died) come back and can still be tripped.
-        let mut reports = [Report::Waiting, Report::Waiting];
+        let mut reports = [
+            self.ns_early.take().unwrap_or(Report::Waiting),
+            Report::Waiting,
+        ];
         let mut stalled: Option<(&'static str, f64)> = None;
         let mut seen = [0; 2];
+        if !matches!(reports[NS], Report::Waiting) {
+            seen[NS] = self.ns_seen;
+        }
         let collected = self.collect(&mut reports, deadline, &mut seen);
         self.link_stats
             .trace(n, 0, [entered, sent, seen[NS], seen[PS]]);
@@ -769,11 +812,220 @@ impl StepExecutor for Threaded<'_> {
         }
         let t0 = now_ns();
         self.pg.interface_solve();
+        if self.pipelined {
+            // The numerical partition's update follows in `finish_step`, after the release.
+            let linked = self.pg.link_update_physical();
+            self.link_marks = [t0, now_ns(), 0];
+            return linked;
+        }
         let linked = self.pg.link_update();
         let t1 = now_ns();
         self.link_stats.record(t1 - t0, None, false);
         self.link_stats.trace(n, 1, [t0, t1, 0, 0]);
         linked
+    }
+
+    fn pipelined(&self) -> bool {
+        self.pipelined
+    }
+
+    /// The physical partitions, linked at `t_{n+1}`, leave for their free substeps of step
+    /// `n + 1` while this thread updates the numerical partition and makes the row.
+    fn release(&mut self) {
+        if !self.pipelined || self.released {
+            return;
+        }
+        let n = self.pg.steps_taken();
+        let numerical = self.pg.numerical();
+        let mut job = Job::step(n);
+        let mut i = 0;
+        for (k, slot) in self.boxes.iter_mut().enumerate() {
+            if k == numerical {
+                continue;
+            }
+            if let Some(mut task) = slot.take() {
+                self.pg.detach(k, &mut task);
+                job.tasks[i] = Some(task);
+                i += 1;
+            }
+        }
+        match self.ps_jobs.push(job) {
+            Ok(()) => {
+                self.released = true;
+                self.released_step = n;
+                self.link_marks[2] = now_ns();
+            }
+            Err(rtrb::PushError::Full(mut job)) => {
+                // Cannot happen (the worker holds no job now); the step sends it instead.
+                for task in job.tasks.iter_mut() {
+                    if let Some(mut task) = task.take() {
+                        self.pg.attach(&mut task);
+                        let k = task.index();
+                        self.boxes[k] = Some(task);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The numerical partition's link update (after the release, if any).
+    fn finish_step(&mut self) -> Result<(), StepError> {
+        if !self.pipelined {
+            return Ok(());
+        }
+        let t2 = now_ns();
+        let linked = self.pg.link_update_numerical();
+        let t3 = now_ns();
+        let [t0, t1, released] = self.link_marks;
+        self.link_stats.record((t1 - t0) + (t3 - t2), None, false);
+        // The step these marks belong to: the clock was advanced by the physical update.
+        let n = self.pg.steps_taken().saturating_sub(1);
+        self.link_stats.trace(n, 1, [t0, t1, released, t3]);
+        linked
+    }
+
+    /// Take back the physical job sent early: the worker stops before its next substep and
+    /// returns its partitions untouched by the trip (the link thread trips them); a worker
+    /// that does not return them within the second grace is asked to trip them itself, and
+    /// is then given the same grace again, as after a stall.
+    fn recall(&mut self) {
+        if !self.released {
+            return;
+        }
+        self.released = false;
+        self.recall_request.store(true, Ordering::SeqCst);
+        let mut report = Report::Waiting;
+        let mut b = Backoff::default();
+        let until = now_ns() + self.return_ns;
+        while !report.poll(&mut self.ps_done) && now_ns() < until {
+            b.snooze();
+        }
+        if matches!(report, Report::Waiting) {
+            self.trip_request.store(true, Ordering::SeqCst);
+            let until = now_ns() + self.return_ns;
+            while !report.poll(&mut self.ps_done) && now_ns() < until {
+                b.snooze();
+            }
+        }
+        match report {
+            Report::Done(mut done) => {
+                for task in done.tasks.iter_mut() {
+                    if let Some(mut task) = task.take() {
+                        self.pg.attach(&mut task);
+                        let k = task.index();
+                        self.boxes[k] = Some(task);
+                    }
+                }
+                self.pacer
+                    .resume_at(self.released_step * self.ss + done.ticks);
+                if let Some(payload) = done.panic.take() {
+                    if self.panic.is_none() {
+                        self.panic = Some((WORKERS[PS], payload));
+                    }
+                }
+            }
+            Report::Waiting => self.stalled[PS] = true,
+            Report::Dead => {}
+        }
+        self.recall_request.store(false, Ordering::SeqCst);
+    }
+
+    /// The numerical partition leaves for step `n + 1` right after its link update, before
+    /// the row of step `n` is made (the row is finished from a capture once it is back).
+    fn dispatch_numerical(&mut self) -> bool {
+        if !self.pipelined || !self.released || self.ns_sent {
+            return false;
+        }
+        let n = self.pg.steps_taken();
+        let k = self.pg.numerical();
+        let Some(mut task) = self.boxes[k].take() else {
+            return false;
+        };
+        self.pg.detach(k, &mut task);
+        let mut job = Job::step(n);
+        job.tasks[0] = Some(task);
+        match self.ns_jobs.push(job) {
+            Ok(()) => {
+                self.ns_sent = true;
+                true
+            }
+            Err(rtrb::PushError::Full(mut job)) => {
+                // Cannot happen (the worker holds no job now); the step sends it instead.
+                if let Some(mut task) = job.tasks[0].take() {
+                    self.pg.attach(&mut task);
+                    self.boxes[k] = Some(task);
+                }
+                false
+            }
+        }
+    }
+
+    /// Wait for the numerical job sent early, bounded by the step's watchdog deadline, and
+    /// attach its partition; its report (misses, error, panic) is judged by the step as before.
+    fn await_numerical(&mut self) -> bool {
+        if !self.ns_sent || self.ns_early.is_some() {
+            return self.boxes[self.pg.numerical()].is_some();
+        }
+        let n = self.pg.steps_taken();
+        let window = self.ss * self.dtc_ns;
+        let deadline = if self.realtime {
+            (self.start_ns + (n + 1) * window).max(now_ns() + window) + self.grace_ns
+        } else {
+            now_ns() + self.grace_ns
+        };
+        let mut report = Report::Waiting;
+        let mut b = Backoff::default();
+        while !report.poll(&mut self.ns_done) && now_ns() <= deadline {
+            b.snooze();
+        }
+        let mut stalled = None;
+        if matches!(report, Report::Waiting) {
+            // As after a stall in the step: ask the worker to send its partition back and
+            // wait a bounded second grace for it (the row it owes is then still made).
+            stalled = Some((now_ns().saturating_sub(deadline - self.grace_ns)) as f64 * 1e-9);
+            self.trip_request.store(true, Ordering::SeqCst);
+            let until = now_ns() + self.return_ns;
+            while !report.poll(&mut self.ns_done) && now_ns() < until {
+                b.snooze();
+            }
+        }
+        match &mut report {
+            Report::Done(done) => {
+                for task in done.tasks.iter_mut() {
+                    if let Some(mut task) = task.take() {
+                        self.pg.attach(&mut task);
+                        let k = task.index();
+                        self.boxes[k] = Some(task);
+                    }
+                }
+                self.ns_early = Some(report);
+                self.ns_seen = now_ns();
+                match stalled {
+                    None => true,
+                    Some(waited) => {
+                        self.fault = Some(Fault::Stalled {
+                            task: "numerical",
+                            waited,
+                        });
+                        false
+                    }
+                }
+            }
+            Report::Dead => {
+                self.ns_early = Some(report);
+                self.fault = Some(Fault::TaskPanic { task: "numerical" });
+                false
+            }
+            Report::Waiting => {
+                self.ns_early = Some(Report::Waiting);
+                self.stalled[NS] = true;
+                self.fault = Some(Fault::Stalled {
+                    task: "numerical",
+                    waited: stalled.unwrap_or(0.0),
+                });
+                false
+            }
+        }
     }
 
     fn overruns(&self) -> u64 {
@@ -1204,6 +1456,16 @@ pub fn run_integrator(
         .filter_map(|p| p.lab())
         .any(|lab| !lab.is_virtual());
     let mut recorder = Recorder::new(model, &pg);
+    // The pipelined hand-off (docs/realtime-pipeline.md): the physical job of step n + 1
+    // leaves after the interface solve and the physical partitions' link update, before the
+    // numerical update and the row; not with online updating (see `Threaded::pipelined`).
+    let pipelined = model.updating.is_none();
+    if pipelined {
+        let early: Vec<bool> = (0..pg.partitions().len())
+            .map(|k| k != pg.numerical())
+            .collect();
+        recorder.split_at_handoff(&early);
+    }
     let columns: Vec<String> = recorder.headers();
     let ncol = columns.len();
     let ss = pg.subcycles() as u64;
@@ -1433,6 +1695,8 @@ pub fn run_integrator(
         cpu_for(0)
     };
     let ps_trip = trip_request.clone();
+    let recall_request = Arc::new(AtomicBool::new(false));
+    let ps_recall = recall_request.clone();
     let ps = std::thread::Builder::new()
         .name("hs-ps".into())
         .spawn(move || {
@@ -1466,10 +1730,18 @@ pub fn run_integrator(
                             tripped = true;
                             break;
                         }
+                        // Recalled (a stop while this job was sent early): back to the
+                        // link thread before the next command, which trips the labs there.
+                        if ps_recall.load(Ordering::SeqCst) {
+                            break;
+                        }
                         let i = job.step * ss + (j - 1);
                         let deadline = start_ns + i * dtc_ns;
                         let late = if realtime {
                             sleep_until_with(deadline, spin_ns);
+                            if ps_recall.load(Ordering::SeqCst) {
+                                break;
+                            }
                             Some(now_ns().saturating_sub(deadline))
                         } else {
                             None
@@ -1648,6 +1920,14 @@ pub fn run_integrator(
         panic: None,
         pacer: TickPacer::new(start_ns, dtc_ns).with_spin(spin_ns),
         estimation_full_since: None,
+        pipelined,
+        released: false,
+        released_step: 0,
+        recall_request,
+        link_marks: [0; 3],
+        ns_sent: false,
+        ns_early: None,
+        ns_seen: 0,
     };
     let mut sink = RingSink {
         results: res_tx,

@@ -163,7 +163,10 @@ fn threaded_loop_does_not_allocate_over_ten_thousand_steps() {
         set_duration(t, 24.0);
         t.insert(
             "output".into(),
-            toml::Value::Table("every = 1".parse::<toml::Table>().unwrap()),
+            // A row every step, with energies: every step sends the numerical job of the
+            // next one before its row is made, and makes the row from the capture (with the
+            // energies' state functions) once that job is back.
+            toml::Value::Table("every = 1\nenergy = true".parse::<toml::Table>().unwrap()),
         );
     });
     assert!(model.analysis.n_steps() >= 10_000);
@@ -211,6 +214,42 @@ fn threaded_loop_does_not_allocate_over_ten_thousand_steps() {
     };
     assert_eq!(ev.kind.name(), "watchdog");
     assert_eq!(out.steps, 200);
+    assert_eq!(n, 0);
+
+    // The pipelined hand-off's stop path: with a results ring that overflows, the fault is
+    // met when a row is pushed, after the physical job of the next step has left (the
+    // release); the job is recalled and the laboratory tripped on the link thread. A row
+    // every other step: the steps between are captured in two parts. No allocation either.
+    let every2 = example(|t| {
+        set_duration(t, 4.0);
+        t.insert(
+            "output".into(),
+            toml::Value::Table("every = 2".parse::<toml::Table>().unwrap()),
+        );
+    });
+    LOOP_ALLOCATIONS.store(0, Ordering::SeqCst);
+    let out = run(
+        &every2,
+        &RunOptions {
+            pacing: Some(Pacing::Fast),
+            loop_marker: Some(mark),
+            results_ring: Some(16),
+            writer_delay: Some(std::time::Duration::from_millis(2)),
+            overflow_wait: Some(std::time::Duration::ZERO),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let n = LOOP_ALLOCATIONS.load(Ordering::SeqCst);
+    println!(
+        "recall after a writer overflow at step {}: {n} allocations",
+        out.steps
+    );
+    let RunStatus::Stopped(ev) = &out.status else {
+        panic!("{:?}", out.status)
+    };
+    assert_eq!(ev.kind.name(), "writer_overflow");
+    assert!(out.steps < every2.analysis.n_steps());
     assert_eq!(n, 0);
 }
 
@@ -337,6 +376,29 @@ fn a_traced_run_keeps_every_activation_without_allocating_and_changes_no_result(
     assert_eq!(count["physical"], steps * ss);
     assert_eq!(count["numerical"], steps);
     assert_eq!(count["link"], 2 * steps);
+    // The link's second event of a step: solve start, physical link update end, the physical
+    // job of the next step released, numerical link update end; no release after the last.
+    let released: Vec<(u64, [f64; 4])> = csv
+        .lines()
+        .skip(1)
+        .filter(|l| l.starts_with("link,") && l.split(',').nth(2) == Some("1"))
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let t: Vec<f64> = f[4..].iter().map(|x| x.parse().unwrap()).collect();
+            (f[1].parse().unwrap(), [t[0], t[1], t[2], t[3]])
+        })
+        .collect();
+    assert_eq!(released.len() as u64, steps);
+    for (step, t) in &released {
+        if *step + 1 < steps {
+            assert!(
+                t[0] <= t[1] && t[1] <= t[2] && t[2] <= t[3],
+                "step {step}: {t:?}"
+            );
+        } else {
+            assert!(t[2].is_nan() && t[1] <= t[3], "last step {step}: {t:?}");
+        }
+    }
     assert!(ticks.iter().enumerate().all(|(i, &k)| k == i as u64));
     let run_json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();

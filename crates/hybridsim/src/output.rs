@@ -128,6 +128,23 @@ pub struct Recorder {
     workspaces: Vec<ElementWorkspace>,
     scratch: Vec<f64>,
     snapshot: RecorderSnapshot,
+    /// The row split at a pipelined runner's hand-off ([`Recorder::split_at_handoff`]).
+    handoff: Option<HandOff>,
+}
+
+/// The partitions that leave the link thread at a pipelined runner's hand-off, before the
+/// rest of their step's row is made, and what the row keeps of them meanwhile.
+#[derive(Debug, Clone)]
+struct HandOff {
+    /// Per partition: filled at the hand-off.
+    early: Vec<bool>,
+    /// Per gap channel, in column order: the plus and minus sides' values taken at the
+    /// hand-off (where that side is early).
+    gaps: Vec<[f64; 2]>,
+    /// The early partitions' capture of the coming step, swapped into the recorder's
+    /// snapshot when the rest of the step is captured (a step that fails between the two
+    /// leaves the last complete capture in place).
+    pending: Vec<PartitionSnapshot>,
 }
 
 /// The unit of quantity `q` on DOF `dof` in the model's `units` (the `[unit]` of a column
@@ -353,6 +370,138 @@ impl Recorder {
             workspaces,
             scratch: vec![0.0; max_scratch.max(1)],
             snapshot,
+            handoff: None,
+        }
+    }
+
+    /// Split every row and capture at a pipelined runner's hand-off (docs/realtime-pipeline.md):
+    /// the columns that read only the partitions `early` selects (their nodal, element, port,
+    /// provider and energy columns, and their side of the interface gaps) are filled by
+    /// [`Recorder::record_early`] while those partitions are on the calling thread, the rest
+    /// (time, multipliers, the scheme's channels, the other partitions, the gaps) by
+    /// [`Recorder::record_rest`] after they have left; the row is the one
+    /// [`Recorder::record`] gives, bit for bit (the same arithmetic on the same values).
+    /// Likewise [`Recorder::capture_early`] and [`Recorder::capture_rest`]. Allocates.
+    pub fn split_at_handoff(&mut self, early: &[bool]) {
+        let n_gaps = self
+            .channels
+            .iter()
+            .filter(|c| matches!(c, Channel::GapU(_) | Channel::GapV(_)))
+            .count();
+        let pending = self
+            .snapshot
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(p, snap)| {
+                if early.get(p).copied().unwrap_or(false) {
+                    snap.clone()
+                } else {
+                    PartitionSnapshot::default()
+                }
+            })
+            .collect();
+        self.handoff = Some(HandOff {
+            early: (0..self.snapshot.parts.len())
+                .map(|p| early.get(p).copied().unwrap_or(false))
+                .collect(),
+            gaps: vec![[f64::NAN; 2]; n_gaps],
+            pending,
+        });
+    }
+
+    /// The columns of the early partitions ([`Recorder::split_at_handoff`]) into `row`, the
+    /// others untouched; nothing without a split. Allocation-free.
+    pub fn record_early(&mut self, integ: &mut dyn TimeIntegrator, row: &mut [f64]) {
+        if let Some(h) = self.handoff.as_mut() {
+            fill(
+                &self.channels,
+                &mut self.workspaces,
+                &mut self.scratch,
+                &mut Live(integ),
+                row,
+                Select::Early(&h.early, &mut h.gaps),
+            );
+        }
+    }
+
+    /// The rest of the row after [`Recorder::record_early`] (without a split, the whole row, as
+    /// [`Recorder::record`]); the early partitions are not read. Allocation-free.
+    pub fn record_rest(&mut self, integ: &mut dyn TimeIntegrator, row: &mut [f64]) {
+        let select = match self.handoff.as_ref() {
+            Some(h) => Select::Rest(&h.early, &h.gaps),
+            None => Select::All,
+        };
+        fill(
+            &self.channels,
+            &mut self.workspaces,
+            &mut self.scratch,
+            &mut Live(integ),
+            row,
+            select,
+        );
+    }
+
+    /// The rest of a row's values ([`Recorder::record_rest`]'s columns) copied into the
+    /// capture, for [`Recorder::record_rest_captured`] once the integrator's other partitions
+    /// may have moved on (a pipelined runner sends the numerical job of the next step before
+    /// the row is made). Without a split, the whole capture. Allocation-free.
+    pub fn capture_rest_for_row(&mut self, integ: &mut dyn TimeIntegrator) {
+        match self.handoff.as_ref() {
+            Some(h) => self.snapshot.capture_where(integ, &h.early, false),
+            None => self.snapshot.capture(integ),
+        }
+    }
+
+    /// [`Recorder::record_rest`] from the values [`Recorder::capture_rest_for_row`] copied (the
+    /// structure comes from `integ`, whose non-early partitions must be on the calling thread;
+    /// the early ones are not read); the same bits as [`Recorder::record_rest`] at the
+    /// capture. Allocation-free.
+    pub fn record_rest_captured(&mut self, integ: &dyn TimeIntegrator, row: &mut [f64]) {
+        let select = match self.handoff.as_ref() {
+            Some(h) => Select::Rest(&h.early, &h.gaps),
+            None => Select::All,
+        };
+        fill(
+            &self.channels,
+            &mut self.workspaces,
+            &mut self.scratch,
+            &mut Captured {
+                snapshot: &self.snapshot,
+                integ,
+            },
+            row,
+            select,
+        );
+    }
+
+    /// [`Recorder::capture`] of the early partitions only, kept aside until
+    /// [`Recorder::capture_rest`]; nothing without a split. Allocation-free.
+    pub fn capture_early(&mut self, integ: &mut dyn TimeIntegrator) {
+        if let Some(h) = self.handoff.as_mut() {
+            for (p, snap) in h.pending.iter_mut().enumerate() {
+                if h.early[p] {
+                    snap.capture(integ, p);
+                    snap.capture_energy(integ, p);
+                }
+            }
+        }
+    }
+
+    /// The rest of [`Recorder::capture`] after [`Recorder::capture_early`] (the early
+    /// partitions are not read; their capture is swapped in); without a split, the whole
+    /// capture. Allocation-free.
+    pub fn capture_rest(&mut self, integ: &mut dyn TimeIntegrator) {
+        match self.handoff.as_mut() {
+            Some(h) => {
+                self.snapshot.capture_where(integ, &h.early, false);
+                for (p, pending) in h.pending.iter_mut().enumerate() {
+                    if h.early[p] {
+                        std::mem::swap(&mut self.snapshot.parts[p], pending);
+                    }
+                }
+            }
+            None => self.snapshot.capture(integ),
         }
     }
 
@@ -417,6 +566,7 @@ impl Recorder {
             &mut self.scratch,
             &mut Live(integ),
             row,
+            Select::All,
         );
     }
 
@@ -445,6 +595,7 @@ impl Recorder {
                 integ,
             },
             row,
+            Select::All,
         );
     }
 }
@@ -597,43 +748,73 @@ impl RecorderSnapshot {
     /// Copy the integrator's current values (in the order [`fill`] reads them: the energies
     /// last). Allocation-free.
     fn capture(&mut self, integ: &mut dyn TimeIntegrator) {
-        self.time = integ.time();
+        self.capture_where(integ, &[], true);
+    }
+
+    /// [`RecorderSnapshot::capture`] of the partitions `p` with `early[p] == early` (a
+    /// partition beyond `early` counts as not early) and of everything the integrator holds
+    /// itself (time, multipliers, the scheme's channels) when `early` is false.
+    fn capture_where(&mut self, integ: &mut dyn TimeIntegrator, early: &[bool], which: bool) {
+        let chosen = |p: usize| early.get(p).copied().unwrap_or(false) == which;
+        let all = early.is_empty();
+        if all || !which {
+            self.time = integ.time();
+        }
         for (p, snap) in self.parts.iter_mut().enumerate() {
-            copy_into(&mut snap.state, integ.state(p));
-            let part = &integ.partitions()[p];
-            let n = part.state.n_dofs();
-            copy_into(
-                &mut snap.acceleration,
-                integ.rate(p).get(n..2 * n).unwrap_or(&[]),
-            );
-            match (part.physical.as_ref(), snap.measured.as_mut()) {
-                (Some(port), Some(measured)) => {
-                    copy_into(measured, port.measured());
-                    if !snap.provider.is_empty() {
-                        port.substructure().channels(&mut snap.provider);
-                    }
+            if all || chosen(p) {
+                snap.capture(integ, p);
+            }
+        }
+        if all || !which {
+            copy_into(&mut self.multipliers, integ.multipliers());
+            if !self.extra.is_empty() {
+                integ.extra_values(&mut self.extra);
+            }
+        }
+        for (p, snap) in self.parts.iter_mut().enumerate() {
+            if all || chosen(p) {
+                snap.capture_energy(integ, p);
+            }
+        }
+    }
+}
+
+impl PartitionSnapshot {
+    /// Copy partition `p`'s state, relative accelerations, measured forces and provider
+    /// channels. Allocation-free once sized.
+    fn capture(&mut self, integ: &dyn TimeIntegrator, p: usize) {
+        copy_into(&mut self.state, integ.state(p));
+        let part = &integ.partitions()[p];
+        let n = part.state.n_dofs();
+        copy_into(
+            &mut self.acceleration,
+            integ.rate(p).get(n..2 * n).unwrap_or(&[]),
+        );
+        match (part.physical.as_ref(), self.measured.as_mut()) {
+            (Some(port), Some(measured)) => {
+                copy_into(measured, port.measured());
+                if !self.provider.is_empty() {
+                    port.substructure().channels(&mut self.provider);
                 }
-                (Some(port), None) => snap.measured = Some(port.measured().to_vec()),
-                (None, _) => snap.measured = None,
             }
+            (Some(port), None) => self.measured = Some(port.measured().to_vec()),
+            (None, _) => self.measured = None,
         }
-        copy_into(&mut self.multipliers, integ.multipliers());
-        if !self.extra.is_empty() {
-            integ.extra_values(&mut self.extra);
-        }
-        for (p, snap) in self.parts.iter_mut().enumerate() {
-            if snap.wants_energy {
-                // Only what is not a function of the copied state is read now: the energy
-                // of a partition is `½ vᵀ M v` plus the elements' stored energies and
-                // absorbed-energy states (all functions of the state, integrated with it
-                // every step), plus the work the laboratory accumulates at its own ticks.
-                snap.energy = match snap.energy_source {
-                    EnergySource::Integrator => integ.energy(p),
-                    EnergySource::PartitionState | EnergySource::Specimen => {
-                        integ.partitions()[p].held_energy()
-                    }
-                };
-            }
+    }
+
+    /// Partition `p`'s energy, or what of it is not a function of the copied state.
+    fn capture_energy(&mut self, integ: &mut dyn TimeIntegrator, p: usize) {
+        if self.wants_energy {
+            // Only what is not a function of the copied state is read now: the energy
+            // of a partition is `½ vᵀ M v` plus the elements' stored energies and
+            // absorbed-energy states (all functions of the state, integrated with it
+            // every step), plus the work the laboratory accumulates at its own ticks.
+            self.energy = match self.energy_source {
+                EnergySource::Integrator => integ.energy(p),
+                EnergySource::PartitionState | EnergySource::Specimen => {
+                    integ.partitions()[p].held_energy()
+                }
+            };
         }
     }
 }
@@ -750,19 +931,61 @@ impl RowSource for Live<'_> {
     }
 }
 
-/// Fill `row` from `src`, a run of columns at a time. Allocation-free.
+/// Which columns [`fill`] fills: all, or one side of a hand-off ([`HandOff`]): the early
+/// partitions' columns (and their sides of the gaps, kept), or the rest.
+enum Select<'a> {
+    All,
+    Early(&'a [bool], &'a mut [[f64; 2]]),
+    Rest(&'a [bool], &'a [[f64; 2]]),
+}
+
+/// The partition a channel reads, if it reads one only.
+fn owner(ch: Channel) -> Option<usize> {
+    match ch {
+        Channel::U(p, ..)
+        | Channel::V(p, ..)
+        | Channel::AbsAcc(p, ..)
+        | Channel::State(p, ..)
+        | Channel::Measured(p, _)
+        | Channel::Deformation(p, _)
+        | Channel::Dissipated(p, _)
+        | Channel::Energy(p)
+        | Channel::ElementForce { part: p, .. }
+        | Channel::Provider { part: p, .. } => Some(p as usize),
+        Channel::Time
+        | Channel::Lambda(_)
+        | Channel::GapU(_)
+        | Channel::GapV(_)
+        | Channel::Extra { .. } => None,
+    }
+}
+
+/// Fill `row` from `src`, a run of columns at a time (the columns `select` selects; a run
+/// reads one partition, so it is taken or skipped whole, column by column). Allocation-free.
 fn fill<S: RowSource>(
     channels: &[Channel],
     workspaces: &mut [ElementWorkspace],
     scratch: &mut [f64],
     src: &mut S,
     row: &mut [f64],
+    mut select: Select<'_>,
 ) {
     let t = src.time();
     let mut c = 0;
+    let mut gap = 0;
     while c < channels.len() {
         let ch = channels[c];
         let at = |i: u32| i as usize;
+        let early = |m: &[bool]| owner(ch).is_some_and(|p| m.get(p).copied().unwrap_or(false));
+        let skip = match &select {
+            Select::All => false,
+            Select::Early(m, _) => !early(m) && !matches!(ch, Channel::GapU(_) | Channel::GapV(_)),
+            Select::Rest(m, _) => early(m),
+        };
+        if skip {
+            c += 1;
+            continue;
+        }
         // Columns written by this channel (a run, an element's group, or one).
         let mut width = 1;
         match ch {
@@ -840,7 +1063,28 @@ fn fill<S: RowSource>(
                     let i = st.dofs.iter().position(|x| *x == d.dof).unwrap_or(0);
                     src.state(p)[off * n + i]
                 };
-                row[c] = val(d.plus) - val(d.minus);
+                match &mut select {
+                    Select::All => row[c] = val(d.plus) - val(d.minus),
+                    Select::Early(m, kept) => {
+                        if m.get(d.plus).copied().unwrap_or(false) {
+                            kept[gap][0] = val(d.plus);
+                        }
+                        if m.get(d.minus).copied().unwrap_or(false) {
+                            kept[gap][1] = val(d.minus);
+                        }
+                    }
+                    Select::Rest(m, kept) => {
+                        let side = |p: usize, i: usize| {
+                            if m.get(p).copied().unwrap_or(false) {
+                                kept[gap][i]
+                            } else {
+                                val(p)
+                            }
+                        };
+                        row[c] = side(d.plus, 0) - side(d.minus, 1);
+                    }
+                }
+                gap += 1;
             }
             Channel::Energy(p) => {
                 let p = at(p);

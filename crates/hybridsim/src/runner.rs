@@ -6,12 +6,23 @@
 //!
 //! 1. check the operator's abort flag (Ctrl-C, a signal);
 //! 2. execute the step ([`StepExecutor::step`]);
-//! 3. drain the controller-rate lab records of every laboratory into the [`RunSink`];
-//! 4. record the results row (every `every` steps and after the last one);
-//! 5. check: recording kept up, the multipliers stay within the divergence bound, the
-//!    deadline overruns stay below their limit, no helper task of the executor died or
-//!    stalled ([`StepExecutor::take_fault`]);
-//! 6. on any fault, [`trip`]: every laboratory's safety layer trips with the fault's
+//! 3. the hand-off: the executor's own work after a step ([`StepExecutor::after_step`]),
+//!    the controller-rate lab records of every laboratory into the [`RunSink`], the results
+//!    row's columns of the physical partitions (every `every` steps and after the last one;
+//!    otherwise a capture of what a row would read), and the checks whose inputs are known:
+//!    the multipliers stay within the divergence bound, the deadline overruns stay below
+//!    their limit, no helper task of the executor died or stalled
+//!    ([`StepExecutor::take_fault`]);
+//! 4. with no fault found and another step to come, let a pipelined executor send the
+//!    physical partitions' next job ([`StepExecutor::release`]), then finish the step
+//!    ([`StepExecutor::finish_step`]: the numerical partition's link update);
+//! 5. the rest of the row, into the sink (recording kept up); after a release, a pipelined
+//!    executor may send the numerical partition's next job first
+//!    ([`StepExecutor::dispatch_numerical`]): the rest of the row is then captured before the
+//!    job leaves and made from the capture once it is back ([`StepExecutor::await_numerical`],
+//!    at the start of the next iteration, or after the loop on a stop);
+//! 6. on any fault, take back a job sent early ([`StepExecutor::recall`]), then [`trip`]:
+//!    every laboratory's safety layer trips with the fault's
 //!    [`EventKind`]; the records of the stop and the row of the last completed step, whatever
 //!    `every` is (in a run without a laboratory, unless the next step failed midway), are
 //!    kept; then [`ramp_down`] sends the paced ramp (one command per controller tick, each
@@ -213,6 +224,48 @@ pub trait StepExecutor {
     fn take_fault(&mut self) -> Option<Fault> {
         None
     }
+    /// Whether the executor hands the physical partitions' job of the next step off early
+    /// (docs/realtime-pipeline.md): its [`StepExecutor::step`] then ends after the interface
+    /// solve and the physical partitions' link update, [`StepExecutor::release`] may send
+    /// their next job, and [`StepExecutor::finish_step`] does the rest of the step. [`run`]
+    /// then takes the rows of such a run in two parts ([`Recorder::split_at_handoff`], set up
+    /// by the runner) and captures every step that has no row, since after a release the
+    /// physical partitions can no longer be read as they were at the step's end.
+    fn pipelined(&self) -> bool {
+        false
+    }
+    /// Send the physical partitions' job of the next step now, while the rest of this step
+    /// (the numerical partition's link update, the results row) is done (pipelined executors;
+    /// [`run`] calls it only when another step follows and no fault is known). Must not
+    /// allocate.
+    fn release(&mut self) {}
+    /// The rest of the step after [`StepExecutor::release`] (the numerical partition's link
+    /// update); the step is complete when it returns `Ok`. Must not allocate.
+    fn finish_step(&mut self) -> Result<(), StepError> {
+        Ok(())
+    }
+    /// Take back a job sent by [`StepExecutor::release`] before its laboratories are tripped:
+    /// the worker stops before its next substep and returns them (bounded by the watchdog; a
+    /// worker that does not return them is asked to trip them itself, as after a stall).
+    /// [`run`] calls it before every trip; without a job out it does nothing. Must not
+    /// allocate.
+    fn recall(&mut self) {}
+    /// Send the numerical partition's job of the next step now, after
+    /// [`StepExecutor::finish_step`] of a step whose physical job was released, before the
+    /// row is made ([`run`] then makes the row from a capture once
+    /// [`StepExecutor::await_numerical`] has the partition back); true when sent. Must not
+    /// allocate.
+    fn dispatch_numerical(&mut self) -> bool {
+        false
+    }
+    /// Wait (bounded by the executor's watchdog) for the numerical job sent by
+    /// [`StepExecutor::dispatch_numerical`] and take its partition back; true when the
+    /// numerical partition is on the calling thread (at once without a job out), false when
+    /// it did not come back (the executor's fault, [`StepExecutor::take_fault`], says why).
+    /// Must not allocate.
+    fn await_numerical(&mut self) -> bool {
+        true
+    }
 }
 
 /// The step executor of `hybridsim run`: [`TimeIntegrator::step`] on the calling thread.
@@ -326,12 +379,38 @@ pub fn run(
     // but a failed step), sparing `run` the cost of a row per step (BENCHMARKS.md, "Issue 10").
     let mut has_lab = false;
     exec.integrator().for_each_lab(&mut |_, _| has_lab = true);
+    // A pipelined executor sends the physical job of the next step before this step's row is
+    // made: the row's columns of the physical partitions are taken before that (the hand-off),
+    // the rest after, and a step without a row is captured in any case.
+    let pipelined = exec.pipelined();
     // `unsent`: the last completed step's row is not in the sink; `recorded`: it is in `row`
     // or in the recorder's capture.
     let mut unsent = false;
     let mut recorded = true;
     let mut step_failed = false;
+    // The row of the last completed step is in `row` (its physical columns) and in the
+    // recorder's capture (the rest), to be finished once the numerical job sent early is back.
+    let mut row_pending = false;
     while fault.is_none() && steps < settings.n_steps {
+        if row_pending {
+            // The numerical partition's job of this step left before the last row was made;
+            // the row is finished from the capture when that job is back, while the physical
+            // job may still run.
+            if !exec.await_numerical() {
+                step_failed = true;
+                fault = Some(exec.take_fault().unwrap_or(Fault::Stalled {
+                    task: "numerical",
+                    waited: 0.0,
+                }));
+                break;
+            }
+            row_pending = false;
+            recorder.record_rest_captured(exec.integrator(), row);
+            if !sink.row(row) {
+                fault = Some(Fault::Recording);
+                break;
+            }
+        }
         if abort.load(Ordering::Relaxed) {
             fault = Some(Fault::Abort);
             break;
@@ -344,49 +423,101 @@ pub fn run(
             fault = Some(exec.take_fault().unwrap_or(Fault::Step(error)));
             break;
         }
-        steps += 1;
+        // The hand-off: everything that reads the physical partitions, and every check whose
+        // inputs are known, before their next job may leave.
         exec.after_step();
-        sink.progress(steps);
-        let mut kept = drain_labs(exec, sink);
-        until_row -= 1;
-        let due = until_row == 0 || steps == settings.n_steps;
-        recorded = due || has_lab;
+        let labs_kept = drain_labs(exec, sink);
+        let next = steps + 1;
+        let due = until_row == 1 || next == settings.n_steps;
+        let capture = !due && (has_lab || pipelined);
         if due {
-            recorder.record(exec.integrator(), row);
-        } else if has_lab {
-            recorder.capture(exec.integrator());
+            recorder.record_early(exec.integrator(), row);
+        } else if capture {
+            recorder.capture_early(exec.integrator());
+        }
+        let mut found = None;
+        if let Some(monitor) = &divergence {
+            if let Some(value) = monitor.observe_force(exec.integrator().multipliers()) {
+                found = Some(Fault::Divergence {
+                    value,
+                    bound: monitor.settings().force,
+                });
+            }
+        }
+        if let (None, Some(limit)) = (&found, settings.max_overruns) {
+            let count = exec.overruns();
+            if count >= limit {
+                found = Some(Fault::Overruns { count, limit });
+            }
+        }
+        if found.is_none() {
+            // A fault the executor found outside the step (a dead or stalled helper task).
+            found = exec.take_fault();
+        }
+        let released = labs_kept
+            && found.is_none()
+            && next < settings.n_steps
+            && !abort.load(Ordering::Relaxed);
+        if released {
+            exec.release();
+        }
+        let started = Instant::now();
+        let finished = exec.finish_step();
+        step_time += started.elapsed();
+        if let Err(error) = finished {
+            step_failed = true;
+            fault = Some(exec.take_fault().unwrap_or(Fault::Step(error)));
+            break;
+        }
+        steps = next;
+        sink.progress(steps);
+        until_row -= 1;
+        recorded = due || capture;
+        // With the physical job out, the numerical job of the next step leaves too before the
+        // row is made: the row's rest is captured first (copies) and made from the capture
+        // when that job is back (at the top of the next iteration, or after the loop).
+        let mut sent_early = false;
+        if due {
+            if released {
+                recorder.capture_rest_for_row(exec.integrator());
+                sent_early = exec.dispatch_numerical();
+            }
+            if !sent_early {
+                recorder.record_rest(exec.integrator(), row);
+            }
+        } else if capture {
+            recorder.capture_rest(exec.integrator());
+            if released {
+                exec.dispatch_numerical();
+            }
         }
         unsent = !due;
+        let mut kept = labs_kept;
         if due {
-            kept &= sink.row(row);
+            if sent_early {
+                row_pending = true;
+            } else {
+                kept &= sink.row(row);
+            }
             until_row = every;
         }
         if !kept {
             fault = Some(Fault::Recording);
             break;
         }
-        if let Some(monitor) = &divergence {
-            if let Some(value) = monitor.observe_force(exec.integrator().multipliers()) {
-                fault = Some(Fault::Divergence {
-                    value,
-                    bound: monitor.settings().force,
-                });
-                break;
-            }
-        }
-        if let Some(limit) = settings.max_overruns {
-            let count = exec.overruns();
-            if count >= limit {
-                fault = Some(Fault::Overruns { count, limit });
-                break;
-            }
-        }
-        // A fault the executor found outside the step (a dead or stalled helper task).
-        if let Some(f) = exec.take_fault() {
-            fault = Some(f);
+        if found.is_some() {
+            fault = found;
             break;
         }
     }
+    // A row whose numerical job is still out (a stop met at the top of the next iteration
+    // before it came back) is finished once it is.
+    if row_pending && exec.await_numerical() {
+        recorder.record_rest_captured(exec.integrator(), row);
+        sink.row(row);
+    }
+    // A job sent early comes back before anything is tripped.
+    exec.recall();
     let state = match fault {
         None => EndState::Completed,
         Some(fault) => trip(exec.integrator(), fault),

@@ -447,26 +447,9 @@ impl PgAlpha {
     /// linked kinematics (`settle_states`).
     pub fn link_update(&mut self) -> Result<(), StepError> {
         for (run, part) in self.runs.iter_mut().zip(self.parts.iter_mut()) {
-            run.stepper.keep_start(&run.coupled.y);
-            run.coupled.y.copy_from(&run.free.y);
-            run.coupled.y.gemv(1.0, &run.q_y, &self.lambda_next, 1.0);
-            run.coupled.ydot.copy_from(&run.free.ydot);
-            run.coupled
-                .ydot
-                .gemv(1.0, &run.q_ydot, &self.lambda_next, 1.0);
-            run.coupled.v.copy_from(&run.free.v);
-            run.coupled.v.gemv(1.0, &run.q_v, &self.lambda_next, 1.0);
-            // Hysteretic states back on their laws after the linear correction (issue 17).
-            run.stepper.reproject(part, &mut run.coupled);
-            if run.stepper.solves_to_convergence() {
-                settle_states(part, run);
-            }
+            update_partition(run, part, &self.lambda_next);
         }
-        match self.predictor {
-            MultiplierPredictor::None => self.lambda.copy_from(&self.lambda_next),
-            MultiplierPredictor::Previous => self.lambda += &self.lambda_next,
-        }
-        self.clock.advance();
+        self.advance_multipliers();
         let t = self.time();
         let n = self.clock.steps();
         check_finite(self.lambda.as_slice(), "interface multipliers", t, n)?;
@@ -474,6 +457,72 @@ impl PgAlpha {
             check_finite(run.coupled.y.as_slice(), "state", t, n)?;
         }
         Ok(())
+    }
+
+    /// Phase 4 split in two for a pipelined runner (docs/realtime-pipeline.md): the link
+    /// update of every physical partition, `Λ_{n+1}` and the clock advanced to `t_{n+1}` —
+    /// all that the physical free substeps of step `n + 1` need, so that their job can leave
+    /// before the numerical partition is updated. [`PgAlpha::link_update_numerical`] follows;
+    /// the two are bit-identical to [`PgAlpha::link_update`]: each partition's update reads only
+    /// its own run and `Λ_{n+1}` (Abbiati et al. 2019, Steps 13–14). Checks the multipliers and
+    /// the physical states. Allocation-free.
+    pub fn link_update_physical(&mut self) -> Result<(), StepError> {
+        let k = self.numerical;
+        for (x, (run, part)) in self.runs.iter_mut().zip(self.parts.iter_mut()).enumerate() {
+            if x != k {
+                update_partition(run, part, &self.lambda_next);
+            }
+        }
+        self.advance_multipliers();
+        let t = self.time();
+        let n = self.clock.steps();
+        check_finite(self.lambda.as_slice(), "interface multipliers", t, n)?;
+        for (x, run) in self.runs.iter().enumerate() {
+            if x != k {
+                check_finite(run.coupled.y.as_slice(), "state", t, n)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The numerical partition's link update after [`PgAlpha::link_update_physical`] (the
+    /// physical partitions may be detached meanwhile: only the numerical one is touched).
+    /// Checks its state. Allocation-free.
+    pub fn link_update_numerical(&mut self) -> Result<(), StepError> {
+        let k = self.numerical;
+        update_partition(&mut self.runs[k], &mut self.parts[k], &self.lambda_next);
+        check_finite(
+            self.runs[k].coupled.y.as_slice(),
+            "state",
+            self.time(),
+            self.clock.steps(),
+        )
+    }
+
+    /// `Λ_{n+1}` (or `Λ_n` plus the increment) and the clock to `t_{n+1}`.
+    fn advance_multipliers(&mut self) {
+        match self.predictor {
+            MultiplierPredictor::None => self.lambda.copy_from(&self.lambda_next),
+            MultiplierPredictor::Previous => self.lambda += &self.lambda_next,
+        }
+        self.clock.advance();
+    }
+}
+
+/// The link update of one partition, `𝕐^X = 𝕐^{X,free} + ℚ^X Λ_{n+1}` (Abbiati et al. 2019,
+/// Steps 13–14), its hysteretic states put back on their laws.
+fn update_partition(run: &mut PartitionRun, part: &mut Partition, lambda_next: &DVector<f64>) {
+    run.stepper.keep_start(&run.coupled.y);
+    run.coupled.y.copy_from(&run.free.y);
+    run.coupled.y.gemv(1.0, &run.q_y, lambda_next, 1.0);
+    run.coupled.ydot.copy_from(&run.free.ydot);
+    run.coupled.ydot.gemv(1.0, &run.q_ydot, lambda_next, 1.0);
+    run.coupled.v.copy_from(&run.free.v);
+    run.coupled.v.gemv(1.0, &run.q_v, lambda_next, 1.0);
+    // Hysteretic states back on their laws after the linear correction (issue 17).
+    run.stepper.reproject(part, &mut run.coupled);
+    if run.stepper.solves_to_convergence() {
+        settle_states(part, run);
     }
 }
 
