@@ -6,47 +6,50 @@ use hybridsim::output::Recorder;
 use hybridsim::Model;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicI64, Ordering};
 
 /// The system allocator, adding the bytes this thread allocates and frees while
-/// [`live_bytes_added`] runs (the harness's threads are not counted).
+/// [`live_bytes_added`] or [`peak_bytes_added`] runs. The sums are the thread's own: the
+/// harness's threads are not counted, and the other tests of this binary, which run at the same
+/// time on threads of their own, do not reach another test's sums.
 struct Bytes;
-
-static LIVE: AtomicI64 = AtomicI64::new(0);
-/// The largest `LIVE` since [`peak_bytes_added`] started.
-static PEAK: AtomicI64 = AtomicI64::new(0);
 
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static LIVE: Cell<i64> = const { Cell::new(0) };
+    /// The largest `LIVE` since [`peak_bytes_added`] started.
+    static PEAK: Cell<i64> = const { Cell::new(0) };
 }
 
 fn counting() -> bool {
     COUNTING.try_with(|c| c.get()).unwrap_or(false)
 }
 
+/// Add `delta` bytes to this thread's live sum, and raise its peak to the sum plus `held`
+/// (bytes held beside the sum for a moment, as a reallocation's old block).
+fn note(delta: i64, held: i64) {
+    let _ = LIVE.try_with(|live| {
+        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(live.get() + held.max(delta))));
+        live.set(live.get() + delta);
+    });
+}
+
 unsafe impl GlobalAlloc for Bytes {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if counting() {
-            let size = layout.size() as i64;
-            PEAK.fetch_max(
-                LIVE.fetch_add(size, Ordering::Relaxed) + size,
-                Ordering::Relaxed,
-            );
+            note(layout.size() as i64, 0);
         }
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if counting() {
-            LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
+            note(-(layout.size() as i64), 0);
         }
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if counting() {
             // The old and the new block are both held while the contents are copied.
-            let grow = new_size as i64;
-            PEAK.fetch_max(LIVE.load(Ordering::Relaxed) + grow, Ordering::Relaxed);
-            LIVE.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
+            note(new_size as i64 - layout.size() as i64, new_size as i64);
         }
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -57,22 +60,22 @@ static GLOBAL: Bytes = Bytes;
 
 /// What `f` returns, and the bytes it leaves allocated (allocated minus freed by this thread).
 fn live_bytes_added<T>(f: impl FnOnce() -> T) -> (T, i64) {
-    LIVE.store(0, Ordering::SeqCst);
+    LIVE.with(|l| l.set(0));
     COUNTING.with(|c| c.set(true));
     let out = f();
     COUNTING.with(|c| c.set(false));
-    (out, LIVE.load(Ordering::SeqCst))
+    (out, LIVE.with(|l| l.get()))
 }
 
 /// What `f` returns, and the largest number of bytes it held allocated at once (beyond what
 /// was allocated when it started; this thread only).
 fn peak_bytes_added<T>(f: impl FnOnce() -> T) -> (T, i64) {
-    LIVE.store(0, Ordering::SeqCst);
-    PEAK.store(0, Ordering::SeqCst);
+    LIVE.with(|l| l.set(0));
+    PEAK.with(|p| p.set(0));
     COUNTING.with(|c| c.set(true));
     let out = f();
     COUNTING.with(|c| c.set(false));
-    (out, PEAK.load(Ordering::SeqCst))
+    (out, PEAK.with(|p| p.get()))
 }
 
 /// A shear chain of `n` storeys without damping: one `x` DOF a node, a mass and a spring a
