@@ -920,6 +920,22 @@ impl SymmetricFactors {
         let xp = x.as_mut_ptr();
         let vp = f.values.as_ptr();
         let bp = buffer.as_mut_ptr();
+        // The block's unknowns `x[s..s + h]` from the four registers `y` (through the buffer when
+        // the last block is shorter than 16 rows).
+        macro_rules! store_block {
+            ($y:expr, $s:expr, $h:expr) => {
+                if $h == BLOCK_ROWS {
+                    for (q, yq) in $y.iter().enumerate() {
+                        _mm256_storeu_pd(xp.add($s + 4 * q), *yq);
+                    }
+                } else {
+                    for (q, yq) in $y.iter().enumerate() {
+                        _mm256_storeu_pd(bp.add(4 * q), *yq);
+                    }
+                    std::ptr::copy_nonoverlapping(bp as *const f64, xp.add($s), $h);
+                }
+            };
+        }
         // SAFETY: by construction (`BlockedFactor::from_rows`, checked above in debug builds)
         // block `b`'s panel is `16 w` values from `offset[b]` (`w` columns of 16 rows), its
         // two triangles the `FORWARD_TRIANGLE + BACKWARD_TRIANGLE` after them, with
@@ -995,16 +1011,7 @@ impl SymmetricFactors {
                 column!(3, 0x55);
                 column!(3, 0xAA);
                 column!(3, 0xFF);
-                if h == BLOCK_ROWS {
-                    for (q, yq) in y.iter().enumerate() {
-                        _mm256_storeu_pd(xp.add(s + 4 * q), *yq);
-                    }
-                } else {
-                    for (q, yq) in y.iter().enumerate() {
-                        _mm256_storeu_pd(bp.add(4 * q), *yq);
-                    }
-                    std::ptr::copy_nonoverlapping(bp as *const f64, xp.add(s), h);
-                }
+                store_block!(y, s, h);
             }
             let dp = self.inverse_diag.as_ptr();
             let mut r = 0;
@@ -1064,16 +1071,7 @@ impl SymmetricFactors {
                 row!(0, 0xFF);
                 row!(0, 0xAA);
                 row!(0, 0x55);
-                if h == BLOCK_ROWS {
-                    for (q, yq) in y.iter().enumerate() {
-                        _mm256_storeu_pd(xp.add(s + 4 * q), *yq);
-                    }
-                } else {
-                    for (q, yq) in y.iter().enumerate() {
-                        _mm256_storeu_pd(bp.add(4 * q), *yq);
-                    }
-                    std::ptr::copy_nonoverlapping(bp as *const f64, xp.add(s), h);
-                }
+                store_block!(y, s, h);
                 // x[p..s] −= panelᵀ y, four columns at a time: each column's four partial
                 // sums over the block's quads, then ((a0 + a1) + (a2 + a3)).
                 let xs = xp.add(p);
