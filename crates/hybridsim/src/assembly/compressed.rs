@@ -103,6 +103,62 @@ impl CompressedRows {
         }
     }
 
+    /// The matrix of `n_rows` rows whose row `i` holds the entries `(column, value)` that
+    /// `row(i, …)` passes to its callback, by increasing column and each column once; exact
+    /// zeros are not stored. `row` is called twice for every row (to count, then to place), so
+    /// the arrays are allocated once at their final length: no triplets, no growth.
+    ///
+    /// # Panics
+    /// If a column does not fit 32 bits, or the two calls of `row` differ.
+    pub fn from_rows(n_rows: usize, row: impl Fn(usize, &mut dyn FnMut(usize, f64))) -> Self {
+        let mut row_start = Vec::with_capacity(n_rows + 1);
+        row_start.push(0usize);
+        let mut total = 0;
+        for i in 0..n_rows {
+            row(i, &mut |_, x| {
+                if x != 0.0 {
+                    total += 1;
+                }
+            });
+            row_start.push(total);
+        }
+        let mut columns = Vec::with_capacity(total);
+        let mut values = Vec::with_capacity(total);
+        for i in 0..n_rows {
+            row(i, &mut |j, x| {
+                if x != 0.0 {
+                    let j = u32::try_from(j).expect("column index fits 32 bits");
+                    debug_assert!(
+                        columns.len() == row_start[i] || columns.last() < Some(&j),
+                        "CompressedRows::from_rows: columns ascending, each once"
+                    );
+                    columns.push(j);
+                    values.push(x);
+                }
+            });
+            assert_eq!(
+                columns.len(),
+                row_start[i + 1],
+                "the two calls of CompressedRows::from_rows's row gave different entries"
+            );
+        }
+        Self {
+            row_start,
+            columns,
+            values,
+        }
+    }
+
+    /// The matrix of `n_rows` rows of the entries `(row, column, value)`, each position given
+    /// at most once, in any order (zeros not stored).
+    pub fn from_entries(n_rows: usize, entries: &[(usize, usize, f64)]) -> Self {
+        Self::assemble(n_rows, |add| {
+            for &(i, j, x) in entries {
+                add(i, j, x);
+            }
+        })
+    }
+
     /// Number of rows.
     pub fn n_rows(&self) -> usize {
         self.row_start.len().saturating_sub(1)

@@ -1761,14 +1761,20 @@ impl StateSpace {
     }
 
     /// The nonzero entries `(row, column, value)` of `D = M + c J0`, row by row, with the
-    /// values of `big_mass() + &j0 * c` to the last bit, without forming a dense matrix
-    /// besides `j0` itself.
+    /// values of `big_mass() + &j0 * c` to the last bit ([`StateSpace::d_rows`] as triplets).
     pub fn d_entries(&self, c: f64) -> Vec<(usize, usize, f64)> {
+        self.d_rows(c).iter().collect()
+    }
+
+    /// `D = M + c J0` (Abbiati et al. 2019, eq 12) in compressed rows (12 bytes an entry),
+    /// its nonzero entries with the values of `big_mass() + &j0 * c` to the last bit, without
+    /// forming a dense matrix nor a list of triplets: each row of `M` (the identity outside
+    /// the momentum rows) merged with the same row of `J0` by column, twice (to count, then to
+    /// place).
+    pub fn d_rows(&self, c: f64) -> CompressedRows {
         let (n, size) = (self.dofs.len(), self.size());
-        let mut out = Vec::with_capacity(self.j0_entries.len() + size);
-        for i in 0..size {
-            // Row i of M (the identity outside the momentum rows) merged with row i of J0 by
-            // column: `m_ij + J0_ij c` with a missing entry read as 0 (the dense sum's value).
+        CompressedRows::from_rows(size, |i, push| {
+            // `m_ij + J0_ij c` with a missing entry read as 0 (the dense sum's value).
             let identity = ([i as u32], [1.0]);
             let (m_cols, m_vals): (&[u32], &[f64]) = if (n..2 * n).contains(&i) {
                 self.mass_entries.row(i - n)
@@ -1794,13 +1800,9 @@ impl StateSpace {
                 } else {
                     0.0
                 };
-                let v = mij + jij * c;
-                if v != 0.0 {
-                    out.push((i, col, v));
-                }
+                push(col, mij + jij * c);
             }
-        }
-        out
+        })
     }
 
     /// `x ← M⁻¹ x` for `M = diag(I, m, I)`; false when `m` is singular. A lumped (diagonal)
