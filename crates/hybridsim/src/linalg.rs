@@ -2,6 +2,7 @@
 //! renumbered by reverse Cuthill–McKee, factorized once and solved many times without
 //! allocating.
 
+use crate::assembly::CompressedRows;
 use nalgebra::DMatrix;
 
 /// `D⁻¹` applied through an LU factorization with partial pivoting, stored in skyline form
@@ -40,13 +41,16 @@ pub struct FactoredMatrix {
     diag: Vec<f64>,
 }
 
-/// Swaps that, applied in order to a vector `b`, leave `b[gather[0]], b[gather[1]], …`.
-/// A bound on the work of a band LU of the matrix of `entries` in the given order: the lower
-/// bandwidth times the total width of the rows' windows.
-fn profile_cost(n: usize, entries: &[(usize, usize, f64)]) -> f64 {
+/// A bound on the work of a band LU of the matrix `d` with its unknowns renumbered by
+/// `position` (unknown `i` to `position[i]`; the given order when `None`): the lower bandwidth
+/// times the total width of the rows' windows.
+fn profile_cost(d: &CompressedRows, position: Option<&[usize]>) -> f64 {
+    let n = d.n_rows();
+    let at = |i: usize| position.map_or(i, |p| p[i]);
     let mut span: Vec<(usize, usize)> = (0..n).map(|i| (i, i)).collect();
     let mut lower = 0usize;
-    for &(i, j, _) in entries {
+    for (i, j, _) in d.iter() {
+        let (i, j) = (at(i), at(j));
         span[i] = (span[i].0.min(j), span[i].1.max(j));
         lower = lower.max(i.saturating_sub(j));
     }
@@ -54,6 +58,16 @@ fn profile_cost(n: usize, entries: &[(usize, usize, f64)]) -> f64 {
     (lower + 1) as f64 * width as f64
 }
 
+/// The position of each unknown in `order` (`position[order[p]] = p`).
+fn positions(order: &[usize]) -> Vec<usize> {
+    let mut position = vec![0; order.len()];
+    for (p, &o) in order.iter().enumerate() {
+        position[o] = p;
+    }
+    position
+}
+
+/// Swaps that, applied in order to a vector `b`, leave `b[gather[0]], b[gather[1]], …`.
 fn gather_swaps(gather: &[usize]) -> Vec<(usize, usize)> {
     let n = gather.len();
     let mut at: Vec<usize> = (0..n).collect(); // at[p]: original entry now at position p
@@ -76,13 +90,13 @@ fn gather_swaps(gather: &[usize]) -> Vec<(usize, usize)> {
 /// symmetric pattern of `d + dᵀ`, given as the off-diagonal neighbour lists of the `n`
 /// unknowns (every connected component from a vertex of minimum degree, neighbours by
 /// increasing degree). `O(nnz log nnz)`.
-fn reverse_cuthill_mckee(adj: &[Vec<usize>]) -> Vec<usize> {
+fn reverse_cuthill_mckee(adj: &Pattern) -> Vec<usize> {
     let n = adj.len();
     let mut seen = vec![false; n];
     let mut order = Vec::with_capacity(n);
     // Unvisited vertices by increasing degree (then index), for the start of each component.
     let mut by_degree: Vec<usize> = (0..n).collect();
-    by_degree.sort_by_key(|&i| (adj[i].len(), i));
+    by_degree.sort_by_key(|&i| (adj.degree(i), i));
     let mut cursor = 0;
     let mut next: Vec<usize> = Vec::new();
     while order.len() < n {
@@ -97,8 +111,8 @@ fn reverse_cuthill_mckee(adj: &[Vec<usize>]) -> Vec<usize> {
             let v = order[head];
             head += 1;
             next.clear();
-            next.extend(adj[v].iter().copied().filter(|&w| !seen[w]));
-            next.sort_by_key(|&w| (adj[w].len(), w));
+            next.extend(adj[v].iter().map(|&w| w as usize).filter(|&w| !seen[w]));
+            next.sort_by_key(|&w| (adj.degree(w), w));
             for &w in &next {
                 seen[w] = true;
                 order.push(w);
@@ -109,21 +123,77 @@ fn reverse_cuthill_mckee(adj: &[Vec<usize>]) -> Vec<usize> {
     order
 }
 
-/// The off-diagonal neighbour lists of the symmetric pattern of `d + dᵀ`, from the entries
-/// `(row, column, value)` of `d` (zeros ignored), each list ascending.
-fn symmetric_pattern(n: usize, entries: &[(usize, usize, f64)]) -> Vec<Vec<usize>> {
-    let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for &(i, j, v) in entries {
-        if i != j && v != 0.0 {
-            adj[i].push(j);
-            adj[j].push(i);
+/// The off-diagonal neighbour lists of the symmetric pattern of `d + dᵀ`, each ascending, all
+/// in one array of 32-bit indices: unknown `i`'s neighbours are
+/// `adjacent[start[i]..start[i + 1]]` (no vector a row).
+struct Pattern {
+    start: Vec<usize>,
+    adjacent: Vec<u32>,
+}
+
+impl Pattern {
+    /// The pattern of `d + dᵀ` (zeros ignored), filled in two passes over `d`.
+    fn of(d: &CompressedRows) -> Self {
+        let n = d.n_rows();
+        let mut start = vec![0usize; n + 1];
+        for (i, j, v) in d.iter() {
+            if i != j && v != 0.0 {
+                start[i + 1] += 1;
+                start[j + 1] += 1;
+            }
         }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut adjacent = vec![0u32; start[n]];
+        let mut next = start.clone();
+        for (i, j, v) in d.iter() {
+            if i != j && v != 0.0 {
+                adjacent[next[i]] = j as u32;
+                next[i] += 1;
+                adjacent[next[j]] = i as u32;
+                next[j] += 1;
+            }
+        }
+        drop(next);
+        // Each list ascending, repeats removed, compacted to the left.
+        let mut write = 0;
+        for i in 0..n {
+            let (lo, hi) = (start[i], start[i + 1]);
+            start[i] = write;
+            adjacent[lo..hi].sort_unstable();
+            let mut last = None;
+            for k in lo..hi {
+                let w = adjacent[k];
+                if last != Some(w) {
+                    adjacent[write] = w;
+                    write += 1;
+                    last = Some(w);
+                }
+            }
+        }
+        start[n] = write;
+        adjacent.truncate(write);
+        Self { start, adjacent }
     }
-    for a in &mut adj {
-        a.sort_unstable();
-        a.dedup();
+
+    /// Number of unknowns.
+    fn len(&self) -> usize {
+        self.start.len() - 1
     }
-    adj
+
+    /// Number of neighbours of unknown `i`.
+    fn degree(&self, i: usize) -> usize {
+        self.start[i + 1] - self.start[i]
+    }
+}
+
+impl std::ops::Index<usize> for Pattern {
+    type Output = [u32];
+    /// The neighbours of unknown `i`, ascending.
+    fn index(&self, i: usize) -> &[u32] {
+        &self.adjacent[self.start[i]..self.start[i + 1]]
+    }
 }
 
 /// A row of the band LU under way: its entries in columns `start .. start + values.len()`.
@@ -187,40 +257,42 @@ impl FactoredMatrix {
     }
 
     /// Factorize the `n × n` matrix with nonzero entries `(row, column, value)` (each entry
-    /// given once; zeros ignored); `None` when it is singular. Nothing dense is formed: the
-    /// factorization is a band LU with partial pivoting in the reverse Cuthill–McKee order
-    /// (or the natural one when its skyline is smaller), `O(n b²)` for a bandwidth `b`.
+    /// given once; zeros ignored); `None` when it is singular: [`FactoredMatrix::from_rows`]
+    /// of the entries in compressed rows.
+    pub fn from_entries(n: usize, entries: &[(usize, usize, f64)]) -> Option<Self> {
+        Self::from_rows(&CompressedRows::from_entries(n, entries))
+    }
+
+    /// Factorize the square matrix `d` (its nonzero entries; zeros ignored); `None` when it is
+    /// singular. Nothing dense is formed: the factorization is a band LU with partial pivoting
+    /// in the reverse Cuthill–McKee order (or the natural one when its skyline is smaller),
+    /// `O(n b²)` for a bandwidth `b`. The renumbered matrix is read through the permutation,
+    /// not copied.
     ///
     /// The factors are those nalgebra's dense `LU` computes for the same (renumbered) matrix,
     /// to the last bit: the same pivots (first largest magnitude in the column), the same
     /// multipliers `a · (1/pivot)` and the same updates `a − u l`, skipping only the updates
     /// whose multiplier or pivot-row entry is an exact zero.
-    pub fn from_entries(n: usize, entries: &[(usize, usize, f64)]) -> Option<Self> {
-        let adj = symmetric_pattern(n, entries);
-        let order = reverse_cuthill_mckee(&adj);
+    pub fn from_rows(d: &CompressedRows) -> Option<Self> {
+        let n = d.n_rows();
+        let order = reverse_cuthill_mckee(&Pattern::of(d));
         let identity = order.iter().enumerate().all(|(i, &o)| i == o);
         if identity {
-            return Self::with_order(n, entries, None);
+            return Self::with_order(d, None);
         }
-        let mut position = vec![0; n];
-        for (p, &o) in order.iter().enumerate() {
-            position[o] = p;
-        }
-        let permuted: Vec<(usize, usize, f64)> = entries
-            .iter()
-            .map(|&(i, j, v)| (position[i], position[j], v))
-            .collect();
         if n < FACTOR_BOTH_BELOW {
-            let natural = Self::with_order(n, entries, None)?;
-            return match Self::with_order(n, &permuted, Some(&order)) {
+            let natural = Self::with_order(d, None)?;
+            return match Self::with_order(d, Some(&order)) {
                 Some(r) if r.stored() < natural.stored() => Some(r),
                 _ => Some(natural),
             };
         }
-        if profile_cost(n, &permuted) <= profile_cost(n, entries) {
-            Self::with_order(n, &permuted, Some(&order))
+        let position = positions(&order);
+        if profile_cost(d, Some(&position)) <= profile_cost(d, None) {
+            drop(position);
+            Self::with_order(d, Some(&order))
         } else {
-            Self::with_order(n, entries, None)
+            Self::with_order(d, None)
         }
     }
 
@@ -229,33 +301,25 @@ impl FactoredMatrix {
         self.l_val.len() + self.u_val.len()
     }
 
-    /// The bound on the band LU's work that [`FactoredMatrix::from_entries`] compares between
+    /// The bound on the band LU's work that [`FactoredMatrix::from_rows`] compares between
     /// orders (lower bandwidth × total row width), for the order it would take; without
     /// factoring.
-    fn estimated_cost(n: usize, entries: &[(usize, usize, f64)]) -> f64 {
-        let order = reverse_cuthill_mckee(&symmetric_pattern(n, entries));
-        let mut position = vec![0; n];
-        for (p, &o) in order.iter().enumerate() {
-            position[o] = p;
-        }
-        let permuted: Vec<(usize, usize, f64)> = entries
-            .iter()
-            .map(|&(i, j, v)| (position[i], position[j], v))
-            .collect();
-        profile_cost(n, &permuted).min(profile_cost(n, entries))
+    fn estimated_cost(d: &CompressedRows) -> f64 {
+        let position = positions(&reverse_cuthill_mckee(&Pattern::of(d)));
+        profile_cost(d, Some(&position)).min(profile_cost(d, None))
     }
 
-    /// Factorize the matrix of `entries` (already renumbered by `order`, if any).
-    fn with_order(
-        n: usize,
-        entries: &[(usize, usize, f64)],
-        order: Option<&[usize]>,
-    ) -> Option<Self> {
+    /// Factorize `d` renumbered by `order` (unknown `order[p]` at position `p`), if any.
+    fn with_order(d: &CompressedRows, order: Option<&[usize]>) -> Option<Self> {
+        let n = d.n_rows();
+        let position = order.map(positions);
+        let at = |i: usize| position.as_ref().map_or(i, |p| p[i]);
         // Rows as contiguous windows from their first to their last nonzero column.
         let mut rows: Vec<BandRow> = vec![BandRow::default(); n];
         let mut span: Vec<(usize, usize)> = vec![(usize::MAX, 0); n];
-        for &(i, j, v) in entries {
+        for (i, j, v) in d.iter() {
             if v != 0.0 {
+                let (i, j) = (at(i), at(j));
                 span[i] = (span[i].0.min(j), span[i].1.max(j + 1));
             }
         }
@@ -265,12 +329,14 @@ impl FactoredMatrix {
                 row.values = vec![0.0; hi - lo];
             }
         }
-        for &(i, j, v) in entries {
+        for (i, j, v) in d.iter() {
             if v != 0.0 {
+                let (i, j) = (at(i), at(j));
                 let r = &mut rows[i];
                 r.values[j - r.start] += v;
             }
         }
+        drop(position);
         // The last row that can hold a nonzero in column i: the last original row whose
         // window starts at or left of i (rows move only among the candidates of earlier
         // columns, and fill only extends windows to the right).
@@ -489,8 +555,9 @@ impl BlockedFactor {
         (s, (s + BLOCK_ROWS).min(n))
     }
 
-    /// The blocks of the rows `first`, `l_ptr`, `l_val` of `L` (see [`SymmetricFactors`]).
-    fn from_rows(first: &[usize], l_ptr: &[usize], l_val: &[f64]) -> Self {
+    /// The blocks of a factor whose row `r` starts at column `first[r]`, allocated at their
+    /// size and zero (see [`SymmetricFactors`]); [`BlockedFactor::fill`] writes each.
+    fn with_layout(first: &[usize]) -> Self {
         let n = first.len();
         let blocks = n.div_ceil(BLOCK_ROWS);
         let mut panel_first = Vec::with_capacity(blocks);
@@ -506,46 +573,51 @@ impl BlockedFactor {
             size += BLOCK_ROWS * w + FORWARD_TRIANGLE + BACKWARD_TRIANGLE;
         }
         offset.push(size);
-        let mut values = vec![0.0; size];
-        for b in 0..blocks {
-            let (s, e) = Self::rows(b, n);
-            let p = panel_first[b];
-            let w = s - p;
-            // L[s + i, s + j] inside the block's triangle (zero above the diagonal and beyond e).
-            let entry = |i: usize, j: usize| {
-                let r = s + i;
-                if j >= i || r >= e || s + j < first[r] {
-                    0.0
-                } else {
-                    l_val[l_ptr[r] + (s + j - first[r])]
-                }
-            };
-            let mut at = offset[b];
-            for r in s..e {
-                for c in first[r].max(p)..s {
-                    values[at + (c - p) * BLOCK_ROWS + (r - s)] = l_val[l_ptr[r] + (c - first[r])];
-                }
-            }
-            at += BLOCK_ROWS * w;
-            for j in 0..BLOCK_ROWS {
-                for i in 4 * (j / 4)..BLOCK_ROWS {
-                    values[at] = entry(i, j);
-                    at += 1;
-                }
-            }
-            for i in (1..BLOCK_ROWS).rev() {
-                for j in 0..4 * (i / 4 + 1) {
-                    values[at] = entry(i, j);
-                    at += 1;
-                }
-            }
-            debug_assert_eq!(at, offset[b + 1]);
-        }
         Self {
             panel_first,
             offset,
-            values,
+            values: vec![0.0; size],
         }
+    }
+
+    /// Write block `b` from its rows of `L`: `row(r)` is row `r`'s columns
+    /// `first[r] .. r`.
+    fn fill<'a>(&mut self, b: usize, first: &[usize], row: impl Fn(usize) -> &'a [f64]) {
+        let n = first.len();
+        let values = &mut self.values;
+        let (s, e) = Self::rows(b, n);
+        let p = self.panel_first[b];
+        let w = s - p;
+        // L[s + i, s + j] inside the block's triangle (zero above the diagonal and beyond e).
+        let entry = |i: usize, j: usize| {
+            let r = s + i;
+            if j >= i || r >= e || s + j < first[r] {
+                0.0
+            } else {
+                row(r)[s + j - first[r]]
+            }
+        };
+        let mut at = self.offset[b];
+        for r in s..e {
+            let lr = row(r);
+            for c in first[r].max(p)..s {
+                values[at + (c - p) * BLOCK_ROWS + (r - s)] = lr[c - first[r]];
+            }
+        }
+        at += BLOCK_ROWS * w;
+        for j in 0..BLOCK_ROWS {
+            for i in 4 * (j / 4)..BLOCK_ROWS {
+                values[at] = entry(i, j);
+                at += 1;
+            }
+        }
+        for i in (1..BLOCK_ROWS).rev() {
+            for j in 0..4 * (i / 4 + 1) {
+                values[at] = entry(i, j);
+                at += 1;
+            }
+        }
+        debug_assert_eq!(at, self.offset[b + 1]);
     }
 }
 
@@ -613,149 +685,217 @@ unsafe fn swap_unchecked(x: &mut [f64], swaps: &[(usize, usize)]) {
     }
 }
 
-/// The sum of the row envelopes of the lower triangle (`Σ_r r − first_r`) of the pattern of
-/// `entries` in the given order.
-fn envelope(n: usize, entries: &[(usize, usize, f64)]) -> usize {
-    let mut first: Vec<usize> = (0..n).collect();
-    for &(i, j, _) in entries {
-        let (r, c) = if i >= j { (i, j) } else { (j, i) };
-        first[r] = first[r].min(c);
+/// The first column of each row of the lower triangle `(row ≥ column)` of the symmetric
+/// pattern of `d` renumbered by `position` (unknown `i` to `position[i]`; the given order when
+/// `None`), zeros ignored: row `r` of the envelope spans columns `first[r] ..= r`.
+fn lower_first(d: &CompressedRows, position: Option<&[usize]>) -> Vec<usize> {
+    let at = |i: usize| position.map_or(i, |p| p[i]);
+    let mut first: Vec<usize> = (0..d.n_rows()).collect();
+    for (i, j, v) in d.iter() {
+        if v != 0.0 {
+            let (i, j) = (at(i), at(j));
+            let (r, c) = if i >= j { (i, j) } else { (j, i) };
+            first[r] = first[r].min(c);
+        }
     }
+    first
+}
+
+/// The sum of the row envelopes `Σ_r r − first_r` of [`lower_first`].
+fn envelope(first: &[usize]) -> usize {
     first.iter().enumerate().map(|(r, f)| r - f).sum()
 }
 
+/// The value [`SymmetricFactors`] factors for the pair `a_ij`, `a_ji`: their mean when they
+/// differ (`a_ij` when equal).
+#[inline]
+fn symmetric_value(a: f64, b: f64) -> f64 {
+    if a != b {
+        0.5 * (a + b)
+    } else {
+        a
+    }
+}
+
 impl SymmetricFactors {
-    /// The lower triangle `(row ≥ column)` of the `n × n` matrix of `entries` (each position
-    /// given once, zeros ignored) when it is symmetric — every off-diagonal entry matched by
-    /// its transpose to within `8 ε` of the larger magnitude, the pair then replaced by its
-    /// mean — and `None` otherwise.
-    fn symmetric_lower(entries: &[(usize, usize, f64)]) -> Option<Vec<(usize, usize, f64)>> {
-        let mut lower: Vec<(usize, usize, f64)> = Vec::with_capacity(entries.len() / 2 + 1);
-        let mut upper: Vec<(usize, usize, f64)> = Vec::with_capacity(entries.len() / 2 + 1);
-        for &(i, j, v) in entries {
-            if v == 0.0 {
-                continue;
-            }
-            if i > j {
-                lower.push((i, j, v));
-            } else if i < j {
-                upper.push((j, i, v));
-            }
-        }
-        if lower.len() != upper.len() {
-            return None;
-        }
-        lower.sort_by_key(|e| (e.0, e.1));
-        upper.sort_by_key(|e| (e.0, e.1));
-        for (l, u) in lower.iter_mut().zip(&upper) {
-            if (l.0, l.1) != (u.0, u.1) {
-                return None;
-            }
-            if l.2 != u.2 {
-                if (l.2 - u.2).abs() > 8.0 * f64::EPSILON * l.2.abs().max(u.2.abs()) {
-                    return None;
+    /// Whether `d` is symmetric to within rounding: every nonzero off-diagonal entry matched
+    /// by a nonzero transpose within `8 ε` of the larger magnitude.
+    fn is_symmetric(d: &CompressedRows) -> bool {
+        let (mut lower, mut upper) = (0usize, 0usize);
+        for i in 0..d.n_rows() {
+            let (cols, vals) = d.row(i);
+            for (&j, &l) in cols.iter().zip(vals) {
+                let j = j as usize;
+                if l == 0.0 || j == i {
+                    continue;
                 }
-                l.2 = 0.5 * (l.2 + u.2);
+                if j > i {
+                    upper += 1;
+                    continue;
+                }
+                lower += 1;
+                let u = d.get(j, i);
+                if u == 0.0 {
+                    return false;
+                }
+                if l != u && (l - u).abs() > 8.0 * f64::EPSILON * l.abs().max(u.abs()) {
+                    return false;
+                }
             }
         }
-        lower.extend(entries.iter().filter(|e| e.0 == e.1 && e.2 != 0.0).copied());
-        Some(lower)
+        lower == upper
     }
 
     /// Factorize the `n × n` matrix of nonzero `entries` `(row, column, value)` (each position
     /// once) as `L D Lᵀ`; `None` when it is not symmetric or a pivot is not positive (not
-    /// positive definite, or singular to working precision).
+    /// positive definite, or singular to working precision): [`SymmetricFactors::from_rows`]
+    /// of the entries in compressed rows.
     pub fn from_entries(n: usize, entries: &[(usize, usize, f64)]) -> Option<Self> {
-        Self::with_layout(n, entries, true)
+        Self::from_rows(&CompressedRows::from_entries(n, entries))
     }
 
-    /// [`SymmetricFactors::from_entries`], `L` kept by rows whatever its envelope when
-    /// `blocks` is false.
-    fn with_layout(n: usize, entries: &[(usize, usize, f64)], blocks: bool) -> Option<Self> {
-        let lower = Self::symmetric_lower(entries)?;
-        let order = reverse_cuthill_mckee(&symmetric_pattern(n, &lower));
-        let mut position = vec![0; n];
-        for (p, &o) in order.iter().enumerate() {
-            position[o] = p;
+    /// Factorize the square matrix `d` as `L D Lᵀ`; `None` when it is not symmetric (each
+    /// pair `a_ij`, `a_ji` equal to within `8 ε` of the larger; the pair is then factored as
+    /// its mean) or a pivot is not positive (not positive definite, or singular to working
+    /// precision). The lower triangle is read from `d` through the renumbering, row by row as
+    /// the factorization reaches it: no copy of the matrix is made, and only the factor is
+    /// allocated at its size (exactly: the envelope's length is known before the first row).
+    pub fn from_rows(d: &CompressedRows) -> Option<Self> {
+        Self::with_layout(d, true)
+    }
+
+    /// [`SymmetricFactors::from_rows`], `L` kept by rows whatever its envelope when `blocks`
+    /// is false.
+    fn with_layout(d: &CompressedRows, blocks: bool) -> Option<Self> {
+        if !Self::is_symmetric(d) {
+            return None;
         }
-        let permuted: Vec<(usize, usize, f64)> = lower
-            .iter()
-            .map(|&(i, j, v)| {
-                let (a, b) = (position[i], position[j]);
-                if a >= b {
-                    (a, b, v)
-                } else {
-                    (b, a, v)
-                }
-            })
-            .collect();
+        let order = reverse_cuthill_mckee(&Pattern::of(d));
         let identity = order.iter().enumerate().all(|(i, &o)| i == o);
-        if identity || envelope(n, &permuted) >= envelope(n, &lower) {
-            Self::with_order(n, &lower, None, blocks)
+        let natural = lower_first(d, None);
+        if identity {
+            return Self::with_order(d, None, natural, blocks);
+        }
+        let position = positions(&order);
+        let renumbered = lower_first(d, Some(&position));
+        if envelope(&renumbered) >= envelope(&natural) {
+            drop((renumbered, position, order));
+            Self::with_order(d, None, natural, blocks)
         } else {
-            Self::with_order(n, &permuted, Some(&order), blocks)
+            drop(natural);
+            Self::with_order(d, Some((&order, &position)), renumbered, blocks)
         }
     }
 
-    /// Factorize the lower triangle `entries` (row ≥ column, renumbered by `order` if any);
-    /// `L` by blocks when `blocks` and its envelope is wide enough.
+    /// Factorize the lower triangle of the symmetric `d`, renumbered by `order`
+    /// (`(order, position)`: unknown `order[p]` at position `p`, `position[order[p]] = p`) if
+    /// any, whose row `r` starts at column `first[r]`; `L` by blocks when `blocks` and its
+    /// envelope is wide enough. A blocked factor is written block by block as its rows are
+    /// factored, and only the rows the next ones read are kept by rows meanwhile (from the
+    /// first column of any later row on).
     fn with_order(
-        n: usize,
-        entries: &[(usize, usize, f64)],
-        order: Option<&[usize]>,
+        d: &CompressedRows,
+        order: Option<(&[usize], &[usize])>,
+        first: Vec<usize>,
         blocks: bool,
     ) -> Option<Self> {
-        let mut first: Vec<usize> = (0..n).collect();
-        for &(i, j, _) in entries {
-            first[i] = first[i].min(j);
-        }
+        let n = first.len();
         let mut l_ptr = Vec::with_capacity(n + 1);
         l_ptr.push(0);
         for (r, &f) in first.iter().enumerate() {
             l_ptr.push(l_ptr[r] + (r - f));
         }
-        let mut l_val = vec![0.0; l_ptr[n]];
-        let mut diag = vec![0.0; n];
-        for &(i, j, v) in entries {
-            if i == j {
-                diag[i] += v;
-            } else {
-                l_val[l_ptr[i] + (j - first[i])] += v;
+        let stored = l_ptr[n];
+        let mut blocked = (blocks && stored >= BLOCKED_FROM_MEAN_WIDTH * n)
+            .then(|| BlockedFactor::with_layout(&first));
+        // The smallest first column of the rows from r on: rows before it are read no more.
+        let keep_from: Vec<usize> = match blocked {
+            Some(_) => {
+                let mut k = first.clone();
+                for r in (0..n.saturating_sub(1)).rev() {
+                    k[r] = k[r].min(k[r + 1]);
+                }
+                k
             }
-        }
+            None => Vec::new(),
+        };
+        // The rows of L under way, from row `base_row` on (row r at l_ptr[r] − base): all of
+        // them for a factor kept by rows, the rows still read for a blocked one.
+        let mut l_val = if blocked.is_some() {
+            Vec::new()
+        } else {
+            vec![0.0; stored]
+        };
+        let mut base = 0;
+        let mut diag = vec![0.0; n];
+        let original = |p: usize| order.map_or(p, |(o, _)| o[p]);
+        let at = |i: usize| order.map_or(i, |(_, q)| q[i]);
         // Row by row: with g_j = L[r, j] d_j, g_j = a_rj − Σ_k g_k L[j, k] over the columns k
         // both rows hold, then L[r, j] = g_j / d_j and d_r = a_rr − Σ_j g_j L[r, j].
         let mut g = vec![0.0; n];
         for r in 0..n {
+            if blocked.is_some() {
+                if r % BLOCK_ROWS == 0 {
+                    let dead = l_ptr[keep_from[r]] - base;
+                    if dead > 0 && 2 * dead >= l_val.len() {
+                        l_val.drain(..dead);
+                        base += dead;
+                    }
+                }
+                l_val.resize(l_ptr[r + 1] - base, 0.0);
+            }
             let f = first[r];
-            let mut d = diag[r];
+            let row_r = l_ptr[r] - base;
+            // Row r of the (renumbered) lower triangle: the entries of its original row whose
+            // columns come at or before it, each pair taken as its mean.
+            let o = original(r);
+            let (cols, vals) = d.row(o);
+            for (&j, &v) in cols.iter().zip(vals) {
+                let c = at(j as usize);
+                if v == 0.0 || c > r {
+                    continue;
+                }
+                if c == r {
+                    diag[r] += v;
+                } else {
+                    l_val[row_r + (c - f)] += symmetric_value(v, d.get(j as usize, o));
+                }
+            }
+            let mut dr = diag[r];
             for j in f..r {
                 let lo = f.max(first[j]);
-                let row_j = &l_val[l_ptr[j] + (lo - first[j])..l_ptr[j + 1]];
-                let gj = l_val[l_ptr[r] + (j - f)] - dot(&g[lo..j], row_j);
+                let row_j = &l_val[l_ptr[j] - base + (lo - first[j])..l_ptr[j + 1] - base];
+                let gj = l_val[row_r + (j - f)] - dot(&g[lo..j], row_j);
                 g[j] = gj;
             }
             for j in f..r {
                 let l = g[j] / diag[j];
-                l_val[l_ptr[r] + (j - f)] = l;
-                d -= g[j] * l;
+                l_val[row_r + (j - f)] = l;
+                dr -= g[j] * l;
             }
-            if !(d > 0.0 && d.is_finite()) {
+            if !(dr > 0.0 && dr.is_finite()) {
                 return None;
             }
-            diag[r] = d;
+            diag[r] = dr;
+            if let Some(b) = blocked.as_mut() {
+                if (r + 1) % BLOCK_ROWS == 0 || r + 1 == n {
+                    b.fill(r / BLOCK_ROWS, &first, |q| {
+                        &l_val[l_ptr[q] - base..l_ptr[q + 1] - base]
+                    });
+                }
+            }
         }
+        drop(g);
         let (pre_swaps, post_swaps) = match order {
-            Some(o) => {
+            Some((o, _)) => {
                 let q = gather_swaps(o);
                 let post = q.iter().rev().copied().collect();
                 (q, post)
             }
             None => (Vec::new(), Vec::new()),
         };
-        let stored = l_val.len();
-        if blocks && stored >= BLOCKED_FROM_MEAN_WIDTH * n {
-            let blocks = BlockedFactor::from_rows(&first, &l_ptr, &l_val);
+        if let Some(blocks) = blocked {
+            drop((l_val, keep_from));
             let inverse_diag = diag.iter().map(|d| 1.0 / d).collect();
             return Some(Self {
                 inverse_diag,
@@ -1324,12 +1464,12 @@ enum EffectiveFactors {
 }
 
 impl EffectiveFactors {
-    /// `L D Lᵀ` of the matrix of `entries` when it is symmetric positive definite, else its
-    /// band LU; `None` when it is singular.
-    fn from_entries(m: usize, entries: &[(usize, usize, f64)]) -> Option<Self> {
-        match SymmetricFactors::from_entries(m, entries) {
+    /// `L D Lᵀ` of the matrix `e` when it is symmetric positive definite, else its band LU;
+    /// `None` when it is singular.
+    fn from_rows(e: &CompressedRows) -> Option<Self> {
+        match SymmetricFactors::from_rows(e) {
             Some(s) => Some(Self::Symmetric(s)),
-            None => FactoredMatrix::from_entries(m, entries).map(Self::General),
+            None => FactoredMatrix::from_rows(e).map(Self::General),
         }
     }
 
@@ -1368,83 +1508,107 @@ impl StateMatrixFactors {
     }
 
     /// Factorize the `size × size` matrix `D` of nonzero `entries` (each `(row, column)` once)
+    /// whose first `n` unknowns are displacements; `None` when it is singular:
+    /// [`StateMatrixFactors::from_rows`] of the entries in compressed rows.
+    pub fn from_entries(size: usize, n: usize, entries: &[(usize, usize, f64)]) -> Option<Self> {
+        Self::from_rows(n, CompressedRows::from_entries(size, entries))
+    }
+
+    /// Factorize the square matrix `D` (its nonzero entries; [`crate::assembly::StateSpace::d_rows`])
     /// whose first `n` unknowns are displacements; `None` when it is singular. The reduced
     /// path is taken when rows `0..n` hold exactly a unit diagonal and at most the entry
     /// `(i, n + i)`, and its solve is the cheaper one (fewer stored entries below 512
     /// unknowns; a smaller band estimate above); otherwise `D` is factored whole.
-    pub fn from_entries(size: usize, n: usize, entries: &[(usize, usize, f64)]) -> Option<Self> {
-        let Some(a) = displacement_block(size, n, entries) else {
+    ///
+    /// `D` is taken by value so that it is released once the reduced matrix `E − B A` (in
+    /// compressed rows, built row by row from `D`'s rows) is formed and chosen, before that
+    /// matrix is factored.
+    pub fn from_rows(n: usize, d: CompressedRows) -> Option<Self> {
+        let size = d.n_rows();
+        let Some(a) = displacement_block(n, &d) else {
             return Some(Self {
-                kind: StateFactorKind::Full(FactoredMatrix::from_entries(size, entries)?),
+                kind: StateFactorKind::Full(FactoredMatrix::from_rows(&d)?),
             });
         };
         let m = size - n;
-        let mut b_rows: Vec<Vec<(usize, f64)>> = vec![Vec::new(); m];
-        let mut reduced: Vec<(usize, usize, f64)> = Vec::with_capacity(entries.len());
-        for &(i, j, v) in entries {
-            if i < n || v == 0.0 {
-                continue;
-            }
-            if j < n {
-                b_rows[i - n].push((j, v));
-                // E − B A: the term −B[i, j] A[j] at column n + j of the reduced unknowns.
-                if a[j] != 0.0 {
-                    reduced.push((i - n, j, -(v * a[j])));
+        // B: rows n.. of D, columns < n (each row of D is by column, so B's are too).
+        let coupling_terms = |r: usize| {
+            let (cols, vals) = d.row(n + r);
+            let k = cols.partition_point(|&j| (j as usize) < n);
+            (&cols[..k], &vals[..k], &cols[k..], &vals[k..])
+        };
+        let mut b_start = Vec::with_capacity(m + 1);
+        b_start.push(0);
+        for r in 0..m {
+            let (_, vals, _, _) = coupling_terms(r);
+            b_start.push(b_start[r] + vals.iter().filter(|&&v| v != 0.0).count());
+        }
+        let mut b_cols = Vec::with_capacity(b_start[m]);
+        let mut b_vals = Vec::with_capacity(b_start[m]);
+        for r in 0..m {
+            let (cols, vals, _, _) = coupling_terms(r);
+            for (&j, &v) in cols.iter().zip(vals) {
+                if v != 0.0 {
+                    b_cols.push(j as usize);
+                    b_vals.push(v);
                 }
-            } else {
-                reduced.push((i - n, j - n, v));
             }
         }
-        // Sum the entries that fall on the same place, in the order of `entries`.
-        let mut order: Vec<usize> = (0..reduced.len()).collect();
-        order.sort_by_key(|&t| (reduced[t].0, reduced[t].1));
-        let mut merged: Vec<(usize, usize, f64)> = Vec::with_capacity(reduced.len());
-        for t in order {
-            let (i, j, v) = reduced[t];
-            match merged.last_mut() {
-                Some(last) if (last.0, last.1) == (i, j) => last.2 += v,
-                _ => merged.push((i, j, v)),
+        // E − B A row by row: the terms −B[r, j] A[j] (at column j of the reduced unknowns)
+        // and E[r, j] (column n + j of D at j) merged by column; the two terms of a place are
+        // summed in D's order, the coupling term first.
+        let reduced = CompressedRows::from_rows(m, |r, push| {
+            let (bc, bv, ec, ev) = coupling_terms(r);
+            let (mut p, mut q) = (0, 0);
+            loop {
+                while p < bc.len() && (bv[p] == 0.0 || a[bc[p] as usize] == 0.0) {
+                    p += 1;
+                }
+                while q < ec.len() && ev[q] == 0.0 {
+                    q += 1;
+                }
+                let cb = bc.get(p).map_or(usize::MAX, |&j| j as usize);
+                let ce = ec.get(q).map_or(usize::MAX, |&j| j as usize - n);
+                if cb == usize::MAX && ce == usize::MAX {
+                    break;
+                }
+                if cb < ce {
+                    push(cb, -(bv[p] * a[cb]));
+                    p += 1;
+                } else if ce < cb {
+                    push(ce, ev[q]);
+                    q += 1;
+                } else {
+                    push(cb, -(bv[p] * a[cb]) + ev[q]);
+                    p += 1;
+                    q += 1;
+                }
             }
-        }
-        merged.retain(|e| e.2 != 0.0);
+        });
         // The reduced path only where it is the cheaper solve: below FACTOR_BOTH_BELOW
         // unknowns both are factored and their stored entries compared (a single DOF keeps
         // the whole `D`, whose solve is as short), above by the band estimate of each.
-        let whole = |size| {
-            Some(Self {
-                kind: StateFactorKind::Full(FactoredMatrix::from_entries(size, entries)?),
-            })
-        };
+        let coupling = b_vals.len() + n;
         let factors = if size < FACTOR_BOTH_BELOW {
-            let full = FactoredMatrix::from_entries(size, entries)?;
-            let reduced = EffectiveFactors::from_entries(m, &merged)?;
-            if reduced.solve_terms() + b_rows.iter().map(Vec::len).sum::<usize>() + n
-                >= full.stored()
-            {
+            let full = FactoredMatrix::from_rows(&d)?;
+            let reduced = EffectiveFactors::from_rows(&reduced)?;
+            if reduced.solve_terms() + coupling >= full.stored() {
                 return Some(Self {
                     kind: StateFactorKind::Full(full),
                 });
             }
             reduced
         } else {
-            let coupling = b_rows.iter().map(Vec::len).sum::<usize>() + n;
-            let reduced_cost = FactoredMatrix::estimated_cost(m, &merged) + coupling as f64;
-            if reduced_cost >= FactoredMatrix::estimated_cost(size, entries) {
-                return whole(size);
+            let reduced_cost = FactoredMatrix::estimated_cost(&reduced) + coupling as f64;
+            if reduced_cost >= FactoredMatrix::estimated_cost(&d) {
+                drop(reduced);
+                return Some(Self {
+                    kind: StateFactorKind::Full(FactoredMatrix::from_rows(&d)?),
+                });
             }
-            EffectiveFactors::from_entries(m, &merged)?
+            drop(d);
+            EffectiveFactors::from_rows(&reduced)?
         };
-        let mut b_start = Vec::with_capacity(m + 1);
-        let (mut b_cols, mut b_vals) = (Vec::new(), Vec::new());
-        b_start.push(0);
-        for row in &mut b_rows {
-            row.sort_by_key(|e| e.0);
-            for &(j, v) in row.iter() {
-                b_cols.push(j);
-                b_vals.push(v);
-            }
-            b_start.push(b_cols.len());
-        }
         Some(Self {
             kind: StateFactorKind::Reduced {
                 n,
@@ -1607,12 +1771,12 @@ impl BandLu {
     /// Storage for `n × n` matrices whose nonzero entries lie in `pattern` (`(row, column)`,
     /// repeats allowed). Allocates.
     pub fn new(n: usize, pattern: &[(usize, usize)]) -> Self {
-        let entries: Vec<(usize, usize, f64)> = pattern.iter().map(|&(i, j)| (i, j, 1.0)).collect();
-        let order = reverse_cuthill_mckee(&symmetric_pattern(n, &entries));
-        let mut position = vec![0; n];
-        for (p, &o) in order.iter().enumerate() {
-            position[o] = p;
-        }
+        let ones = CompressedRows::assemble(n, |add| {
+            for &(i, j) in pattern {
+                add(i, j, 1.0);
+            }
+        });
+        let position = positions(&reverse_cuthill_mckee(&Pattern::of(&ones)));
         let (mut kl, mut ku) = (0, 0);
         for &(i, j) in pattern {
             let (r, c) = (position[i], position[j]);
@@ -1762,25 +1926,33 @@ impl BandLu {
 
 /// The diagonal `A` of the displacement rows of `D` (`D[i, n + i]`), when rows `0..n` hold
 /// exactly a unit diagonal and at most that entry, and `0 < n < size`; `None` otherwise.
-fn displacement_block(size: usize, n: usize, entries: &[(usize, usize, f64)]) -> Option<Vec<f64>> {
+fn displacement_block(n: usize, d: &CompressedRows) -> Option<Vec<f64>> {
+    let size = d.n_rows();
     if n == 0 || n >= size || size - n < n {
         return None;
     }
     let mut a = vec![0.0; n];
-    let mut unit = vec![false; n];
-    for &(i, j, v) in entries {
-        if i >= n || v == 0.0 {
-            continue;
+    for (i, ai) in a.iter_mut().enumerate() {
+        let (cols, vals) = d.row(i);
+        let mut unit = false;
+        for (&j, &v) in cols.iter().zip(vals) {
+            let j = j as usize;
+            if v == 0.0 {
+                continue;
+            }
+            if j == i && v == 1.0 {
+                unit = true;
+            } else if j == n + i {
+                *ai = v;
+            } else {
+                return None;
+            }
         }
-        if j == i && v == 1.0 {
-            unit[i] = true;
-        } else if j == n + i {
-            a[i] = v;
-        } else {
+        if !unit {
             return None;
         }
     }
-    unit.iter().all(|&u| u).then_some(a)
+    Some(a)
 }
 
 #[cfg(test)]
@@ -1878,11 +2050,12 @@ mod tests {
                 }
             });
             let entries = entries_of(&d);
-            let adj = symmetric_pattern(n, &entries);
-            let order = reverse_cuthill_mckee(&adj);
+            let rows = CompressedRows::from_entries(n, &entries);
+            let order = reverse_cuthill_mckee(&Pattern::of(&rows));
             let permuted = DMatrix::from_fn(n, n, |i, j| d[(order[i], order[j])]);
             for (m, ord) in [(&d, None), (&permuted, Some(order.as_slice()))] {
-                let f = FactoredMatrix::with_order(n, &entries_of(m), ord).expect("invertible");
+                // `d` read through the order is `permuted`.
+                let f = FactoredMatrix::with_order(&rows, ord).expect("invertible");
                 let lu = m.clone().lu();
                 let (l, u) = (lu.l(), lu.u());
                 for i in 0..n {
@@ -2028,7 +2201,11 @@ mod tests {
             for m in [&a, &scrambled] {
                 let entries = entries_of(m);
                 let f = SymmetricFactors::from_entries(n, &entries).expect("SPD");
-                let rows = SymmetricFactors::with_layout(n, &entries, false).expect("SPD");
+                let rows = SymmetricFactors::with_layout(
+                    &CompressedRows::from_entries(n, &entries),
+                    false,
+                )
+                .expect("SPD");
                 assert!(rows.blocks.is_none());
                 assert_eq!(f.stored(), rows.stored());
                 assert_eq!(
@@ -2120,7 +2297,9 @@ mod tests {
                     x
                 }
             });
-            let f = FactoredMatrix::with_order(n, &entries_of(&d), None).expect("invertible");
+            let f =
+                FactoredMatrix::with_order(&CompressedRows::from_entries(n, &entries_of(&d)), None)
+                    .expect("invertible");
             let lu = d.clone().lu();
             for _ in 0..5 {
                 let b = DVector::from_fn(n, |_, _| 1e3 * lcg(&mut seed));

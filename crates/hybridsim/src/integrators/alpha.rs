@@ -654,8 +654,8 @@ impl AlphaStepper {
         params: AlphaParameters,
         dt: f64,
     ) -> Result<StateMatrixFactors, String> {
-        let d = state.d_entries(params.c(dt));
-        StateMatrixFactors::from_entries(state.size(), state.n_dofs(), &d).ok_or_else(|| {
+        let d = state.d_rows(params.c(dt));
+        StateMatrixFactors::from_rows(state.n_dofs(), d).ok_or_else(|| {
             format!(
                 "substructure `{}`: D = M + c·J0 is singular for Δt = {dt}",
                 state.name
