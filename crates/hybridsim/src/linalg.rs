@@ -1,9 +1,11 @@
 //! Linear algebra the integrators share: `D⁻¹` through skyline LU factors of a matrix
 //! renumbered by reverse Cuthill–McKee, factorized once and solved many times without
-//! allocating.
+//! allocating; the sparse matrices they are built from in compressed rows ([`CompressedRows`]).
 
-use crate::assembly::CompressedRows;
 use nalgebra::DMatrix;
+
+mod compressed;
+pub use compressed::CompressedRows;
 
 /// `D⁻¹` applied through an LU factorization with partial pivoting, stored in skyline form
 /// (per column, the contiguous run of rows from the diagonal to the farthest nonzero entry),

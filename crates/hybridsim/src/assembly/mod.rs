@@ -8,14 +8,13 @@
 //! the later one), `−Λ` on the "minus" copy (ALGORITHMS.md E13). `G` carries the same signs on
 //! the `u̇` rows (velocity-level compatibility) or on the `v̇` rows (acceleration level).
 
-mod compressed;
 mod element_partitions;
 mod interface;
 mod served;
 mod state_space;
 mod steklov_poincare;
 
-pub use compressed::CompressedRows;
+pub use crate::linalg::CompressedRows;
 pub use element_partitions::{build_element_partitions, ElementPartitions};
 pub use interface::{ConstraintLevel, Coupling, Interface, InterfaceDof};
 pub use served::{ServeError, ServedSubstructure};
