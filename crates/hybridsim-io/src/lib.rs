@@ -140,6 +140,69 @@ impl LoadedModel {
     }
 }
 
+impl LoadedModel {
+    /// Write the model file's copy to `dest` (the results folder's `model.toml`): the text kept,
+    /// or, after [`LoadedModel::release_text`], the file streamed again in 64 KiB pieces and
+    /// hashed on the way, so a 10⁵-DOF model's 45 MB of text is not held a second time while
+    /// the start-up's other arrays are live (issue 20). A file that can no longer be read, or
+    /// whose SHA-256 is no longer the one of the text that was parsed, is refused with the
+    /// reason and the partial copy removed (it would not be the model that ran).
+    pub fn copy_model_to(&self, dest: &Path) -> std::io::Result<()> {
+        use std::io::{Read, Write};
+        if !self.text_released {
+            return std::fs::write(dest, self.text.as_bytes());
+        }
+        let again = |e: std::io::Error| {
+            let path = self.path.display();
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot read the model file {path} again: {e}"),
+            )
+        };
+        if !std::fs::metadata(&self.path).map_err(again)?.is_file() {
+            return Err(again(std::io::Error::other("not a regular file")));
+        }
+        let mut source = std::fs::File::open(&self.path).map_err(again)?;
+        let mut copy = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(dest)?);
+        let mut hasher = Sha256::new();
+        let mut piece = vec![0u8; 1 << 16];
+        let max = hybridsim::config::MAX_MODEL_FILE_BYTES as u64;
+        let mut total = 0u64;
+        let streamed = (|| -> std::io::Result<()> {
+            loop {
+                let k = match source.read(&mut piece) {
+                    Ok(0) => break,
+                    Ok(k) => k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(again(e)),
+                };
+                total += k as u64;
+                if total > max {
+                    return Err(again(std::io::Error::other(format!(
+                        "more than the {} MiB allowed",
+                        max >> 20
+                    ))));
+                }
+                hasher.update(&piece[..k]);
+                copy.write_all(&piece[..k])?;
+            }
+            if hex(&hasher.finalize_reset()) != self.sha256 {
+                return Err(std::io::Error::other(format!(
+                    "the model file changed after it was read (its SHA-256 is no longer {}), \
+                     so its copy would not be the model that ran",
+                    self.sha256
+                )));
+            }
+            copy.flush()
+        })();
+        if streamed.is_err() {
+            drop(copy);
+            let _ = std::fs::remove_file(dest);
+        }
+        streamed
+    }
+}
+
 /// Read and validate a model file.
 pub fn load_model(path: &Path) -> Result<LoadedModel, ModelError> {
     startup::mark_start();

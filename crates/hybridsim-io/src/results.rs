@@ -920,9 +920,9 @@ pub fn run_to_folder_with(
     };
     let model_copy = folder.join("model.toml");
     let files = (|| {
-        let text = loaded.model_text().map_err(io_err(&loaded.path))?;
-        std::fs::write(&model_copy, text.as_bytes()).map_err(io_err(&model_copy))?;
-        drop(text);
+        loaded
+            .copy_model_to(&model_copy)
+            .map_err(io_err(&model_copy))?;
         crate::inputs::write_ground_motions(folder, &loaded.model).map_err(io_err(folder))?;
         // The header line (about 25 MB for a 10⁵-DOF chain's columns) lives only while it is
         // written, not for the whole run (issue 20).

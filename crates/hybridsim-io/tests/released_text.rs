@@ -34,8 +34,22 @@ fn a_released_text_is_read_again_for_the_copy_and_checked() {
     };
     let e = e.to_string();
     assert!(e.contains("model.toml") && e.contains("changed"), "{e}");
+    // The copy is streamed and checked on the way: a refused copy leaves no model.toml.
+    assert!(!out2.join("model.toml").exists());
+    let copy = dir.join("copy.toml");
+    let e = loaded.copy_model_to(&copy).unwrap_err().to_string();
+    assert!(e.contains("changed after it was read"), "{e}");
+    assert!(!copy.exists());
+    std::fs::write(&model, &text).unwrap();
+    loaded.copy_model_to(&copy).expect("the file as parsed");
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), text);
     std::fs::remove_file(&model).unwrap();
     let e = loaded.model_text().unwrap_err().to_string();
     assert!(e.contains("cannot read the model file again"), "{e}");
+    let e = loaded.copy_model_to(&copy).unwrap_err().to_string();
+    assert!(
+        e.contains("cannot read the model file") && e.contains("again"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
