@@ -77,7 +77,11 @@ fn cyclic_sine_on_the_dcsb_matches_the_bilinear_loop() {
     assert_eq!(run["element"]["kind"], "mostaghel");
     assert_eq!(run["element"]["parameters"]["delta"], 0.001);
     assert_eq!(run["steps"], 1600);
-    assert!(out.join("model.toml").exists());
+    // The copy is the model file (read again at the end: its text is released once parsed).
+    assert_eq!(
+        std::fs::read(out.join("model.toml")).unwrap(),
+        std::fs::read(common::root().join("examples/mostaghel_dcsb.toml")).unwrap()
+    );
 }
 
 #[test]

@@ -123,7 +123,8 @@ fn run_and_realtime_fast_write_identical_files_for_the_explicit_loop() {
             "{name}: {}",
             String::from_utf8_lossy(&rt.stderr)
         );
-        for file in ["results.csv", "lab.csv"] {
+        // (`model.toml`: both read the model file again once it is parsed.)
+        for file in ["results.csv", "lab.csv", "model.toml"] {
             let a = std::fs::read(dir.join(format!("{name}-run")).join(file)).unwrap();
             let b = std::fs::read(dir.join(format!("{name}-rt")).join(file)).unwrap();
             println!("{name}: {file}: {} bytes each", a.len());

@@ -517,7 +517,10 @@ impl OnlineUpdating {
         }];
         let n = part.state.n_dofs();
         let ne = map.len();
-        let ws = part.state.workspace();
+        let ws = part.state.workspace_for(match source {
+            IdentifiedSource::Numerical { slot, .. } => Some(slot),
+            IdentifiedSource::Specimen { .. } => None,
+        });
         let np = parameters.len();
         let width = 4 + 2 * np;
         let period = cfg.period.max(1);

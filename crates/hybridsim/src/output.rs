@@ -362,7 +362,25 @@ impl Recorder {
         mark_runs(&mut channels);
         columns.shrink_to_fit();
         channels.shrink_to_fit();
-        let workspaces = parts.iter().map(|p| p.state.workspace()).collect();
+        // Each partition's workspace gathers the slots the passes over it gather and the
+        // elements whose forces, deformations or dissipations are recorded.
+        let recorded = |part: usize| {
+            channels.iter().filter_map(move |c| match *c {
+                Channel::ElementForce { part: p, slot, .. }
+                | Channel::Deformation(p, slot)
+                | Channel::Dissipated(p, slot)
+                    if p as usize == part =>
+                {
+                    Some(slot as usize)
+                }
+                _ => None,
+            })
+        };
+        let workspaces = parts
+            .iter()
+            .enumerate()
+            .map(|(k, p)| p.state.workspace_for(recorded(k)))
+            .collect();
         let snapshot = RecorderSnapshot::new(integrator, &channels);
         Self {
             columns,

@@ -575,7 +575,7 @@ fn imposed_motion_dofs_are_restrained_in_the_spectral_and_convergence_analyses()
 #[test]
 fn a_convergence_study_of_a_model_at_rest_is_refused() {
     let mut m = sdof(2.0, 1.0, "mg-alpha");
-    m.nodes[0].u0[0] = 0.0;
+    m.nodes[0].dofs[0].u0 = 0.0;
     let e = convergence(&m, &ConvergenceOptions::halving(0.01, 3, 0.1))
         .unwrap_err()
         .to_string();

@@ -334,7 +334,10 @@ fn from_model(
 
 /// Drive the element and write the results folder.
 pub fn execute(args: Args) -> Result<ExitCode> {
-    let loaded = super::load(&args.model)?;
+    let mut loaded = super::load(&args.model)?;
+    // `model.toml` is the file read again at the end (checked against the SHA-256 of the
+    // text that was parsed): the text is not held through the test.
+    loaded.release_text();
     let model = &loaded.model;
     let Some(inst) = model.elements.iter().find(|e| e.name == args.element) else {
         let names: Vec<&str> = model
@@ -459,7 +462,8 @@ pub fn execute(args: Args) -> Result<ExitCode> {
     out.finish()
         .with_context(|| format!("cannot write {}", csv_path.display()))?;
     let wall = started.elapsed().as_secs_f64();
-    std::fs::write(folder.join("model.toml"), &loaded.text)
+    loaded
+        .copy_model_to(&folder.join("model.toml"))
         .with_context(|| format!("cannot write {}", folder.join("model.toml").display()))?;
     let status = if failure.is_some() {
         "failed"

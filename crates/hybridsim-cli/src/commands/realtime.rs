@@ -7,7 +7,7 @@
 //! `run.json` (time scale, seeds, safety event, per-task timing, spin budget) and a
 //! synchronization-subspace plot. Ctrl-C aborts through the safety path.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use hybridsim::model::lab::Pacing;
 use hybridsim_rt::{RunOptions, RunStatus};
 use std::path::{Path, PathBuf};
@@ -63,7 +63,10 @@ pub struct Args {
 
 /// Run on the real-time runner.
 pub fn execute(args: Args) -> Result<ExitCode> {
-    let loaded = super::load(&args.model)?;
+    let mut loaded = super::load(&args.model)?;
+    // The runner's copy for the results folder is the file read again (checked against the
+    // SHA-256 of the text that was parsed): the text is not held twice through the run.
+    loaded.release_text();
     let pacing = match args.pacing.as_deref() {
         None => None,
         Some("fast") => Some(Pacing::Fast),
@@ -160,7 +163,12 @@ pub fn run_lab(
     let opts = RunOptions {
         pacing,
         folder: Some(folder.to_path_buf()),
-        model_text: Some(loaded.text.clone()),
+        model_text: Some(
+            loaded
+                .model_text()
+                .with_context(|| format!("{}", loaded.path.display()))?
+                .into_owned(),
+        ),
         model_sha256: Some(loaded.sha256.clone()),
         record_sha256: loaded.record_sha256.clone(),
         abort,

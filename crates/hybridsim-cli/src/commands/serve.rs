@@ -66,13 +66,13 @@ fn parse_dofs(model: &hybridsim::Model, list: &[String]) -> Result<Vec<DofRef>> 
         let Some(n) = model.node(node) else {
             bail!("--dofs entry {} `{s}`: the model has no node {node}", i + 1);
         };
-        if !n.dofs.iter().any(|d| d == dof) {
+        if n.position(dof).is_none() {
             bail!(
                 "--dofs entry {} `{s}`: node {node} has no DOF `{dof}` (it has {})",
                 i + 1,
                 n.dofs
                     .iter()
-                    .map(|d| d.as_str())
+                    .map(|d| d.name.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
             );

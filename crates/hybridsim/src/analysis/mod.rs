@@ -148,8 +148,8 @@ pub fn linearized_at_rest(model: &Model) -> (Model, Vec<String>) {
 pub(crate) fn restrain_imposed(m: &mut Model) {
     for im in std::mem::take(&mut m.imposed_motions) {
         if let Some(node) = m.nodes.iter_mut().find(|n| n.id == im.dof.node) {
-            if let Some(i) = node.dofs.iter().position(|x| *x == im.dof.dof) {
-                node.fixed[i] = true;
+            if let Some(i) = node.position(&im.dof.dof) {
+                node.dofs[i].fixed = true;
             }
         }
     }

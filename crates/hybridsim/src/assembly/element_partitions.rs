@@ -251,7 +251,7 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
     }
     let order = |d: &DofRef| {
         let n = model.node(d.node).expect("validated node");
-        (d.node, n.dofs.iter().position(|x| *x == d.dof).unwrap_or(0))
+        (d.node, n.position(&d.dof).unwrap_or(0))
     };
     global.sort_by_key(order);
     let mut imposed = Vec::new();

@@ -43,7 +43,7 @@ fn collect_dofs(model: &Model, elements: &[&crate::model::ElementInstance]) -> V
     }
     let order = |d: &DofRef| {
         let n = model.node(d.node).expect("validated node");
-        (d.node, n.dofs.iter().position(|x| *x == d.dof).unwrap_or(0))
+        (d.node, n.position(&d.dof).unwrap_or(0))
     };
     dofs.sort_by_cached_key(order);
     dofs

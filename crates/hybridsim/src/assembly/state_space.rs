@@ -1085,10 +1085,31 @@ impl StateSpace {
         2 * self.dofs.len() + self.n_states
     }
 
-    /// A workspace for [`StateSpace::residual`].
+    /// A workspace for every method of the state space taking one, over any slot (the
+    /// element force of the Rayleigh element over every DOF included).
     pub fn workspace(&self) -> ElementWorkspace {
-        let md = self.slots.iter().map(|s| s.map.len()).max().unwrap_or(0);
-        let ms = self.slots.iter().map(|s| s.n_states).max().unwrap_or(0);
+        self.workspace_for(0..self.slots.len())
+    }
+
+    /// A workspace for [`StateSpace::residual`] and the other passes over the slots
+    /// (tangents, path updates, energies), and for [`StateSpace::element_force`] and
+    /// [`StateSpace::element_deformation_and_dissipation`] of `extra` slots: the gather
+    /// buffers sized by the largest element gathered. The Rayleigh element over every DOF
+    /// (an element with [`crate::elements::Element::sparse_damping`]) is never gathered by
+    /// these passes — its terms are precomputed — so it sizes them only when it is among
+    /// `extra` (issue 20: at the 10⁵-DOF chain it gave each workspace five vectors of `N`).
+    pub fn workspace_for(&self, extra: impl IntoIterator<Item = usize>) -> ElementWorkspace {
+        let gathered = |s: &ElementSlot| s.element.sparse_damping().is_none();
+        let mut md = 0;
+        let mut ms = 0;
+        for s in self.slots.iter().filter(|s| gathered(s)) {
+            md = md.max(s.map.len());
+            ms = ms.max(s.n_states);
+        }
+        for s in extra.into_iter().filter_map(|k| self.slots.get(k)) {
+            md = md.max(s.map.len());
+            ms = ms.max(s.n_states);
+        }
         // Dual-number buffers and the element tangent `kt` serve the slots that are
         // differentiated during a run: tangent Rayleigh terms and, under Newton, every generic
         // (nonlinear) slot. The linear Rayleigh element over every DOF needs none.
@@ -2100,7 +2121,7 @@ impl Partition {
         specimen: Vec<(ElementRef, Vec<Option<usize>>)>,
         index: usize,
     ) -> Self {
-        let ws = state.workspace();
+        let ws = state.workspace_for([]);
         let specimen_stores_energy = specimen
             .iter()
             .map(|(e, _)| stores_energy(e.as_ref()))

@@ -460,11 +460,11 @@ pub(super) fn check_coverage(
         .collect();
     for n in nodes {
         let i = spec_index.get(&n.id).copied().unwrap_or_default();
-        for (k, d) in n.dofs.iter().enumerate() {
-            if n.fixed[k] {
+        for d in n.dofs.iter() {
+            if d.fixed {
                 continue;
             }
-            let dr = DofRef::new(n.id, d);
+            let dr = DofRef::new(n.id, d.name.as_str());
             if !acted_on.contains(&dr) {
                 diag.push(
                     format!("node[{i}].dofs"),

@@ -109,8 +109,8 @@ fn driven_dofs(
         };
         let node = nodes.iter().find(|n| n.id == spec.node);
         if let Some(n) = node {
-            let k = n.dofs.iter().position(|x| x == d).unwrap_or(0);
-            if n.fixed[k] {
+            let x = n.dof(d).unwrap_or(&n.dofs[0]);
+            if x.fixed {
                 diag.push(
                     format!("{f}.dof"),
                     format!(
@@ -120,7 +120,7 @@ fn driven_dofs(
                 );
                 continue;
             }
-            if n.u0[k] != 0.0 || n.v0[k] != 0.0 {
+            if x.u0 != 0.0 || x.v0 != 0.0 {
                 diag.push(
                     format!("{f}.dof"),
                     format!(

@@ -40,7 +40,7 @@ fn load(
     )?;
     if nodes.iter().any(|n| n.id == l.node) && {
         let n = nodes.iter().find(|n| n.id == l.node).unwrap();
-        n.fixed[n.dofs.iter().position(|x| *x == l.dof).unwrap()]
+        n.dof(&l.dof).unwrap().fixed
     } {
         diag.push(
             format!("{f}.dof"),

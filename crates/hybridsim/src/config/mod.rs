@@ -234,7 +234,7 @@ fn build(
     let (nodes, node_dofs) = nodes::nodes(&spec.node, &mut diag);
     let free_dofs = nodes
         .iter()
-        .map(|n| n.fixed.iter().filter(|f| !**f).count())
+        .map(|n| n.dofs.iter().filter(|d| !d.fixed).count())
         .sum();
     let ctx = ElementContext {
         node_dofs: &node_dofs,

@@ -2,7 +2,7 @@
 
 use super::schema::NodeSpec;
 use crate::error::Diagnostics;
-use crate::model::Node;
+use crate::model::{Node, NodeDof};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most DOFs a single element or estimate may list (`linear` elements and estimates are dense
@@ -111,6 +111,7 @@ pub(super) fn nodes(
         nodes.extend(node);
     }
     nodes.sort_by_key(|n| n.id);
+    nodes.shrink_to_fit();
     (nodes, node_dofs)
 }
 
@@ -179,9 +180,13 @@ fn node(n: &NodeSpec, f: &str, diag: &mut Diagnostics) -> Option<Node> {
     }
     ok.then(|| Node {
         id: n.id,
-        dofs: n.dofs.iter().map(|d| d.into()).collect(),
-        fixed,
-        u0,
-        v0,
+        dofs: (n.dofs.iter().enumerate())
+            .map(|(k, d)| NodeDof {
+                name: d.into(),
+                fixed: fixed[k],
+                u0: u0[k],
+                v0: v0[k],
+            })
+            .collect(),
     })
 }

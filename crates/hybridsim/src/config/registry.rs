@@ -87,7 +87,8 @@ impl ElementContext<'_> {
             );
             return None;
         }
-        let mut out = Vec::new();
+        // Sized exactly: a growing vector of 16-byte references starts at four (issue 20).
+        let mut out = Vec::with_capacity(nodes.len());
         for n in nodes {
             out.push(self.dof_at(
                 *n,
@@ -212,7 +213,7 @@ fn build_mass(
         );
         return None;
     }
-    let mut dofs = Vec::new();
+    let mut dofs = Vec::with_capacity(names.len());
     for name in &names {
         dofs.push(ctx.dof(p.node, name, diag, &format!("{field}.dofs"))?);
     }
@@ -307,7 +308,7 @@ fn build_linear(
         );
         return None;
     }
-    let mut dofs: Vec<DofRef> = Vec::new();
+    let mut dofs: Vec<DofRef> = Vec::with_capacity(n);
     for (i, (node, dof)) in p.dofs.iter().enumerate() {
         let d = ctx.dof(*node, dof, diag, &format!("{field}.dofs[{i}]"))?;
         if dofs.contains(&d) {

@@ -32,19 +32,40 @@ impl SourceResolver for NoFiles {
     }
 }
 
-/// A node with named DOFs.
+/// A node with named DOFs: its id and one record a DOF, in one block (issue 20: four
+/// vectors a node were 104 bytes and four heap blocks; this is 24 bytes and one block of 24
+/// bytes a DOF).
 #[derive(Debug, Clone)]
 pub struct Node {
     /// Id as written.
     pub id: i64,
-    /// DOF names.
-    pub dofs: Vec<crate::elements::DofName>,
-    /// Fixed flag per DOF.
-    pub fixed: Vec<bool>,
-    /// Initial displacement per DOF.
-    pub u0: Vec<f64>,
-    /// Initial velocity per DOF.
-    pub v0: Vec<f64>,
+    /// The DOFs, in the order declared.
+    pub dofs: Box<[NodeDof]>,
+}
+
+/// One DOF of a [`Node`]: its name, whether it is fixed, its initial displacement and velocity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeDof {
+    /// DOF name.
+    pub name: crate::elements::DofName,
+    /// Fixed to the ground.
+    pub fixed: bool,
+    /// Initial displacement.
+    pub u0: f64,
+    /// Initial velocity.
+    pub v0: f64,
+}
+
+impl Node {
+    /// Index of DOF `name` among the node's DOFs.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.dofs.iter().position(|d| d.name == name)
+    }
+
+    /// The record of DOF `name`.
+    pub fn dof(&self, name: &str) -> Option<&NodeDof> {
+        self.dofs.iter().find(|d| d.name == name)
+    }
 }
 
 /// Role of an element inside a physical substructure.
@@ -502,20 +523,15 @@ impl Model {
     /// Initial displacement and velocity of a DOF.
     pub fn initial(&self, d: &DofRef) -> (f64, f64) {
         self.node(d.node)
-            .and_then(|n| {
-                n.dofs
-                    .iter()
-                    .position(|x| *x == d.dof)
-                    .map(|i| (n.u0[i], n.v0[i]))
-            })
-            .unwrap_or((0.0, 0.0))
+            .and_then(|n| n.dofs.iter().find(|x| x.name == d.dof))
+            .map_or((0.0, 0.0), |x| (x.u0, x.v0))
     }
 
     /// Whether a DOF is fixed to the ground.
     pub fn is_fixed(&self, d: &DofRef) -> bool {
         self.node(d.node)
-            .and_then(|n| n.dofs.iter().position(|x| *x == d.dof).map(|i| n.fixed[i]))
-            .unwrap_or(false)
+            .and_then(|n| n.dofs.iter().find(|x| x.name == d.dof))
+            .is_some_and(|x| x.fixed)
     }
 
     /// Index of the numerical substructure.
