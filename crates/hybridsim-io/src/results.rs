@@ -41,6 +41,10 @@ const QUEUE_MIN_ROWS: usize = 4;
 fn queue_rows(ncol: usize) -> usize {
     (QUEUE_BYTES / (8 * ncol.max(1))).clamp(QUEUE_MIN_ROWS, QUEUE_ROWS)
 }
+/// Bytes of the text of a row's first columns spelled on the stepping thread, at most (the
+/// first 83 886 columns of a wider row): with [`QUEUE_BYTES`] of text buffers, at least 4.
+const TEXT_ROW_BYTES: usize = 2 << 20;
+
 /// Batches of lab records (one batch per physical substructure and coarse step) buffered
 /// between the simulation and the lab writer thread.
 const QUEUE_LAB_BATCHES: usize = 1024;
@@ -194,12 +198,62 @@ impl OnDisk {
     }
 }
 
+/// One results row on its way to the writer: the text of its first columns when the stepping
+/// thread spelled them (empty otherwise), the values of the others.
+struct QueuedRow {
+    step: u64,
+    spelled: Vec<u8>,
+    values: Vec<f64>,
+}
+
+/// The share of a CSV row's text spelled on the stepping thread (issue 20): with text, the
+/// writer thread spelled every number of a wide row (63 % of a recorded frame's samples, the
+/// stepping thread idle most of each row), so the row's first `columns` are spelled by the
+/// stepping thread into a recycled text buffer, the rest by the writer, and both threads
+/// spell. `columns` follows the queue: more when rows wait for the writer (two or more not
+/// yet taken), fewer when it has taken every row; nothing without a free text buffer (taken
+/// without waiting, so the step never blocks on one). The file is the same bytes whatever
+/// the share ([`crate::csv::push_fields`]).
+struct SpelledShare {
+    /// Columns spelled by the stepping thread now.
+    columns: usize,
+    /// Most columns it may spell (the text buffers' size), 0 for binary rows.
+    max: usize,
+    /// Change of `columns` per row.
+    stride: usize,
+    /// A fixed share (tests, [`RunOptions::spelled_on_step`]).
+    fixed: bool,
+    /// Rows sent to the writer.
+    sent: u64,
+    /// Rows the writer has taken from the queue.
+    taken: Arc<AtomicU64>,
+    /// Text buffers free for the stepping thread.
+    free: Receiver<Vec<u8>>,
+    num: zmij::Buffer,
+}
+
+impl SpelledShare {
+    /// The columns to spell for the next row: adapted to the rows waiting for the writer.
+    fn next_columns(&mut self) -> usize {
+        if !self.fixed && self.max > 0 {
+            let waiting = self.sent - self.taken.load(Ordering::Relaxed);
+            if waiting >= 2 {
+                self.columns = (self.columns + self.stride).min(self.max);
+            } else if waiting == 0 {
+                self.columns = self.columns.saturating_sub(self.stride);
+            }
+        }
+        self.columns
+    }
+}
+
 /// The sink of `run`: rows to the results writer thread, lab records to the lab writer
 /// thread, both through bounded queues of recycled buffers.
 struct FolderSink<'a> {
-    rows: SyncSender<(u64, Vec<f64>)>,
+    rows: SyncSender<QueuedRow>,
     free_rows: &'a Receiver<Vec<f64>>,
     ncol: usize,
+    spell: SpelledShare,
     lab: Option<LabQueue>,
     progress: &'a AtomicU64,
     disk: &'a OnDisk,
@@ -211,12 +265,32 @@ struct FolderSink<'a> {
 
 impl hybridsim::runner::RunSink for FolderSink<'_> {
     fn row(&mut self, row: &[f64]) -> bool {
-        let mut buf = self
+        let mut values = self
             .free_rows
             .recv()
-            .unwrap_or_else(|_| vec![0.0; self.ncol]);
-        buf.copy_from_slice(row);
-        self.rows.send((self.steps, buf)).is_ok()
+            .unwrap_or_else(|_| Vec::with_capacity(self.ncol));
+        let mut spelled = Vec::new();
+        let mut first = self.spell.next_columns().min(row.len());
+        if first > 0 {
+            match self.spell.free.try_recv() {
+                Ok(mut text) => {
+                    text.clear();
+                    crate::csv::push_fields(&mut text, &row[..first], false, &mut self.spell.num);
+                    spelled = text;
+                }
+                Err(_) => first = 0,
+            }
+        }
+        values.clear();
+        values.extend_from_slice(&row[first..]);
+        self.spell.sent += 1;
+        self.rows
+            .send(QueuedRow {
+                step: self.steps,
+                spelled,
+                values,
+            })
+            .is_ok()
     }
     fn lab_record(&mut self, partition: usize, record: &[f64]) -> bool {
         if let Some(q) = self.lab.as_mut() {
@@ -382,6 +456,10 @@ pub struct RunOptions {
     /// A live copy of the records (the browser console), taken out once at the start; it
     /// sees every row and lab record after the folder's sink and cannot change the run.
     pub tap: Option<hybridsim::runner::TapSlot>,
+    /// Tests: the number of each CSV row's first columns spelled on the stepping thread, fixed
+    /// (default: adapted to keep the stepping and the writer thread both busy, see
+    /// `SpelledShare`); the file is the same bytes whatever the share.
+    pub spelled_on_step: Option<usize>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
@@ -457,8 +535,10 @@ struct Written {
 /// first write error, which closes the queue and so stops the test.
 fn writer_thread(
     mut out: RowFile,
-    rows: Receiver<(u64, Vec<f64>)>,
+    rows: Receiver<QueuedRow>,
     recycle: SyncSender<Vec<f64>>,
+    recycle_text: SyncSender<Vec<u8>>,
+    taken: Arc<AtomicU64>,
     disk: Arc<OnDisk>,
 ) -> std::thread::JoinHandle<Written> {
     std::thread::Builder::new()
@@ -474,9 +554,13 @@ fn writer_thread(
             let mut error = None;
             loop {
                 match rows.recv_timeout(FLUSH_EVERY) {
-                    Ok((step, row)) => {
-                        let r = out.write_row(&row, step);
-                        let _ = recycle.try_send(row);
+                    Ok(row) => {
+                        taken.fetch_add(1, Ordering::Relaxed);
+                        let r = out.write_spelled_row(&row.spelled, &row.values, row.step);
+                        let _ = recycle.try_send(row.values);
+                        if row.spelled.capacity() > 0 {
+                            let _ = recycle_text.try_send(row.spelled);
+                        }
                         if let Err(e) = r {
                             error = Some(e);
                             break;
@@ -953,12 +1037,46 @@ pub fn run_to_folder_with(
 
     let ncol = sim.n_columns();
     let queue = queue_rows(ncol);
-    let (row_tx, row_rx) = sync_channel::<(u64, Vec<f64>)>(queue);
+    let (row_tx, row_rx) = sync_channel::<QueuedRow>(queue);
     let (free_tx, free_rx) = sync_channel::<Vec<f64>>(queue + 2);
     for _ in 0..queue + 2 {
-        let _ = free_tx.try_send(vec![0.0; ncol]);
+        let _ = free_tx.try_send(Vec::with_capacity(ncol));
     }
-    let writer = writer_thread(results_file, row_rx, free_tx, disk.clone());
+    // Text buffers of the columns spelled on the stepping thread (CSV only): each holds a
+    // row's text up to TEXT_ROW_BYTES, QUEUE_BYTES of them in all (their pages are touched
+    // only as far as a share is spelled).
+    let text_row = if row_format == crate::RowFormat::Csv {
+        (ncol * crate::csv::MAX_FIELD_BYTES).min(TEXT_ROW_BYTES)
+    } else {
+        0
+    };
+    let texts = QUEUE_BYTES
+        .checked_div(text_row)
+        .map_or(0, |n| n.clamp(2, queue + 2));
+    let (free_text_tx, free_text_rx) = sync_channel::<Vec<u8>>(texts.max(1));
+    for _ in 0..texts {
+        let _ = free_text_tx.try_send(Vec::with_capacity(text_row));
+    }
+    let taken = Arc::new(AtomicU64::new(0));
+    let max_spelled = text_row / crate::csv::MAX_FIELD_BYTES;
+    let spell = SpelledShare {
+        columns: opts.spelled_on_step.unwrap_or(0).min(max_spelled),
+        max: max_spelled,
+        stride: (ncol / 64).max(1),
+        fixed: opts.spelled_on_step.is_some(),
+        sent: 0,
+        taken: taken.clone(),
+        free: free_text_rx,
+        num: zmij::Buffer::new(),
+    };
+    let writer = writer_thread(
+        results_file,
+        row_rx,
+        free_tx,
+        free_text_tx,
+        taken,
+        disk.clone(),
+    );
 
     // Lab records: one file per physical substructure with a laboratory.
     let lab_widths: Vec<usize> = lab_parts.iter().map(|(_, _, c)| c.len()).collect();
@@ -994,6 +1112,7 @@ pub fn run_to_folder_with(
         rows: row_tx,
         free_rows: &free_rx,
         ncol,
+        spell,
         lab: lab_io,
         progress,
         disk: &disk,
