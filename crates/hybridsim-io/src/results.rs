@@ -206,14 +206,40 @@ struct QueuedRow {
     values: Vec<f64>,
 }
 
+/// Columns a row at least for a share of its text to be spelled on the stepping thread: a
+/// narrower row is spelled in a few microseconds, less than the clocks of the share cost.
+const MIN_SHARED_COLUMNS: usize = 512;
+
+/// CPU time of the calling thread (ns), `CLOCK_THREAD_CPUTIME_ID`: time waiting for a row
+/// or a buffer, or for a core on a loaded machine, is not counted.
+fn thread_cpu_ns() -> u64 {
+    // SAFETY: `t` is a valid out-pointer for clock_gettime.
+    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    if r != 0 {
+        return 0;
+    }
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// A running mean of a per-row CPU time (ns): `mean += (x − mean) / 8`.
+fn running_mean(mean: u64, x: u64) -> u64 {
+    if mean == 0 {
+        x
+    } else {
+        (mean * 7 + x) / 8
+    }
+}
+
 /// The share of a CSV row's text spelled on the stepping thread (issue 20): with text, the
 /// writer thread spelled every number of a wide row (63 % of a recorded frame's samples, the
 /// stepping thread idle most of each row), so the row's first `columns` are spelled by the
 /// stepping thread into a recycled text buffer, the rest by the writer, and both threads
-/// spell. `columns` follows the queue: more when rows wait for the writer (two or more not
-/// yet taken), fewer when it has taken every row; nothing without a free text buffer (taken
-/// without waiting, so the step never blocks on one). The file is the same bytes whatever
-/// the share ([`crate::csv::push_fields`]).
+/// spell. `columns` balances the two threads' CPU time a row (running means of their thread
+/// CPU clocks, so that a loaded machine's waits for a core do not count): more while the
+/// stepping thread's is the smaller, fewer while it is the larger; nothing without a free
+/// text buffer (taken without waiting, so the step never blocks on one). The file is the
+/// same bytes whatever the share ([`crate::csv::push_fields`]).
 struct SpelledShare {
     /// Columns spelled by the stepping thread now.
     columns: usize,
@@ -223,24 +249,37 @@ struct SpelledShare {
     stride: usize,
     /// A fixed share (tests, [`RunOptions::spelled_on_step`]).
     fixed: bool,
-    /// Rows sent to the writer.
-    sent: u64,
-    /// Rows the writer has taken from the queue.
-    taken: Arc<AtomicU64>,
+    /// The stepping thread's CPU clock at the last row (ns) and its running mean a row.
+    last_cpu: u64,
+    cpu_per_row: u64,
+    /// The writer's running mean of its CPU time a row (ns), published by the writer.
+    writer_cpu_per_row: Arc<AtomicU64>,
     /// Text buffers free for the stepping thread.
     free: Receiver<Vec<u8>>,
     num: zmij::Buffer,
 }
 
 impl SpelledShare {
-    /// The columns to spell for the next row: adapted to the rows waiting for the writer.
+    /// The columns to spell for the next row: one stride towards equal CPU time a row on
+    /// the two threads (within 1/16 of the larger, left as they are).
     fn next_columns(&mut self) -> usize {
         if !self.fixed && self.max > 0 {
-            let waiting = self.sent - self.taken.load(Ordering::Relaxed);
-            if waiting >= 2 {
-                self.columns = (self.columns + self.stride).min(self.max);
-            } else if waiting == 0 {
-                self.columns = self.columns.saturating_sub(self.stride);
+            let now = thread_cpu_ns();
+            if self.last_cpu > 0 {
+                self.cpu_per_row = running_mean(self.cpu_per_row, now - self.last_cpu);
+            }
+            self.last_cpu = now;
+            let (mine, writer) = (
+                self.cpu_per_row,
+                self.writer_cpu_per_row.load(Ordering::Relaxed),
+            );
+            let band = mine.max(writer) / 16;
+            if writer > 0 && mine > 0 {
+                if mine + band < writer {
+                    self.columns = (self.columns + self.stride).min(self.max);
+                } else if mine > writer + band {
+                    self.columns = self.columns.saturating_sub(self.stride);
+                }
             }
         }
         self.columns
@@ -283,7 +322,6 @@ impl hybridsim::runner::RunSink for FolderSink<'_> {
         }
         values.clear();
         values.extend_from_slice(&row[first..]);
-        self.spell.sent += 1;
         self.rows
             .send(QueuedRow {
                 step: self.steps,
@@ -538,7 +576,7 @@ fn writer_thread(
     rows: Receiver<QueuedRow>,
     recycle: SyncSender<Vec<f64>>,
     recycle_text: SyncSender<Vec<u8>>,
-    taken: Arc<AtomicU64>,
+    cpu_per_row: Option<Arc<AtomicU64>>,
     disk: Arc<OnDisk>,
 ) -> std::thread::JoinHandle<Written> {
     std::thread::Builder::new()
@@ -552,10 +590,12 @@ fn writer_thread(
             };
             let mut last_flush = Instant::now();
             let mut error = None;
+            let (mut last_cpu, mut mean) = (0, 0);
             loop {
+                let mut took_row = false;
                 match rows.recv_timeout(FLUSH_EVERY) {
                     Ok(row) => {
-                        taken.fetch_add(1, Ordering::Relaxed);
+                        took_row = true;
                         let r = out.write_spelled_row(&row.spelled, &row.values, row.step);
                         let _ = recycle.try_send(row.values);
                         if row.spelled.capacity() > 0 {
@@ -576,6 +616,16 @@ fn writer_thread(
                     }
                     publish(&out);
                     last_flush = Instant::now();
+                }
+                // The CPU time of a row (and of the flushes between rows), for the share
+                // spelled on the stepping thread.
+                if let Some(shared) = cpu_per_row.as_ref().filter(|_| took_row) {
+                    let now = thread_cpu_ns();
+                    if last_cpu > 0 {
+                        mean = running_mean(mean, now - last_cpu);
+                        shared.store(mean, Ordering::Relaxed);
+                    }
+                    last_cpu = now;
                 }
             }
             if error.is_none() {
@@ -1045,7 +1095,9 @@ pub fn run_to_folder_with(
     // Text buffers of the columns spelled on the stepping thread (CSV only): each holds a
     // row's text up to TEXT_ROW_BYTES, QUEUE_BYTES of them in all (their pages are touched
     // only as far as a share is spelled).
-    let text_row = if row_format == crate::RowFormat::Csv {
+    let shared = row_format == crate::RowFormat::Csv
+        && (ncol >= MIN_SHARED_COLUMNS || opts.spelled_on_step.is_some());
+    let text_row = if shared {
         (ncol * crate::csv::MAX_FIELD_BYTES).min(TEXT_ROW_BYTES)
     } else {
         0
@@ -1057,15 +1109,16 @@ pub fn run_to_folder_with(
     for _ in 0..texts {
         let _ = free_text_tx.try_send(Vec::with_capacity(text_row));
     }
-    let taken = Arc::new(AtomicU64::new(0));
+    let writer_cpu_per_row = Arc::new(AtomicU64::new(0));
     let max_spelled = text_row / crate::csv::MAX_FIELD_BYTES;
     let spell = SpelledShare {
         columns: opts.spelled_on_step.unwrap_or(0).min(max_spelled),
         max: max_spelled,
         stride: (ncol / 64).max(1),
         fixed: opts.spelled_on_step.is_some(),
-        sent: 0,
-        taken: taken.clone(),
+        last_cpu: 0,
+        cpu_per_row: 0,
+        writer_cpu_per_row: writer_cpu_per_row.clone(),
         free: free_text_rx,
         num: zmij::Buffer::new(),
     };
@@ -1074,7 +1127,7 @@ pub fn run_to_folder_with(
         row_rx,
         free_tx,
         free_text_tx,
-        taken,
+        (shared && opts.spelled_on_step.is_none()).then_some(writer_cpu_per_row),
         disk.clone(),
     );
 
