@@ -41,6 +41,10 @@ const QUEUE_MIN_ROWS: usize = 4;
 fn queue_rows(ncol: usize) -> usize {
     (QUEUE_BYTES / (8 * ncol.max(1))).clamp(QUEUE_MIN_ROWS, QUEUE_ROWS)
 }
+/// Bytes of the text of a row's first columns spelled on the stepping thread, at most (the
+/// first 83 886 columns of a wider row): with [`QUEUE_BYTES`] of text buffers, at least 4.
+const TEXT_ROW_BYTES: usize = 2 << 20;
+
 /// Batches of lab records (one batch per physical substructure and coarse step) buffered
 /// between the simulation and the lab writer thread.
 const QUEUE_LAB_BATCHES: usize = 1024;
@@ -194,12 +198,101 @@ impl OnDisk {
     }
 }
 
+/// One results row on its way to the writer: the text of its first columns when the stepping
+/// thread spelled them (empty otherwise), the values of the others.
+struct QueuedRow {
+    step: u64,
+    spelled: Vec<u8>,
+    values: Vec<f64>,
+}
+
+/// Columns a row at least for a share of its text to be spelled on the stepping thread: a
+/// narrower row is spelled in a few microseconds, less than the clocks of the share cost.
+const MIN_SHARED_COLUMNS: usize = 512;
+
+/// CPU time of the calling thread (ns), `CLOCK_THREAD_CPUTIME_ID`: time waiting for a row
+/// or a buffer, or for a core on a loaded machine, is not counted.
+fn thread_cpu_ns() -> u64 {
+    // SAFETY: `t` is a valid out-pointer for clock_gettime.
+    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    if r != 0 {
+        return 0;
+    }
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// A running mean of a per-row CPU time (ns): `mean += (x − mean) / 8`.
+fn running_mean(mean: u64, x: u64) -> u64 {
+    if mean == 0 {
+        x
+    } else {
+        (mean * 7 + x) / 8
+    }
+}
+
+/// The share of a CSV row's text spelled on the stepping thread (issue 20): with text, the
+/// writer thread spelled every number of a wide row (63 % of a recorded frame's samples, the
+/// stepping thread idle most of each row), so the row's first `columns` are spelled by the
+/// stepping thread into a recycled text buffer, the rest by the writer, and both threads
+/// spell. `columns` balances the two threads' CPU time a row (running means of their thread
+/// CPU clocks, so that a loaded machine's waits for a core do not count): more while the
+/// stepping thread's is the smaller, fewer while it is the larger; nothing without a free
+/// text buffer (taken without waiting, so the step never blocks on one). The file is the
+/// same bytes whatever the share ([`crate::csv::push_fields`]).
+struct SpelledShare {
+    /// Columns spelled by the stepping thread now.
+    columns: usize,
+    /// Most columns it may spell (the text buffers' size), 0 for binary rows.
+    max: usize,
+    /// Change of `columns` per row.
+    stride: usize,
+    /// A fixed share (tests, [`RunOptions::spelled_on_step`]).
+    fixed: bool,
+    /// The stepping thread's CPU clock at the last row (ns) and its running mean a row.
+    last_cpu: u64,
+    cpu_per_row: u64,
+    /// The writer's running mean of its CPU time a row (ns), published by the writer.
+    writer_cpu_per_row: Arc<AtomicU64>,
+    /// Text buffers free for the stepping thread.
+    free: Receiver<Vec<u8>>,
+    num: zmij::Buffer,
+}
+
+impl SpelledShare {
+    /// The columns to spell for the next row: one stride towards equal CPU time a row on
+    /// the two threads (within 1/16 of the larger, left as they are).
+    fn next_columns(&mut self) -> usize {
+        if !self.fixed && self.max > 0 {
+            let now = thread_cpu_ns();
+            if self.last_cpu > 0 {
+                self.cpu_per_row = running_mean(self.cpu_per_row, now - self.last_cpu);
+            }
+            self.last_cpu = now;
+            let (mine, writer) = (
+                self.cpu_per_row,
+                self.writer_cpu_per_row.load(Ordering::Relaxed),
+            );
+            let band = mine.max(writer) / 16;
+            if writer > 0 && mine > 0 {
+                if mine + band < writer {
+                    self.columns = (self.columns + self.stride).min(self.max);
+                } else if mine > writer + band {
+                    self.columns = self.columns.saturating_sub(self.stride);
+                }
+            }
+        }
+        self.columns
+    }
+}
+
 /// The sink of `run`: rows to the results writer thread, lab records to the lab writer
 /// thread, both through bounded queues of recycled buffers.
 struct FolderSink<'a> {
-    rows: SyncSender<(u64, Vec<f64>)>,
+    rows: SyncSender<QueuedRow>,
     free_rows: &'a Receiver<Vec<f64>>,
     ncol: usize,
+    spell: SpelledShare,
     lab: Option<LabQueue>,
     progress: &'a AtomicU64,
     disk: &'a OnDisk,
@@ -211,12 +304,31 @@ struct FolderSink<'a> {
 
 impl hybridsim::runner::RunSink for FolderSink<'_> {
     fn row(&mut self, row: &[f64]) -> bool {
-        let mut buf = self
+        let mut values = self
             .free_rows
             .recv()
-            .unwrap_or_else(|_| vec![0.0; self.ncol]);
-        buf.copy_from_slice(row);
-        self.rows.send((self.steps, buf)).is_ok()
+            .unwrap_or_else(|_| Vec::with_capacity(self.ncol));
+        let mut spelled = Vec::new();
+        let mut first = self.spell.next_columns().min(row.len());
+        if first > 0 {
+            match self.spell.free.try_recv() {
+                Ok(mut text) => {
+                    text.clear();
+                    crate::csv::push_fields(&mut text, &row[..first], false, &mut self.spell.num);
+                    spelled = text;
+                }
+                Err(_) => first = 0,
+            }
+        }
+        values.clear();
+        values.extend_from_slice(&row[first..]);
+        self.rows
+            .send(QueuedRow {
+                step: self.steps,
+                spelled,
+                values,
+            })
+            .is_ok()
     }
     fn lab_record(&mut self, partition: usize, record: &[f64]) -> bool {
         if let Some(q) = self.lab.as_mut() {
@@ -382,6 +494,10 @@ pub struct RunOptions {
     /// A live copy of the records (the browser console), taken out once at the start; it
     /// sees every row and lab record after the folder's sink and cannot change the run.
     pub tap: Option<hybridsim::runner::TapSlot>,
+    /// Tests: the number of each CSV row's first columns spelled on the stepping thread, fixed
+    /// (default: adapted to keep the stepping and the writer thread both busy, see
+    /// `SpelledShare`); the file is the same bytes whatever the share.
+    pub spelled_on_step: Option<usize>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
@@ -457,8 +573,10 @@ struct Written {
 /// first write error, which closes the queue and so stops the test.
 fn writer_thread(
     mut out: RowFile,
-    rows: Receiver<(u64, Vec<f64>)>,
+    rows: Receiver<QueuedRow>,
     recycle: SyncSender<Vec<f64>>,
+    recycle_text: SyncSender<Vec<u8>>,
+    cpu_per_row: Option<Arc<AtomicU64>>,
     disk: Arc<OnDisk>,
 ) -> std::thread::JoinHandle<Written> {
     std::thread::Builder::new()
@@ -472,11 +590,17 @@ fn writer_thread(
             };
             let mut last_flush = Instant::now();
             let mut error = None;
+            let (mut last_cpu, mut mean) = (0, 0);
             loop {
+                let mut took_row = false;
                 match rows.recv_timeout(FLUSH_EVERY) {
-                    Ok((step, row)) => {
-                        let r = out.write_row(&row, step);
-                        let _ = recycle.try_send(row);
+                    Ok(row) => {
+                        took_row = true;
+                        let r = out.write_spelled_row(&row.spelled, &row.values, row.step);
+                        let _ = recycle.try_send(row.values);
+                        if row.spelled.capacity() > 0 {
+                            let _ = recycle_text.try_send(row.spelled);
+                        }
                         if let Err(e) = r {
                             error = Some(e);
                             break;
@@ -492,6 +616,16 @@ fn writer_thread(
                     }
                     publish(&out);
                     last_flush = Instant::now();
+                }
+                // The CPU time of a row (and of the flushes between rows), for the share
+                // spelled on the stepping thread.
+                if let Some(shared) = cpu_per_row.as_ref().filter(|_| took_row) {
+                    let now = thread_cpu_ns();
+                    if last_cpu > 0 {
+                        mean = running_mean(mean, now - last_cpu);
+                        shared.store(mean, Ordering::Relaxed);
+                    }
+                    last_cpu = now;
                 }
             }
             if error.is_none() {
@@ -953,12 +1087,49 @@ pub fn run_to_folder_with(
 
     let ncol = sim.n_columns();
     let queue = queue_rows(ncol);
-    let (row_tx, row_rx) = sync_channel::<(u64, Vec<f64>)>(queue);
+    let (row_tx, row_rx) = sync_channel::<QueuedRow>(queue);
     let (free_tx, free_rx) = sync_channel::<Vec<f64>>(queue + 2);
     for _ in 0..queue + 2 {
-        let _ = free_tx.try_send(vec![0.0; ncol]);
+        let _ = free_tx.try_send(Vec::with_capacity(ncol));
     }
-    let writer = writer_thread(results_file, row_rx, free_tx, disk.clone());
+    // Text buffers of the columns spelled on the stepping thread (CSV only): each holds a
+    // row's text up to TEXT_ROW_BYTES, QUEUE_BYTES of them in all (their pages are touched
+    // only as far as a share is spelled).
+    let shared = row_format == crate::RowFormat::Csv
+        && (ncol >= MIN_SHARED_COLUMNS || opts.spelled_on_step.is_some());
+    let text_row = if shared {
+        (ncol * crate::csv::MAX_FIELD_BYTES).min(TEXT_ROW_BYTES)
+    } else {
+        0
+    };
+    let texts = QUEUE_BYTES
+        .checked_div(text_row)
+        .map_or(0, |n| n.clamp(2, queue + 2));
+    let (free_text_tx, free_text_rx) = sync_channel::<Vec<u8>>(texts.max(1));
+    for _ in 0..texts {
+        let _ = free_text_tx.try_send(Vec::with_capacity(text_row));
+    }
+    let writer_cpu_per_row = Arc::new(AtomicU64::new(0));
+    let max_spelled = text_row / crate::csv::MAX_FIELD_BYTES;
+    let spell = SpelledShare {
+        columns: opts.spelled_on_step.unwrap_or(0).min(max_spelled),
+        max: max_spelled,
+        stride: (ncol / 64).max(1),
+        fixed: opts.spelled_on_step.is_some(),
+        last_cpu: 0,
+        cpu_per_row: 0,
+        writer_cpu_per_row: writer_cpu_per_row.clone(),
+        free: free_text_rx,
+        num: zmij::Buffer::new(),
+    };
+    let writer = writer_thread(
+        results_file,
+        row_rx,
+        free_tx,
+        free_text_tx,
+        (shared && opts.spelled_on_step.is_none()).then_some(writer_cpu_per_row),
+        disk.clone(),
+    );
 
     // Lab records: one file per physical substructure with a laboratory.
     let lab_widths: Vec<usize> = lab_parts.iter().map(|(_, _, c)| c.len()).collect();
@@ -994,6 +1165,7 @@ pub fn run_to_folder_with(
         rows: row_tx,
         free_rows: &free_rx,
         ncol,
+        spell,
         lab: lab_io,
         progress,
         disk: &disk,

@@ -178,6 +178,32 @@ impl RowFile {
         Ok(())
     }
 
+    /// Append one CSV row tagged `tag` whose first numbers are already spelled: `spelled` is
+    /// the text of the row's first columns ([`crate::csv::push_fields`], no comma after it,
+    /// empty for none), `rest` the values of the others. The line is the one [`Self::write_row`]
+    /// writes for the whole row, byte for byte; the results writer of `run` has a wide row's
+    /// first columns spelled on the stepping thread (issue 20). A binary file takes no text.
+    pub fn write_spelled_row(&mut self, spelled: &[u8], rest: &[f64], tag: u64) -> io::Result<()> {
+        if spelled.is_empty() {
+            return self.write_row(rest, tag);
+        }
+        if self.format != RowFormat::Csv {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a spelled row for a binary results file",
+            ));
+        }
+        self.buf.extend_from_slice(spelled);
+        crate::csv::push_fields(&mut self.buf, rest, true, &mut self.num);
+        self.buf.push(b'\n');
+        self.ends.push(self.buf.len());
+        self.tags.push(tag);
+        if self.buf.len() >= BUFFER_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
     /// Hand every buffered row to the storage. On an error the file is cut back to the last
     /// whole row that reached it, the rows that did not are dropped, and the error is
     /// returned (with the cut's own failure, if any, in its text).
