@@ -1499,6 +1499,22 @@ impl StateMatrixFactors {
         }
     }
 
+    /// The first half of [`Self::solve_folded`]: the reduced solve of `x₂` (which holds
+    /// `b₂ − B b₁`), returning the diagonal of `A` so that the caller finishes
+    /// `x₁ = b₁ − A x₂` row by row, inside its own pass over the rows (the generalized-α
+    /// step's corrector, [`crate::integrators::AlphaStepper::step`]). `None`, with `x`
+    /// untouched, for a `D` factored whole. Allocation-free.
+    #[inline]
+    pub fn solve_folded_velocities(&self, x: &mut [f64]) -> Option<&[f64]> {
+        match &self.kind {
+            StateFactorKind::Full(_) => None,
+            StateFactorKind::Reduced { n, a, reduced, .. } => {
+                reduced.solve(&mut x[*n..]);
+                Some(a)
+            }
+        }
+    }
+
     /// Solve `D x = b` in place when `x₂` already holds `b₂ − B b₁` (the coupling product
     /// folded into the right-hand side by the caller,
     /// [`crate::assembly::StateSpace::residual_folded`]): the reduced solve and
