@@ -464,19 +464,26 @@ const BACKWARD_TRIANGLE: usize = 4 * (4 * 4 + 3 * 4 + 2 * 4 + 3);
 /// independent rows instead of row after row, each waiting on the previous row's unknown — the
 /// blocked (supernodal) triangular solves of dense linear algebra (Golub & Van Loan 2013,
 /// §3.1; Dongarra et al. 1990). Block `b` holds rows `s = 16 b .. e`, `h = e − s` of them:
-/// - its panel, the columns `panel_first[b] .. s` of those rows, dense and by columns (each
-///   column the block's 16 rows, a short block padded with zero rows), the width
-///   `w = s − panel_first[b]` a multiple of four (entries outside a row's envelope are zeros);
+/// - its panel, the columns `panel_first[b] .. s` of those rows, by columns, the width
+///   `w = s − panel_first[b]` a multiple of four. Row `s + i` of the envelope starts at its
+///   own first column, so a column holds nonzeros in a leading run of the block's rows that
+///   only grows from one column to the next (a staircase): each group of four columns is
+///   stored down to the last quad of rows any of its four columns reaches, `k + 1` quads
+///   (`4 (k + 1)` values a column) for the columns `steps[b][k] .. steps[b][k + 1]` (relative
+///   to `panel_first[b]`, `steps[b][0] = 0`, `steps[b][4] = w`). The entries left out are the
+///   zeros outside the envelope: the sweeps skip only multiply-adds by zero;
 /// - its diagonal triangle `L[s.., s..]` as 16 × 16 with zeros above the diagonal and beyond
 ///   row `h`, twice: by columns in quads of rows ([`FORWARD_TRIANGLE`] values) and by rows in
 ///   quads of columns ([`BACKWARD_TRIANGLE`]), each in the order its sweep reads it, so that
 ///   the block's sixteen unknowns stay in four registers and each row of the sweep waits on
 ///   one lane broadcast and one fused multiply-add of the previous one.
 ///
-/// Block `b`'s values start at `offset[b]`: the panel's `16 w`, then the two triangles.
+/// Block `b`'s values start at `offset[b]`: the panel's `4 Σ_k (k + 1) (steps[b][k + 1] −
+/// steps[b][k])`, then the two triangles.
 #[derive(Debug, Clone)]
 struct BlockedFactor {
     panel_first: Vec<usize>,
+    steps: Vec<[u32; 5]>,
     offset: Vec<usize>,
     values: Vec<f64>,
 }
@@ -489,11 +496,19 @@ impl BlockedFactor {
         (s, (s + BLOCK_ROWS).min(n))
     }
 
+    /// Values of a panel whose columns change quad counts at `steps`.
+    fn panel_size(steps: &[u32; 5]) -> usize {
+        (0..4)
+            .map(|k| 4 * (k + 1) * (steps[k + 1] - steps[k]) as usize)
+            .sum()
+    }
+
     /// The blocks of the rows `first`, `l_ptr`, `l_val` of `L` (see [`SymmetricFactors`]).
     fn from_rows(first: &[usize], l_ptr: &[usize], l_val: &[f64]) -> Self {
         let n = first.len();
         let blocks = n.div_ceil(BLOCK_ROWS);
         let mut panel_first = Vec::with_capacity(blocks);
+        let mut steps = Vec::with_capacity(blocks);
         let mut offset = Vec::with_capacity(blocks + 1);
         let mut size = 0;
         for b in 0..blocks {
@@ -501,16 +516,32 @@ impl BlockedFactor {
             let lowest = first[s..e].iter().copied().min().unwrap_or(s).min(s);
             // s is a multiple of 4 and s − lowest ≤ s, so the rounded width stays ≥ 0.
             let w = (s - lowest).div_ceil(4) * 4;
-            panel_first.push(s - w);
+            let p = s - w;
+            // Quads a group of four columns from p + g reaches: the last row whose envelope
+            // starts at or left of the group's last column.
+            let quads = |g: usize| {
+                let last = (s..e).rev().find(|&r| first[r] <= p + g + 3);
+                last.map_or(1, |r| (r - s) / 4 + 1)
+            };
+            let mut step = [0u32, 0, 0, 0, w as u32];
+            for k in 1..4 {
+                let mut g = step[k - 1] as usize;
+                while g < w && quads(g) <= k {
+                    g += 4;
+                }
+                step[k] = g as u32;
+            }
+            panel_first.push(p);
+            steps.push(step);
             offset.push(size);
-            size += BLOCK_ROWS * w + FORWARD_TRIANGLE + BACKWARD_TRIANGLE;
+            size += Self::panel_size(&step) + FORWARD_TRIANGLE + BACKWARD_TRIANGLE;
         }
         offset.push(size);
         let mut values = vec![0.0; size];
         for b in 0..blocks {
             let (s, e) = Self::rows(b, n);
             let p = panel_first[b];
-            let w = s - p;
+            let step = steps[b];
             // L[s + i, s + j] inside the block's triangle (zero above the diagonal and beyond e).
             let entry = |i: usize, j: usize| {
                 let r = s + i;
@@ -521,12 +552,18 @@ impl BlockedFactor {
                 }
             };
             let mut at = offset[b];
-            for r in s..e {
-                for c in first[r].max(p)..s {
-                    values[at + (c - p) * BLOCK_ROWS + (r - s)] = l_val[l_ptr[r] + (c - first[r])];
+            for k in 0..4 {
+                let height = 4 * (k + 1);
+                for c in p + step[k] as usize..p + step[k + 1] as usize {
+                    for r in s..e {
+                        if c >= first[r] {
+                            debug_assert!(r - s < height);
+                            values[at + (r - s)] = l_val[l_ptr[r] + (c - first[r])];
+                        }
+                    }
+                    at += height;
                 }
             }
-            at += BLOCK_ROWS * w;
             for j in 0..BLOCK_ROWS {
                 for i in 4 * (j / 4)..BLOCK_ROWS {
                     values[at] = entry(i, j);
@@ -543,6 +580,7 @@ impl BlockedFactor {
         }
         Self {
             panel_first,
+            steps,
             offset,
             values,
         }
@@ -837,20 +875,25 @@ impl SymmetricFactors {
         let mut y = [0.0f64; BLOCK_ROWS];
         for b in 0..blocks {
             let (s, e) = BlockedFactor::rows(b, n);
-            let (h, p) = (e - s, f.panel_first[b]);
-            let w = s - p;
+            let (h, p, step) = (e - s, f.panel_first[b], f.steps[b]);
             let values = &f.values[f.offset[b]..f.offset[b + 1]];
-            let (panel, tri) = values.split_at(BLOCK_ROWS * w);
+            let (mut panel, tri) = values.split_at(BlockedFactor::panel_size(&step));
             y.fill(0.0);
             y[..h].copy_from_slice(&x[s..e]);
             let (mut even, mut odd) = ([0.0f64; BLOCK_ROWS], [0.0f64; BLOCK_ROWS]);
-            for (pair, xc) in panel
-                .chunks_exact(2 * BLOCK_ROWS)
-                .zip(x[p..s].chunks_exact(2))
-            {
-                for i in 0..BLOCK_ROWS {
-                    even[i] = pair[i].mul_add(xc[0], even[i]);
-                    odd[i] = pair[BLOCK_ROWS + i].mul_add(xc[1], odd[i]);
+            for k in 0..4 {
+                let height = 4 * (k + 1);
+                let columns = p + step[k] as usize..p + step[k + 1] as usize;
+                let (segment, rest) = panel.split_at(height * columns.len());
+                panel = rest;
+                for (pair, xc) in segment
+                    .chunks_exact(2 * height)
+                    .zip(x[columns].chunks_exact(2))
+                {
+                    for i in 0..height {
+                        even[i] = pair[i].mul_add(xc[0], even[i]);
+                        odd[i] = pair[height + i].mul_add(xc[1], odd[i]);
+                    }
                 }
             }
             for i in 0..BLOCK_ROWS {
@@ -864,22 +907,27 @@ impl SymmetricFactors {
         }
         for b in (0..blocks).rev() {
             let (s, e) = BlockedFactor::rows(b, n);
-            let (h, p) = (e - s, f.panel_first[b]);
-            let w = s - p;
+            let (h, p, step) = (e - s, f.panel_first[b], f.steps[b]);
             let values = &f.values[f.offset[b]..f.offset[b + 1]];
-            let (panel, tri) = values.split_at(BLOCK_ROWS * w);
+            let (mut panel, tri) = values.split_at(BlockedFactor::panel_size(&step));
             y.fill(0.0);
             y[..h].copy_from_slice(&x[s..e]);
             backward_triangle(&tri[FORWARD_TRIANGLE..], &mut y);
             x[s..e].copy_from_slice(&y[..h]);
-            for (column, xc) in panel.chunks_exact(BLOCK_ROWS).zip(&mut x[p..s]) {
-                let mut acc = [0.0f64; 4];
-                for q in 0..BLOCK_ROWS / 4 {
-                    for k in 0..4 {
-                        acc[k] = column[4 * q + k].mul_add(y[4 * q + k], acc[k]);
+            for k in 0..4 {
+                let height = 4 * (k + 1);
+                let columns = p + step[k] as usize..p + step[k + 1] as usize;
+                let (segment, rest) = panel.split_at(height * columns.len());
+                panel = rest;
+                for (column, xc) in segment.chunks_exact(height).zip(&mut x[columns]) {
+                    let mut acc = [0.0f64; 4];
+                    for q in 0..=k {
+                        for l in 0..4 {
+                            acc[l] = column[4 * q + l].mul_add(y[4 * q + l], acc[l]);
+                        }
                     }
+                    *xc -= (acc[0] + acc[1]) + (acc[2] + acc[3]);
                 }
-                *xc -= (acc[0] + acc[1]) + (acc[2] + acc[3]);
             }
         }
         for &(i, j) in &self.post_swaps {
@@ -900,13 +948,18 @@ impl SymmetricFactors {
         let blocks = f.panel_first.len();
         debug_assert!(blocks == n.div_ceil(BLOCK_ROWS) && f.offset.len() == blocks + 1);
         debug_assert!(f.offset[blocks] == f.values.len());
+        debug_assert!(f.steps.len() == blocks);
         debug_assert!((0..blocks).all(|b| {
             let (s, _) = BlockedFactor::rows(b, n);
-            let p = f.panel_first[b];
+            let (p, step) = (f.panel_first[b], f.steps[b]);
             p <= s
-                && (s - p).is_multiple_of(4)
+                && step[0] == 0
+                && step[4] as usize == s - p
+                && step
+                    .windows(2)
+                    .all(|k| k[0] <= k[1] && (k[1] - k[0]) % 4 == 0)
                 && f.offset[b + 1] - f.offset[b]
-                    == BLOCK_ROWS * (s - p) + FORWARD_TRIANGLE + BACKWARD_TRIANGLE
+                    == BlockedFactor::panel_size(&step) + FORWARD_TRIANGLE + BACKWARD_TRIANGLE
         }));
         debug_assert!(self
             .pre_swaps
@@ -937,9 +990,10 @@ impl SymmetricFactors {
             };
         }
         // SAFETY: by construction (`BlockedFactor::from_rows`, checked above in debug builds)
-        // block `b`'s panel is `16 w` values from `offset[b]` (`w` columns of 16 rows), its
-        // two triangles the `FORWARD_TRIANGLE + BACKWARD_TRIANGLE` after them, with
-        // `w = s − panel_first[b]` a multiple of 4 and `panel_first[b] ≤ s`: the panel's
+        // block `b`'s panel is `panel_size(steps[b])` values from `offset[b]` (the columns
+        // `steps[b][k] .. steps[b][k + 1]` of `4 (k + 1)` rows each, every segment a multiple
+        // of 4 columns), its two triangles the `FORWARD_TRIANGLE + BACKWARD_TRIANGLE` after
+        // them, with `steps[b][4] = s − panel_first[b]` and `panel_first[b] ≤ s`: the panel's
         // columns address `x[panel_first[b]..s]`, `x[s..e]` lies below `n`, a block of 16 rows
         // is read and written whole in `x` and a shorter one through `buffer`;
         // `inverse_diag` has `n` values (asserted).
@@ -948,8 +1002,8 @@ impl SymmetricFactors {
                 let (s, e) = BlockedFactor::rows(b, n);
                 let h = e - s;
                 let p = *f.panel_first.get_unchecked(b);
-                let w = s - p;
-                let panel = vp.add(*f.offset.get_unchecked(b));
+                let step = *f.steps.get_unchecked(b);
+                let mut panel = vp.add(*f.offset.get_unchecked(b));
                 let xs = xp.add(p) as *const f64;
                 if h < BLOCK_ROWS {
                     for i in 0..BLOCK_ROWS {
@@ -961,21 +1015,33 @@ impl SymmetricFactors {
                 } else {
                     xp.add(s) as *const f64
                 };
-                // y −= panel x[p..s], column by column (even and odd columns in two sums).
+                // y −= panel x[p..s], column by column (even and odd columns in two sums), each
+                // segment of the staircase on its own quads of rows.
                 let mut even = [_mm256_setzero_pd(); 4];
                 let mut odd = [_mm256_setzero_pd(); 4];
-                let mut c = 0;
-                while c < w {
-                    let x0 = _mm256_broadcast_sd(&*xs.add(c));
-                    let x1 = _mm256_broadcast_sd(&*xs.add(c + 1));
-                    let c0 = panel.add(c * BLOCK_ROWS);
-                    let c1 = c0.add(BLOCK_ROWS);
-                    for q in 0..4 {
-                        even[q] = _mm256_fmadd_pd(_mm256_loadu_pd(c0.add(4 * q)), x0, even[q]);
-                        odd[q] = _mm256_fmadd_pd(_mm256_loadu_pd(c1.add(4 * q)), x1, odd[q]);
-                    }
-                    c += 2;
+                macro_rules! forward_segment {
+                    ($k:literal) => {
+                        let mut c = step[$k] as usize;
+                        let end = step[$k + 1] as usize;
+                        while c < end {
+                            let x0 = _mm256_broadcast_sd(&*xs.add(c));
+                            let x1 = _mm256_broadcast_sd(&*xs.add(c + 1));
+                            let c1 = panel.add(4 * ($k + 1));
+                            for q in 0..=$k {
+                                even[q] =
+                                    _mm256_fmadd_pd(_mm256_loadu_pd(panel.add(4 * q)), x0, even[q]);
+                                odd[q] =
+                                    _mm256_fmadd_pd(_mm256_loadu_pd(c1.add(4 * q)), x1, odd[q]);
+                            }
+                            panel = panel.add(8 * ($k + 1));
+                            c += 2;
+                        }
+                    };
                 }
+                forward_segment!(0);
+                forward_segment!(1);
+                forward_segment!(2);
+                forward_segment!(3);
                 let mut y = [_mm256_setzero_pd(); 4];
                 for q in 0..4 {
                     y[q] = _mm256_sub_pd(
@@ -983,7 +1049,7 @@ impl SymmetricFactors {
                         _mm256_add_pd(even[q], odd[q]),
                     );
                 }
-                let mut tri = panel.add(BLOCK_ROWS * w);
+                let mut tri = panel;
                 // Column j = 4 q + l: the quads q.. of rows (unrolled: register lanes and
                 // indices are constants).
                 macro_rules! column {
@@ -1030,7 +1096,7 @@ impl SymmetricFactors {
                 let (s, e) = BlockedFactor::rows(b, n);
                 let h = e - s;
                 let p = *f.panel_first.get_unchecked(b);
-                let w = s - p;
+                let step = *f.steps.get_unchecked(b);
                 let panel = vp.add(*f.offset.get_unchecked(b));
                 let mut y = [_mm256_setzero_pd(); 4];
                 if h == BLOCK_ROWS {
@@ -1045,7 +1111,7 @@ impl SymmetricFactors {
                         *yq = _mm256_loadu_pd(bp.add(4 * q));
                     }
                 }
-                let mut tri = panel.add(BLOCK_ROWS * w + FORWARD_TRIANGLE);
+                let mut tri = panel.add(BlockedFactor::panel_size(&step) + FORWARD_TRIANGLE);
                 // Row i = 4 q + l: the quads ..=q of columns (unrolled).
                 macro_rules! row {
                     ($q:literal, $imm:literal) => {
@@ -1075,28 +1141,41 @@ impl SymmetricFactors {
                 // x[p..s] −= panelᵀ y, four columns at a time: each column's four partial
                 // sums over the block's quads, then ((a0 + a1) + (a2 + a3)).
                 let xs = xp.add(p);
-                let mut c = 0;
-                while c < w {
-                    let col = panel.add(c * BLOCK_ROWS);
-                    let mut a = [_mm256_setzero_pd(); 4];
-                    for (k, ak) in a.iter_mut().enumerate() {
-                        for (q, yq) in y.iter().enumerate() {
-                            *ak = _mm256_fmadd_pd(
-                                _mm256_loadu_pd(col.add(k * BLOCK_ROWS + 4 * q)),
-                                *yq,
-                                *ak,
+                let mut col = panel;
+                macro_rules! backward_segment {
+                    ($k:literal) => {
+                        let mut c = step[$k] as usize;
+                        let end = step[$k + 1] as usize;
+                        while c < end {
+                            let mut a = [_mm256_setzero_pd(); 4];
+                            for (l, al) in a.iter_mut().enumerate() {
+                                for (q, yq) in y[..=$k].iter().enumerate() {
+                                    *al = _mm256_fmadd_pd(
+                                        _mm256_loadu_pd(col.add(l * 4 * ($k + 1) + 4 * q)),
+                                        *yq,
+                                        *al,
+                                    );
+                                }
+                            }
+                            let u = _mm256_hadd_pd(a[0], a[1]);
+                            let v = _mm256_hadd_pd(a[2], a[3]);
+                            let t = _mm256_add_pd(
+                                _mm256_permute2f128_pd::<0x20>(u, v),
+                                _mm256_permute2f128_pd::<0x31>(u, v),
                             );
+                            _mm256_storeu_pd(
+                                xs.add(c),
+                                _mm256_sub_pd(_mm256_loadu_pd(xs.add(c)), t),
+                            );
+                            col = col.add(16 * ($k + 1));
+                            c += 4;
                         }
-                    }
-                    let u = _mm256_hadd_pd(a[0], a[1]);
-                    let v = _mm256_hadd_pd(a[2], a[3]);
-                    let t = _mm256_add_pd(
-                        _mm256_permute2f128_pd::<0x20>(u, v),
-                        _mm256_permute2f128_pd::<0x31>(u, v),
-                    );
-                    _mm256_storeu_pd(xs.add(c), _mm256_sub_pd(_mm256_loadu_pd(xs.add(c)), t));
-                    c += 4;
+                    };
                 }
+                backward_segment!(0);
+                backward_segment!(1);
+                backward_segment!(2);
+                backward_segment!(3);
             }
             swap_unchecked(x, &self.post_swaps);
         }
@@ -2055,6 +2134,22 @@ mod tests {
                 );
                 if n >= 48 {
                     assert!(f.blocks.is_some(), "n = {n}: {} stored", f.stored());
+                }
+                if let Some(blocked) = &f.blocks {
+                    // The staircase leaves out the panel's zeros below each column's last
+                    // quad: fewer values than 16-row columns would take.
+                    let padded: usize = (0..blocked.panel_first.len())
+                        .map(|b| {
+                            BLOCK_ROWS * (BLOCK_ROWS * b - blocked.panel_first[b])
+                                + FORWARD_TRIANGLE
+                                + BACKWARD_TRIANGLE
+                        })
+                        .sum();
+                    assert!(
+                        n < 48 || blocked.values.len() < padded,
+                        "n = {n}: {} values, {padded} padded",
+                        blocked.values.len()
+                    );
                 }
                 for _ in 0..3 {
                     let b = DVector::from_fn(n, |_, _| lcg(&mut seed));
