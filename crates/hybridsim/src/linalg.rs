@@ -453,11 +453,20 @@ const BLOCK_ROWS: usize = 16;
 /// (a chain's 1–2) each row's sweep step is as short as a block's would be.
 const BLOCKED_FROM_MEAN_WIDTH: usize = 8;
 
-/// Quads (four values) of a block's triangle, column by column for the forward sweep
-/// (column `j` from the quad holding row `j` down: `4 − j/4` quads) and row by row for the
-/// backward one (row `i` from the last down to row 1, up to the quad holding column `i`).
-const FORWARD_TRIANGLE: usize = 4 * (4 + 3 + 2 + 1) * 4;
-const BACKWARD_TRIANGLE: usize = 4 * (4 * 4 + 3 * 4 + 2 * 4 + 3);
+/// Values of a block's triangle, column by column (column `j` from the quad holding row `j`
+/// down: `4 − j/4` quads of rows); the backward sweep reads its 4 × 4 tiles transposed.
+const TRIANGLE: usize = 4 * (4 + 3 + 2 + 1) * 4;
+
+/// Where column `j` of a block's triangle starts in its [`TRIANGLE`] values.
+#[inline(always)]
+const fn triangle_column(j: usize) -> usize {
+    let (mut at, mut c) = (0, 0);
+    while c < j {
+        at += BLOCK_ROWS - 4 * (c / 4);
+        c += 1;
+    }
+    at
+}
 
 /// `L` of [`SymmetricFactors`] in blocks of [`BLOCK_ROWS`] consecutive rows (the last one
 /// shorter), so that the sweeps apply most of `L` as dense matrix–vector products of
@@ -473,13 +482,13 @@ const BACKWARD_TRIANGLE: usize = 4 * (4 * 4 + 3 * 4 + 2 * 4 + 3);
 ///   to `panel_first[b]`, `steps[b][0] = 0`, `steps[b][4] = w`). The entries left out are the
 ///   zeros outside the envelope: the sweeps skip only multiply-adds by zero;
 /// - its diagonal triangle `L[s.., s..]` as 16 × 16 with zeros above the diagonal and beyond
-///   row `h`, twice: by columns in quads of rows ([`FORWARD_TRIANGLE`] values) and by rows in
-///   quads of columns ([`BACKWARD_TRIANGLE`]), each in the order its sweep reads it, so that
-///   the block's sixteen unknowns stay in four registers and each row of the sweep waits on
-///   one lane broadcast and one fused multiply-add of the previous one.
+///   row `h`, once, by columns in quads of rows ([`TRIANGLE`] values) in the order the forward
+///   sweep reads it; the backward sweep, by rows, transposes its 4 × 4 tiles in registers.
+///   The block's sixteen unknowns stay in four registers and each row of either sweep waits
+///   on one lane broadcast and one fused multiply-add of the previous one.
 ///
 /// Block `b`'s values start at `offset[b]`: the panel's `4 Σ_k (k + 1) (steps[b][k + 1] −
-/// steps[b][k])`, then the two triangles.
+/// steps[b][k])`, then the triangle.
 #[derive(Debug, Clone)]
 struct BlockedFactor {
     panel_first: Vec<usize>,
@@ -534,7 +543,7 @@ impl BlockedFactor {
             panel_first.push(p);
             steps.push(step);
             offset.push(size);
-            size += Self::panel_size(&step) + FORWARD_TRIANGLE + BACKWARD_TRIANGLE;
+            size += Self::panel_size(&step) + TRIANGLE;
         }
         offset.push(size);
         let mut values = vec![0.0; size];
@@ -570,12 +579,6 @@ impl BlockedFactor {
                     at += 1;
                 }
             }
-            for i in (1..BLOCK_ROWS).rev() {
-                for j in 0..4 * (i / 4 + 1) {
-                    values[at] = entry(i, j);
-                    at += 1;
-                }
-            }
             debug_assert_eq!(at, offset[b + 1]);
         }
         Self {
@@ -606,7 +609,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]))
 }
 
-/// The forward sweep of a block's triangle (`tri`: [`FORWARD_TRIANGLE`] values) on its
+/// The forward sweep of a block's triangle (`tri`: [`TRIANGLE`] values) on its
 /// unknowns `y`, column by column: `y_i −= L_ij y_j` for the rows of the quads from the one
 /// holding row `j` down, once `y_j` is final (the entries of rows `≤ j` are zeros).
 #[inline(always)]
@@ -621,18 +624,17 @@ fn forward_triangle(tri: &[f64], y: &mut [f64; BLOCK_ROWS]) {
     }
 }
 
-/// The backward sweep (`Lᵀ`) of a block's triangle (`tri`: [`BACKWARD_TRIANGLE`] values) on
+/// The backward sweep (`Lᵀ`) of a block's triangle (`tri`: [`TRIANGLE`] values, by columns) on
 /// its unknowns `y`, row by row from the last: `y_j −= L_ij y_i` for the columns of the quads
 /// up to the one holding column `i`, once `y_i` is final (the entries of columns `≥ i` are
 /// zeros).
 #[inline(always)]
 fn backward_triangle(tri: &[f64], y: &mut [f64; BLOCK_ROWS]) {
-    let mut at = 0;
     for i in (1..BLOCK_ROWS).rev() {
         let yi = y[i];
-        for yj in y[..4 * (i / 4 + 1)].iter_mut() {
-            *yj = (-tri[at]).mul_add(yi, *yj);
-            at += 1;
+        for (j, yj) in y[..4 * (i / 4 + 1)].iter_mut().enumerate() {
+            let l = tri[triangle_column(j) + i - 4 * (j / 4)];
+            *yj = (-l).mul_add(yi, *yj);
         }
     }
 }
@@ -899,7 +901,7 @@ impl SymmetricFactors {
             for i in 0..BLOCK_ROWS {
                 y[i] -= even[i] + odd[i];
             }
-            forward_triangle(&tri[..FORWARD_TRIANGLE], &mut y);
+            forward_triangle(tri, &mut y);
             x[s..e].copy_from_slice(&y[..h]);
         }
         for (xr, d) in x.iter_mut().zip(&self.inverse_diag) {
@@ -912,7 +914,7 @@ impl SymmetricFactors {
             let (mut panel, tri) = values.split_at(BlockedFactor::panel_size(&step));
             y.fill(0.0);
             y[..h].copy_from_slice(&x[s..e]);
-            backward_triangle(&tri[FORWARD_TRIANGLE..], &mut y);
+            backward_triangle(tri, &mut y);
             x[s..e].copy_from_slice(&y[..h]);
             for k in 0..4 {
                 let height = 4 * (k + 1);
@@ -958,8 +960,7 @@ impl SymmetricFactors {
                 && step
                     .windows(2)
                     .all(|k| k[0] <= k[1] && (k[1] - k[0]) % 4 == 0)
-                && f.offset[b + 1] - f.offset[b]
-                    == BlockedFactor::panel_size(&step) + FORWARD_TRIANGLE + BACKWARD_TRIANGLE
+                && f.offset[b + 1] - f.offset[b] == BlockedFactor::panel_size(&step) + TRIANGLE
         }));
         debug_assert!(self
             .pre_swaps
@@ -992,7 +993,7 @@ impl SymmetricFactors {
         // SAFETY: by construction (`BlockedFactor::from_rows`, checked above in debug builds)
         // block `b`'s panel is `panel_size(steps[b])` values from `offset[b]` (the columns
         // `steps[b][k] .. steps[b][k + 1]` of `4 (k + 1)` rows each, every segment a multiple
-        // of 4 columns), its two triangles the `FORWARD_TRIANGLE + BACKWARD_TRIANGLE` after
+        // of 4 columns), its triangle the `TRIANGLE` values after
         // them, with `steps[b][4] = s − panel_first[b]` and `panel_first[b] ≤ s`: the panel's
         // columns address `x[panel_first[b]..s]`, `x[s..e]` lies below `n`, a block of 16 rows
         // is read and written whole in `x` and a shorter one through `buffer`;
@@ -1111,32 +1112,57 @@ impl SymmetricFactors {
                         *yq = _mm256_loadu_pd(bp.add(4 * q));
                     }
                 }
-                let mut tri = panel.add(BlockedFactor::panel_size(&step) + FORWARD_TRIANGLE);
-                // Row i = 4 q + l: the quads ..=q of columns (unrolled).
-                macro_rules! row {
-                    ($q:literal, $imm:literal) => {
-                        let yi = _mm256_permute4x64_pd::<$imm>(y[$q]);
-                        for yq in y[..=$q].iter_mut() {
-                            *yq = _mm256_fnmadd_pd(_mm256_loadu_pd(tri), yi, *yq);
-                            tri = tri.add(4);
+                let tri = panel.add(BlockedFactor::panel_size(&step));
+                // Row i = 4 Q + l: the quads q ..= Q of columns, row l of the tile (Q, q), which
+                // the triangle holds as the quads Q of the columns 4 q .. 4 q + 4: the tiles of
+                // a quad of rows transposed in registers, then its rows (unrolled).
+                let mut rows = [[_mm256_setzero_pd(); 4]; 4];
+                macro_rules! tiles {
+                    ($qq:literal) => {
+                        for (q, tile) in rows[..=$qq].iter_mut().enumerate() {
+                            let c = tri.add(4 * ($qq - q));
+                            let c0 = _mm256_loadu_pd(c.add(triangle_column(4 * q)));
+                            let c1 = _mm256_loadu_pd(c.add(triangle_column(4 * q + 1)));
+                            let c2 = _mm256_loadu_pd(c.add(triangle_column(4 * q + 2)));
+                            let c3 = _mm256_loadu_pd(c.add(triangle_column(4 * q + 3)));
+                            let t0 = _mm256_unpacklo_pd(c0, c1);
+                            let t1 = _mm256_unpackhi_pd(c0, c1);
+                            let t2 = _mm256_unpacklo_pd(c2, c3);
+                            let t3 = _mm256_unpackhi_pd(c2, c3);
+                            tile[0] = _mm256_permute2f128_pd::<0x20>(t0, t2);
+                            tile[1] = _mm256_permute2f128_pd::<0x20>(t1, t3);
+                            tile[2] = _mm256_permute2f128_pd::<0x31>(t0, t2);
+                            tile[3] = _mm256_permute2f128_pd::<0x31>(t1, t3);
                         }
                     };
                 }
-                row!(3, 0xFF);
-                row!(3, 0xAA);
-                row!(3, 0x55);
-                row!(3, 0x00);
-                row!(2, 0xFF);
-                row!(2, 0xAA);
-                row!(2, 0x55);
-                row!(2, 0x00);
-                row!(1, 0xFF);
-                row!(1, 0xAA);
-                row!(1, 0x55);
-                row!(1, 0x00);
-                row!(0, 0xFF);
-                row!(0, 0xAA);
-                row!(0, 0x55);
+                macro_rules! row {
+                    ($qq:literal, $l:literal, $imm:literal) => {
+                        let yi = _mm256_permute4x64_pd::<$imm>(y[$qq]);
+                        for (yq, tile) in y[..=$qq].iter_mut().zip(&rows) {
+                            *yq = _mm256_fnmadd_pd(tile[$l], yi, *yq);
+                        }
+                    };
+                }
+                tiles!(3);
+                row!(3, 3, 0xFF);
+                row!(3, 2, 0xAA);
+                row!(3, 1, 0x55);
+                row!(3, 0, 0x00);
+                tiles!(2);
+                row!(2, 3, 0xFF);
+                row!(2, 2, 0xAA);
+                row!(2, 1, 0x55);
+                row!(2, 0, 0x00);
+                tiles!(1);
+                row!(1, 3, 0xFF);
+                row!(1, 2, 0xAA);
+                row!(1, 1, 0x55);
+                row!(1, 0, 0x00);
+                tiles!(0);
+                row!(0, 3, 0xFF);
+                row!(0, 2, 0xAA);
+                row!(0, 1, 0x55);
                 store_block!(y, s, h);
                 // x[p..s] −= panelᵀ y, four columns at a time: each column's four partial
                 // sums over the block's quads, then ((a0 + a1) + (a2 + a3)).
@@ -2139,11 +2165,7 @@ mod tests {
                     // The staircase leaves out the panel's zeros below each column's last
                     // quad: fewer values than 16-row columns would take.
                     let padded: usize = (0..blocked.panel_first.len())
-                        .map(|b| {
-                            BLOCK_ROWS * (BLOCK_ROWS * b - blocked.panel_first[b])
-                                + FORWARD_TRIANGLE
-                                + BACKWARD_TRIANGLE
-                        })
+                        .map(|b| BLOCK_ROWS * (BLOCK_ROWS * b - blocked.panel_first[b]) + TRIANGLE)
                         .sum();
                     assert!(
                         n < 48 || blocked.values.len() < padded,
