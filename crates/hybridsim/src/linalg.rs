@@ -521,30 +521,46 @@ const BLOCK_ROWS: usize = 16;
 /// (a chain's 1–2) each row's sweep step is as short as a block's would be.
 const BLOCKED_FROM_MEAN_WIDTH: usize = 8;
 
-/// Quads (four values) of a block's triangle, column by column for the forward sweep
-/// (column `j` from the quad holding row `j` down: `4 − j/4` quads) and row by row for the
-/// backward one (row `i` from the last down to row 1, up to the quad holding column `i`).
-const FORWARD_TRIANGLE: usize = 4 * (4 + 3 + 2 + 1) * 4;
-const BACKWARD_TRIANGLE: usize = 4 * (4 * 4 + 3 * 4 + 2 * 4 + 3);
+/// Values of a block's triangle, column by column (column `j` from the quad holding row `j`
+/// down: `4 − j/4` quads of rows); the backward sweep reads its 4 × 4 tiles transposed.
+const TRIANGLE: usize = 4 * (4 + 3 + 2 + 1) * 4;
+
+/// Where column `j` of a block's triangle starts in its [`TRIANGLE`] values.
+#[inline(always)]
+const fn triangle_column(j: usize) -> usize {
+    let (mut at, mut c) = (0, 0);
+    while c < j {
+        at += BLOCK_ROWS - 4 * (c / 4);
+        c += 1;
+    }
+    at
+}
 
 /// `L` of [`SymmetricFactors`] in blocks of [`BLOCK_ROWS`] consecutive rows (the last one
 /// shorter), so that the sweeps apply most of `L` as dense matrix–vector products of
 /// independent rows instead of row after row, each waiting on the previous row's unknown — the
 /// blocked (supernodal) triangular solves of dense linear algebra (Golub & Van Loan 2013,
 /// §3.1; Dongarra et al. 1990). Block `b` holds rows `s = 16 b .. e`, `h = e − s` of them:
-/// - its panel, the columns `panel_first[b] .. s` of those rows, dense and by columns (each
-///   column the block's 16 rows, a short block padded with zero rows), the width
-///   `w = s − panel_first[b]` a multiple of four (entries outside a row's envelope are zeros);
+/// - its panel, the columns `panel_first[b] .. s` of those rows, by columns, the width
+///   `w = s − panel_first[b]` a multiple of four. Row `s + i` of the envelope starts at its
+///   own first column, so a column holds nonzeros in a leading run of the block's rows that
+///   only grows from one column to the next (a staircase): each group of four columns is
+///   stored down to the last quad of rows any of its four columns reaches, `k + 1` quads
+///   (`4 (k + 1)` values a column) for the columns `steps[b][k] .. steps[b][k + 1]` (relative
+///   to `panel_first[b]`, `steps[b][0] = 0`, `steps[b][4] = w`). The entries left out are the
+///   zeros outside the envelope: the sweeps skip only multiply-adds by zero;
 /// - its diagonal triangle `L[s.., s..]` as 16 × 16 with zeros above the diagonal and beyond
-///   row `h`, twice: by columns in quads of rows ([`FORWARD_TRIANGLE`] values) and by rows in
-///   quads of columns ([`BACKWARD_TRIANGLE`]), each in the order its sweep reads it, so that
-///   the block's sixteen unknowns stay in four registers and each row of the sweep waits on
-///   one lane broadcast and one fused multiply-add of the previous one.
+///   row `h`, once, by columns in quads of rows ([`TRIANGLE`] values) in the order the forward
+///   sweep reads it; the backward sweep, by rows, transposes its 4 × 4 tiles in registers.
+///   The block's sixteen unknowns stay in four registers and each row of either sweep waits
+///   on one lane broadcast and one fused multiply-add of the previous one.
 ///
-/// Block `b`'s values start at `offset[b]`: the panel's `16 w`, then the two triangles.
+/// Block `b`'s values start at `offset[b]`: the panel's `4 Σ_k (k + 1) (steps[b][k + 1] −
+/// steps[b][k])`, then the triangle.
 #[derive(Debug, Clone)]
 struct BlockedFactor {
     panel_first: Vec<usize>,
+    steps: Vec<[u32; 5]>,
     offset: Vec<usize>,
     values: Vec<f64>,
 }
@@ -557,12 +573,20 @@ impl BlockedFactor {
         (s, (s + BLOCK_ROWS).min(n))
     }
 
+    /// Values of a panel whose columns change quad counts at `steps`.
+    fn panel_size(steps: &[u32; 5]) -> usize {
+        (0..4)
+            .map(|k| 4 * (k + 1) * (steps[k + 1] - steps[k]) as usize)
+            .sum()
+    }
+
     /// The blocks of a factor whose row `r` starts at column `first[r]`, allocated at their
     /// size and zero (see [`SymmetricFactors`]); [`BlockedFactor::fill`] writes each.
     fn with_layout(first: &[usize]) -> Self {
         let n = first.len();
         let blocks = n.div_ceil(BLOCK_ROWS);
         let mut panel_first = Vec::with_capacity(blocks);
+        let mut steps = Vec::with_capacity(blocks);
         let mut offset = Vec::with_capacity(blocks + 1);
         let mut size = 0;
         for b in 0..blocks {
@@ -570,13 +594,30 @@ impl BlockedFactor {
             let lowest = first[s..e].iter().copied().min().unwrap_or(s).min(s);
             // s is a multiple of 4 and s − lowest ≤ s, so the rounded width stays ≥ 0.
             let w = (s - lowest).div_ceil(4) * 4;
-            panel_first.push(s - w);
+            let p = s - w;
+            // Quads a group of four columns from p + g reaches: the last row whose envelope
+            // starts at or left of the group's last column.
+            let quads = |g: usize| {
+                let last = (s..e).rev().find(|&r| first[r] <= p + g + 3);
+                last.map_or(1, |r| (r - s) / 4 + 1)
+            };
+            let mut step = [0u32, 0, 0, 0, w as u32];
+            for k in 1..4 {
+                let mut g = step[k - 1] as usize;
+                while g < w && quads(g) <= k {
+                    g += 4;
+                }
+                step[k] = g as u32;
+            }
+            panel_first.push(p);
+            steps.push(step);
             offset.push(size);
-            size += BLOCK_ROWS * w + FORWARD_TRIANGLE + BACKWARD_TRIANGLE;
+            size += Self::panel_size(&step) + TRIANGLE;
         }
         offset.push(size);
         Self {
             panel_first,
+            steps,
             offset,
             values: vec![0.0; size],
         }
@@ -589,7 +630,6 @@ impl BlockedFactor {
         let values = &mut self.values;
         let (s, e) = Self::rows(b, n);
         let p = self.panel_first[b];
-        let w = s - p;
         // L[s + i, s + j] inside the block's triangle (zero above the diagonal and beyond e).
         let entry = |i: usize, j: usize| {
             let r = s + i;
@@ -599,22 +639,22 @@ impl BlockedFactor {
                 row(r)[s + j - first[r]]
             }
         };
+        let step = self.steps[b];
         let mut at = self.offset[b];
-        for r in s..e {
-            let lr = row(r);
-            for c in first[r].max(p)..s {
-                values[at + (c - p) * BLOCK_ROWS + (r - s)] = lr[c - first[r]];
+        for k in 0..4 {
+            let height = 4 * (k + 1);
+            for c in p + step[k] as usize..p + step[k + 1] as usize {
+                for r in s..e {
+                    if c >= first[r] {
+                        debug_assert!(r - s < height);
+                        values[at + (r - s)] = row(r)[c - first[r]];
+                    }
+                }
+                at += height;
             }
         }
-        at += BLOCK_ROWS * w;
         for j in 0..BLOCK_ROWS {
             for i in 4 * (j / 4)..BLOCK_ROWS {
-                values[at] = entry(i, j);
-                at += 1;
-            }
-        }
-        for i in (1..BLOCK_ROWS).rev() {
-            for j in 0..4 * (i / 4 + 1) {
                 values[at] = entry(i, j);
                 at += 1;
             }
@@ -642,7 +682,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]))
 }
 
-/// The forward sweep of a block's triangle (`tri`: [`FORWARD_TRIANGLE`] values) on its
+/// The forward sweep of a block's triangle (`tri`: [`TRIANGLE`] values) on its
 /// unknowns `y`, column by column: `y_i −= L_ij y_j` for the rows of the quads from the one
 /// holding row `j` down, once `y_j` is final (the entries of rows `≤ j` are zeros).
 #[inline(always)]
@@ -657,18 +697,17 @@ fn forward_triangle(tri: &[f64], y: &mut [f64; BLOCK_ROWS]) {
     }
 }
 
-/// The backward sweep (`Lᵀ`) of a block's triangle (`tri`: [`BACKWARD_TRIANGLE`] values) on
+/// The backward sweep (`Lᵀ`) of a block's triangle (`tri`: [`TRIANGLE`] values, by columns) on
 /// its unknowns `y`, row by row from the last: `y_j −= L_ij y_i` for the columns of the quads
 /// up to the one holding column `i`, once `y_i` is final (the entries of columns `≥ i` are
 /// zeros).
 #[inline(always)]
 fn backward_triangle(tri: &[f64], y: &mut [f64; BLOCK_ROWS]) {
-    let mut at = 0;
     for i in (1..BLOCK_ROWS).rev() {
         let yi = y[i];
-        for yj in y[..4 * (i / 4 + 1)].iter_mut() {
-            *yj = (-tri[at]).mul_add(yi, *yj);
-            at += 1;
+        for (j, yj) in y[..4 * (i / 4 + 1)].iter_mut().enumerate() {
+            let l = tri[triangle_column(j) + i - 4 * (j / 4)];
+            *yj = (-l).mul_add(yi, *yj);
         }
     }
 }
@@ -979,26 +1018,31 @@ impl SymmetricFactors {
         let mut y = [0.0f64; BLOCK_ROWS];
         for b in 0..blocks {
             let (s, e) = BlockedFactor::rows(b, n);
-            let (h, p) = (e - s, f.panel_first[b]);
-            let w = s - p;
+            let (h, p, step) = (e - s, f.panel_first[b], f.steps[b]);
             let values = &f.values[f.offset[b]..f.offset[b + 1]];
-            let (panel, tri) = values.split_at(BLOCK_ROWS * w);
+            let (mut panel, tri) = values.split_at(BlockedFactor::panel_size(&step));
             y.fill(0.0);
             y[..h].copy_from_slice(&x[s..e]);
             let (mut even, mut odd) = ([0.0f64; BLOCK_ROWS], [0.0f64; BLOCK_ROWS]);
-            for (pair, xc) in panel
-                .chunks_exact(2 * BLOCK_ROWS)
-                .zip(x[p..s].chunks_exact(2))
-            {
-                for i in 0..BLOCK_ROWS {
-                    even[i] = pair[i].mul_add(xc[0], even[i]);
-                    odd[i] = pair[BLOCK_ROWS + i].mul_add(xc[1], odd[i]);
+            for k in 0..4 {
+                let height = 4 * (k + 1);
+                let columns = p + step[k] as usize..p + step[k + 1] as usize;
+                let (segment, rest) = panel.split_at(height * columns.len());
+                panel = rest;
+                for (pair, xc) in segment
+                    .chunks_exact(2 * height)
+                    .zip(x[columns].chunks_exact(2))
+                {
+                    for i in 0..height {
+                        even[i] = pair[i].mul_add(xc[0], even[i]);
+                        odd[i] = pair[height + i].mul_add(xc[1], odd[i]);
+                    }
                 }
             }
             for i in 0..BLOCK_ROWS {
                 y[i] -= even[i] + odd[i];
             }
-            forward_triangle(&tri[..FORWARD_TRIANGLE], &mut y);
+            forward_triangle(tri, &mut y);
             x[s..e].copy_from_slice(&y[..h]);
         }
         for (xr, d) in x.iter_mut().zip(&self.inverse_diag) {
@@ -1006,22 +1050,27 @@ impl SymmetricFactors {
         }
         for b in (0..blocks).rev() {
             let (s, e) = BlockedFactor::rows(b, n);
-            let (h, p) = (e - s, f.panel_first[b]);
-            let w = s - p;
+            let (h, p, step) = (e - s, f.panel_first[b], f.steps[b]);
             let values = &f.values[f.offset[b]..f.offset[b + 1]];
-            let (panel, tri) = values.split_at(BLOCK_ROWS * w);
+            let (mut panel, tri) = values.split_at(BlockedFactor::panel_size(&step));
             y.fill(0.0);
             y[..h].copy_from_slice(&x[s..e]);
-            backward_triangle(&tri[FORWARD_TRIANGLE..], &mut y);
+            backward_triangle(tri, &mut y);
             x[s..e].copy_from_slice(&y[..h]);
-            for (column, xc) in panel.chunks_exact(BLOCK_ROWS).zip(&mut x[p..s]) {
-                let mut acc = [0.0f64; 4];
-                for q in 0..BLOCK_ROWS / 4 {
-                    for k in 0..4 {
-                        acc[k] = column[4 * q + k].mul_add(y[4 * q + k], acc[k]);
+            for k in 0..4 {
+                let height = 4 * (k + 1);
+                let columns = p + step[k] as usize..p + step[k + 1] as usize;
+                let (segment, rest) = panel.split_at(height * columns.len());
+                panel = rest;
+                for (column, xc) in segment.chunks_exact(height).zip(&mut x[columns]) {
+                    let mut acc = [0.0f64; 4];
+                    for q in 0..=k {
+                        for l in 0..4 {
+                            acc[l] = column[4 * q + l].mul_add(y[4 * q + l], acc[l]);
+                        }
                     }
+                    *xc -= (acc[0] + acc[1]) + (acc[2] + acc[3]);
                 }
-                *xc -= (acc[0] + acc[1]) + (acc[2] + acc[3]);
             }
         }
         for &(i, j) in &self.post_swaps {
@@ -1042,13 +1091,17 @@ impl SymmetricFactors {
         let blocks = f.panel_first.len();
         debug_assert!(blocks == n.div_ceil(BLOCK_ROWS) && f.offset.len() == blocks + 1);
         debug_assert!(f.offset[blocks] == f.values.len());
+        debug_assert!(f.steps.len() == blocks);
         debug_assert!((0..blocks).all(|b| {
             let (s, _) = BlockedFactor::rows(b, n);
-            let p = f.panel_first[b];
+            let (p, step) = (f.panel_first[b], f.steps[b]);
             p <= s
-                && (s - p).is_multiple_of(4)
-                && f.offset[b + 1] - f.offset[b]
-                    == BLOCK_ROWS * (s - p) + FORWARD_TRIANGLE + BACKWARD_TRIANGLE
+                && step[0] == 0
+                && step[4] as usize == s - p
+                && step
+                    .windows(2)
+                    .all(|k| k[0] <= k[1] && (k[1] - k[0]) % 4 == 0)
+                && f.offset[b + 1] - f.offset[b] == BlockedFactor::panel_size(&step) + TRIANGLE
         }));
         debug_assert!(self
             .pre_swaps
@@ -1078,10 +1131,11 @@ impl SymmetricFactors {
                 }
             };
         }
-        // SAFETY: by construction (`BlockedFactor::from_rows`, checked above in debug builds)
-        // block `b`'s panel is `16 w` values from `offset[b]` (`w` columns of 16 rows), its
-        // two triangles the `FORWARD_TRIANGLE + BACKWARD_TRIANGLE` after them, with
-        // `w = s − panel_first[b]` a multiple of 4 and `panel_first[b] ≤ s`: the panel's
+        // SAFETY: by construction (`BlockedFactor::with_layout` and `fill`, checked above in debug builds)
+        // block `b`'s panel is `panel_size(steps[b])` values from `offset[b]` (the columns
+        // `steps[b][k] .. steps[b][k + 1]` of `4 (k + 1)` rows each, every segment a multiple
+        // of 4 columns), its triangle the `TRIANGLE` values after
+        // them, with `steps[b][4] = s − panel_first[b]` and `panel_first[b] ≤ s`: the panel's
         // columns address `x[panel_first[b]..s]`, `x[s..e]` lies below `n`, a block of 16 rows
         // is read and written whole in `x` and a shorter one through `buffer`;
         // `inverse_diag` has `n` values (asserted).
@@ -1090,8 +1144,8 @@ impl SymmetricFactors {
                 let (s, e) = BlockedFactor::rows(b, n);
                 let h = e - s;
                 let p = *f.panel_first.get_unchecked(b);
-                let w = s - p;
-                let panel = vp.add(*f.offset.get_unchecked(b));
+                let step = *f.steps.get_unchecked(b);
+                let mut panel = vp.add(*f.offset.get_unchecked(b));
                 let xs = xp.add(p) as *const f64;
                 if h < BLOCK_ROWS {
                     for i in 0..BLOCK_ROWS {
@@ -1103,21 +1157,33 @@ impl SymmetricFactors {
                 } else {
                     xp.add(s) as *const f64
                 };
-                // y −= panel x[p..s], column by column (even and odd columns in two sums).
+                // y −= panel x[p..s], column by column (even and odd columns in two sums), each
+                // segment of the staircase on its own quads of rows.
                 let mut even = [_mm256_setzero_pd(); 4];
                 let mut odd = [_mm256_setzero_pd(); 4];
-                let mut c = 0;
-                while c < w {
-                    let x0 = _mm256_broadcast_sd(&*xs.add(c));
-                    let x1 = _mm256_broadcast_sd(&*xs.add(c + 1));
-                    let c0 = panel.add(c * BLOCK_ROWS);
-                    let c1 = c0.add(BLOCK_ROWS);
-                    for q in 0..4 {
-                        even[q] = _mm256_fmadd_pd(_mm256_loadu_pd(c0.add(4 * q)), x0, even[q]);
-                        odd[q] = _mm256_fmadd_pd(_mm256_loadu_pd(c1.add(4 * q)), x1, odd[q]);
-                    }
-                    c += 2;
+                macro_rules! forward_segment {
+                    ($k:literal) => {
+                        let mut c = step[$k] as usize;
+                        let end = step[$k + 1] as usize;
+                        while c < end {
+                            let x0 = _mm256_broadcast_sd(&*xs.add(c));
+                            let x1 = _mm256_broadcast_sd(&*xs.add(c + 1));
+                            let c1 = panel.add(4 * ($k + 1));
+                            for q in 0..=$k {
+                                even[q] =
+                                    _mm256_fmadd_pd(_mm256_loadu_pd(panel.add(4 * q)), x0, even[q]);
+                                odd[q] =
+                                    _mm256_fmadd_pd(_mm256_loadu_pd(c1.add(4 * q)), x1, odd[q]);
+                            }
+                            panel = panel.add(8 * ($k + 1));
+                            c += 2;
+                        }
+                    };
                 }
+                forward_segment!(0);
+                forward_segment!(1);
+                forward_segment!(2);
+                forward_segment!(3);
                 let mut y = [_mm256_setzero_pd(); 4];
                 for q in 0..4 {
                     y[q] = _mm256_sub_pd(
@@ -1125,7 +1191,7 @@ impl SymmetricFactors {
                         _mm256_add_pd(even[q], odd[q]),
                     );
                 }
-                let mut tri = panel.add(BLOCK_ROWS * w);
+                let mut tri = panel;
                 // Column j = 4 q + l: the quads q.. of rows (unrolled: register lanes and
                 // indices are constants).
                 macro_rules! column {
@@ -1172,7 +1238,7 @@ impl SymmetricFactors {
                 let (s, e) = BlockedFactor::rows(b, n);
                 let h = e - s;
                 let p = *f.panel_first.get_unchecked(b);
-                let w = s - p;
+                let step = *f.steps.get_unchecked(b);
                 let panel = vp.add(*f.offset.get_unchecked(b));
                 let mut y = [_mm256_setzero_pd(); 4];
                 if h == BLOCK_ROWS {
@@ -1187,58 +1253,96 @@ impl SymmetricFactors {
                         *yq = _mm256_loadu_pd(bp.add(4 * q));
                     }
                 }
-                let mut tri = panel.add(BLOCK_ROWS * w + FORWARD_TRIANGLE);
-                // Row i = 4 q + l: the quads ..=q of columns (unrolled).
-                macro_rules! row {
-                    ($q:literal, $imm:literal) => {
-                        let yi = _mm256_permute4x64_pd::<$imm>(y[$q]);
-                        for yq in y[..=$q].iter_mut() {
-                            *yq = _mm256_fnmadd_pd(_mm256_loadu_pd(tri), yi, *yq);
-                            tri = tri.add(4);
+                let tri = panel.add(BlockedFactor::panel_size(&step));
+                // Row i = 4 Q + l: the quads q ..= Q of columns, row l of the tile (Q, q), which
+                // the triangle holds as the quads Q of the columns 4 q .. 4 q + 4: the tiles of
+                // a quad of rows transposed in registers, then its rows (unrolled).
+                let mut rows = [[_mm256_setzero_pd(); 4]; 4];
+                macro_rules! tiles {
+                    ($qq:literal) => {
+                        for (q, tile) in rows[..=$qq].iter_mut().enumerate() {
+                            let c = tri.add(4 * ($qq - q));
+                            let c0 = _mm256_loadu_pd(c.add(triangle_column(4 * q)));
+                            let c1 = _mm256_loadu_pd(c.add(triangle_column(4 * q + 1)));
+                            let c2 = _mm256_loadu_pd(c.add(triangle_column(4 * q + 2)));
+                            let c3 = _mm256_loadu_pd(c.add(triangle_column(4 * q + 3)));
+                            let t0 = _mm256_unpacklo_pd(c0, c1);
+                            let t1 = _mm256_unpackhi_pd(c0, c1);
+                            let t2 = _mm256_unpacklo_pd(c2, c3);
+                            let t3 = _mm256_unpackhi_pd(c2, c3);
+                            tile[0] = _mm256_permute2f128_pd::<0x20>(t0, t2);
+                            tile[1] = _mm256_permute2f128_pd::<0x20>(t1, t3);
+                            tile[2] = _mm256_permute2f128_pd::<0x31>(t0, t2);
+                            tile[3] = _mm256_permute2f128_pd::<0x31>(t1, t3);
                         }
                     };
                 }
-                row!(3, 0xFF);
-                row!(3, 0xAA);
-                row!(3, 0x55);
-                row!(3, 0x00);
-                row!(2, 0xFF);
-                row!(2, 0xAA);
-                row!(2, 0x55);
-                row!(2, 0x00);
-                row!(1, 0xFF);
-                row!(1, 0xAA);
-                row!(1, 0x55);
-                row!(1, 0x00);
-                row!(0, 0xFF);
-                row!(0, 0xAA);
-                row!(0, 0x55);
+                macro_rules! row {
+                    ($qq:literal, $l:literal, $imm:literal) => {
+                        let yi = _mm256_permute4x64_pd::<$imm>(y[$qq]);
+                        for (yq, tile) in y[..=$qq].iter_mut().zip(&rows) {
+                            *yq = _mm256_fnmadd_pd(tile[$l], yi, *yq);
+                        }
+                    };
+                }
+                tiles!(3);
+                row!(3, 3, 0xFF);
+                row!(3, 2, 0xAA);
+                row!(3, 1, 0x55);
+                row!(3, 0, 0x00);
+                tiles!(2);
+                row!(2, 3, 0xFF);
+                row!(2, 2, 0xAA);
+                row!(2, 1, 0x55);
+                row!(2, 0, 0x00);
+                tiles!(1);
+                row!(1, 3, 0xFF);
+                row!(1, 2, 0xAA);
+                row!(1, 1, 0x55);
+                row!(1, 0, 0x00);
+                tiles!(0);
+                row!(0, 3, 0xFF);
+                row!(0, 2, 0xAA);
+                row!(0, 1, 0x55);
                 store_block!(y, s, h);
                 // x[p..s] −= panelᵀ y, four columns at a time: each column's four partial
                 // sums over the block's quads, then ((a0 + a1) + (a2 + a3)).
                 let xs = xp.add(p);
-                let mut c = 0;
-                while c < w {
-                    let col = panel.add(c * BLOCK_ROWS);
-                    let mut a = [_mm256_setzero_pd(); 4];
-                    for (k, ak) in a.iter_mut().enumerate() {
-                        for (q, yq) in y.iter().enumerate() {
-                            *ak = _mm256_fmadd_pd(
-                                _mm256_loadu_pd(col.add(k * BLOCK_ROWS + 4 * q)),
-                                *yq,
-                                *ak,
+                let mut col = panel;
+                macro_rules! backward_segment {
+                    ($k:literal) => {
+                        let mut c = step[$k] as usize;
+                        let end = step[$k + 1] as usize;
+                        while c < end {
+                            let mut a = [_mm256_setzero_pd(); 4];
+                            for (l, al) in a.iter_mut().enumerate() {
+                                for (q, yq) in y[..=$k].iter().enumerate() {
+                                    *al = _mm256_fmadd_pd(
+                                        _mm256_loadu_pd(col.add(l * 4 * ($k + 1) + 4 * q)),
+                                        *yq,
+                                        *al,
+                                    );
+                                }
+                            }
+                            let u = _mm256_hadd_pd(a[0], a[1]);
+                            let v = _mm256_hadd_pd(a[2], a[3]);
+                            let t = _mm256_add_pd(
+                                _mm256_permute2f128_pd::<0x20>(u, v),
+                                _mm256_permute2f128_pd::<0x31>(u, v),
                             );
+                            _mm256_storeu_pd(
+                                xs.add(c),
+                                _mm256_sub_pd(_mm256_loadu_pd(xs.add(c)), t),
+                            );
+                            col = col.add(16 * ($k + 1));
+                            c += 4;
                         }
-                    }
-                    let u = _mm256_hadd_pd(a[0], a[1]);
-                    let v = _mm256_hadd_pd(a[2], a[3]);
-                    let t = _mm256_add_pd(
-                        _mm256_permute2f128_pd::<0x20>(u, v),
-                        _mm256_permute2f128_pd::<0x31>(u, v),
-                    );
-                    _mm256_storeu_pd(xs.add(c), _mm256_sub_pd(_mm256_loadu_pd(xs.add(c)), t));
-                    c += 4;
+                    };
                 }
+                backward_segment!(0);
+                backward_segment!(1);
+                backward_segment!(2);
+                backward_segment!(3);
             }
             swap_unchecked(x, &self.post_swaps);
         }
@@ -1662,6 +1766,22 @@ impl StateMatrixFactors {
                 b_vals,
                 ..
             } => Some((b_start, b_cols, b_vals)),
+        }
+    }
+
+    /// The first half of [`Self::solve_folded`]: the reduced solve of `x₂` (which holds
+    /// `b₂ − B b₁`), returning the diagonal of `A` so that the caller finishes
+    /// `x₁ = b₁ − A x₂` row by row, inside its own pass over the rows (the generalized-α
+    /// step's corrector, [`crate::integrators::AlphaStepper::step`]). `None`, with `x`
+    /// untouched, for a `D` factored whole. Allocation-free.
+    #[inline]
+    pub fn solve_folded_velocities(&self, x: &mut [f64]) -> Option<&[f64]> {
+        match &self.kind {
+            StateFactorKind::Full(_) => None,
+            StateFactorKind::Reduced { n, a, reduced, .. } => {
+                reduced.solve(&mut x[*n..]);
+                Some(a)
+            }
         }
     }
 
@@ -2218,6 +2338,18 @@ mod tests {
                 );
                 if n >= 48 {
                     assert!(f.blocks.is_some(), "n = {n}: {} stored", f.stored());
+                }
+                if let Some(blocked) = &f.blocks {
+                    // The staircase leaves out the panel's zeros below each column's last
+                    // quad: fewer values than 16-row columns would take.
+                    let padded: usize = (0..blocked.panel_first.len())
+                        .map(|b| BLOCK_ROWS * (BLOCK_ROWS * b - blocked.panel_first[b]) + TRIANGLE)
+                        .sum();
+                    assert!(
+                        n < 48 || blocked.values.len() < padded,
+                        "n = {n}: {} values, {padded} padded",
+                        blocked.values.len()
+                    );
                 }
                 for _ in 0..3 {
                     let b = DVector::from_fn(n, |_, _| lcg(&mut seed));

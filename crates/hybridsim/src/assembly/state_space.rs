@@ -210,6 +210,23 @@ struct LinearRun {
     vals: Vec<f64>,
 }
 
+/// The coefficients of a generalized-α step that [`StateSpace::folded_predictor_rate`]
+/// applies (Abbiati et al. 2019, eqs 11–13): the predictor `Ỹ = (Y + k_y Ẏ) + k_v V`,
+/// `Ṽ = Ẏ w_y + w_v V`, and `c = γΔt α_f/α_m` of the folded coupling product.
+#[derive(Debug, Clone, Copy)]
+pub struct FoldedStep {
+    /// `k_y = γΔt (1 − α_f)/α_m`.
+    pub ky: f64,
+    /// `k_v = Δt (α_m − γ)/α_m`.
+    pub kv: f64,
+    /// `w_y = (1 − α_f)/α_m`.
+    pub wy: f64,
+    /// `w_v = −(1 − α_m)/α_m`.
+    pub wv: f64,
+    /// `c = γΔt α_f/α_m`.
+    pub c: f64,
+}
+
 /// A run of linear slots whose damping is stiffness-proportional up to a few terms,
 /// `C = β K + E` (Rayleigh damping `C = α M + β K`, Chopra 1995, with a lumped `M`: `E` is the
 /// diagonal `α m`), summed as `r = K (u + β v) + E v`: one pass over the merged stiffness
@@ -1332,6 +1349,115 @@ impl StateSpace {
         }
         tail.iter_mut().for_each(|x| *x = 0.0);
         Self::fused_pass(run, run.beta + c, n, y, out, ws);
+    }
+
+    /// The generalized-α predictor and the right-hand side of the rate equation of a
+    /// partition whose coupling product is folded ([`StateSpace::folds_coupling`]), in two
+    /// passes over the rows instead of five (Abbiati et al. 2019, eqs 11–12):
+    ///
+    /// 1. for each DOF `i` (rows `i` and `n + i`): `Ỹ = (Y + k_y Ẏ) + k_v V`,
+    ///    `Ṽ = Ẏ w_y + w_v V`, the fused pass's `w_i = ũ_i + (β + c) ṽ_i`, and
+    ///    `Ẏ_i = F_i − (−ṽ_i)`;
+    /// 2. for each momentum row `r`: `Ẏ_r = F_r − (0 + [K w + E Ỹ]_r)`.
+    ///
+    /// Every value is the one [`StateSpace::residual_folded`] followed by `Ẏ = F − R` gives,
+    /// with the same operations in the same order (the same bits), without writing `R`.
+    /// `from` is `(Y, Ẏ, V)` of the step's start, `load` is `F` of its end. Returns `false`,
+    /// writing nothing, when the partition's residual is not the single fused pass over a
+    /// state of `2n` rows or `ws` was made before it was fused. Allocation-free.
+    pub fn folded_predictor_rate(
+        &self,
+        step: FoldedStep,
+        from: (&[f64], &[f64], &[f64]),
+        tilde: (&mut [f64], &mut [f64]),
+        load: &[f64],
+        ydot: &mut [f64],
+        ws: &mut ElementWorkspace,
+    ) -> bool {
+        let n = self.dofs.len();
+        let [ResidualPass::Fused(run)] = self.residual_plan.as_slice() else {
+            return false;
+        };
+        let m = 2 * n;
+        let (y_tilde, v_tilde) = tilde;
+        if self.size() != m
+            || ws.weighted.len() != n
+            || run.targets.first().is_some_and(|&t| t < n)
+            || run.targets.last().is_some_and(|&t| t >= m)
+            || [
+                from.0.len(),
+                from.1.len(),
+                from.2.len(),
+                load.len(),
+                ydot.len(),
+            ]
+            .iter()
+            .chain(&[y_tilde.len(), v_tilde.len()])
+            .any(|&l| l != m)
+        {
+            return false;
+        }
+        let FoldedStep { ky, kv, wy, wv, c } = step;
+        let b = run.beta + c;
+        // Pass 1: the predictor by DOF, with `w` and the rows `u̇ = v`.
+        {
+            let (yu, yv) = from.0.split_at(n);
+            let (du, dv) = from.1.split_at(n);
+            let (vu, vv) = from.2.split_at(n);
+            let (ytu, ytv) = y_tilde.split_at_mut(n);
+            let (vtu, vtv) = v_tilde.split_at_mut(n);
+            let (ydu, _) = ydot.split_at_mut(n);
+            let (fu, w) = (&load[..n], &mut ws.weighted[..n]);
+            for i in 0..n {
+                let u = (yu[i] + ky * du[i]) + kv * vu[i];
+                let v = (yv[i] + ky * dv[i]) + kv * vv[i];
+                ytu[i] = u;
+                ytv[i] = v;
+                vtu[i] = du[i] * wy + wv * vu[i];
+                vtv[i] = dv[i] * wy + wv * vv[i];
+                w[i] = u + b * v;
+                ydu[i] = fu[i] - -v;
+            }
+        }
+        // Pass 2: the momentum rows, `K w + E Ỹ` gathered as by the fused pass.
+        let (w, y) = (&ws.weighted[..n], &y_tilde[..m]);
+        let (fv, dv) = (&load[n..m], &mut ydot[n..m]);
+        // By construction (`FusedRun::from_run`): `k_cols < n`, `e_cols < 2n`, the ends
+        // ascend to the lengths of the columns, the targets ascend (checked on entry: they
+        // lie in `n..2n`).
+        debug_assert!(run.targets.windows(2).all(|p| p[0] < p[1]));
+        debug_assert!(run.k_cols.iter().all(|&c| (c as usize) < n));
+        debug_assert!(run.e_cols.iter().all(|&c| (c as usize) < m));
+        debug_assert!(run.k_end.last().is_none_or(|&e| e == run.k_cols.len()));
+        debug_assert!(run.e_end.last().is_none_or(|&e| e == run.e_cols.len()));
+        debug_assert!(run.k_vals.len() == run.k_cols.len());
+        debug_assert!(run.e_vals.len() == run.e_cols.len());
+        if run.targets.len() != n {
+            // Rows without terms: `F − 0`.
+            for (d, f) in dv.iter_mut().zip(fv) {
+                *d = f - 0.0;
+            }
+        }
+        let (mut k0, mut e0) = (0, 0);
+        for ((&target, &k_end), &e_end) in run.targets.iter().zip(&run.k_end).zip(&run.e_end) {
+            let mut acc = 0.0;
+            // SAFETY: every index is in bounds by the construction and the check above (`w`
+            // has `n` entries, `y` `2n`, `fv` and `dv` `n`, `n ≤ target < 2n`).
+            unsafe {
+                for t in k0..k_end {
+                    acc += run.k_vals.get_unchecked(t)
+                        * w.get_unchecked(*run.k_cols.get_unchecked(t) as usize);
+                }
+                for t in e0..e_end {
+                    acc += run.e_vals.get_unchecked(t)
+                        * y.get_unchecked(*run.e_cols.get_unchecked(t) as usize);
+                }
+                let r = target - n;
+                *dv.get_unchecked_mut(r) = fv.get_unchecked(r) - (0.0 + acc);
+            }
+            (k0, e0) = (k_end, e_end);
+        }
+        true
     }
 
     fn eval_slot(&self, slot: &ElementSlot, y: &[f64], ws: &mut ElementWorkspace) {
@@ -2532,6 +2658,83 @@ mod tests {
         if let Some((b_start, b_cols, b_vals)) = d.coupling() {
             assert!(!st.folds_coupling(c, b_start, b_cols, b_vals));
         }
+    }
+
+    /// The merged predictor and rate passes of a folded partition give the bits of the
+    /// passes they replace: the predictor, `R` by [`StateSpace::residual_folded`] and
+    /// `Ẏ = F − R`; and they refuse (writing nothing) a partition that does not fold.
+    #[test]
+    fn the_merged_predictor_and_rate_passes_keep_the_bits_of_the_separate_ones() {
+        let mut st = linear_rayleigh_chain(300);
+        let (size, n) = (st.size(), st.n_dofs());
+        let wave = |a: f64, b: f64| -> Vec<f64> {
+            (0..size)
+                .map(|i| 1e-2 * (a * i as f64).sin() + 1e-3 * (b * i as f64).cos())
+                .collect()
+        };
+        let (y, ydot, v) = (wave(0.37, 1.3), wave(0.11, 0.7), wave(0.53, 2.1));
+        let mut load = wave(0.29, 0.9);
+        load[..n].iter_mut().for_each(|f| *f = 0.0);
+        load[n + 3] = -0.0;
+        let step = FoldedStep {
+            ky: 2.7e-4,
+            kv: -1.3e-5,
+            wy: 0.93,
+            wv: -0.07,
+            c: 2.5e-4,
+        };
+        // The separate passes, as `AlphaStepper::step` makes them.
+        let mut ws = st.workspace();
+        let (mut yt, mut vt) = (vec![0.0; size], vec![0.0; size]);
+        for i in 0..size {
+            yt[i] = (y[i] + step.ky * ydot[i]) + step.kv * v[i];
+            vt[i] = ydot[i] * step.wy + step.wv * v[i];
+        }
+        let mut res = vec![0.0; size];
+        st.residual_folded(&yt, step.c, &mut res, &mut ws);
+        let expected: Vec<f64> = load.iter().zip(&res).map(|(l, r)| l - r).collect();
+        // The merged passes.
+        let mut ws = st.workspace();
+        let (mut yt2, mut vt2, mut rate) = (vec![9.0; size], vec![9.0; size], vec![9.0; size]);
+        assert!(st.folded_predictor_rate(
+            step,
+            (&y, &ydot, &v),
+            (&mut yt2, &mut vt2),
+            &load,
+            &mut rate,
+            &mut ws,
+        ));
+        let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&yt2), bits(&yt), "predicted Y");
+        assert_eq!(bits(&vt2), bits(&vt), "predicted V");
+        assert_eq!(bits(&rate), bits(&expected), "F − R");
+        // A workspace of the wrong size, or a plan that is no longer one fused pass: refused.
+        let mut small = ElementWorkspace::new(0, 0, 0, 0);
+        assert!(!st.folded_predictor_rate(
+            step,
+            (&y, &ydot, &v),
+            (&mut yt2, &mut vt2),
+            &load,
+            &mut rate,
+            &mut small,
+        ));
+        let spring = st
+            .slots
+            .iter()
+            .position(|s| matches!(s.kernel, SlotKernel::Linear) && s.map.len() <= 2)
+            .expect("a spring slot");
+        st.set_element_parameter(spring, "k", 4.5e4).expect("k");
+        let mut ws = st.workspace();
+        let mut untouched = vec![7.0; size];
+        assert!(!st.folded_predictor_rate(
+            step,
+            (&y, &ydot, &v),
+            (&mut yt2, &mut vt2),
+            &load,
+            &mut untouched,
+            &mut ws,
+        ));
+        assert!(untouched.iter().all(|&x| x == 7.0));
     }
 
     /// A slot made generic (a parameter changed during a run) or removed rebuilds the plan from

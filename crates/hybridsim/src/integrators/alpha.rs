@@ -1,6 +1,6 @@
 //! The generalized-α step shared by the monolithic and partitioned schemes.
 
-use crate::assembly::{Coupling, Partition, StateSpace};
+use crate::assembly::{Coupling, FoldedStep, Partition, StateSpace};
 use crate::linalg::{BandLu, StateMatrixFactors};
 use crate::physical::PortError;
 use nalgebra::{DMatrix, DVector};
@@ -743,6 +743,33 @@ impl AlphaStepper {
         // Predictor (eq 11), one fused pass (the same operations as copy + axpy + axpy).
         let (ky, kv) = (g * dt * (1.0 - af) / am, dt * (am - g) / am);
         let (wy, wv) = ((1.0 - af) / am, -(1.0 - am) / am);
+        // A folded linear partition stepped once: the predictor, the residual and the rate's
+        // right-hand side in two passes over the rows, the reduced solve, then `x₁ = b₁ − A x₂`
+        // and the corrector in one pass (the same operations as below, the same bits).
+        if self.corrections == 1 && !self.nonlinear && self.folds(part) {
+            part.state.load(t_next, self.load.as_mut_slice());
+            self.add_coupling_load(n, coupling);
+            let step = FoldedStep {
+                ky,
+                kv,
+                wy,
+                wv,
+                c: self.c,
+            };
+            if part.state.folded_predictor_rate(
+                step,
+                (from.y.as_slice(), from.ydot.as_slice(), from.v.as_slice()),
+                (self.y_tilde.as_mut_slice(), self.v_tilde.as_mut_slice()),
+                self.load.as_slice(),
+                to.ydot.as_mut_slice(),
+                &mut part.ws,
+            ) {
+                if let Some(a) = self.d_fact.solve_folded_velocities(to.ydot.as_mut_slice()) {
+                    self.correct_folded(a, to);
+                    return Ok(());
+                }
+            }
+        }
         for ((((yt, vt), y), yd), v) in self
             .y_tilde
             .as_mut_slice()
@@ -757,13 +784,7 @@ impl AlphaStepper {
         }
         // Rate (eq 12).
         part.state.load(t_next, self.load.as_mut_slice());
-        if let Some((cs, lambda, w)) = coupling {
-            if w != 0.0 {
-                for c in cs {
-                    self.load[n + c.row] += w * c.sign * lambda[c.lambda];
-                }
-            }
-        }
+        self.add_coupling_load(n, coupling);
         // `B b_u` of `D⁻¹` (`b_u = ṽ`) folded into the residual where it is `c K ṽ` of the
         // fused Rayleigh pass: `K (ũ + (β + c) ṽ)`, one sparse product instead of two.
         let folded = self.folds(part);
@@ -932,6 +953,48 @@ impl AlphaStepper {
         }
         lu.solve(self.rhs.as_mut_slice());
         true
+    }
+
+    /// Add `w L Λ` of the coupling to the momentum rows of the load.
+    fn add_coupling_load(&mut self, n: usize, coupling: Option<(&[Coupling], &DVector<f64>, f64)>) {
+        if let Some((cs, lambda, w)) = coupling {
+            if w != 0.0 {
+                for c in cs {
+                    self.load[n + c.row] += w * c.sign * lambda[c.lambda];
+                }
+            }
+        }
+    }
+
+    /// `x₁ = b₁ − A x₂` of the folded solve ([`StateMatrixFactors::solve_folded`]; `a` the
+    /// diagonal of `A`, `to.ydot` holding `b₁` and the solved `x₂`) and the corrector
+    /// (eq 13), in one pass over the DOFs: the operations of `solve_folded` and
+    /// [`AlphaStepper::correct`], in their order. The state has `2n` rows.
+    fn correct_folded(&self, a: &[f64], to: &mut AlphaState) {
+        let (c, w) = (self.c, self.params.alpha_f / self.params.alpha_m);
+        let n = a.len();
+        let (yu, yv) = to.y.as_mut_slice().split_at_mut(n);
+        let (vu, vv) = to.v.as_mut_slice().split_at_mut(n);
+        let (du, dv) = to.ydot.as_mut_slice().split_at_mut(n);
+        let (ytu, ytv) = self.y_tilde.as_slice().split_at(n);
+        let (vtu, vtv) = self.v_tilde.as_slice().split_at(n);
+        let (yv, vv, dv, ytv, vtv) = (&mut yv[..n], &mut vv[..n], &dv[..n], &ytv[..n], &vtv[..n]);
+        let (yu, vu, du, ytu, vtu) = (
+            &mut yu[..n],
+            &mut vu[..n],
+            &mut du[..n],
+            &ytu[..n],
+            &vtu[..n],
+        );
+        for i in 0..n {
+            let xv = dv[i];
+            let xu = du[i] - a[i] * xv;
+            du[i] = xu;
+            yu[i] = ytu[i] + c * xu;
+            vu[i] = vtu[i] + w * xu;
+            yv[i] = ytv[i] + c * xv;
+            vv[i] = vtv[i] + w * xv;
+        }
     }
 
     /// Corrector (eq 13).

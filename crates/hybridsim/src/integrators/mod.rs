@@ -671,7 +671,10 @@ pub(crate) fn check_finite(
     time: f64,
     step: u64,
 ) -> Result<(), StepError> {
-    if x.iter().all(|v| v.is_finite()) {
+    // Branch-free over blocks of 64 (vectorizable), instead of a test and a branch a value.
+    if x.chunks(64)
+        .all(|b| b.iter().fold(true, |all, v| all & v.is_finite()))
+    {
         Ok(())
     } else {
         Err(StepError::NonFinite { what, time, step })
