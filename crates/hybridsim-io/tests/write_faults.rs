@@ -141,36 +141,16 @@ fn check_stop(folder: &Path, report: &hybridsim_io::RunReport, kind: &str, text:
     assert!((rows.last().unwrap()[0] - last as f64 * 0.005).abs() < 1e-9);
 }
 
+/// A full disk on results.csv stops the test with whole rows only, as many as run.json says;
+/// the same when each row's first columns are spelled on the stepping thread (issue 20,
+/// `RunOptions::spelled_on_step`: 1, 3 or every column; `None` is the adaptive share).
 #[test]
 fn a_full_disk_on_results_csv_stops_the_test_with_whole_rows_and_a_truthful_run_json() {
-    let folder = scratch("results");
-    let opts = RunOptions {
-        writer: Some(full_disk_on("results.csv", 300_000)),
-        ..RunOptions::default()
-    };
-    let report = run_to_folder_with(
-        &quickstart(),
-        &folder,
-        &AtomicU64::new(0),
-        &AtomicBool::new(false),
-        &opts,
-    )
-    .unwrap();
-    check_stop(&folder, &report, "writer_overflow", "os error 28");
-    assert!(report.error.as_deref().unwrap().contains("results.csv"));
-    let len = std::fs::metadata(folder.join("results.csv")).unwrap().len();
-    assert!(len <= 300_000 && len > 200_000, "{len}");
-}
-
-/// The same stop when each row's first columns are spelled on the stepping thread (issue 20,
-/// `RunOptions::spelled_on_step`): whole rows only, as many as run.json says.
-#[test]
-fn a_full_disk_on_results_csv_with_rows_spelled_on_the_stepping_thread_keeps_whole_rows() {
-    for first in [1, 3, usize::MAX] {
-        let folder = scratch(&format!("results-spelled-{first}"));
+    for first in [None, Some(1), Some(3), Some(usize::MAX)] {
+        let folder = scratch(&format!("results-spelled-{first:?}"));
         let opts = RunOptions {
             writer: Some(full_disk_on("results.csv", 300_000)),
-            spelled_on_step: Some(first),
+            spelled_on_step: first,
             ..RunOptions::default()
         };
         let report = run_to_folder_with(

@@ -252,6 +252,34 @@ struct FusedRun {
 }
 
 impl FusedRun {
+    /// One row's `Σ K_rc w_c + Σ E_rc y_c` over its terms `k` of `K` and `e` of `E`, summed
+    /// from `0.0` in that order (the residual and the merged predictor–rate pass share it, so
+    /// both give the same bits).
+    ///
+    /// # Safety
+    /// `k` and `e` lie within the run's terms, every `k_cols` entry within `w` and every
+    /// `e_cols` entry within `y` (true by [`FusedRun::from_run`] for `w` of `n` entries and
+    /// `y` of `2n`).
+    #[inline(always)]
+    unsafe fn row_sum(
+        &self,
+        k: std::ops::Range<usize>,
+        e: std::ops::Range<usize>,
+        w: &[f64],
+        y: &[f64],
+    ) -> f64 {
+        let mut acc = 0.0;
+        for t in k {
+            acc += self.k_vals.get_unchecked(t)
+                * w.get_unchecked(*self.k_cols.get_unchecked(t) as usize);
+        }
+        for t in e {
+            acc += self.e_vals.get_unchecked(t)
+                * y.get_unchecked(*self.e_cols.get_unchecked(t) as usize);
+        }
+        acc
+    }
+
     /// The fused form of `run` over `n` DOFs, when its damping terms are `β K` up to at most
     /// one term a row (`E`: the mass-proportional diagonal) and the fused sweep has fewer
     /// terms; `None` otherwise (the run is then summed by groups, bit for bit as before).
@@ -1244,18 +1272,10 @@ impl StateSpace {
             debug_assert!(run.k_vals.len() == run.k_cols.len());
             debug_assert!(run.e_vals.len() == run.e_cols.len());
             for ((&target, &k_end), &e_end) in run.targets.iter().zip(&run.k_end).zip(&run.e_end) {
-                let mut acc = 0.0;
                 // SAFETY: every index is in bounds by the construction above (`w` has `n`
                 // entries, `y` and `out` at least `2n`).
                 unsafe {
-                    for t in k0..k_end {
-                        acc += run.k_vals.get_unchecked(t)
-                            * w.get_unchecked(*run.k_cols.get_unchecked(t) as usize);
-                    }
-                    for t in e0..e_end {
-                        acc += run.e_vals.get_unchecked(t)
-                            * y.get_unchecked(*run.e_cols.get_unchecked(t) as usize);
-                    }
+                    let acc = run.row_sum(k0..k_end, e0..e_end, w, y);
                     *out.get_unchecked_mut(target) += acc;
                 }
                 (k0, e0) = (k_end, e_end);
@@ -1440,18 +1460,10 @@ impl StateSpace {
         }
         let (mut k0, mut e0) = (0, 0);
         for ((&target, &k_end), &e_end) in run.targets.iter().zip(&run.k_end).zip(&run.e_end) {
-            let mut acc = 0.0;
             // SAFETY: every index is in bounds by the construction and the check above (`w`
             // has `n` entries, `y` `2n`, `fv` and `dv` `n`, `n ≤ target < 2n`).
             unsafe {
-                for t in k0..k_end {
-                    acc += run.k_vals.get_unchecked(t)
-                        * w.get_unchecked(*run.k_cols.get_unchecked(t) as usize);
-                }
-                for t in e0..e_end {
-                    acc += run.e_vals.get_unchecked(t)
-                        * y.get_unchecked(*run.e_cols.get_unchecked(t) as usize);
-                }
+                let acc = run.row_sum(k0..k_end, e0..e_end, w, y);
                 let r = target - n;
                 *dv.get_unchecked_mut(r) = fv.get_unchecked(r) - (0.0 + acc);
             }
