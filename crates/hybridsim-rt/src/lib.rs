@@ -1028,6 +1028,12 @@ impl StepExecutor for Threaded<'_> {
         }
     }
 
+    /// Every partition's box is here exactly when its partition is attached (a detached
+    /// partition travels in its box).
+    fn partitions_attached(&self) -> bool {
+        self.boxes.iter().all(Option::is_some)
+    }
+
     fn overruns(&self) -> u64 {
         if self.realtime {
             self.miss_run
