@@ -595,3 +595,62 @@ fn a_physical_worker_that_comes_back_late_sends_no_further_command() {
         "commands after the watchdog gave up on the worker"
     );
 }
+
+/// A record tap that panics at the row of time `at` (on the link thread, inside the run loop,
+/// as a panic of the recorder or the sink would).
+struct PanickingTap {
+    at: f64,
+}
+
+impl hybridsim::runner::RecordTap for PanickingTap {
+    fn row(&mut self, row: &[f64]) {
+        if row[0] >= self.at {
+            panic!("a record tap that panics");
+        }
+    }
+    fn lab_record(&mut self, _: usize, _: &[f64]) {}
+}
+
+/// A panic on the link thread inside the run loop (here a record tap's, at the row of step
+/// 10, made while the physical job of step 11 is out) does not leave the laboratory driven:
+/// the job is recalled, the laboratory trips (`task_panic`) and ramps down to rest, and
+/// run.json names the link task with the panic's message. Before, the panic unwound out of
+/// the runner with the laboratory neither tripped nor ramped.
+#[test]
+fn a_panic_on_the_link_thread_trips_and_ramps_the_laboratory_down() {
+    let model = quickstart(|t| {
+        t.replace(
+            "on_trip = \"hold\"",
+            "on_trip = \"ramp_down\"\nramp_rate = 0.005",
+        )
+    });
+    let dir = folder("link-panic");
+    let tap: Box<dyn hybridsim::runner::RecordTap> = Box::new(PanickingTap {
+        at: 10.0 * model.analysis.time_step - 1e-12,
+    });
+    let opts = RunOptions {
+        tap: Some(std::sync::Arc::new(std::sync::Mutex::new(Some(tap)))),
+        ..fast(&dir, 200)
+    };
+    let (out, took) = bounded(&model, opts, Duration::from_secs(30));
+    println!("{:?} after {} steps in {took:?}", out.status, out.steps);
+    let RunStatus::Stopped(ev) = &out.status else {
+        panic!("{:?}", out.status)
+    };
+    assert_eq!(ev.kind, EventKind::TaskPanic);
+    assert!(!out.safety[0].armed);
+    let json = run_json(&dir);
+    assert_eq!(json["status"], "stopped", "{json}");
+    assert_eq!(json["task_panics"][0]["task"], "link", "{json}");
+    assert!(
+        json["task_panics"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("a record tap that panics"),
+        "{json}"
+    );
+    assert_eq!(json["safety"][0]["ramp_down"], "completed", "{json}");
+    assert_eq!(json["lab_not_ramped"], Value::Null);
+    counts_match_files(&dir, &json);
+    let _ = std::fs::remove_dir_all(&dir);
+}
