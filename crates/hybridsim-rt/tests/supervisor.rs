@@ -263,6 +263,7 @@ fn a_stalled_physical_worker_is_stopped_by_the_watchdog_in_bounded_time() {
         let json = run_json(&dir);
         assert_eq!(json["status"], "failed");
         assert_eq!(json["stalled_task"], "physical");
+        assert_eq!(json["task_panics"], serde_json::json!([]), "{json}");
         let note = json["lab_not_ramped"].as_str().expect("lab_not_ramped");
         assert!(note.contains("controller's own watchdog"), "{note}");
         counts_match_files(&dir, &json);
@@ -304,6 +305,7 @@ fn a_stalled_numerical_worker_is_stopped_by_the_watchdog_through_the_safety_laye
         assert_eq!(out.rows_written, 1 + (at - 1) / 2);
         let json = run_json(&dir);
         assert_eq!(json["stalled_task"], "numerical");
+        assert_eq!(json["task_panics"], serde_json::json!([]), "{json}");
         assert_eq!(json["lab_not_ramped"], Value::Null);
         counts_match_files(&dir, &json);
         let _ = std::fs::remove_dir_all(&dir);
