@@ -1218,18 +1218,16 @@ pub fn run_to_folder_with(
         match outcome {
             Ok(end) => (end, None),
             Err(payload) => {
-                // The labs are tripped as after any fault, and the records of the stop kept.
+                // The labs are tripped as after any fault and ramp down (or hold, as
+                // configured), the records of the stop and of every ramp tick kept.
                 let state = hybridsim::runner::trip(
                     integ.as_mut(),
                     hybridsim::runner::Fault::TaskPanic { task: "step" },
                 );
-                let sink = &mut sink;
-                integ.for_each_lab(&mut |k, lab| {
-                    lab.drain_lab(&mut |r: &[f64]| {
-                        hybridsim::runner::RunSink::lab_record(sink, k, r);
-                    });
-                });
-                hybridsim::runner::RunSink::end_of_step(sink);
+                hybridsim::runner::ramp_down(
+                    &mut hybridsim::runner::Sequential(integ.as_mut()),
+                    &mut sink,
+                );
                 let steps = sink.steps;
                 let end = hybridsim::runner::RunEnd {
                     state,

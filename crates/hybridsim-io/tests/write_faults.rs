@@ -231,6 +231,48 @@ fn a_panic_in_the_run_loop_trips_the_lab_and_ends_with_a_truthful_run_json() {
     assert_eq!(lab.last().unwrap()[6], 1.0, "tripped in lab.csv");
 }
 
+/// The same panic with `on_trip = "ramp_down"`: after the trip the laboratory ramps down to
+/// rest, one command per controller tick within the ramp rate (before, it was tripped and
+/// left where it was, as with `hold`).
+#[test]
+fn a_panic_in_the_run_loop_ramps_the_lab_down_when_so_configured() {
+    let folder = scratch("panic_ramp");
+    let mut loaded = quickstart();
+    let rate = 0.05;
+    loaded.model.lab.as_mut().unwrap().safety.on_trip =
+        hybridsim::model::lab::TripAction::RampDown { rate };
+    let opts = RunOptions {
+        panic_after_steps: Some(1001),
+        ..RunOptions::default()
+    };
+    let report = run_to_folder_with(
+        &loaded,
+        &folder,
+        &AtomicU64::new(0),
+        &AtomicBool::new(false),
+        &opts,
+    )
+    .unwrap();
+    assert!(
+        matches!(report.status, RunStatus::Stopped { .. }),
+        "{:?}",
+        report.status
+    );
+    let j = run_json(&folder);
+    assert_eq!(j["safety_event"]["kind"], "task_panic");
+    assert_eq!(j["safety"][0]["ramp_down"], "completed", "{j}");
+    let lab = whole_rows(&folder.join("lab.csv"));
+    assert_eq!(lab.len() as u64, j["lab_rows_on_disk"][0].as_u64().unwrap());
+    // Column 3: `compensated.storey1[m]`, column 6: `safety.storey1[-]`.
+    let first = lab.iter().position(|r| r[6] != 0.0).expect("a tripped row");
+    let dt_c = 0.001; // the quick start's controller tick
+    for w in lab[first + 1..].windows(2) {
+        assert!((w[1][3] - w[0][3]).abs() <= rate * dt_c * (1.0 + 1e-9) + 1e-15);
+    }
+    assert!(lab.last().unwrap()[3].abs() < 1e-9, "not at rest");
+    assert!(lab.len() > first + 1, "no ramp command after the trip");
+}
+
 #[test]
 fn a_panicking_transfer_system_trips_the_lab_and_ends_with_a_truthful_run_json() {
     let folder = scratch("lab_panic");

@@ -1028,6 +1028,12 @@ impl StepExecutor for Threaded<'_> {
         }
     }
 
+    /// Every partition's box is here exactly when its partition is attached (a detached
+    /// partition travels in its box).
+    fn partitions_attached(&self) -> bool {
+        self.boxes.iter().all(Option::is_some)
+    }
+
     fn overruns(&self) -> u64 {
         if self.realtime {
             self.miss_run
@@ -1994,14 +2000,36 @@ pub fn run_integrator(
         }
         _ => &mut exec,
     };
-    let end = hybridsim::runner::run(
-        exec_ref,
-        &mut recorder,
-        sink_ref,
-        &settings,
-        &opts.abort,
-        &mut row,
-    );
+    // A panic on this thread inside the loop (the recorder, the sink, a tap) must not leave a
+    // laboratory driven: the jobs sent early come back, the laboratories trip (`task_panic`)
+    // and ramp down or hold, as after any fault, and run.json names the link task.
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        hybridsim::runner::run(
+            &mut *exec_ref,
+            &mut recorder,
+            &mut *sink_ref,
+            &settings,
+            &opts.abort,
+            &mut row,
+        )
+    }));
+    let (end, link_panic) = match outcome {
+        Ok(end) => (end, None),
+        Err(payload) => {
+            exec_ref.recall();
+            exec_ref.await_numerical();
+            let state =
+                hybridsim::runner::trip(exec_ref.integrator(), Fault::TaskPanic { task: "link" });
+            sink_ref.stopped();
+            hybridsim::runner::ramp_down(exec_ref, sink_ref);
+            let end = hybridsim::runner::RunEnd {
+                state,
+                steps: exec_ref.integrator().steps_taken(),
+                step_time: Duration::ZERO,
+            };
+            (end, Some(panic_text(payload.as_ref())))
+        }
+    };
     let wall = (now_ns() - wall0) as f64 * 1e-9;
     if let Some(m) = marker {
         m(false);
@@ -2035,6 +2063,9 @@ pub fn run_integrator(
         b.snooze();
     }
     let mut panics: Vec<(&'static str, String)> = Vec::new();
+    if let Some(msg) = link_panic {
+        panics.push(("link", msg));
+    }
     if let Some((task, payload)) = &caught_panic {
         panics.push((task, panic_text(payload.as_ref())));
     }

@@ -320,6 +320,62 @@ fn a_panic_in_the_step_trips_the_lab_and_is_reported() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A record tap that panics at its row of time `at` (on the step thread, inside the run loop
+/// but outside the step, as a panic of the recorder or the sink would).
+struct PanickingTap {
+    at: f64,
+}
+
+impl runner::RecordTap for PanickingTap {
+    fn row(&mut self, row: &[f64]) {
+        if row[0] >= self.at {
+            panic!("a record tap that panics");
+        }
+    }
+    fn lab_record(&mut self, _: usize, _: &[f64]) {}
+}
+
+/// A panic in the run loop outside the step (here a record tap's, at the row of step 100) is
+/// caught on the step thread too: the laboratory trips (`task_panic`) and ramps down, run.json
+/// names the step task and the message. Before, the step thread died with the laboratory,
+/// neither tripped nor ramped.
+#[test]
+fn a_panic_in_the_loop_outside_the_step_trips_and_ramps_the_lab_down() {
+    let model = frame("", 1);
+    let dir = scratch("loop-panic");
+    let tap: Box<dyn runner::RecordTap> = Box::new(PanickingTap {
+        at: 100.0 * model.analysis.time_step - 1e-12,
+    });
+    let out = run_sequential(
+        &model,
+        integrator(&model, None, Arc::new(AtomicBool::new(false))),
+        &RunOptions {
+            pacing: Some(Pacing::Fast),
+            max_steps: Some(1000),
+            folder: Some(dir.clone()),
+            tap: Some(Arc::new(std::sync::Mutex::new(Some(tap)))),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let RunStatus::Stopped(ev) = &out.status else {
+        panic!("{:?}", out.status)
+    };
+    assert_eq!(ev.kind, EventKind::TaskPanic);
+    assert_eq!(out.steps, 100);
+    assert_eq!(out.panics[0].0, "step");
+    assert!(
+        out.panics[0].1.contains("a record tap that panics"),
+        "{:?}",
+        out.panics
+    );
+    let j = &out.run_json;
+    assert_eq!(j["status"], "stopped");
+    assert_eq!(j["safety"][0]["ramp_down"], "completed", "{j}");
+    assert!(j["lab_not_ramped"].is_null());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A step that hangs: when it comes back within the second grace, the watchdog's stop takes
 /// the trip path (a paced ramp-down); when it never does, the run ends anyway, the thread is
 /// left behind, every row the writer had is on disk and run.json says that the laboratory

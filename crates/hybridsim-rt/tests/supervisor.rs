@@ -233,12 +233,18 @@ fn a_stalled_physical_worker_is_stopped_by_the_watchdog_in_bounded_time() {
     counts_match_files(&dir, &json);
     let _ = std::fs::remove_dir_all(&dir);
 
-    // Never comes back (in the time of the test), with both pacings.
-    for pacing in [Pacing::Fast, Pacing::Realtime] {
-        let dir = folder(&format!("stall-physical-lost-{pacing:?}"));
+    // Never comes back (in the time of the test), with both pacings; also after a step
+    // without a row (the job of step 22, after step 21 of a row every 2 steps: the row of
+    // step 21 needs the partition the worker keeps, and is not made).
+    for (pacing, at) in [
+        (Pacing::Fast, 20),
+        (Pacing::Realtime, 20),
+        (Pacing::Fast, 21),
+    ] {
+        let dir = folder(&format!("stall-physical-lost-{pacing:?}-{at}"));
         let opts = RunOptions {
             pacing: Some(pacing),
-            inject: Some("physical:stall=60:20".parse().unwrap()),
+            inject: Some(format!("physical:stall=60:{at}").parse().unwrap()),
             watchdog: Some(Duration::from_millis(200)),
             ..fast(&dir, 200)
         };
@@ -252,11 +258,12 @@ fn a_stalled_physical_worker_is_stopped_by_the_watchdog_in_bounded_time() {
             panic!("{:?}", out.status)
         };
         assert!(msg.contains("physical task did not answer"), "{msg}");
-        assert!(out.steps <= 20, "{}", out.steps);
+        assert!(out.steps <= at, "{}", out.steps);
         assert_eq!(out.stalled_task, Some("physical"));
         let json = run_json(&dir);
         assert_eq!(json["status"], "failed");
         assert_eq!(json["stalled_task"], "physical");
+        assert_eq!(json["task_panics"], serde_json::json!([]), "{json}");
         let note = json["lab_not_ramped"].as_str().expect("lab_not_ramped");
         assert!(note.contains("controller's own watchdog"), "{note}");
         counts_match_files(&dir, &json);
@@ -265,30 +272,44 @@ fn a_stalled_physical_worker_is_stopped_by_the_watchdog_in_bounded_time() {
 }
 
 /// A numerical step that never returns: the physical worker sends its laboratory back, so
-/// the watchdog stop goes through the safety layer on the link thread.
+/// the watchdog stop goes through the safety layer on the link thread. Also after a step
+/// without a row (every = 2, the job of step 22 stalls after step 21): the worker keeps the
+/// numerical partition, so the row of step 21 cannot be made and is not (before, the
+/// recorder read that partition's structure from the empty box left in its place and the
+/// link thread panicked after the trip, before the ramp-down).
 #[test]
 fn a_stalled_numerical_worker_is_stopped_by_the_watchdog_through_the_safety_layer() {
     let model = quickstart(|t| t);
-    let dir = folder("stall-numerical");
-    let opts = RunOptions {
-        inject: Some("numerical:stall=60:20".parse().unwrap()),
-        watchdog: Some(Duration::from_millis(200)),
-        ..fast(&dir, 200)
-    };
-    let (out, took) = bounded(&model, opts, Duration::from_secs(30));
-    println!("{:?} after {} steps in {took:?}", out.status, out.steps);
-    let RunStatus::Stopped(ev) = &out.status else {
-        panic!("{:?}", out.status)
-    };
-    assert_eq!(ev.kind, EventKind::Watchdog);
-    assert_eq!(out.steps, 20);
-    assert_eq!(out.stalled_task, Some("numerical"));
-    assert!(!out.safety[0].armed);
-    let json = run_json(&dir);
-    assert_eq!(json["stalled_task"], "numerical");
-    assert_eq!(json["lab_not_ramped"], Value::Null);
-    counts_match_files(&dir, &json);
-    let _ = std::fs::remove_dir_all(&dir);
+    for at in [20, 21] {
+        let dir = folder(&format!("stall-numerical-{at}"));
+        let opts = RunOptions {
+            inject: Some(format!("numerical:stall=60:{at}").parse().unwrap()),
+            watchdog: Some(Duration::from_millis(200)),
+            ..fast(&dir, 200)
+        };
+        let (out, took) = bounded(&model, opts, Duration::from_secs(30));
+        println!(
+            "at {at}: {:?} after {} steps in {took:?}",
+            out.status, out.steps
+        );
+        let RunStatus::Stopped(ev) = &out.status else {
+            panic!("{:?}", out.status)
+        };
+        assert_eq!(ev.kind, EventKind::Watchdog);
+        assert_eq!(out.steps, at);
+        assert_eq!(out.stalled_task, Some("numerical"));
+        assert!(!out.safety[0].armed);
+        // Steps 0, 2, … up to the last one whose numerical job came back: the row of step
+        // 20 waits for the job of step 21 (sent before it was made), that of step 21 (no row
+        // of its own: made at the stop) for the job of step 22.
+        assert_eq!(out.rows_written, 1 + (at - 1) / 2);
+        let json = run_json(&dir);
+        assert_eq!(json["stalled_task"], "numerical");
+        assert_eq!(json["task_panics"], serde_json::json!([]), "{json}");
+        assert_eq!(json["lab_not_ramped"], Value::Null);
+        counts_match_files(&dir, &json);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// A writer that stops draining (a hung disk) fills the ring: the test stops, the end of the
@@ -575,4 +596,63 @@ fn a_physical_worker_that_comes_back_late_sends_no_further_command() {
         later, at_end,
         "commands after the watchdog gave up on the worker"
     );
+}
+
+/// A record tap that panics at the row of time `at` (on the link thread, inside the run loop,
+/// as a panic of the recorder or the sink would).
+struct PanickingTap {
+    at: f64,
+}
+
+impl hybridsim::runner::RecordTap for PanickingTap {
+    fn row(&mut self, row: &[f64]) {
+        if row[0] >= self.at {
+            panic!("a record tap that panics");
+        }
+    }
+    fn lab_record(&mut self, _: usize, _: &[f64]) {}
+}
+
+/// A panic on the link thread inside the run loop (here a record tap's, at the row of step
+/// 10, made while the physical job of step 11 is out) does not leave the laboratory driven:
+/// the job is recalled, the laboratory trips (`task_panic`) and ramps down to rest, and
+/// run.json names the link task with the panic's message. Before, the panic unwound out of
+/// the runner with the laboratory neither tripped nor ramped.
+#[test]
+fn a_panic_on_the_link_thread_trips_and_ramps_the_laboratory_down() {
+    let model = quickstart(|t| {
+        t.replace(
+            "on_trip = \"hold\"",
+            "on_trip = \"ramp_down\"\nramp_rate = 0.005",
+        )
+    });
+    let dir = folder("link-panic");
+    let tap: Box<dyn hybridsim::runner::RecordTap> = Box::new(PanickingTap {
+        at: 10.0 * model.analysis.time_step - 1e-12,
+    });
+    let opts = RunOptions {
+        tap: Some(std::sync::Arc::new(std::sync::Mutex::new(Some(tap)))),
+        ..fast(&dir, 200)
+    };
+    let (out, took) = bounded(&model, opts, Duration::from_secs(30));
+    println!("{:?} after {} steps in {took:?}", out.status, out.steps);
+    let RunStatus::Stopped(ev) = &out.status else {
+        panic!("{:?}", out.status)
+    };
+    assert_eq!(ev.kind, EventKind::TaskPanic);
+    assert!(!out.safety[0].armed);
+    let json = run_json(&dir);
+    assert_eq!(json["status"], "stopped", "{json}");
+    assert_eq!(json["task_panics"][0]["task"], "link", "{json}");
+    assert!(
+        json["task_panics"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("a record tap that panics"),
+        "{json}"
+    );
+    assert_eq!(json["safety"][0]["ramp_down"], "completed", "{json}");
+    assert_eq!(json["lab_not_ramped"], Value::Null);
+    counts_match_files(&dir, &json);
+    let _ = std::fs::remove_dir_all(&dir);
 }

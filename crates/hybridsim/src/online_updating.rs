@@ -1099,4 +1099,7 @@ impl StepExecutor for WithUpdating<'_> {
     fn take_fault(&mut self) -> Option<Fault> {
         self.inner.take_fault()
     }
+    fn partitions_attached(&self) -> bool {
+        self.inner.partitions_attached()
+    }
 }

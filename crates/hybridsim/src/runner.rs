@@ -266,6 +266,13 @@ pub trait StepExecutor {
     fn await_numerical(&mut self) -> bool {
         true
     }
+    /// Whether every partition of the integrator is on the calling thread: none out with a
+    /// job, none kept by a worker that never answered. A row reads the partitions' structure
+    /// (DOFs, ground-motion map, elements) from the integrator even when its values come from
+    /// a capture, so [`run`] makes the stop's row only when this holds. Must not allocate.
+    fn partitions_attached(&self) -> bool {
+        true
+    }
 }
 
 /// The step executor of `hybridsim run`: [`TimeIntegrator::step`] on the calling thread.
@@ -510,23 +517,28 @@ pub fn run(
             break;
         }
     }
-    // A row whose numerical job is still out (a stop met at the top of the next iteration
-    // before it came back) is finished once it is.
-    if row_pending && exec.await_numerical() {
+    // Every job sent early comes back before anything is tripped or recorded: the physical
+    // one first (recalled before its next command), then the numerical one (bounded by the
+    // watchdog), whether or not a row waits for it: a step without a row sends it too, after
+    // its capture, and the stop's row made from that capture reads the partition's structure.
+    exec.recall();
+    let numerical_back = exec.await_numerical();
+    // A row whose numerical job was still out (a stop met at the top of the next iteration
+    // before it came back) is finished now that it is.
+    if row_pending && numerical_back {
         recorder.record_rest_captured(exec.integrator(), row);
         sink.row(row);
     }
-    // A job sent early comes back before anything is tripped.
-    exec.recall();
     let state = match fault {
         None => EndState::Completed,
         Some(fault) => trip(exec.integrator(), fault),
     };
     // The records of the stop (a refused command, the trip) and anything still pending, now
     // that the laboratories are safe (the sink may wait as long as needed); the row of the
-    // last completed step if it was between two recorded rows.
+    // last completed step if it was between two recorded rows (not when a worker that never
+    // answered keeps a partition: the row cannot be made without it).
     sink.stopped();
-    if unsent && (recorded || !step_failed) {
+    if unsent && (recorded || !step_failed) && exec.partitions_attached() {
         if recorded {
             recorder.record_captured(exec.integrator(), row);
         } else {
