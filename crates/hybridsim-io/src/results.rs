@@ -979,14 +979,6 @@ fn journal_thread(
         .expect("spawn journal thread")
 }
 
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".into())
-}
-
 /// Run `loaded` to its end, writing the results folder `folder`. `progress` is set to the
 /// number of completed steps as the run goes (for a progress bar on another thread); `abort`
 /// stops the run cleanly between steps (with a `[lab]`: through the safety layer, as an
@@ -1189,54 +1181,40 @@ pub fn run_to_folder_with(
         let Engine {
             integ, recorder, ..
         } = &mut sim;
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut tapped;
-            let sink: &mut dyn hybridsim::runner::RunSink = match tap.as_deref_mut() {
-                Some(tap) => {
-                    tapped = hybridsim::runner::Tapped {
-                        sink: &mut sink,
-                        tap,
-                    };
-                    &mut tapped
-                }
-                None => &mut sink,
-            };
-            let mut sequential = hybridsim::runner::Sequential(integ.as_mut());
-            let mut with_updating;
-            let exec: &mut dyn hybridsim::runner::StepExecutor = match updating.as_mut() {
-                Some(updating) => {
-                    with_updating = hybridsim::online_updating::WithUpdating {
-                        inner: &mut sequential,
-                        updating,
-                    };
-                    &mut with_updating
-                }
-                None => &mut sequential,
-            };
-            hybridsim::runner::run(exec, recorder, sink, &settings, abort, &mut row)
-        }));
-        match outcome {
-            Ok(end) => (end, None),
-            Err(payload) => {
-                // The labs are tripped as after any fault and ramp down (or hold, as
-                // configured), the records of the stop and of every ramp tick kept.
-                let state = hybridsim::runner::trip(
-                    integ.as_mut(),
-                    hybridsim::runner::Fault::TaskPanic { task: "step" },
-                );
-                hybridsim::runner::ramp_down(
-                    &mut hybridsim::runner::Sequential(integ.as_mut()),
-                    &mut sink,
-                );
-                let steps = sink.steps;
-                let end = hybridsim::runner::RunEnd {
-                    state,
-                    steps,
-                    step_time: Duration::ZERO,
+        let mut tapped;
+        let sink_ref: &mut dyn hybridsim::runner::RunSink = match tap.as_deref_mut() {
+            Some(tap) => {
+                tapped = hybridsim::runner::Tapped {
+                    sink: &mut sink,
+                    tap,
                 };
-                (end, Some(panic_text(payload.as_ref())))
+                &mut tapped
             }
+            None => &mut sink,
+        };
+        let mut sequential = hybridsim::runner::Sequential(integ.as_mut());
+        let mut with_updating;
+        let exec: &mut dyn hybridsim::runner::StepExecutor = match updating.as_mut() {
+            Some(updating) => {
+                with_updating = hybridsim::online_updating::WithUpdating {
+                    inner: &mut sequential,
+                    updating,
+                };
+                &mut with_updating
+            }
+            None => &mut sequential,
+        };
+        // A panic anywhere in the loop trips the labs as after any fault and ramps them down
+        // (or holds, as configured), the records of the stop and of every ramp tick kept.
+        let (mut end, panicked) = hybridsim::runner::run_guarded(
+            exec, recorder, sink_ref, &settings, abort, &mut row, "step",
+        );
+        if panicked.is_some() {
+            // The steps the loop reported (`progress`), not the integrator's: a panic between
+            // a step and its report leaves that step out, as the results do.
+            end.steps = sink.steps;
         }
+        (end, panicked)
     };
     let (status, steps, step_time) = (end.state, end.steps, end.step_time);
     let FolderSink {

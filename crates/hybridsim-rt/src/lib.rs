@@ -79,7 +79,7 @@ use hybridsim::model::lab::Pacing;
 use hybridsim::model::IntegratorKind;
 use hybridsim::output::Recorder;
 use hybridsim::physical::{EventKind, SafetyEvent, SafetySummary};
-use hybridsim::runner::{EndState, Fault, RunSink, StepExecutor};
+use hybridsim::runner::{panic_text, EndState, Fault, RunSink, StepExecutor};
 use hybridsim::updating::{Estimator, Observation, SecantStiffness};
 use hybridsim::{Model, StepError};
 use hybridsim_io::lab::{LabLog, TrackingIndicators};
@@ -574,16 +574,6 @@ fn supervisor_error() -> StepError {
 }
 
 /// The text of a panic payload.
-fn panic_text(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(a panic without a message)".to_string()
-    }
-}
-
 /// The step executor of the threaded runner: the PG-α phases of a coarse step on the
 /// numerical and physical workers, then the interface solve and link update on the calling
 /// (link) thread. It is the supervisor of the workers: every wait for a report has a
@@ -2003,33 +1993,15 @@ pub fn run_integrator(
     // A panic on this thread inside the loop (the recorder, the sink, a tap) must not leave a
     // laboratory driven: the jobs sent early come back, the laboratories trip (`task_panic`)
     // and ramp down or hold, as after any fault, and run.json names the link task.
-    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        hybridsim::runner::run(
-            &mut *exec_ref,
-            &mut recorder,
-            &mut *sink_ref,
-            &settings,
-            &opts.abort,
-            &mut row,
-        )
-    }));
-    let (end, link_panic) = match outcome {
-        Ok(end) => (end, None),
-        Err(payload) => {
-            exec_ref.recall();
-            exec_ref.await_numerical();
-            let state =
-                hybridsim::runner::trip(exec_ref.integrator(), Fault::TaskPanic { task: "link" });
-            sink_ref.stopped();
-            hybridsim::runner::ramp_down(exec_ref, sink_ref);
-            let end = hybridsim::runner::RunEnd {
-                state,
-                steps: exec_ref.integrator().steps_taken(),
-                step_time: Duration::ZERO,
-            };
-            (end, Some(panic_text(payload.as_ref())))
-        }
-    };
+    let (end, link_panic) = hybridsim::runner::run_guarded(
+        &mut *exec_ref,
+        &mut recorder,
+        &mut *sink_ref,
+        &settings,
+        &opts.abort,
+        &mut row,
+        "link",
+    );
     let wall = (now_ns() - wall0) as f64 * 1e-9;
     if let Some(m) = marker {
         m(false);

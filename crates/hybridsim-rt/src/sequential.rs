@@ -474,35 +474,17 @@ fn run_paced(
             // A panic in the loop outside the step (the recorder, the sink, a tap) must not
             // leave a laboratory driven: it trips (`task_panic`) and ramps down or holds, as
             // after any fault (a panic inside the step is caught by `Paced::step`).
-            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                hybridsim::runner::run(
-                    &mut *exec_ref,
-                    &mut recorder,
-                    &mut *sink_ref,
-                    &settings,
-                    &abort,
-                    &mut row,
-                )
-            }));
-            let (end, loop_panic) = match outcome {
-                Ok(end) => (end, None),
-                Err(payload) => {
-                    let state = hybridsim::runner::trip(
-                        exec_ref.integrator(),
-                        Fault::TaskPanic { task: STEP_TASK },
-                    );
-                    sink_ref.stopped();
-                    hybridsim::runner::ramp_down(exec_ref, sink_ref);
-                    let end = hybridsim::runner::RunEnd {
-                        state,
-                        steps: exec_ref.integrator().steps_taken(),
-                        step_time: Duration::ZERO,
-                    };
-                    (end, Some(payload))
-                }
-            };
-            if let Some(payload) = loop_panic {
-                exec.panic.get_or_insert(payload);
+            let (end, loop_panic) = hybridsim::runner::run_guarded(
+                &mut *exec_ref,
+                &mut recorder,
+                &mut *sink_ref,
+                &settings,
+                &abort,
+                &mut row,
+                STEP_TASK,
+            );
+            if let Some(text) = loop_panic {
+                exec.panic.get_or_insert(Box::new(text));
             }
             let wall = (now_ns() - wall0) as f64 * 1e-9;
             if let Some(m) = marker {

@@ -557,6 +557,54 @@ pub fn run(
     }
 }
 
+/// [`run`] with a panic on the calling thread caught (in the recorder, the sink, a tap, or a
+/// step that does not catch its own): a laboratory must not be left driven. The jobs sent
+/// early come back ([`StepExecutor::recall`], [`StepExecutor::await_numerical`]), every
+/// laboratory trips with [`Fault::TaskPanic`] naming `task`, the sink keeps what is pending
+/// ([`RunSink::stopped`]) and the laboratories ramp down or hold ([`ramp_down`]), as after
+/// any fault. Returns how the run ended and, after a panic, its message; the end's `steps`
+/// are then the integrator's completed steps.
+pub fn run_guarded(
+    exec: &mut dyn StepExecutor,
+    recorder: &mut Recorder,
+    sink: &mut dyn RunSink,
+    settings: &RunSettings,
+    abort: &AtomicBool,
+    row: &mut [f64],
+    task: &'static str,
+) -> (RunEnd, Option<String>) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run(&mut *exec, recorder, &mut *sink, settings, abort, row)
+    }));
+    match outcome {
+        Ok(end) => (end, None),
+        Err(payload) => {
+            exec.recall();
+            exec.await_numerical();
+            let state = trip(exec.integrator(), Fault::TaskPanic { task });
+            sink.stopped();
+            ramp_down(exec, sink);
+            let end = RunEnd {
+                state,
+                steps: exec.integrator().steps_taken(),
+                step_time: Duration::ZERO,
+            };
+            (end, Some(panic_text(payload.as_ref())))
+        }
+    }
+}
+
+/// The message of a caught panic (its `&str` or `String` payload).
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic without a message)".to_string()
+    }
+}
+
 /// A live copy of a run's records for a display (the browser console of `hybridsim run|realtime
 /// --console`): every record the run loop hands its [`RunSink`] is also handed to the tap,
 /// which must neither block nor allocate (it runs on the run loop's thread, the real-time
