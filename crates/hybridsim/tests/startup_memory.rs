@@ -484,10 +484,20 @@ fn the_mg_alpha_engine_keeps_only_the_vectors_its_steps_use() {
             per_dof <= bound,
             "{name}: MG-α keeps {kept} bytes for {n} DOFs ({per_dof:.0} a DOF)"
         );
-        // The engine steps (its steps allocate nothing: no_allocation.rs).
-        for _ in 0..3 {
-            mg.step().unwrap_or_else(|e| panic!("{e}"));
-        }
+        assert!(
+            mg.stepper().factorization().coupling_released(),
+            "{name}: the folded steps keep B"
+        );
+        // The engine steps, and its steps (the folded path, `Ỹ` and `Ṽ` in the end state)
+        // allocate nothing.
+        mg.step().unwrap_or_else(|e| panic!("{e}"));
+        let ((), held) = peak_bytes_added(|| {
+            for _ in 0..3 {
+                mg.step().unwrap_or_else(|e| panic!("{e}"));
+            }
+        });
+        assert_eq!(held, 0, "{name}: the steps allocate");
+        assert!(mg.state(0).iter().all(|x| x.is_finite()));
     }
 }
 
