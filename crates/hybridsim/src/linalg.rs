@@ -85,6 +85,9 @@ fn gather_swaps(gather: &[usize]) -> Vec<(usize, usize)> {
             pos[rj] = i;
         }
     }
+    // Kept for the whole run: without the slack of the pushes (up to as much again).
+    drop((at, pos));
+    swaps.shrink_to_fit();
     swaps
 }
 
@@ -1637,29 +1640,12 @@ impl StateMatrixFactors {
             });
         };
         let m = size - n;
-        // B: rows n.. of D, columns < n (each row of D is by column, so B's are too).
         let coupling_terms = |r: usize| {
             let (cols, vals) = d.row(n + r);
             let k = cols.partition_point(|&j| (j as usize) < n);
             (&cols[..k], &vals[..k], &cols[k..], &vals[k..])
         };
-        let mut b_start = Vec::with_capacity(m + 1);
-        b_start.push(0);
-        for r in 0..m {
-            let (_, vals, _, _) = coupling_terms(r);
-            b_start.push(b_start[r] + vals.iter().filter(|&&v| v != 0.0).count());
-        }
-        let mut b_cols = Vec::with_capacity(b_start[m]);
-        let mut b_vals = Vec::with_capacity(b_start[m]);
-        for r in 0..m {
-            let (cols, vals, _, _) = coupling_terms(r);
-            for (&j, &v) in cols.iter().zip(vals) {
-                if v != 0.0 {
-                    b_cols.push(j as usize);
-                    b_vals.push(v);
-                }
-            }
-        }
+        let (b_start, b_cols, b_vals) = coupling_of(n, &d);
         // E − B A row by row: the terms −B[r, j] A[j] (at column j of the reduced unknowns)
         // and E[r, j] (column n + j of D at j) merged by column; the two terms of a place are
         // summed in D's order, the coupling term first.
@@ -1765,7 +1751,62 @@ impl StateMatrixFactors {
                 b_cols,
                 b_vals,
                 ..
-            } => Some((b_start, b_cols, b_vals)),
+            } if !b_start.is_empty() => Some((b_start, b_cols, b_vals)),
+            StateFactorKind::Reduced { .. } => None,
+        }
+    }
+
+    /// Free `B` of the reduced path (issue 20: memory a DOF), for a caller whose steps only
+    /// solve with the coupling product folded into the right-hand side
+    /// ([`Self::solve_folded`], [`Self::solve_folded_velocities`], which never read it):
+    /// [`Self::solve`] and [`Self::coupling`] need it back first
+    /// ([`Self::restore_coupling`]). Whether anything was freed (false for a `D` factored
+    /// whole or a `B` already freed).
+    pub fn release_coupling(&mut self) -> bool {
+        match &mut self.kind {
+            StateFactorKind::Reduced {
+                b_start,
+                b_cols,
+                b_vals,
+                ..
+            } if !b_start.is_empty() => {
+                *b_start = Vec::new();
+                *b_cols = Vec::new();
+                *b_vals = Vec::new();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `B` was freed by [`Self::release_coupling`] (and not restored).
+    pub fn coupling_released(&self) -> bool {
+        matches!(&self.kind, StateFactorKind::Reduced { b_start, .. } if b_start.is_empty())
+    }
+
+    /// Build `B` again from `d`, the matrix these factors were made from
+    /// ([`Self::from_rows`]): the same entries, in the same order. Nothing when `B` is held.
+    /// Allocates.
+    ///
+    /// # Panics
+    /// If `d` is not of the factors' size.
+    pub fn restore_coupling(&mut self, d: &CompressedRows) {
+        if let StateFactorKind::Reduced {
+            n,
+            a,
+            b_start,
+            b_cols,
+            b_vals,
+            ..
+        } = &mut self.kind
+        {
+            if b_start.is_empty() {
+                assert!(
+                    d.n_rows() > *n && a.len() == *n,
+                    "restore_coupling: dimension"
+                );
+                (*b_start, *b_cols, *b_vals) = coupling_of(*n, d);
+            }
         }
     }
 
@@ -1822,7 +1863,8 @@ impl StateMatrixFactors {
                 assert_eq!(
                     rest.len() + 1,
                     b_start.len(),
-                    "StateMatrixFactors::solve: dimension"
+                    "StateMatrixFactors::solve: dimension (or `B` released, \
+                     StateMatrixFactors::release_coupling)"
                 );
                 // By construction (`from_entries`): the columns of `B` are displacements
                 // (`< n`) and `b_start` ascends from 0 to their count.
@@ -2044,6 +2086,36 @@ impl BandLu {
             *xi = self.work[self.position[i]];
         }
     }
+}
+
+/// `B` of the reduced path of [`StateMatrixFactors`]: rows `n..` of `D`, columns `< n`, its
+/// nonzero entries in compressed rows (`b_start`, `b_cols`, `b_vals`; each row of `D` is by
+/// column, so `B`'s are too).
+fn coupling_of(n: usize, d: &CompressedRows) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+    let m = d.n_rows() - n;
+    let coupling_terms = |r: usize| {
+        let (cols, vals) = d.row(n + r);
+        let k = cols.partition_point(|&j| (j as usize) < n);
+        (&cols[..k], &vals[..k])
+    };
+    let mut b_start = Vec::with_capacity(m + 1);
+    b_start.push(0);
+    for r in 0..m {
+        let (_, vals) = coupling_terms(r);
+        b_start.push(b_start[r] + vals.iter().filter(|&&v| v != 0.0).count());
+    }
+    let mut b_cols = Vec::with_capacity(b_start[m]);
+    let mut b_vals = Vec::with_capacity(b_start[m]);
+    for r in 0..m {
+        let (cols, vals) = coupling_terms(r);
+        for (&j, &v) in cols.iter().zip(vals) {
+            if v != 0.0 {
+                b_cols.push(j as usize);
+                b_vals.push(v);
+            }
+        }
+    }
+    (b_start, b_cols, b_vals)
 }
 
 /// The diagonal `A` of the displacement rows of `D` (`D[i, n + i]`), when rows `0..n` hold

@@ -105,17 +105,18 @@ impl AlphaState {
     /// Start from `Y_0` of `state` with `Ẏ_0 = M⁻¹ rhs` (`rhs = F_0 − R(Y_0)`, plus `L Λ_0`
     /// for a coupled start) and `V_0 = Ẏ_0` (Abbiati et al. 2019, eqs 14, 24;
     /// ALGORITHMS.md A1, A2).
+    /// `Ẏ_0` is solved in place in `Ẏ` (no copy of `rhs`); on an error the state is left
+    /// part-written.
     pub fn start(&mut self, state: &StateSpace, rhs: &DVector<f64>) -> Result<(), String> {
-        let mut ydot = rhs.clone();
-        if !state.solve_mass(ydot.as_mut_slice()) {
+        self.ydot.copy_from(rhs);
+        if !state.solve_mass(self.ydot.as_mut_slice()) {
             return Err(format!(
                 "substructure `{}`: singular mass matrix",
                 state.name
             ));
         }
         self.y.copy_from(&state.y0);
-        self.ydot.copy_from(&ydot);
-        self.v.copy_from(&ydot);
+        self.v.copy_from(&self.ydot);
         Ok(())
     }
 
@@ -179,7 +180,8 @@ pub struct AlphaStepper {
     pub dt: f64,
     /// `c = γΔt α_f/α_m`.
     pub c: f64,
-    /// Corrections per step (≥ 1).
+    /// Corrections per step (≥ 1). Read-only after construction: [`AlphaStepper::new`] sizes
+    /// the workspaces for it.
     pub corrections: usize,
     d_fact: StateMatrixFactors,
     y_tilde: DVector<f64>,
@@ -190,6 +192,8 @@ pub struct AlphaStepper {
     tmp: DVector<f64>,
     y_iter: DVector<f64>,
     /// Relative convergence tolerance of the converged solve (`None`: fixed corrections).
+    /// Read-only after construction: [`AlphaStepper::with_convergence`] sizes the workspaces
+    /// for it.
     pub tolerance: Option<f64>,
     /// Iteration bound of the converged solve.
     pub max_iterations: usize,
@@ -382,7 +386,7 @@ impl AlphaStepper {
         self.tolerance = tolerance;
         self.max_iterations = max_iterations.max(1);
         self.last_corrections = vec![0.0; self.max_iterations];
-        self
+        self.with_workspaces()
     }
 
     /// Iterate the converged solve by Newton's method with the current tangent (issue 17,
@@ -597,36 +601,77 @@ impl AlphaStepper {
             c,
             corrections: corrections.max(1),
             d_fact,
-            y_tilde: DVector::zeros(n),
-            v_tilde: DVector::zeros(n),
+            y_tilde: DVector::zeros(0),
+            v_tilde: DVector::zeros(0),
             load: DVector::zeros(n),
-            res: DVector::zeros(n),
-            rhs: DVector::zeros(n),
-            tmp: DVector::zeros(n),
-            y_iter: DVector::zeros(n),
+            res: DVector::zeros(0),
+            rhs: DVector::zeros(0),
+            tmp: DVector::zeros(0),
+            y_iter: DVector::zeros(0),
             tolerance: None,
             max_iterations: 20,
             nonlinear: part.physical.is_none() && st.has_nonlinear_elements(),
-            path_rows: path_rows.clone(),
-            on_path: {
-                let mut mask = vec![false; n];
-                for &r in &path_rows {
-                    mask[r] = true;
-                }
-                mask
-            },
+            path_rows,
+            on_path: Vec::new(),
             unconverged: 0,
             iterations: 0,
             solves: 0,
             first_unconverged: None,
             worst_unconverged: 0.0,
-            y_start: DVector::zeros(n),
+            y_start: DVector::zeros(0),
             committed_rayleigh: st.has_committed_rayleigh(),
             newton: None,
             last_corrections: vec![0.0; 20],
             last_len: 0,
             folded,
-        })
+        }
+        .with_workspaces())
+    }
+
+    /// Whether a step goes past the one solve of the rate: fixed corrections, or the
+    /// converged solve of a numerical partition with nonlinear elements.
+    fn iterates(&self) -> bool {
+        self.corrections > 1 || self.solves_to_convergence()
+    }
+
+    /// Size the workspaces for the paths this stepper's steps take (issue 20: memory a DOF).
+    /// Every stepper keeps the load `F`. One that [`AlphaStepper::iterates`] keeps `Ỹ`, `Ṽ`, the
+    /// residual, the correction's right-hand side, `M Ẏ` and the iterate `Y`; the others keep
+    /// `Ỹ` and `Ṽ` in the end state and write the residual there (six state vectors fewer).
+    /// The converged solve adds the mask of the path-updated rows, and its re-projection after
+    /// a link correction ([`AlphaStepper::reprojects`]) the start state `Y_n`. Allocates
+    /// (construction only).
+    fn with_workspaces(mut self) -> Self {
+        let size = self.load.len();
+        let sized = |v: &mut DVector<f64>, on: bool| {
+            let want = if on { size } else { 0 };
+            if v.len() != want {
+                *v = DVector::zeros(want);
+            }
+        };
+        let iterates = self.iterates();
+        for v in [
+            &mut self.y_tilde,
+            &mut self.v_tilde,
+            &mut self.res,
+            &mut self.rhs,
+            &mut self.tmp,
+            &mut self.y_iter,
+        ] {
+            sized(v, iterates);
+        }
+        let reprojects = self.reprojects();
+        sized(&mut self.y_start, reprojects);
+        self.on_path = if self.solves_to_convergence() {
+            let mut mask = vec![false; size];
+            for &r in &self.path_rows {
+                mask[r] = true;
+            }
+            mask
+        } else {
+            Vec::new()
+        };
+        self
     }
 
     /// The plan version for which the step folds `B b_u` into the residual: a numerical
@@ -670,6 +715,33 @@ impl AlphaStepper {
         std::mem::swap(&mut self.d_fact, d);
         // The new `D` need not be `M + c J0` of the residual's `K`: solve it whole.
         self.folded = None;
+    }
+
+    /// Free `B` of the factors of `D` (issue 20: memory a DOF) when no step of this stepper
+    /// reads it: a numerical partition stepped once per step (no corrections, no converged
+    /// solve) whose coupling product is folded into the residual — its steps solve with
+    /// [`StateMatrixFactors::solve_folded`] — as long as the residual's plan is the one
+    /// folded. The owner must call [`AlphaStepper::restore_coupling`] before anything that
+    /// changes the plan ([`StateSpace::set_element_parameter`]) or solves with `D` otherwise
+    /// ([`AlphaStepper::solve_d`], [`AlphaStepper::factorization`]'s `solve`). Whether `B`
+    /// was freed. Frees only.
+    pub fn release_coupling(&mut self, part: &Partition) -> bool {
+        if self.iterates() || !self.folds(part) {
+            return false;
+        }
+        self.d_fact.release_coupling()
+    }
+
+    /// Build `B` again (after [`AlphaStepper::release_coupling`]) from `state`, the partition
+    /// whose `D` the factors hold, as long as its elements are those factored (before
+    /// [`StateSpace::set_element_parameter`] changes one): `D = M + c J0` is formed again and
+    /// its coupling rows kept, the entries [`AlphaStepper::new`] had. Nothing when `B` is
+    /// held. Allocates (`D` for a moment).
+    pub fn restore_coupling(&mut self, state: &StateSpace) {
+        if self.d_fact.coupling_released() {
+            let d = state.d_rows(self.c);
+            self.d_fact.restore_coupling(&d);
+        }
     }
 
     /// Whether a linear correction of this partition's end state must be followed by
@@ -743,6 +815,11 @@ impl AlphaStepper {
         // Predictor (eq 11), one fused pass (the same operations as copy + axpy + axpy).
         let (ky, kv) = (g * dt * (1.0 - af) / am, dt * (am - g) / am);
         let (wy, wv) = ((1.0 - af) / am, -(1.0 - am) / am);
+        // A stepper that takes neither corrections nor the converged solve keeps `Ỹ` and `Ṽ`
+        // in `to.y` and `to.v` (the corrector then adds `c Ẏ` and `(α_f/α_m) Ẏ` in place: the
+        // same operations), the others in its own workspaces, which the corrections read.
+        let in_place = !self.iterates();
+        let AlphaState { y, ydot, v } = &mut *to;
         // A folded linear partition stepped once: the predictor, the residual and the rate's
         // right-hand side in two passes over the rows, the reduced solve, then `x₁ = b₁ − A x₂`
         // and the corrector in one pass (the same operations as below, the same bits).
@@ -756,25 +833,44 @@ impl AlphaStepper {
                 wv,
                 c: self.c,
             };
+            let tilde = if in_place {
+                (y.as_mut_slice(), v.as_mut_slice())
+            } else {
+                (self.y_tilde.as_mut_slice(), self.v_tilde.as_mut_slice())
+            };
             if part.state.folded_predictor_rate(
                 step,
                 (from.y.as_slice(), from.ydot.as_slice(), from.v.as_slice()),
-                (self.y_tilde.as_mut_slice(), self.v_tilde.as_mut_slice()),
+                tilde,
                 self.load.as_slice(),
-                to.ydot.as_mut_slice(),
+                ydot.as_mut_slice(),
                 &mut part.ws,
             ) {
-                if let Some(a) = self.d_fact.solve_folded_velocities(to.ydot.as_mut_slice()) {
-                    self.correct_folded(a, to);
+                if let Some(a) = self.d_fact.solve_folded_velocities(ydot.as_mut_slice()) {
+                    let (c, w) = (self.c, self.params.alpha_f / self.params.alpha_m);
+                    let (y, v, ydot) = (y.as_mut_slice(), v.as_mut_slice(), ydot.as_mut_slice());
+                    if in_place {
+                        Self::correct_folded_in_place(c, w, a, y, v, ydot);
+                    } else {
+                        let tilde = (self.y_tilde.as_slice(), self.v_tilde.as_slice());
+                        Self::correct_folded(c, w, a, tilde, y, v, ydot);
+                    }
                     return Ok(());
                 }
             }
         }
-        for ((((yt, vt), y), yd), v) in self
-            .y_tilde
-            .as_mut_slice()
+        // Rate (eq 12): the load first (`add_coupling_load` borrows the whole stepper).
+        part.state.load(t_next, self.load.as_mut_slice());
+        self.add_coupling_load(n, coupling);
+        let folded = self.folds(part);
+        let (yt, vt) = if in_place {
+            (y.as_mut_slice(), v.as_mut_slice())
+        } else {
+            (self.y_tilde.as_mut_slice(), self.v_tilde.as_mut_slice())
+        };
+        for ((((yt, vt), y), yd), v) in yt
             .iter_mut()
-            .zip(self.v_tilde.as_mut_slice())
+            .zip(vt.iter_mut())
             .zip(from.y.as_slice())
             .zip(from.ydot.as_slice())
             .zip(from.v.as_slice())
@@ -782,38 +878,44 @@ impl AlphaStepper {
             *yt = (y + ky * yd) + kv * v;
             *vt = yd * wy + wv * v;
         }
-        // Rate (eq 12).
-        part.state.load(t_next, self.load.as_mut_slice());
-        self.add_coupling_load(n, coupling);
+        // `R(Ỹ)` is written into `to.ydot`, then `Ẏ = F − R` in place (the same values as
+        // through a separate residual vector, one vector fewer).
         // `B b_u` of `D⁻¹` (`b_u = ṽ`) folded into the residual where it is `c K ṽ` of the
         // fused Rayleigh pass: `K (ũ + (β + c) ṽ)`, one sparse product instead of two.
-        let folded = self.folds(part);
+        let res = ydot.as_mut_slice();
         if folded {
-            part.residual_folded(self.y_tilde.as_slice(), self.c, self.res.as_mut_slice());
+            part.residual_folded(yt, self.c, res);
         } else {
-            part.residual(self.y_tilde.as_slice(), self.res.as_mut_slice());
+            part.residual(yt, res);
         }
         // The one command of this tick: the specimen at the predictor.
         if let Some(port) = part.physical.as_mut() {
             let tick = port.tick(t_next);
-            let force = port.command(tick, self.y_tilde.as_slice())?;
-            for (r, f) in self.res.as_mut_slice()[n..2 * n].iter_mut().zip(force) {
+            let force = port.command(tick, yt)?;
+            for (r, f) in res[n..2 * n].iter_mut().zip(force) {
                 *r += f;
             }
         }
-        for ((d, l), r) in to
-            .ydot
-            .as_mut_slice()
-            .iter_mut()
-            .zip(self.load.as_slice())
-            .zip(self.res.as_slice())
-        {
-            *d = l - r;
+        for (d, l) in res.iter_mut().zip(self.load.as_slice()) {
+            *d = l - *d;
         }
         if folded {
-            self.d_fact.solve_folded(to.ydot.as_mut_slice());
+            self.d_fact.solve_folded(res);
         } else {
-            self.d_fact.solve(to.ydot.as_mut_slice());
+            self.d_fact.solve(res);
+        }
+        if in_place {
+            let (c, w) = (self.c, self.params.alpha_f / self.params.alpha_m);
+            for ((y, v), yd) in y
+                .as_mut_slice()
+                .iter_mut()
+                .zip(v.as_mut_slice())
+                .zip(ydot.as_slice())
+            {
+                *y += c * yd;
+                *v += w * yd;
+            }
+            return Ok(());
         }
         if self.nonlinear && part.physical.is_none() {
             if let Some(tol) = self.tolerance {
@@ -967,17 +1069,25 @@ impl AlphaStepper {
     }
 
     /// `x₁ = b₁ − A x₂` of the folded solve ([`StateMatrixFactors::solve_folded`]; `a` the
-    /// diagonal of `A`, `to.ydot` holding `b₁` and the solved `x₂`) and the corrector
-    /// (eq 13), in one pass over the DOFs: the operations of `solve_folded` and
-    /// [`AlphaStepper::correct`], in their order. The state has `2n` rows.
-    fn correct_folded(&self, a: &[f64], to: &mut AlphaState) {
-        let (c, w) = (self.c, self.params.alpha_f / self.params.alpha_m);
+    /// diagonal of `A`, `ydot` holding `b₁` and the solved `x₂`, `tilde` holding `(Ỹ, Ṽ)`)
+    /// and the corrector (eq 13) into `y` and `v`, in one pass over the DOFs: the operations
+    /// of `solve_folded` and [`AlphaStepper::correct`], in their order. The state has `2n`
+    /// rows.
+    fn correct_folded(
+        c: f64,
+        w: f64,
+        a: &[f64],
+        tilde: (&[f64], &[f64]),
+        y: &mut [f64],
+        v: &mut [f64],
+        ydot: &mut [f64],
+    ) {
         let n = a.len();
-        let (yu, yv) = to.y.as_mut_slice().split_at_mut(n);
-        let (vu, vv) = to.v.as_mut_slice().split_at_mut(n);
-        let (du, dv) = to.ydot.as_mut_slice().split_at_mut(n);
-        let (ytu, ytv) = self.y_tilde.as_slice().split_at(n);
-        let (vtu, vtv) = self.v_tilde.as_slice().split_at(n);
+        let (yu, yv) = y.split_at_mut(n);
+        let (vu, vv) = v.split_at_mut(n);
+        let (du, dv) = ydot.split_at_mut(n);
+        let (ytu, ytv) = tilde.0.split_at(n);
+        let (vtu, vtv) = tilde.1.split_at(n);
         let (yv, vv, dv, ytv, vtv) = (&mut yv[..n], &mut vv[..n], &dv[..n], &ytv[..n], &vtv[..n]);
         let (yu, vu, du, ytu, vtu) = (
             &mut yu[..n],
@@ -994,6 +1104,33 @@ impl AlphaStepper {
             vu[i] = vtu[i] + w * xu;
             yv[i] = ytv[i] + c * xv;
             vv[i] = vtv[i] + w * xv;
+        }
+    }
+
+    /// [`AlphaStepper::correct_folded`] with `Ỹ` and `Ṽ` in `y` and `v` (a stepper that keeps
+    /// them there): the same operations, each sum written over its first term.
+    fn correct_folded_in_place(
+        c: f64,
+        w: f64,
+        a: &[f64],
+        y: &mut [f64],
+        v: &mut [f64],
+        ydot: &mut [f64],
+    ) {
+        let n = a.len();
+        let (yu, yv) = y.split_at_mut(n);
+        let (vu, vv) = v.split_at_mut(n);
+        let (du, dv) = ydot.split_at_mut(n);
+        let (yv, vv, dv) = (&mut yv[..n], &mut vv[..n], &dv[..n]);
+        let (yu, vu, du) = (&mut yu[..n], &mut vu[..n], &mut du[..n]);
+        for i in 0..n {
+            let xv = dv[i];
+            let xu = du[i] - a[i] * xv;
+            du[i] = xu;
+            yu[i] += c * xu;
+            vu[i] += w * xu;
+            yv[i] += c * xv;
+            vv[i] += w * xv;
         }
     }
 

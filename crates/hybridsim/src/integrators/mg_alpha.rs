@@ -25,21 +25,26 @@ impl MgAlpha {
     pub fn new(mut part: Partition, settings: &StepSettings) -> Result<Self, String> {
         let (dt, t0) = (settings.time_step, settings.t0);
         let params = AlphaParameters::new(settings.rho_inf);
-        let stepper = AlphaStepper::new(&part, params, dt, settings.corrections)?
+        let mut stepper = AlphaStepper::new(&part, params, dt, settings.corrections)?
             .with_convergence(
                 settings.nonlinear_tolerance,
                 settings.nonlinear_max_iterations,
             )
             .with_newton(&part, settings.nonlinear_newton);
+        // The folded steps never read `B` of `D`'s factors: freed until a parameter change
+        // (`set_element_parameter` builds it again first).
+        stepper.release_coupling(&part);
         let size = part.state.size();
         let mut state = AlphaState::zeros(size);
         state.y.copy_from(&part.state.y0);
+        // `F_0 − R(Y_0)` with `R` written in `Ẏ` for a moment (one vector besides the state).
         let mut f = DVector::zeros(size);
-        let mut r = DVector::zeros(size);
         part.state.load(t0, f.as_mut_slice());
-        part.residual_at_rest(t0, state.y.as_slice(), r.as_mut_slice())
+        part.residual_at_rest(t0, state.y.as_slice(), state.ydot.as_mut_slice())
             .map_err(|e| e.to_string())?;
-        state.start(&part.state, &(f - r))?;
+        f -= &state.ydot;
+        state.start(&part.state, &f)?;
+        drop(f);
         Ok(Self {
             parts: [part],
             stepper,
@@ -104,6 +109,10 @@ impl TimeIntegrator for MgAlpha {
         parameter: &str,
         value: f64,
     ) -> Result<(), String> {
+        // The plan the steps fold may change: `B` back first, from the elements as factored.
+        if partition == 0 {
+            self.stepper.restore_coupling(&self.parts[0].state);
+        }
         super::set_parameter_in(&mut self.parts, partition, element, parameter, value)
     }
 
