@@ -29,7 +29,7 @@ pub use results::{
     run_to_folder, run_to_folder_with, unix_now, utc_timestamp, write_json_atomic, RunError,
     RunOptions, RunReport, RunStatus,
 };
-pub use rowfile::{file_factory, RowFile, RowFormat, Storage, WriterFactory};
+pub use rowfile::{file_factory, HeaderCells, RowFile, RowFormat, Storage, WriterFactory};
 
 use hybridsim::model::SourceResolver;
 use hybridsim::{Model, ModelError};

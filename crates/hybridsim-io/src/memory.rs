@@ -105,7 +105,7 @@ pub fn run_in_memory(
         integ.for_each_lab(&mut |_, lab| lab.set_records_kept(false));
     }
     let mut recorder = Recorder::new(model, integ.as_ref());
-    let columns = recorder.columns();
+    let columns = recorder.columns(integ.as_ref());
     let ncol = columns.len();
     let every = model.output.every.max(1);
     let n_steps = model.analysis.n_steps();

@@ -32,24 +32,76 @@ const QUEUE_ROWS: usize = 1024;
 /// is 14 rows of a 10⁴-DOF chain's 70 000 columns; with 32 MB and at least 16 rows the queue
 /// was the largest part of a long run's memory (32 MB at 10⁴ DOFs, 90 MB at 10⁵, issue 20).
 const QUEUE_BYTES: usize = 8 << 20;
-/// Rows of the writer queue at least, however wide a row: the writer formats one row while
-/// the run fills the next ones.
-const QUEUE_MIN_ROWS: usize = 4;
+/// Rows of the writer queue at least, however wide a row: one queued while the writer spells
+/// the one before (its buffer is the queue's other one). With at least 4 queued rows and 2
+/// spare buffers, a 10⁵-DOF chain's 600 001 columns held 29 MB of buffers (issue 20); the
+/// stepping thread waits for a buffer when the writer is behind, as it waits for room in the
+/// queue ([`QUEUE_BYTES`] worth of rows) of a narrower model.
+const QUEUE_MIN_ROWS: usize = 1;
 
 /// Rows of the writer queue for rows of `ncol` values: [`QUEUE_BYTES`] worth, between
 /// [`QUEUE_MIN_ROWS`] and [`QUEUE_ROWS`].
 fn queue_rows(ncol: usize) -> usize {
     (QUEUE_BYTES / (8 * ncol.max(1))).clamp(QUEUE_MIN_ROWS, QUEUE_ROWS)
 }
+
+/// Value buffers of the writer queue for rows of `ncol` values: its rows and the one the
+/// writer is writing (the stepping thread's row is its own).
+fn queue_buffers(ncol: usize) -> usize {
+    queue_rows(ncol) + 1
+}
+
 /// Bytes of the text of a row's first columns spelled on the stepping thread, at most (the
-/// first 83 886 columns of a wider row): with [`QUEUE_BYTES`] of text buffers, at least 4.
-const TEXT_ROW_BYTES: usize = 2 << 20;
+/// first 41 943 columns of a wider row; a 10⁴-DOF chain's row is 70 001 columns, of which
+/// the stepping thread spells fewer than half when the threads are balanced).
+const TEXT_ROW_BYTES: usize = 1 << 20;
+/// Bytes of the text buffers of the rows spelled on the stepping thread: at least 2 buffers,
+/// at most one a value buffer of the queue (a 10⁴-DOF chain keeps its 4 buffers, of 1 MB
+/// instead of 1.75 MB; a 10⁵-DOF one has 2 instead of 4 of 2 MB, issue 20).
+const TEXT_BYTES: usize = 4 << 20;
 
 /// Batches of lab records (one batch per physical substructure and coarse step) buffered
 /// between the simulation and the lab writer thread.
 const QUEUE_LAB_BATCHES: usize = 1024;
 /// Largest delay searched by the cross-correlation delay indicator (s, wall clock).
 const MAX_INDICATOR_DELAY: f64 = 0.25;
+
+/// The header cells of a run's results file, made by the recorder one at a time.
+struct RecorderHeader<'a> {
+    recorder: &'a Recorder,
+    integrator: &'a dyn TimeIntegrator,
+}
+
+impl crate::rowfile::HeaderCells for RecorderHeader<'_> {
+    fn count(&self) -> usize {
+        self.recorder.n_columns()
+    }
+    fn write_cells(
+        &self,
+        out: &mut dyn std::io::Write,
+        separator: u8,
+        after_last: bool,
+    ) -> std::io::Result<()> {
+        let n = self.recorder.n_columns();
+        let mut k = 0;
+        let mut result = Ok(());
+        self.recorder
+            .for_each_column(self.integrator, |name, unit| {
+                k += 1;
+                if result.is_ok() {
+                    let end: &[u8] = if after_last || k < n {
+                        &[separator]
+                    } else {
+                        b""
+                    };
+                    result = [name.as_bytes(), b"[", unit.as_bytes(), b"]", end]
+                        .iter()
+                        .try_for_each(|piece| out.write_all(piece));
+                }
+            });
+        result
+    }
+}
 
 /// The integrator of a run with its recorder. Laboratories are reached between steps only
 /// through their [`hybridsim::physical::LabControl`] handles (drain the lab records, trip on a
@@ -1050,12 +1102,14 @@ pub fn run_to_folder_with(
             .copy_model_to(&model_copy)
             .map_err(io_err(&model_copy))?;
         crate::inputs::write_ground_motions(folder, &loaded.model).map_err(io_err(folder))?;
-        // The header line (about 25 MB for a 10⁵-DOF chain's columns) lives only while it is
-        // written, not for the whole run (issue 20).
-        let header = sim.recorder.header();
-        let results = RowFile::create_as(&factory, &csv_path, &header, row_format)
+        // The header (about 25 MB for a 10⁵-DOF chain's columns) is written a name at a
+        // time, never held whole (issue 20).
+        let header = RecorderHeader {
+            recorder: &sim.recorder,
+            integrator: sim.integ.as_ref(),
+        };
+        let results = RowFile::create_with(&factory, &csv_path, &header, row_format)
             .map_err(io_err(&csv_path))?;
-        drop(header);
         let mut labs = Vec::new();
         for (i, (_, name, cols)) in lab_parts.iter().enumerate() {
             let file = if i == 0 {
@@ -1079,13 +1133,14 @@ pub fn run_to_folder_with(
 
     let ncol = sim.n_columns();
     let queue = queue_rows(ncol);
+    let buffers = queue_buffers(ncol);
     let (row_tx, row_rx) = sync_channel::<QueuedRow>(queue);
-    let (free_tx, free_rx) = sync_channel::<Vec<f64>>(queue + 2);
-    for _ in 0..queue + 2 {
+    let (free_tx, free_rx) = sync_channel::<Vec<f64>>(buffers);
+    for _ in 0..buffers {
         let _ = free_tx.try_send(Vec::with_capacity(ncol));
     }
     // Text buffers of the columns spelled on the stepping thread (CSV only): each holds a
-    // row's text up to TEXT_ROW_BYTES, QUEUE_BYTES of them in all (their pages are touched
+    // row's text up to TEXT_ROW_BYTES, TEXT_BYTES of them in all (their pages are touched
     // only as far as a share is spelled).
     let shared = row_format == crate::RowFormat::Csv
         && (ncol >= MIN_SHARED_COLUMNS || opts.spelled_on_step.is_some());
@@ -1094,9 +1149,9 @@ pub fn run_to_folder_with(
     } else {
         0
     };
-    let texts = QUEUE_BYTES
+    let texts = TEXT_BYTES
         .checked_div(text_row)
-        .map_or(0, |n| n.clamp(2, queue + 2));
+        .map_or(0, |n| n.clamp(2, buffers.max(2)));
     let (free_text_tx, free_text_rx) = sync_channel::<Vec<u8>>(texts.max(1));
     for _ in 0..texts {
         let _ = free_text_tx.try_send(Vec::with_capacity(text_row));
@@ -1174,7 +1229,7 @@ pub fn run_to_folder_with(
     let mut row = vec![0.0; ncol];
     let mut tap = hybridsim::runner::take_tap(&opts.tap);
     if let Some(tap) = tap.as_mut() {
-        let columns: Vec<String> = sim.recorder.headers();
+        let columns: Vec<String> = sim.recorder.headers(sim.integ.as_ref());
         tap.start(&columns, &lab_parts);
     }
     let (end, panicked) = {
@@ -1368,18 +1423,20 @@ mod tests {
         assert_eq!(utc_timestamp(1_795_651_200.0), "2026-11-26T00:00:00.000Z");
     }
 
-    /// The writer queue's buffers (the queued rows and the two spare ones) stay within a few
-    /// MB however wide a row is, and hold at least a few rows: a 10⁵-DOF chain (700 001
-    /// columns) gets the minimum of 4 rows, a 10⁴-DOF one 14, a narrow model 1024.
+    /// The writer queue's buffers (the queued rows and the writer's) stay within a few MB
+    /// however wide a row is, and hold at least a row: a 10⁵-DOF chain (600 001 columns) gets
+    /// 1 queued row and 2 buffers (it had 4 and 6), a 10⁴-DOF one 14 rows, a narrow model 1024.
     #[test]
     fn the_writer_queue_is_sized_in_bytes() {
-        let bytes = |ncol: usize| (queue_rows(ncol) + 2) * 8 * ncol;
-        assert_eq!(queue_rows(700_001), QUEUE_MIN_ROWS);
+        let bytes = |ncol: usize| queue_buffers(ncol) * 8 * ncol;
+        assert_eq!(queue_rows(600_001), 1);
+        assert_eq!(queue_buffers(600_001), 2);
         assert_eq!(queue_rows(70_001), 14);
         assert_eq!(queue_rows(7), QUEUE_ROWS);
-        for ncol in [1, 7, 1_000, 70_001, 100_000, 262_144] {
-            assert!(bytes(ncol) <= QUEUE_BYTES + 2 * 8 * ncol, "{ncol} columns");
+        for ncol in [1, 7, 1_000, 70_001, 100_000, 262_144, 600_001] {
+            assert!(bytes(ncol) <= QUEUE_BYTES + 8 * ncol, "{ncol} columns");
         }
-        assert!(bytes(700_001) <= 6 * 8 * 700_001);
+        assert_eq!(bytes(600_001), 2 * 8 * 600_001);
+        assert_eq!(bytes(2_000_000), 2 * 8 * 2_000_000);
     }
 }

@@ -14,6 +14,27 @@ use std::sync::Arc;
 
 /// Bytes buffered before they are handed to the storage.
 const BUFFER_BYTES: usize = 1 << 16;
+/// Values of a CSV row spelled into the buffer at a time: a wide row goes to the storage in
+/// blocks of about [`BUFFER_BYTES`], so that the buffer does not grow to a whole row's text
+/// (15 MB for a 10⁵-DOF chain's 600 001 columns, issue 20).
+const CHUNK_VALUES: usize = 4096;
+
+/// A writer that counts the bytes it passes on.
+struct CountedWriter<'a> {
+    out: &'a mut Box<dyn Storage>,
+    bytes: u64,
+}
+
+impl Write for CountedWriter<'_> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(b)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
 
 /// Where the bytes of a results file go.
 pub trait Storage: Write + Send {
@@ -70,10 +91,58 @@ pub struct RowFile {
     /// End (byte offset in `buf`, exclusive) of every row in `buf`, in order.
     ends: Vec<usize>,
     num: zmij::Buffer,
-    /// Bytes on disk (whole lines only).
+    /// Bytes on disk up to the end of the last whole row.
     on_disk: u64,
+    /// Bytes handed to the storage: [`RowFile::on_disk`] and the first blocks of a row wider
+    /// than the buffer (written in blocks, issue 20).
+    handed: u64,
     rows_on_disk: u64,
     last_tag: Option<u64>,
+}
+
+/// The cells of a results file's header (`name[unit]` each), written when the file is
+/// created, one after the other: a wide model's header (about 25 MB for 600 001 columns) need
+/// not be held whole (issue 20).
+pub trait HeaderCells {
+    /// Number of cells.
+    fn count(&self) -> usize;
+    /// Write every cell to `out`, each followed by `separator` except the last when
+    /// `after_last` is false.
+    fn write_cells(&self, out: &mut dyn Write, separator: u8, after_last: bool) -> io::Result<()>;
+}
+
+/// A header given as one comma-separated line.
+impl HeaderCells for str {
+    fn count(&self) -> usize {
+        if self.is_empty() {
+            0
+        } else {
+            self.split(',').count()
+        }
+    }
+    fn write_cells(&self, out: &mut dyn Write, separator: u8, after_last: bool) -> io::Result<()> {
+        let n = self.count();
+        for (i, cell) in self.split(',').take(n).enumerate() {
+            out.write_all(cell.as_bytes())?;
+            if after_last || i + 1 < n {
+                out.write_all(&[separator])?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bytes written through it, nowhere.
+struct Counter(u64);
+
+impl Write for Counter {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0 += b.len() as u64;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 impl RowFile {
@@ -84,21 +153,30 @@ impl RowFile {
     }
 
     /// Open `path` through `factory` and write `header` (comma-separated `name[unit]` cells)
-    /// to it at once, in `format`. The header goes straight to the storage, not through the
-    /// row buffer: a wide model's header (about 25 MB for 7 × 10⁵ columns) would otherwise
-    /// grow the buffer to its size for the whole run (issue 20). If the storage refuses part
-    /// of it, the file is cut back to empty and the error returned.
+    /// to it at once, in `format` ([`RowFile::create_with`]).
     pub fn create_as(
         factory: &WriterFactory,
         path: &Path,
         header: &str,
         format: RowFormat,
     ) -> io::Result<Self> {
-        let columns = if header.is_empty() {
-            0
-        } else {
-            header.split(',').count()
-        };
+        Self::create_with(factory, path, header, format)
+    }
+
+    /// Open `path` through `factory` and write the header of the `header` cells to it at once,
+    /// in `format`: a CSV line of comma-separated cells, or the binary layout's header
+    /// ([`hybridsim_plot::binary::encode_header`], the same bytes). The header goes straight
+    /// to the storage through a small buffer, not through the row buffer, and is never held
+    /// whole: a wide model's header (about 25 MB for 600 001 columns) would otherwise grow the
+    /// buffer to its size for the whole run (issue 20). If the storage refuses part of it, the
+    /// file is cut back to empty and the error returned.
+    pub fn create_with(
+        factory: &WriterFactory,
+        path: &Path,
+        header: &(impl HeaderCells + ?Sized),
+        format: RowFormat,
+    ) -> io::Result<Self> {
+        let columns = header.count();
         let mut f = Self {
             out: factory(path)?,
             format,
@@ -108,28 +186,51 @@ impl RowFile {
             ends: Vec::new(),
             num: zmij::Buffer::new(),
             on_disk: 0,
+            handed: 0,
             rows_on_disk: 0,
             last_tag: None,
         };
-        match format {
-            RowFormat::Csv => f.write_header(&[header.as_bytes(), b"\n"])?,
-            RowFormat::Binary => {
-                let cells: Vec<&str> = header.split(',').filter(|c| !c.is_empty()).collect();
-                let bytes = hybridsim_plot::binary::encode_header(&cells);
-                drop(cells);
-                f.write_header(&[&bytes])?;
+        f.write_header(|out| match format {
+            RowFormat::Csv => {
+                header.write_cells(out, b',', false)?;
+                out.write_all(b"\n")
             }
-        }
+            RowFormat::Binary => {
+                use hybridsim_plot::binary::{FIXED_HEADER_BYTES, MAGIC, VERSION};
+                let mut text = Counter(0);
+                header.write_cells(&mut text, b'\n', true)?;
+                let text = text.0 as usize;
+                let first_row = (FIXED_HEADER_BYTES + text).div_ceil(8) * 8;
+                let fixed = |n: usize| u32::try_from(n).map_err(io::Error::other);
+                out.write_all(&MAGIC)?;
+                out.write_all(&VERSION.to_le_bytes())?;
+                out.write_all(&fixed(columns)?.to_le_bytes())?;
+                out.write_all(&fixed(first_row)?.to_le_bytes())?;
+                out.write_all(&fixed(text)?.to_le_bytes())?;
+                header.write_cells(out, b'\n', true)?;
+                out.write_all(&vec![0; first_row - FIXED_HEADER_BYTES - text])
+            }
+        })?;
         Ok(f)
     }
 
-    /// Write the header `pieces` straight to the storage and flush it; on an error the file is
-    /// cut back to empty (never part of a header) and the error returned.
-    fn write_header(&mut self, pieces: &[&[u8]]) -> io::Result<()> {
-        let written = pieces
-            .iter()
-            .try_for_each(|p| self.out.write_all(p))
-            .and_then(|()| self.out.flush());
+    /// Write the header through `write` straight to the storage (a buffer of
+    /// [`BUFFER_BYTES`] between) and flush it; on an error the file is cut back to empty
+    /// (never part of a header) and the error returned.
+    fn write_header(
+        &mut self,
+        write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut counted = CountedWriter {
+            out: &mut self.out,
+            bytes: 0,
+        };
+        let written = {
+            let mut buffered = io::BufWriter::with_capacity(BUFFER_BYTES, &mut counted);
+            write(&mut buffered).and_then(|()| buffered.flush())
+        }
+        .and_then(|()| counted.out.flush());
+        let bytes = counted.bytes;
         if let Err(e) = written {
             if let Err(t) = self.out.truncate(0) {
                 return Err(io::Error::new(
@@ -139,7 +240,8 @@ impl RowFile {
             }
             return Err(e);
         }
-        self.on_disk = pieces.iter().map(|p| p.len() as u64).sum();
+        self.on_disk = bytes;
+        self.handed = bytes;
         Ok(())
     }
 
@@ -149,11 +251,12 @@ impl RowFile {
     }
 
     /// Append one row tagged `tag`, spelled straight into the write buffer (no line buffer,
-    /// no allocation once the buffer has grown to a row); written out when the buffer is
-    /// full. A binary row must have the header's number of values.
+    /// no allocation once the buffer has grown to its size); written out when the buffer is
+    /// full, a wide CSV row in blocks ([`RowFile::write_spelled_row`]). A binary row must have
+    /// the header's number of values.
     pub fn write_row(&mut self, row: &[f64], tag: u64) -> io::Result<()> {
         match self.format {
-            RowFormat::Csv => crate::csv::push_row(&mut self.buf, row, &mut self.num),
+            RowFormat::Csv => self.write_spelled_row(&[], row, tag),
             RowFormat::Binary => {
                 if row.len() != self.columns {
                     return Err(io::Error::new(
@@ -168,14 +271,9 @@ impl RowFile {
                 for x in row {
                     self.buf.extend_from_slice(&x.to_le_bytes());
                 }
+                self.end_row(tag)
             }
         }
-        self.ends.push(self.buf.len());
-        self.tags.push(tag);
-        if self.buf.len() >= BUFFER_BYTES {
-            self.flush()?;
-        }
-        Ok(())
     }
 
     /// Append one CSV row tagged `tag` whose first numbers are already spelled: `spelled` is
@@ -183,31 +281,60 @@ impl RowFile {
     /// empty for none), `rest` the values of the others. The line is the one [`Self::write_row`]
     /// writes for the whole row, byte for byte; the results writer of `run` has a wide row's
     /// first columns spelled on the stepping thread (issue 20). A binary file takes no text.
+    ///
+    /// The values are spelled a few thousand at a time, and the buffer is handed to the
+    /// storage whenever it is full, also in the middle of a row: the file then ends in the
+    /// row's first part until the rest follows (the whole rows on disk,
+    /// [`RowFile::rows_on_disk`], are counted at row ends only), and a write error cuts it back
+    /// to the last whole row, as for any row.
     pub fn write_spelled_row(&mut self, spelled: &[u8], rest: &[f64], tag: u64) -> io::Result<()> {
-        if spelled.is_empty() {
-            return self.write_row(rest, tag);
-        }
         if self.format != RowFormat::Csv {
+            if spelled.is_empty() {
+                return self.write_row(rest, tag);
+            }
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "a spelled row for a binary results file",
             ));
         }
-        self.buf.extend_from_slice(spelled);
-        crate::csv::push_fields(&mut self.buf, rest, true, &mut self.num);
+        let mut comma = !spelled.is_empty();
+        for piece in spelled.chunks(CHUNK_VALUES * crate::csv::MAX_FIELD_BYTES) {
+            self.buf.extend_from_slice(piece);
+            if self.buf.len() >= BUFFER_BYTES {
+                self.hand_over()?;
+            }
+        }
+        for chunk in rest.chunks(CHUNK_VALUES) {
+            crate::csv::push_fields(&mut self.buf, chunk, comma, &mut self.num);
+            comma = true;
+            if self.buf.len() >= BUFFER_BYTES {
+                self.hand_over()?;
+            }
+        }
         self.buf.push(b'\n');
+        self.end_row(tag)
+    }
+
+    /// Mark the end of a row tagged `tag` in the buffer; written out when the buffer is full.
+    fn end_row(&mut self, tag: u64) -> io::Result<()> {
         self.ends.push(self.buf.len());
         self.tags.push(tag);
         if self.buf.len() >= BUFFER_BYTES {
-            self.flush()?;
+            self.hand_over()?;
         }
         Ok(())
     }
 
-    /// Hand every buffered row to the storage. On an error the file is cut back to the last
-    /// whole row that reached it, the rows that did not are dropped, and the error is
+    /// Hand every buffered byte to the storage. On an error the file is cut back to the
+    /// last whole row that reached it, the rows that did not are dropped, and the error is
     /// returned (with the cut's own failure, if any, in its text).
     pub fn flush(&mut self) -> io::Result<()> {
+        self.hand_over()
+    }
+
+    /// [`RowFile::flush`]: the buffer, ending in whole rows or in the first part of a row, to
+    /// the storage.
+    fn hand_over(&mut self) -> io::Result<()> {
         let mut done = 0;
         let mut failure = None;
         while done < self.buf.len() {
@@ -236,23 +363,24 @@ impl RowFile {
         }
         // Whole rows that reached the storage.
         let rows = self.ends.partition_point(|end| *end <= done);
-        let kept = match (&failure, rows) {
-            (None, _) => self.buf.len(),
-            (Some(_), 0) => 0,
-            (Some(_), r) => self.ends[r - 1],
-        };
         if rows > 0 {
             self.last_tag = Some(self.tags[rows - 1]);
+            self.on_disk = self.handed + self.ends[rows - 1] as u64;
         }
         self.rows_on_disk += rows as u64;
-        self.on_disk += kept as u64;
+        let reached = self.handed + done as u64;
         self.buf.clear();
         self.tags.clear();
         self.ends.clear();
         match failure {
-            None => Ok(()),
+            None => {
+                self.handed = reached;
+                Ok(())
+            }
             Some(e) => {
-                if kept < done {
+                // The storage holds `reached` bytes: cut a partial row off.
+                self.handed = self.on_disk;
+                if reached > self.on_disk {
                     if let Err(t) = self.out.truncate(self.on_disk) {
                         return Err(io::Error::new(
                             e.kind(),
@@ -401,6 +529,59 @@ mod tests {
         let text = String::from_utf8(data.lock().unwrap().clone()).unwrap();
         assert_eq!(text, format!("{header}\n1.5,2.0\n"));
         assert_eq!((f.rows_on_disk(), f.last_tag_on_disk()), (1, Some(0)));
+    }
+
+    /// Rows wider than the buffer go to the storage in blocks; a full disk in the middle of
+    /// a row (after some of its blocks reached the file) cuts the file back to the last whole
+    /// row, with exact counts, for CSV rows written whole and with a spelled part.
+    #[test]
+    fn a_full_disk_in_the_middle_of_a_wide_row_leaves_whole_rows() {
+        let width = 20_000;
+        let row: Vec<f64> = (0..width).map(|i| 1.0 + i as f64 * 1e-7).collect();
+        let mut line = Vec::new();
+        crate::csv::push_row(&mut line, &row, &mut zmij::Buffer::new());
+        assert!(line.len() > 3 * BUFFER_BYTES, "{} bytes a row", line.len());
+        for spelled_columns in [0, 10, 9_000] {
+            let data = Arc::new(Mutex::new(Vec::new()));
+            let d = data.clone();
+            // Room for the header, two rows and most of a third.
+            let budget = 4 + 2 * line.len() + line.len() / 2;
+            let factory: WriterFactory = Arc::new(move |_: &Path| {
+                Ok(Box::new(Full {
+                    data: d.clone(),
+                    budget,
+                }) as Box<dyn Storage>)
+            });
+            let mut f = RowFile::create(&factory, Path::new("x.csv"), "a,b").unwrap();
+            let (first, rest) = row.split_at(spelled_columns);
+            let mut spelled = Vec::new();
+            crate::csv::push_fields(&mut spelled, first, false, &mut zmij::Buffer::new());
+            let mut error = None;
+            for k in 0..4u64 {
+                let r = if k % 2 == 0 {
+                    f.write_row(&row, k)
+                } else {
+                    f.write_spelled_row(&spelled, rest, k)
+                };
+                if let Err(e) = r {
+                    error = Some(e);
+                    break;
+                }
+            }
+            let e = error.expect("the disk is full in the third row");
+            assert_eq!(e.raw_os_error(), Some(28));
+            let bytes = data.lock().unwrap().clone();
+            let mut expected = b"a,b\n".to_vec();
+            expected.extend_from_slice(&line);
+            expected.extend_from_slice(&line);
+            assert!(
+                bytes == expected,
+                "{spelled_columns}: {} bytes",
+                bytes.len()
+            );
+            assert_eq!((f.rows_on_disk(), f.last_tag_on_disk()), (2, Some(1)));
+            assert!(f.buf.capacity() <= 2 * (BUFFER_BYTES + CHUNK_VALUES * 25) + 4096);
+        }
     }
 
     /// A header the storage refuses part-way leaves an empty file and the error.

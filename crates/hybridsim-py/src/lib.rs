@@ -915,7 +915,7 @@ impl PySimulation {
             })
         });
         let inner = inner.map_err(model_err)?;
-        let columns = inner.recorder.headers();
+        let columns = inner.recorder.headers(inner.integ.as_ref());
         let sim = Self {
             inner: Mutex::new(inner),
             columns,

@@ -1462,7 +1462,7 @@ pub fn run_integrator(
             .collect();
         recorder.split_at_handoff(&early);
     }
-    let columns: Vec<String> = recorder.headers();
+    let columns: Vec<String> = recorder.headers(&pg);
     let ncol = columns.len();
     let ss = pg.subcycles() as u64;
     let n_steps = opts.max_steps.unwrap_or(a.n_steps()).min(a.n_steps());

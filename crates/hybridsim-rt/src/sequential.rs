@@ -288,7 +288,7 @@ fn run_paced(
     let realtime = pacing == Pacing::Realtime;
     let a = &model.analysis;
     let mut recorder = Recorder::new(model, integ.as_ref());
-    let columns: Vec<String> = recorder.headers();
+    let columns: Vec<String> = recorder.headers(integ.as_ref());
     let ncol = columns.len();
     let ss = a.subcycles.max(1) as u64;
     let n_steps = opts.max_steps.unwrap_or(a.n_steps()).min(a.n_steps());

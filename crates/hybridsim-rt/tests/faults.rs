@@ -70,7 +70,7 @@ impl RunSink for Rows {
 
 fn sequential(model: &Model, mut pg: PgAlpha, n_steps: u64) -> (EndState, u64, Vec<Vec<f64>>) {
     let mut recorder = Recorder::new(model, &pg);
-    let mut row = vec![0.0; recorder.columns().len()];
+    let mut row = vec![0.0; recorder.n_columns()];
     let mut rows = Rows::default();
     let lab = model.lab.as_ref().unwrap();
     let settings = RunSettings {

@@ -110,7 +110,7 @@ fn reference(
     let abort = Arc::new(AtomicBool::new(false));
     let mut integ = integrator(model, injection, abort.clone());
     let mut recorder = Recorder::new(model, integ.as_ref());
-    let mut row = vec![0.0; recorder.columns().len()];
+    let mut row = vec![0.0; recorder.n_columns()];
     let mut rows = Rows::default();
     let lab = model.lab.as_ref().unwrap();
     let settings = RunSettings {

@@ -38,7 +38,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = Model::from_toml(&text, &path, &NoFiles)?;
     let mut integrator = hybridsim::integrators::build(&model)?;
     let mut recorder = Recorder::new(&model, integrator.as_ref());
-    let columns: Vec<String> = recorder.columns().iter().map(|c| c.header()).collect();
+    let columns: Vec<String> = recorder
+        .columns(integrator.as_ref())
+        .iter()
+        .map(|c| c.header())
+        .collect();
     let mut row = vec![0.0; columns.len()];
     let mut rows = Rows::default();
     let settings = RunSettings {

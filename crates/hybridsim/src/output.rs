@@ -22,15 +22,17 @@ impl Column {
     }
 }
 
-/// Where a recorded column's value comes from. Indices are 32-bit so that a channel is 16
-/// bytes (a wide model records about seven columns a DOF; with `u32` indices a channel was
-/// 32 bytes, 2.2 MB of a 10⁴-DOF chain's start-up, issue 20).
-#[derive(Debug, Clone, Copy)]
+/// Where the values of a run of recorded columns come from: one entry per run of columns
+/// of the same kind (issue 20: one 16-byte channel per column and the names of all columns
+/// held for the whole run were 31 MB of a 10⁵-DOF chain's 600 001 columns; the entries are
+/// now a few per partition and element, and the names are made when asked for,
+/// [`Recorder::for_each_column`]).
 ///
-/// The nodal and state channels hold, third, the length of the run of columns of the same
-/// kind and partition with consecutive indices that starts at them (at least 1), so that a row
-/// copies each run as a slice instead of matching every column (issue 20: the match per
+/// The nodal, state and port channels hold, third, the length of the run of columns of the
+/// same kind and partition with consecutive indices that starts at them (at least 1), so that
+/// a row copies each run as a slice instead of matching every column (issue 20: the match per
 /// column was a quarter of the recorder's time on a 10³-DOF frame).
+#[derive(Debug, Clone, Copy)]
 enum Channel {
     Time,
     U(u32, u32, u32),
@@ -40,23 +42,23 @@ enum Channel {
     Lambda(u32),
     GapU(u32),
     GapV(u32),
-    /// An element's forces, one column a DOF; the group's first column holds its `len` and
-    /// writes the group, the others hold `len = 0`.
+    /// The forces of `slots` consecutive elements from `slot` on, one column an element
+    /// DOF, element after element.
     ElementForce {
         part: u32,
         slot: u32,
-        len: u32,
+        slots: u32,
     },
-    Measured(u32, u32),
+    Measured(u32, u32, u32),
     Deformation(u32, u32),
     Dissipated(u32, u32),
+    /// The physical substructure's `len` channels.
     Provider {
         part: u32,
         len: u32,
     },
     Energy(u32),
-    /// The integrator's own channels ([`TimeIntegrator::extra_channels`]); written by the
-    /// last column of the group (`len > 0`).
+    /// The integrator's own `len` channels ([`TimeIntegrator::extra_channels`]).
     Extra {
         len: u32,
     },
@@ -71,60 +73,83 @@ fn ix(i: usize) -> u32 {
     u32::try_from(i).expect("a recorder index beyond 2³²")
 }
 
-/// The names and units of the columns, packed: every name in one text, the distinct units
-/// once each. A wide model records about seven columns a DOF; one `String` per name and per
-/// unit was about 700 bytes a DOF of the start-up memory (issue 20). The [`Column`]s are
-/// made from it on demand.
-#[derive(Debug, Clone, Default)]
-struct ColumnNames {
-    /// The names, one after the other.
-    text: String,
-    /// End of each column's name in `text`.
-    ends: Vec<usize>,
-    /// The distinct units.
-    units: Vec<String>,
-    /// Index into `units` of each column's unit.
-    unit_of: Vec<u32>,
+/// Columns of element `slot`'s forces (one an element DOF).
+fn force_width(st: &crate::assembly::StateSpace, slot: usize) -> usize {
+    st.slots[slot].element.dofs().len()
 }
 
-impl ColumnNames {
-    fn push(&mut self, name: &str, unit: &str) {
-        self.text.push_str(name);
-        self.ends.push(self.text.len());
-        let k = match self.units.iter().position(|u| u == unit) {
-            Some(k) => k,
-            None => {
-                self.units.push(unit.to_string());
-                self.units.len() - 1
-            }
-        };
-        self.unit_of.push(k as u32);
-    }
-
-    fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    fn name(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.text[start..self.ends[i]]
-    }
-
-    fn unit(&self, i: usize) -> &str {
-        &self.units[self.unit_of[i] as usize]
-    }
-
-    fn shrink_to_fit(&mut self) {
-        self.text.shrink_to_fit();
-        self.ends.shrink_to_fit();
-        self.unit_of.shrink_to_fit();
-    }
-}
-
-/// Fills rows of recorded values; column layout fixed at construction.
-pub struct Recorder {
-    columns: ColumnNames,
+/// The channels of a recorder, laid out column after column: a channel that continues the
+/// run of the last one (same kind and partition, the next index) lengthens it.
+#[derive(Default)]
+struct Layout {
     channels: Vec<Channel>,
+    /// The first column of each channel.
+    starts: Vec<u32>,
+    columns: usize,
+}
+
+impl Layout {
+    /// Append `ch` (a run of one, or a group of `width` columns).
+    fn push(&mut self, ch: Channel, width: usize) {
+        let start = self.columns;
+        self.columns += width;
+        let follows = |p: u32, i: u32, run: u32, q: u32, j: u32| {
+            p == q && i.checked_add(run) == Some(j) && run < u32::MAX
+        };
+        if let Some(last) = self.channels.last_mut() {
+            let merged = match (*last, ch) {
+                (Channel::U(p, i, r), Channel::U(q, j, 1)) if follows(p, i, r, q, j) => {
+                    Some(Channel::U(p, i, r + 1))
+                }
+                (Channel::V(p, i, r), Channel::V(q, j, 1)) if follows(p, i, r, q, j) => {
+                    Some(Channel::V(p, i, r + 1))
+                }
+                (Channel::AbsAcc(p, i, r), Channel::AbsAcc(q, j, 1)) if follows(p, i, r, q, j) => {
+                    Some(Channel::AbsAcc(p, i, r + 1))
+                }
+                (Channel::State(p, i, r), Channel::State(q, j, 1)) if follows(p, i, r, q, j) => {
+                    Some(Channel::State(p, i, r + 1))
+                }
+                (Channel::Measured(p, i, r), Channel::Measured(q, j, 1))
+                    if follows(p, i, r, q, j) =>
+                {
+                    Some(Channel::Measured(p, i, r + 1))
+                }
+                (
+                    Channel::ElementForce { part, slot, slots },
+                    Channel::ElementForce {
+                        part: q,
+                        slot: j,
+                        slots: 1,
+                    },
+                ) if follows(part, slot, slots, q, j) => Some(Channel::ElementForce {
+                    part,
+                    slot,
+                    slots: slots + 1,
+                }),
+                _ => None,
+            };
+            if let Some(m) = merged {
+                *last = m;
+                return;
+            }
+        }
+        self.channels.push(ch);
+        self.starts.push(ix(start));
+    }
+}
+
+/// Fills rows of recorded values; column layout fixed at construction. The columns' names
+/// are not held: they are made from the channels, the integrator's partitions (DOFs,
+/// elements, interface) and the model's units when asked for ([`Recorder::for_each_column`],
+/// [`Recorder::header`], [`Recorder::columns`]).
+pub struct Recorder {
+    units: Units,
+    channels: Vec<Channel>,
+    /// The first column of each channel (a channel of partitions away from the calling thread
+    /// is skipped without reading them, [`Recorder::split_at_handoff`]).
+    starts: Vec<u32>,
+    n_columns: usize,
     workspaces: Vec<ElementWorkspace>,
     scratch: Vec<f64>,
     snapshot: RecorderSnapshot,
@@ -162,218 +187,130 @@ pub fn unit_of(units: &Units, q: Quantity, dof: &str) -> String {
     }
 }
 
+/// Whether the element of `slot` is a lumped mass (recorded without force columns).
+fn is_mass(slot: &crate::assembly::ElementSlot) -> bool {
+    let e = &slot.element;
+    e.mass().is_some()
+        && e.linear_stiffness().is_some_and(|k| k.amax() == 0.0)
+        && e.kind() == "mass"
+}
+
 impl Recorder {
     /// Lay out the columns for `model` integrated by `integrator`.
     pub fn new(model: &Model, integrator: &dyn TimeIntegrator) -> Self {
-        let u = &model.units;
-        let mut columns = ColumnNames::default();
-        columns.push("time", &u.time);
-        let mut channels = vec![Channel::Time];
-        let push = |cols: &mut ColumnNames,
-                    chans: &mut Vec<Channel>,
-                    name: String,
-                    unit: String,
-                    ch: Channel| {
-            cols.push(&name, &unit);
-            chans.push(ch);
-        };
+        let mut layout = Layout::default();
+        layout.push(Channel::Time, 1);
         let parts = integrator.partitions();
         let selection = model.output.selection.as_ref();
         let mut max_scratch = 0;
         for (p, part) in parts.iter().enumerate() {
             let st = &part.state;
-            let x = &st.name;
             let kept = kept_dofs(selection, part, integrator);
-            let dofs = || st.dofs.iter().enumerate().filter(|(i, _)| kept[*i]);
-            for (i, d) in dofs() {
-                push(
-                    &mut columns,
-                    &mut channels,
-                    format!("u.{x}.{}.{}", d.node, d.dof),
-                    u.displacement_unit(&d.dof),
-                    Channel::U(ix(p), ix(i), 1),
-                );
+            let dofs = || (0..st.dofs.len()).filter(|i| kept[*i]);
+            for i in dofs() {
+                layout.push(Channel::U(ix(p), ix(i), 1), 1);
             }
-            for (i, d) in dofs() {
-                push(
-                    &mut columns,
-                    &mut channels,
-                    format!("v.{x}.{}.{}", d.node, d.dof),
-                    u.velocity_unit(&d.dof),
-                    Channel::V(ix(p), ix(i), 1),
-                );
+            for i in dofs() {
+                layout.push(Channel::V(ix(p), ix(i), 1), 1);
             }
-            for (i, d) in dofs() {
-                push(
-                    &mut columns,
-                    &mut channels,
-                    format!("a_abs.{x}.{}.{}", d.node, d.dof),
-                    u.acceleration_unit(&d.dof),
-                    Channel::AbsAcc(ix(p), ix(i), 1),
-                );
+            for i in dofs() {
+                layout.push(Channel::AbsAcc(ix(p), ix(i), 1), 1);
             }
+            drop(kept);
             if model.output.elements {
                 for (si, slot) in st.slots.iter().enumerate() {
                     let e = &slot.element;
-                    let is_mass = e.mass().is_some()
-                        && e.linear_stiffness().is_some_and(|k| k.amax() == 0.0)
-                        && e.kind() == "mass";
-                    if is_mass || !selection.is_none_or(|s| s.has_element_slot(&slot.name)) {
+                    if is_mass(slot) || !selection.is_none_or(|s| s.has_element_slot(&slot.name)) {
                         continue;
                     }
-                    for d in e.dofs() {
-                        push(
-                            &mut columns,
-                            &mut channels,
-                            format!("force.{}.{}.{}", slot.name, d.node, d.dof),
-                            u.force_unit(&d.dof),
-                            Channel::ElementForce {
-                                part: ix(p),
-                                slot: ix(si),
-                                len: 0,
-                            },
-                        );
-                    }
-                    // The group's first column writes the group; the others are skipped.
                     let n = e.dofs().len();
-                    let k = channels.len();
-                    if let Some(Channel::ElementForce { len, .. }) = channels.get_mut(k - n) {
-                        *len = ix(n);
+                    if n > 0 {
+                        let ch = Channel::ElementForce {
+                            part: ix(p),
+                            slot: ix(si),
+                            slots: 1,
+                        };
+                        layout.push(ch, n);
                     }
                     if e.n_states() > 0 {
-                        let zeros = vec![0.0; e.dofs().len()];
-                        let dof = e.dofs().first().map(|d| d.dof.as_str()).unwrap_or("");
+                        let zeros = vec![0.0; n];
                         if e.deformation(&zeros).is_some() {
-                            push(
-                                &mut columns,
-                                &mut channels,
-                                format!("deformation.{}", slot.name),
-                                u.displacement_unit(dof),
-                                Channel::Deformation(ix(p), ix(si)),
-                            );
+                            layout.push(Channel::Deformation(ix(p), ix(si)), 1);
                         }
                         let zs = vec![0.0; e.n_states()];
                         if e.dissipated_energy(&zeros, &zs).is_some() {
-                            push(
-                                &mut columns,
-                                &mut channels,
-                                format!("dissipated.{}", slot.name),
-                                u.energy_unit(),
-                                Channel::Dissipated(ix(p), ix(si)),
-                            );
+                            layout.push(Channel::Dissipated(ix(p), ix(si)), 1);
                         }
                     }
-                    for (j, name) in e.state_names().iter().enumerate() {
-                        let dof = e.dofs().first().map(|d| d.dof.as_str()).unwrap_or("");
-                        push(
-                            &mut columns,
-                            &mut channels,
-                            format!("state.{}.{}", slot.name, name),
-                            unit_of(u, e.state_quantity(j), dof),
-                            Channel::State(ix(p), ix(2 * st.n_dofs() + slot.state_offset + j), 1),
-                        );
+                    for j in 0..e.state_names().len() {
+                        let i = 2 * st.n_dofs() + slot.state_offset + j;
+                        layout.push(Channel::State(ix(p), ix(i), 1), 1);
                     }
                 }
             }
             if let Some(pr) = part.physical.as_ref().map(|p| p.substructure()) {
-                for (i, d) in st.dofs.iter().enumerate() {
-                    push(
-                        &mut columns,
-                        &mut channels,
-                        format!("measured.{x}.{}.{}", d.node, d.dof),
-                        u.force_unit(&d.dof),
-                        Channel::Measured(ix(p), ix(i)),
-                    );
+                for i in 0..st.dofs.len() {
+                    layout.push(Channel::Measured(ix(p), ix(i), 1), 1);
                 }
                 if model.output.elements {
-                    let names = pr.channel_names();
-                    let n = names.len();
-                    for (k, (name, q, dof)) in names.into_iter().enumerate() {
-                        let ch = if k + 1 == n {
-                            Channel::Provider {
-                                part: ix(p),
-                                len: ix(n),
-                            }
-                        } else {
-                            Channel::Provider {
-                                part: ix(p),
-                                len: 0,
-                            }
+                    let n = pr.channel_names().len();
+                    if n > 0 {
+                        let ch = Channel::Provider {
+                            part: ix(p),
+                            len: ix(n),
                         };
-                        push(&mut columns, &mut channels, name, unit_of(u, q, &dof), ch);
+                        layout.push(ch, n);
                     }
                     max_scratch = max_scratch.max(n);
                 }
             }
         }
         if let Some(iface) = integrator.interface() {
-            for (k, d) in iface.dofs.iter().enumerate() {
-                push(
-                    &mut columns,
-                    &mut channels,
-                    format!("lambda.{}.{}", d.dof.node, d.dof.dof),
-                    u.force_unit(&d.dof.dof),
-                    Channel::Lambda(ix(k)),
-                );
+            for k in 0..iface.dofs.len() {
+                layout.push(Channel::Lambda(ix(k)), 1);
             }
-            for (k, d) in iface.dofs.iter().enumerate() {
-                push(
-                    &mut columns,
-                    &mut channels,
-                    format!("gap_u.{}.{}", d.dof.node, d.dof.dof),
-                    u.displacement_unit(&d.dof.dof),
-                    Channel::GapU(ix(k)),
-                );
+            for k in 0..iface.dofs.len() {
+                layout.push(Channel::GapU(ix(k)), 1);
             }
-            for (k, d) in iface.dofs.iter().enumerate() {
-                push(
-                    &mut columns,
-                    &mut channels,
-                    format!("gap_v.{}.{}", d.dof.node, d.dof.dof),
-                    u.velocity_unit(&d.dof.dof),
-                    Channel::GapV(ix(k)),
-                );
+            for k in 0..iface.dofs.len() {
+                layout.push(Channel::GapV(ix(k)), 1);
             }
         }
-        let extra = integrator.extra_channels();
-        let n_extra = extra.len();
-        for (k, (name, q, dof)) in extra.into_iter().enumerate() {
-            let len = if k + 1 == n_extra { n_extra } else { 0 };
-            push(
-                &mut columns,
-                &mut channels,
-                name,
-                unit_of(u, q, &dof),
-                Channel::Extra { len: ix(len) },
-            );
+        let n_extra = integrator.extra_channels().len();
+        if n_extra > 0 {
+            layout.push(Channel::Extra { len: ix(n_extra) }, n_extra);
         }
         max_scratch = max_scratch.max(n_extra);
         if model.output.energy {
-            for (p, part) in parts.iter().enumerate() {
-                push(
-                    &mut columns,
-                    &mut channels,
-                    format!("energy.{}", part.state.name),
-                    u.energy_unit(),
-                    Channel::Energy(ix(p)),
-                );
+            for p in 0..parts.len() {
+                layout.push(Channel::Energy(ix(p)), 1);
             }
         }
-        mark_runs(&mut channels);
-        columns.shrink_to_fit();
+        let Layout {
+            mut channels,
+            mut starts,
+            columns: n_columns,
+        } = layout;
         channels.shrink_to_fit();
+        starts.shrink_to_fit();
         // Each partition's workspace gathers the slots the passes over it gather and the
         // elements whose forces, deformations or dissipations are recorded.
         let recorded = |part: usize| {
-            channels.iter().filter_map(move |c| match *c {
-                Channel::ElementForce { part: p, slot, .. }
-                | Channel::Deformation(p, slot)
-                | Channel::Dissipated(p, slot)
-                    if p as usize == part =>
-                {
-                    Some(slot as usize)
-                }
-                _ => None,
+            channels.iter().flat_map(move |c| {
+                let (first, count) = match *c {
+                    Channel::ElementForce {
+                        part: p,
+                        slot,
+                        slots,
+                    } if p as usize == part => (slot as usize, slots as usize),
+                    Channel::Deformation(p, slot) | Channel::Dissipated(p, slot)
+                        if p as usize == part =>
+                    {
+                        (slot as usize, 1)
+                    }
+                    _ => (0, 0),
+                };
+                first..first + count
             })
         };
         let workspaces = parts
@@ -383,12 +320,129 @@ impl Recorder {
             .collect();
         let snapshot = RecorderSnapshot::new(integrator, &channels);
         Self {
-            columns,
+            units: model.units.clone(),
             channels,
+            starts,
+            n_columns,
             workspaces,
             scratch: vec![0.0; max_scratch.max(1)],
             snapshot,
             handoff: None,
+        }
+    }
+
+    /// Call `f` with the name and the unit of every column, in order (e.g. `u.ns.2.x`, `m`),
+    /// made from the channels, `integrator`'s partitions (the one the recorder was made for)
+    /// and the model's units; one name at a time, in a reused buffer.
+    pub fn for_each_column(&self, integrator: &dyn TimeIntegrator, mut f: impl FnMut(&str, &str)) {
+        use std::fmt::Write;
+        let u = &self.units;
+        let parts = integrator.partitions();
+        let mut name = String::new();
+        let put = |name: &mut String, unit: &str, f: &mut dyn FnMut(&str, &str)| {
+            f(name, unit);
+            name.clear();
+        };
+        // The slot holding extra state `k` of a partition (searched from the last one found:
+        // the states are recorded in slot order).
+        let mut hint = 0usize;
+        for &ch in &self.channels {
+            match ch {
+                Channel::Time => {
+                    name.push_str("time");
+                    put(&mut name, &u.time, &mut f)
+                }
+                Channel::U(p, i, run)
+                | Channel::V(p, i, run)
+                | Channel::AbsAcc(p, i, run)
+                | Channel::Measured(p, i, run) => {
+                    let st = &parts[p as usize].state;
+                    let x = &st.name;
+                    let (kind, unit): (&str, fn(&Units, &str) -> String) = match ch {
+                        Channel::U(..) => ("u", Units::displacement_unit),
+                        Channel::V(..) => ("v", Units::velocity_unit),
+                        Channel::AbsAcc(..) => ("a_abs", Units::acceleration_unit),
+                        _ => ("measured", Units::force_unit),
+                    };
+                    for d in &st.dofs[i as usize..(i + run) as usize] {
+                        let _ = write!(name, "{kind}.{x}.{}.{}", d.node, d.dof);
+                        put(&mut name, &unit(u, &d.dof), &mut f);
+                    }
+                }
+                Channel::ElementForce { part, slot, slots } => {
+                    let st = &parts[part as usize].state;
+                    for s in &st.slots[slot as usize..(slot + slots) as usize] {
+                        for d in s.element.dofs() {
+                            let _ = write!(name, "force.{}.{}.{}", s.name, d.node, d.dof);
+                            put(&mut name, &u.force_unit(&d.dof), &mut f);
+                        }
+                    }
+                }
+                Channel::Deformation(p, slot) | Channel::Dissipated(p, slot) => {
+                    let s = &parts[p as usize].state.slots[slot as usize];
+                    let dof = s
+                        .element
+                        .dofs()
+                        .first()
+                        .map(|d| d.dof.as_str())
+                        .unwrap_or("");
+                    if matches!(ch, Channel::Deformation(..)) {
+                        let _ = write!(name, "deformation.{}", s.name);
+                        put(&mut name, &u.displacement_unit(dof), &mut f);
+                    } else {
+                        let _ = write!(name, "dissipated.{}", s.name);
+                        put(&mut name, &u.energy_unit(), &mut f);
+                    }
+                }
+                Channel::State(p, i, run) => {
+                    let st = &parts[p as usize].state;
+                    let base = 2 * st.n_dofs();
+                    for k in i as usize..(i + run) as usize {
+                        let k = k - base;
+                        let holds = |s: &crate::assembly::ElementSlot| {
+                            s.state_offset <= k && k < s.state_offset + s.n_states
+                        };
+                        if !st.slots.get(hint).is_some_and(holds) {
+                            hint = st.slots.iter().position(holds).expect("a recorded state");
+                        }
+                        let s = &st.slots[hint];
+                        let j = k - s.state_offset;
+                        let e = &s.element;
+                        let dof = e.dofs().first().map(|d| d.dof.as_str()).unwrap_or("");
+                        let state = e.state_names();
+                        let _ = write!(name, "state.{}.{}", s.name, state[j]);
+                        put(&mut name, &unit_of(u, e.state_quantity(j), dof), &mut f);
+                    }
+                }
+                Channel::Provider { part, .. } => {
+                    let port = parts[part as usize].physical.as_ref().expect("a port");
+                    for (n, q, dof) in port.substructure().channel_names() {
+                        name.push_str(&n);
+                        put(&mut name, &unit_of(u, q, &dof), &mut f);
+                    }
+                }
+                Channel::Lambda(k) | Channel::GapU(k) | Channel::GapV(k) => {
+                    let iface = integrator.interface().expect("an interface");
+                    let d = &iface.dofs[k as usize].dof;
+                    let (kind, unit) = match ch {
+                        Channel::Lambda(_) => ("lambda", u.force_unit(&d.dof)),
+                        Channel::GapU(_) => ("gap_u", u.displacement_unit(&d.dof)),
+                        _ => ("gap_v", u.velocity_unit(&d.dof)),
+                    };
+                    let _ = write!(name, "{kind}.{}.{}", d.node, d.dof);
+                    put(&mut name, &unit, &mut f);
+                }
+                Channel::Extra { .. } => {
+                    for (n, q, dof) in integrator.extra_channels() {
+                        name.push_str(&n);
+                        put(&mut name, &unit_of(u, q, &dof), &mut f);
+                    }
+                }
+                Channel::Energy(p) => {
+                    let _ = write!(name, "energy.{}", parts[p as usize].state.name);
+                    put(&mut name, &u.energy_unit(), &mut f);
+                }
+            }
         }
     }
 
@@ -434,6 +488,7 @@ impl Recorder {
         if let Some(h) = self.handoff.as_mut() {
             fill(
                 &self.channels,
+                &self.starts,
                 &mut self.workspaces,
                 &mut self.scratch,
                 &mut Live(integ),
@@ -452,6 +507,7 @@ impl Recorder {
         };
         fill(
             &self.channels,
+            &self.starts,
             &mut self.workspaces,
             &mut self.scratch,
             &mut Live(integ),
@@ -482,6 +538,7 @@ impl Recorder {
         };
         fill(
             &self.channels,
+            &self.starts,
             &mut self.workspaces,
             &mut self.scratch,
             &mut Captured {
@@ -523,56 +580,77 @@ impl Recorder {
         }
     }
 
-    /// The columns, made from the packed names (allocates every name: for the number of
-    /// columns use [`Recorder::n_columns`], for a CSV header [`Recorder::header`]).
-    pub fn columns(&self) -> Vec<Column> {
-        (0..self.columns.len()).map(|i| self.column(i)).collect()
+    /// The columns (allocates every name: for the number of columns use
+    /// [`Recorder::n_columns`], for a CSV header [`Recorder::write_header`]).
+    pub fn columns(&self, integrator: &dyn TimeIntegrator) -> Vec<Column> {
+        let mut out = Vec::with_capacity(self.n_columns);
+        self.for_each_column(integrator, |name, unit| {
+            out.push(Column {
+                name: name.to_string(),
+                unit: unit.to_string(),
+            })
+        });
+        out
     }
 
     /// Number of columns (the length of a row).
     pub fn n_columns(&self) -> usize {
-        self.columns.len()
+        self.n_columns
     }
 
-    /// Column `i`.
-    pub fn column(&self, i: usize) -> Column {
-        Column {
-            name: self.columns.name(i).to_string(),
-            unit: self.columns.unit(i).to_string(),
-        }
-    }
-
-    /// Name of column `i` (e.g. `u.ns.2.x`).
-    pub fn column_name(&self, i: usize) -> &str {
-        self.columns.name(i)
-    }
-
-    /// Unit of column `i` (e.g. `m`).
-    pub fn column_unit(&self, i: usize) -> &str {
-        self.columns.unit(i)
+    /// Column `i` (made by walking the columns up to it).
+    pub fn column(&self, integrator: &dyn TimeIntegrator, i: usize) -> Option<Column> {
+        let mut k = 0;
+        let mut found = None;
+        self.for_each_column(integrator, |name, unit| {
+            if k == i {
+                found = Some(Column {
+                    name: name.to_string(),
+                    unit: unit.to_string(),
+                });
+            }
+            k += 1;
+        });
+        found
     }
 
     /// The `name[unit]` header of every column ([`Column::header`]).
-    pub fn headers(&self) -> Vec<String> {
-        (0..self.columns.len())
-            .map(|i| format!("{}[{}]", self.columns.name(i), self.columns.unit(i)))
-            .collect()
+    pub fn headers(&self, integrator: &dyn TimeIntegrator) -> Vec<String> {
+        let mut out = Vec::with_capacity(self.n_columns);
+        self.for_each_column(integrator, |name, unit| out.push(format!("{name}[{unit}]")));
+        out
     }
 
     /// The CSV header line: the `name[unit]` of every column, separated by commas, written
-    /// into one string (no per-column strings).
-    pub fn header(&self) -> String {
-        let mut line = String::with_capacity(self.columns.text.len() + 8 * self.columns.len());
-        for i in 0..self.columns.len() {
-            if i > 0 {
-                line.push(',');
+    /// into one string (no per-column strings; for a wide model, [`Recorder::write_header`]
+    /// does not hold the line).
+    pub fn header(&self, integrator: &dyn TimeIntegrator) -> String {
+        let mut line = Vec::new();
+        self.write_header(integrator, &mut line)
+            .expect("writing into memory");
+        String::from_utf8(line).expect("names are text")
+    }
+
+    /// Write the CSV header line (the [`Recorder::header`], without a line end) to `out`, a
+    /// name at a time: the line of a 10⁵-DOF chain's 600 001 columns is about 25 MB, never
+    /// held whole (issue 20). Returns the first error of `out`.
+    pub fn write_header(
+        &self,
+        integrator: &dyn TimeIntegrator,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let mut result = Ok(());
+        let mut first = true;
+        self.for_each_column(integrator, |name, unit| {
+            if result.is_ok() {
+                let comma: &[u8] = if first { b"" } else { b"," };
+                first = false;
+                result = [comma, name.as_bytes(), b"[", unit.as_bytes(), b"]"]
+                    .iter()
+                    .try_for_each(|piece| out.write_all(piece));
             }
-            line.push_str(self.columns.name(i));
-            line.push('[');
-            line.push_str(self.columns.unit(i));
-            line.push(']');
-        }
-        line
+        });
+        result
     }
 
     /// Fill `row` (length of [`Recorder::columns`]) from the integrator's current state.
@@ -580,6 +658,7 @@ impl Recorder {
     pub fn record(&mut self, integ: &mut dyn TimeIntegrator, row: &mut [f64]) {
         fill(
             &self.channels,
+            &self.starts,
             &mut self.workspaces,
             &mut self.scratch,
             &mut Live(integ),
@@ -606,6 +685,7 @@ impl Recorder {
     pub fn record_captured(&mut self, integ: &dyn TimeIntegrator, row: &mut [f64]) {
         fill(
             &self.channels,
+            &self.starts,
             &mut self.workspaces,
             &mut self.scratch,
             &mut Captured {
@@ -615,31 +695,6 @@ impl Recorder {
             row,
             Select::All,
         );
-    }
-}
-
-/// Set the run length of every nodal and state channel: the number of columns from it on of
-/// the same kind and partition whose indices follow one another.
-fn mark_runs(channels: &mut [Channel]) {
-    for c in (0..channels.len()).rev() {
-        let next = channels.get(c + 1).copied();
-        let follows = |p: u32, i: u32, q: u32, j: u32| p == q && i.checked_add(1) == Some(j);
-        let run = |r: u32| r.checked_add(1).unwrap_or(1);
-        channels[c] = match (channels[c], next) {
-            (Channel::U(p, i, _), Some(Channel::U(q, j, r))) if follows(p, i, q, j) => {
-                Channel::U(p, i, run(r))
-            }
-            (Channel::V(p, i, _), Some(Channel::V(q, j, r))) if follows(p, i, q, j) => {
-                Channel::V(p, i, run(r))
-            }
-            (Channel::AbsAcc(p, i, _), Some(Channel::AbsAcc(q, j, r))) if follows(p, i, q, j) => {
-                Channel::AbsAcc(p, i, run(r))
-            }
-            (Channel::State(p, i, _), Some(Channel::State(q, j, r))) if follows(p, i, q, j) => {
-                Channel::State(p, i, run(r))
-            }
-            (ch, _) => ch,
-        };
     }
 }
 
@@ -964,7 +1019,7 @@ fn owner(ch: Channel) -> Option<usize> {
         | Channel::V(p, ..)
         | Channel::AbsAcc(p, ..)
         | Channel::State(p, ..)
-        | Channel::Measured(p, _)
+        | Channel::Measured(p, ..)
         | Channel::Deformation(p, _)
         | Channel::Dissipated(p, _)
         | Channel::Energy(p)
@@ -982,6 +1037,7 @@ fn owner(ch: Channel) -> Option<usize> {
 /// reads one partition, so it is taken or skipped whole, column by column). Allocation-free.
 fn fill<S: RowSource>(
     channels: &[Channel],
+    starts: &[u32],
     workspaces: &mut [ElementWorkspace],
     scratch: &mut [f64],
     src: &mut S,
@@ -989,10 +1045,10 @@ fn fill<S: RowSource>(
     mut select: Select<'_>,
 ) {
     let t = src.time();
-    let mut c = 0;
     let mut gap = 0;
-    while c < channels.len() {
-        let ch = channels[c];
+    for (&ch, &start) in channels.iter().zip(starts) {
+        // The first column of the channel.
+        let c = start as usize;
         let at = |i: u32| i as usize;
         let early = |m: &[bool]| owner(ch).is_some_and(|p| m.get(p).copied().unwrap_or(false));
         let skip = match &select {
@@ -1001,23 +1057,18 @@ fn fill<S: RowSource>(
             Select::Rest(m, _) => early(m),
         };
         if skip {
-            c += 1;
             continue;
         }
-        // Columns written by this channel (a run, an element's group, or one).
-        let mut width = 1;
         match ch {
             Channel::Time => row[c] = t,
             Channel::U(p, i, run) | Channel::State(p, i, run) => {
                 let (p, i, run) = (at(p), at(i), at(run));
                 row[c..c + run].copy_from_slice(&src.state(p)[i..i + run]);
-                width = run;
             }
             Channel::V(p, i, run) => {
                 let (p, i, run) = (at(p), at(i), at(run));
                 let n = src.integrator().partitions()[p].state.n_dofs();
                 row[c..c + run].copy_from_slice(&src.state(p)[n + i..n + i + run]);
-                width = run;
             }
             Channel::AbsAcc(p, i, run) => {
                 let (p, i, run) = (at(p), at(i), at(run));
@@ -1040,18 +1091,25 @@ fn fill<S: RowSource>(
                     };
                     *out = a + ag;
                 }
-                width = run;
             }
-            Channel::ElementForce { part, slot, len } => {
-                let (part, slot, len) = (at(part), at(slot), at(len));
-                if len > 0 {
-                    let st = &src.integrator().partitions()[part].state;
-                    let y = src.state(part);
-                    st.element_force(slot, y, &mut row[c..c + len], &mut workspaces[part]);
-                    width = len;
+            Channel::ElementForce { part, slot, slots } => {
+                let (part, slot, slots) = (at(part), at(slot), at(slots));
+                let st = &src.integrator().partitions()[part].state;
+                let y = src.state(part);
+                let mut at_column = c;
+                for s in slot..slot + slots {
+                    let n = force_width(st, s);
+                    let out = &mut row[at_column..at_column + n];
+                    st.element_force(s, y, out, &mut workspaces[part]);
+                    at_column += n;
                 }
             }
-            Channel::Measured(p, i) => row[c] = src.measured(at(p), at(i)),
+            Channel::Measured(p, i, run) => {
+                let (p, i, run) = (at(p), at(i), at(run));
+                for (k, out) in row[c..c + run].iter_mut().enumerate() {
+                    *out = src.measured(p, i + k);
+                }
+            }
             Channel::Deformation(p, slot) | Channel::Dissipated(p, slot) => {
                 let (p, slot) = (at(p), at(slot));
                 let st = &src.integrator().partitions()[p].state;
@@ -1066,8 +1124,8 @@ fn fill<S: RowSource>(
             }
             Channel::Provider { part, len } => {
                 let (part, len) = (at(part), at(len));
-                if len > 0 && src.provider(part, &mut scratch[..len]) {
-                    row[c + 1 - len..=c].copy_from_slice(&scratch[..len]);
+                if src.provider(part, &mut scratch[..len]) {
+                    row[c..c + len].copy_from_slice(&scratch[..len]);
                 }
             }
             Channel::Lambda(k) => row[c] = src.multipliers()[at(k)],
@@ -1110,12 +1168,9 @@ fn fill<S: RowSource>(
             }
             Channel::Extra { len } => {
                 let len = at(len);
-                if len > 0 {
-                    src.extra(&mut scratch[..len]);
-                    row[c + 1 - len..=c].copy_from_slice(&scratch[..len]);
-                }
+                src.extra(&mut scratch[..len]);
+                row[c..c + len].copy_from_slice(&scratch[..len]);
             }
         }
-        c += width;
     }
 }

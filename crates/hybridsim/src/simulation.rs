@@ -71,7 +71,7 @@ impl Simulation {
 
     /// Recorded columns (made on demand from the recorder's packed names).
     pub fn columns(&self) -> Vec<Column> {
-        self.recorder.columns()
+        self.recorder.columns(self.integrator.as_ref())
     }
 
     /// Number of recorded columns (the length of a row).
@@ -109,7 +109,7 @@ impl Simulation {
         let list = |v: &[String]| v.join(", ");
         let mut line = format!(
             "recorded: {} columns every {} step(s)",
-            self.recorder.columns().len(),
+            self.recorder.n_columns(),
             o.every
         );
         let sel = o.selection.as_ref();

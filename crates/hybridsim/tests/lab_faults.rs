@@ -72,7 +72,7 @@ struct Outcome {
 fn run(model: &Model) -> Outcome {
     let mut integ = hybridsim::integrators::build(model).unwrap();
     let mut recorder = Recorder::new(model, integ.as_ref());
-    let mut row = vec![0.0; recorder.columns().len()];
+    let mut row = vec![0.0; recorder.n_columns()];
     let mut sink = Memory::default();
     let end = runner::run(
         &mut Sequential(integ.as_mut()),

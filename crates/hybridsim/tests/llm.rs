@@ -481,9 +481,8 @@ fn llm_multipliers_are_described_for_run_json() {
     let sim = hybridsim::Simulation::new(model).unwrap();
     let integ = sim.integrator.as_ref();
     let info = integ.multiplier_info();
-    let columns: Vec<&str> = (0..sim.n_columns())
-        .map(|i| sim.recorder().column_name(i))
-        .collect();
+    let names: Vec<String> = sim.columns().into_iter().map(|c| c.name).collect();
+    let columns: Vec<&str> = names.iter().map(String::as_str).collect();
     let localized = info.iter().filter(|i| i.kind == "localized").count();
     let imposed: Vec<_> = info.iter().filter(|i| i.kind == "imposed").collect();
     println!(

@@ -127,7 +127,7 @@ fn capturing_a_row_and_making_it_later_do_not_allocate() {
     m.output.energy = true;
     let mut integ = hybridsim::integrators::build(&m).unwrap();
     let mut recorder = hybridsim::output::Recorder::new(&m, integ.as_ref());
-    let mut row = vec![0.0; recorder.columns().len()];
+    let mut row = vec![0.0; recorder.n_columns()];
     integ.step().unwrap();
     recorder.capture(integ.as_mut());
     recorder.record_captured(integ.as_ref(), &mut row);

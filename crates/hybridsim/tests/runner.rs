@@ -96,7 +96,7 @@ fn run_with_fault(phase: Phase) -> (EndState, u64, Memory, Box<dyn TimeIntegrato
     let model = quickstart();
     let mut integ = hybridsim::integrators::build(&model).unwrap();
     let mut recorder = Recorder::new(&model, integ.as_ref());
-    let ncol = recorder.columns().len();
+    let ncol = recorder.n_columns();
     let at = 37u64;
     if let Phase::PhysicalSubstep = phase {
         // Rebuild with the failing specimen behind the port (tick 5·36 + 3 is in step 37).
@@ -209,7 +209,7 @@ fn an_abort_trips_the_lab_and_a_numerical_run_fails_without_one() {
     let model = quickstart();
     let mut integ = hybridsim::integrators::build(&model).unwrap();
     let mut recorder = Recorder::new(&model, integ.as_ref());
-    let mut row = vec![0.0; recorder.columns().len()];
+    let mut row = vec![0.0; recorder.n_columns()];
     let mut sink = Memory::default();
     let settings = RunSettings {
         n_steps: 10,
@@ -237,7 +237,7 @@ fn an_abort_trips_the_lab_and_a_numerical_run_fails_without_one() {
     let model = Model::from_toml(&text, "v1.toml", &hybridsim::model::NoFiles).unwrap();
     let mut integ = hybridsim::integrators::build(&model).unwrap();
     let mut recorder = Recorder::new(&model, integ.as_ref());
-    let mut row = vec![0.0; recorder.columns().len()];
+    let mut row = vec![0.0; recorder.n_columns()];
     let end = runner::run(
         &mut Sequential(integ.as_mut()),
         &mut recorder,
@@ -278,7 +278,7 @@ fn a_stop_keeps_the_last_completed_step_of_a_numerical_run_whatever_every_is() {
     let model = Model::from_toml(&text, "v1.toml", &hybridsim::model::NoFiles).unwrap();
     let mut integ = hybridsim::integrators::build(&model).unwrap();
     let mut recorder = Recorder::new(&model, integ.as_ref());
-    let mut row = vec![0.0; recorder.columns().len()];
+    let mut row = vec![0.0; recorder.n_columns()];
     let mut sink = Memory::default();
     let abort = AtomicBool::new(false);
     let end = runner::run(
@@ -341,7 +341,7 @@ fn rows_with_fault(phase: Phase, at: u64, every: u64) -> (EndState, u64, Vec<Vec
         .unwrap(),
     );
     let mut recorder = Recorder::new(&model, integ.as_ref());
-    let mut row = vec![0.0; recorder.columns().len()];
+    let mut row = vec![0.0; recorder.n_columns()];
     let mut sink = Memory::default();
     let settings = RunSettings {
         n_steps: 200,
@@ -437,7 +437,7 @@ fn a_captured_row_equals_the_row_recorded_at_the_capture_for_every_example() {
                 break;
             };
             let mut recorder = Recorder::new(&model, integ.as_ref());
-            let n = recorder.columns().len();
+            let n = recorder.n_columns();
             let (mut live, mut later) = (vec![0.0; n], vec![0.0; n]);
             for step in 0..12 {
                 recorder.capture(integ.as_mut());
@@ -453,7 +453,7 @@ fn a_captured_row_equals_the_row_recorded_at_the_capture_for_every_example() {
                         a.to_bits(),
                         b.to_bits(),
                         "{name} (channels on: {channels_on}), step {step}: column {}",
-                        recorder.columns()[c].header()
+                        recorder.columns(integ.as_ref())[c].header()
                     );
                 }
                 if integ.step().is_err() {
