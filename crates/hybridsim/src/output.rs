@@ -218,14 +218,14 @@ impl Recorder {
                     let is_mass = e.mass().is_some()
                         && e.linear_stiffness().is_some_and(|k| k.amax() == 0.0)
                         && e.kind() == "mass";
-                    if is_mass || !selection.is_none_or(|s| s.has_element_slot(&slot.name)) {
+                    if is_mass || !selection.is_none_or(|s| s.has_element_slot(slot.name())) {
                         continue;
                     }
                     for d in e.dofs() {
                         push(
                             &mut columns,
                             &mut channels,
-                            format!("force.{}.{}.{}", slot.name, d.node, d.dof),
+                            format!("force.{}.{}.{}", slot.name(), d.node, d.dof),
                             u.force_unit(&d.dof),
                             Channel::ElementForce {
                                 part: ix(p),
@@ -247,7 +247,7 @@ impl Recorder {
                             push(
                                 &mut columns,
                                 &mut channels,
-                                format!("deformation.{}", slot.name),
+                                format!("deformation.{}", slot.name()),
                                 u.displacement_unit(dof),
                                 Channel::Deformation(ix(p), ix(si)),
                             );
@@ -257,7 +257,7 @@ impl Recorder {
                             push(
                                 &mut columns,
                                 &mut channels,
-                                format!("dissipated.{}", slot.name),
+                                format!("dissipated.{}", slot.name()),
                                 u.energy_unit(),
                                 Channel::Dissipated(ix(p), ix(si)),
                             );
@@ -268,9 +268,9 @@ impl Recorder {
                         push(
                             &mut columns,
                             &mut channels,
-                            format!("state.{}.{}", slot.name, name),
+                            format!("state.{}.{}", slot.name(), name),
                             unit_of(u, e.state_quantity(j), dof),
-                            Channel::State(ix(p), ix(2 * st.n_dofs() + slot.state_offset + j), 1),
+                            Channel::State(ix(p), ix(2 * st.n_dofs() + slot.state_offset() + j), 1),
                         );
                     }
                 }
