@@ -1206,12 +1206,12 @@ fn cyclic<'py>(
     if time.iter().any(|t| !t.is_finite()) || time.windows(2).any(|w| w[1] <= w[0]) {
         return Err(PyValueError::new_err("time must be finite and increasing"));
     }
-    let Some(inst) = m.elements.iter().find(|e| e.name == element) else {
+    let Some(inst) = m.elements.iter().find(|e| *e.name == *element) else {
         let names: Vec<&str> = m
             .elements
             .iter()
             .filter(|e| e.element.kind() != "mass")
-            .map(|e| e.name.as_str())
+            .map(|e| &*e.name)
             .collect();
         return Err(model_err(format!(
             "{source}: no element named `{element}` (elements: {})",

@@ -191,7 +191,7 @@ fn bench_refactorization(c: &mut Criterion) {
             .enumerate()
             .find_map(|(k, p)| {
                 (!p.state.physical)
-                    .then(|| p.state.slots.iter().position(|x| x.name == receiver))
+                    .then(|| p.state.slots.iter().position(|x| x.name() == receiver))
                     .flatten()
                     .map(|s| (k, s))
             })

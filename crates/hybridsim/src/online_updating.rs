@@ -379,7 +379,7 @@ impl OnlineUpdating {
             .identification(&model.elements)
             .map_err(|e| err("identify", e))?;
         let instance = &model.elements[cfg.identify];
-        let name = instance.name.clone();
+        let name = instance.name.to_string();
         // Locate the identified element.
         let mut found: Option<(IdentifiedSource, Vec<Option<usize>>)> = None;
         for (k, part) in integ.partitions().iter().enumerate() {
@@ -393,8 +393,8 @@ impl OnlineUpdating {
                     break;
                 }
             } else if !part.state.physical {
-                if let Some(slot) = part.state.slots.iter().position(|s| s.name == name) {
-                    let map = part.state.slots[slot].map.clone();
+                if let Some(slot) = part.state.slots.iter().position(|s| s.name() == name) {
+                    let map = part.state.dof_map(slot).to_vec();
                     found = Some((IdentifiedSource::Numerical { partition: k, slot }, map));
                     break;
                 }
@@ -450,7 +450,7 @@ impl OnlineUpdating {
                 p.state
                     .slots
                     .iter()
-                    .position(|s| &s.name == rname)
+                    .position(|s| s.name() == &**rname)
                     .map(|s| (k, s))
             });
             let Some((k, s)) = at else {
@@ -462,7 +462,7 @@ impl OnlineUpdating {
                     ),
                 ));
             };
-            receivers.push((k, s, rname.clone()));
+            receivers.push((k, s, rname.to_string()));
         }
         let parameters: Vec<&'static str> = identification.model().parameter_names().to_vec();
         if parameters.len() > MAX_UPDATE_PARAMETERS {

@@ -220,7 +220,7 @@ impl Recorder {
             if model.output.elements {
                 for (si, slot) in st.slots.iter().enumerate() {
                     let e = &slot.element;
-                    if is_mass(slot) || !selection.is_none_or(|s| s.has_element_slot(&slot.name)) {
+                    if is_mass(slot) || !selection.is_none_or(|s| s.has_element_slot(slot.name())) {
                         continue;
                     }
                     let n = e.dofs().len();
@@ -243,7 +243,7 @@ impl Recorder {
                         }
                     }
                     for j in 0..e.state_names().len() {
-                        let i = 2 * st.n_dofs() + slot.state_offset + j;
+                        let i = 2 * st.n_dofs() + slot.state_offset() + j;
                         layout.push(Channel::State(ix(p), ix(i), 1), 1);
                     }
                 }
@@ -373,7 +373,7 @@ impl Recorder {
                     let st = &parts[part as usize].state;
                     for s in &st.slots[slot as usize..(slot + slots) as usize] {
                         for d in s.element.dofs() {
-                            let _ = write!(name, "force.{}.{}.{}", s.name, d.node, d.dof);
+                            let _ = write!(name, "force.{}.{}.{}", s.name(), d.node, d.dof);
                             put(&mut name, &u.force_unit(&d.dof), &mut f);
                         }
                     }
@@ -387,10 +387,10 @@ impl Recorder {
                         .map(|d| d.dof.as_str())
                         .unwrap_or("");
                     if matches!(ch, Channel::Deformation(..)) {
-                        let _ = write!(name, "deformation.{}", s.name);
+                        let _ = write!(name, "deformation.{}", s.name());
                         put(&mut name, &u.displacement_unit(dof), &mut f);
                     } else {
-                        let _ = write!(name, "dissipated.{}", s.name);
+                        let _ = write!(name, "dissipated.{}", s.name());
                         put(&mut name, &u.energy_unit(), &mut f);
                     }
                 }
@@ -400,17 +400,17 @@ impl Recorder {
                     for k in i as usize..(i + run) as usize {
                         let k = k - base;
                         let holds = |s: &crate::assembly::ElementSlot| {
-                            s.state_offset <= k && k < s.state_offset + s.n_states
+                            s.state_offset() <= k && k < s.state_offset() + s.n_states()
                         };
                         if !st.slots.get(hint).is_some_and(holds) {
                             hint = st.slots.iter().position(holds).expect("a recorded state");
                         }
                         let s = &st.slots[hint];
-                        let j = k - s.state_offset;
+                        let j = k - s.state_offset();
                         let e = &s.element;
                         let dof = e.dofs().first().map(|d| d.dof.as_str()).unwrap_or("");
                         let state = e.state_names();
-                        let _ = write!(name, "state.{}.{}", s.name, state[j]);
+                        let _ = write!(name, "state.{}.{}", s.name(), state[j]);
                         put(&mut name, &unit_of(u, e.state_quantity(j), dof), &mut f);
                     }
                 }

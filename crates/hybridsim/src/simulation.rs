@@ -313,7 +313,7 @@ impl Simulation {
             let _ = writeln!(s, "load on {}", l.dof);
         }
         if let Some(up) = &m.updating {
-            let name = |i: usize| m.elements[i].name.as_str();
+            let name = |i: usize| &*m.elements[i].name;
             let receivers: Vec<&str> = up.receivers.iter().map(|&i| name(i)).collect();
             let _ = writeln!(
                 s,

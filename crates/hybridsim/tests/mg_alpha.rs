@@ -222,7 +222,7 @@ fn a_folded_mg_alpha_frees_b_and_builds_it_back_before_a_parameter_change() {
         .state
         .slots
         .iter()
-        .position(|s| s.name == "k7")
+        .position(|s| s.name() == "k7")
         .unwrap();
     mg.set_element_parameter(0, slot, "k", 30000.0).unwrap();
     let d = mg.stepper().factorization();

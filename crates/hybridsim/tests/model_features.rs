@@ -75,7 +75,7 @@ fn rayleigh_damping_never_reaches_a_specimen() {
                 assert!(
                     !matches!(slot.element.kind(), "spring" | "dashpot"),
                     "specimen element {} computed in `{}`",
-                    slot.name,
+                    slot.name(),
                     p.state.name
                 );
             }
@@ -84,7 +84,7 @@ fn rayleigh_damping_never_reaches_a_specimen() {
                 .state
                 .slots
                 .iter()
-                .find(|s| s.name.starts_with("rayleigh@"));
+                .find(|s| s.name().starts_with("rayleigh@"));
             if let Some(c) = c {
                 let cm = c.element.linear_damping().unwrap();
                 let alpha = rayleigh_coefficients(&sim.model).unwrap().unwrap().0;

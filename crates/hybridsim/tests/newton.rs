@@ -254,7 +254,7 @@ fn newton_follows_a_linear_element_updated_during_the_run() {
         .state
         .slots
         .iter()
-        .position(|s| s.name == "s3")
+        .position(|s| s.name() == "s3")
         .expect("the elastic spring");
     updated.set_element_parameter(0, slot, "k", 8000.0).unwrap();
     let (its_updated, u_updated) = iterations(&mut updated);

@@ -95,7 +95,7 @@ fn yielding_uses_the_reduced_tangent() {
         let mut parts = build_partitions(&m, Grouping::Partitioned).unwrap();
         let p = &mut parts[0];
         let size = p.state.size();
-        let slot = p.state.slots.iter().position(|s| s.name == "s1").unwrap();
+        let slot = p.state.slots.iter().position(|s| s.name() == "s1").unwrap();
         if let Some((u, v, r)) = commit_at {
             p.state
                 .commit_tangent_rayleigh(&state(size, u, v, r), &mut p.ws);

@@ -54,7 +54,7 @@ fn compare(integ: &dyn TimeIntegrator, kinds: &mut Vec<(&'static str, bool)>) ->
         let mut ws = st.workspace();
         let n = st.n_dofs();
         for (k, slot) in st.slots.iter().enumerate() {
-            let ne = slot.map.len();
+            let ne = slot.n_dofs();
             let (mut fast, mut law) = (vec![0.0; ne], vec![0.0; ne]);
             st.element_force(k, y, &mut fast, &mut ws);
             st.element_force_by_law(k, y, &mut law, &mut ws);
@@ -64,7 +64,7 @@ fn compare(integ: &dyn TimeIntegrator, kinds: &mut Vec<(&'static str, bool)>) ->
                     b.to_bits(),
                     "{} `{}`: {a} by the matrices, {b} by the law",
                     slot.element.kind(),
-                    slot.name
+                    slot.name()
                 );
                 out.largest_force_difference = out.largest_force_difference.max((a - b).abs());
             }
@@ -81,16 +81,18 @@ fn compare(integ: &dyn TimeIntegrator, kinds: &mut Vec<(&'static str, bool)>) ->
         let mut by_law = Some(0.0);
         let mut size = 0.0;
         for slot in &st.slots {
-            if !slot.stores_energy {
+            if !slot.stores_energy() {
                 continue;
             }
-            let u: Vec<f64> = slot.map.iter().map(|m| m.map_or(0.0, |k| y[k])).collect();
-            let s0 = 2 * n + slot.state_offset;
-            let s = &y[s0..s0 + slot.n_states];
+            let u: Vec<f64> = (st.map_of(slot).iter())
+                .map(|m| m.map_or(0.0, |k| y[k]))
+                .collect();
+            let s0 = 2 * n + slot.state_offset();
+            let s = &y[s0..s0 + slot.n_states()];
             let held = slot
                 .element
                 .potential_energy(&u, s)
-                .or_else(|| slot.absorbed_energy_state.map(|i| s[i]));
+                .or_else(|| slot.absorbed_energy_state().map(|i| s[i]));
             by_law = by_law.zip(held).map(|(a, b)| a + b);
             // The size of the entry-by-entry terms of `½ uᵀ K u`: the round-off scale.
             if let Some(m) = slot.element.constant_matrices() {
@@ -355,12 +357,16 @@ fn rows_filled_by_runs_hold_every_column_definition() {
                         .iter()
                         .enumerate()
                         .find_map(|(p, part)| {
-                            let k = part.state.slots.iter().position(|s| s.name == slot_name)?;
+                            let k = part
+                                .state
+                                .slots
+                                .iter()
+                                .position(|s| s.name() == slot_name)?;
                             Some((p, k))
                         })
                         .unwrap();
                     let st = &integ.partitions()[p].state;
-                    let mut law = vec![0.0; st.slots[k].map.len()];
+                    let mut law = vec![0.0; st.slots[k].n_dofs()];
                     let mut ws = st.workspace();
                     st.element_force_by_law(k, integ.state(p), &mut law, &mut ws);
                     let group = names
@@ -389,12 +395,12 @@ fn a_non_finite_state_is_evaluated_through_the_law() {
     let sim = Simulation::new(model(&frame_text(""))).unwrap();
     let integ = sim.integrator.as_ref();
     let st = &integ.partitions()[0].state;
-    let k = st.slots.iter().position(|s| s.name == "tie").unwrap();
+    let k = st.slots.iter().position(|s| s.name() == "tie").unwrap();
     let slot = &st.slots[k];
     assert!(slot.element.constant_matrices().is_some());
     let mut y = integ.state(0).to_vec();
-    y[slot.map[0].unwrap()] = 1.0e-3;
-    y[slot.map[1].unwrap()] = f64::INFINITY;
+    y[st.dof_map(k).get(0).unwrap()] = 1.0e-3;
+    y[st.dof_map(k).get(1).unwrap()] = f64::INFINITY;
     let (mut fast, mut law) = (vec![0.0; 2], vec![0.0; 2]);
     let mut ws = st.workspace();
     st.element_force(k, &y, &mut fast, &mut ws);
@@ -441,7 +447,7 @@ fn rows_of_linear_members_do_not_allocate() {
 /// skipped), bit for bit; the stored energy is the entry-by-entry double sum to round-off.
 #[test]
 fn matrix_forces_are_the_row_by_row_sums_for_every_size() {
-    use hybridsim::elements::ConstantMatrices;
+    use hybridsim::elements::{ConstantMatrices, DofMap};
     for n in 1..=14 {
         let entry = |i: usize, j: usize, seed: f64| {
             let x = ((i * 31 + j * 17) as f64 * 0.7368 + seed).sin() * 1.0e5;
@@ -484,6 +490,7 @@ fn matrix_forces_are_the_row_by_row_sums_for_every_size() {
         // At a state vector: DOF 1 fixed to the ground, the others in reverse order, the
         // velocities `2n` further on.
         let map: Vec<Option<usize>> = (0..n).map(|j| (j != 1).then_some(n - 1 - j)).collect();
+        let entries: Vec<u32> = map.iter().map(|m| DofMap::entry(*m)).collect();
         let mut y = vec![f64::NAN; 3 * n + 1];
         let (mut uy, mut vy) = (u.clone(), v.clone());
         for (j, m) in map.iter().enumerate() {
@@ -496,14 +503,14 @@ fn matrix_forces_are_the_row_by_row_sums_for_every_size() {
             let m = ConstantMatrices { k: &k, c: damping };
             let (mut at, mut gathered) = (vec![0.0; n], vec![0.0; n]);
             m.force(&uy, &vy, &mut gathered);
-            if m.force_at(&map, &y, 2 * n, &mut at) {
+            if m.force_at(DofMap::new(&entries), &y, 2 * n, &mut at) {
                 assert_eq!(at, gathered, "n = {n}");
             } else {
                 assert!(![1, 2, 3, 4, 6, 8, 12].contains(&n), "n = {n}");
             }
             let mut scratch = vec![0.0; n];
             let energy = m.stored_energy(&uy, &mut scratch);
-            if let Some(e) = m.stored_energy_at(&map, &y) {
+            if let Some(e) = m.stored_energy_at(DofMap::new(&entries), &y) {
                 assert_eq!(e.to_bits(), energy.to_bits(), "n = {n}");
             }
         }

@@ -455,7 +455,7 @@ fn updating_table_is_read() {
     ))
     .unwrap();
     let u = model.updating.as_ref().expect("[updating]");
-    assert_eq!(model.elements[u.identify].name, "pier");
+    assert_eq!(&*model.elements[u.identify].name, "pier");
     assert_eq!(u.parameters, ["A", "gamma"]);
     assert_eq!(u.settings.prior_mean, [3e7, 50.0]);
     assert_eq!(u.settings.parameter_noise_sd, [0.0, 0.0]);

@@ -35,7 +35,7 @@ fn slot(integ: &dyn TimeIntegrator, name: &str) -> usize {
         .state
         .slots
         .iter()
-        .position(|s| s.name == name)
+        .position(|s| s.name() == name)
         .unwrap()
 }
 
@@ -178,7 +178,7 @@ fn simulation_applies_updating_like_a_run() {
         .partitions()
         .iter()
         .enumerate()
-        .find_map(|(k, p)| Some((k, p.state.slots.iter().position(|s| s.name == "pier_b")?)))
+        .find_map(|(k, p)| Some((k, p.state.slots.iter().position(|s| s.name() == "pier_b")?)))
         .expect("pier_b");
     let a_of = |sim: &hybridsim::Simulation| {
         sim.integrator.partitions()[k].state.slots[s]

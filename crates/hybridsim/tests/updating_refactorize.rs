@@ -84,7 +84,7 @@ fn chain(integrator: &str, k3: f64, bouc_wen: bool, updating: &str) -> Model {
 fn slot_of(integ: &dyn TimeIntegrator, name: &str) -> (usize, usize) {
     for (k, p) in integ.partitions().iter().enumerate() {
         if p.physical.is_none() && !p.state.physical {
-            if let Some(s) = p.state.slots.iter().position(|s| s.name == name) {
+            if let Some(s) = p.state.slots.iter().position(|s| s.name() == name) {
                 return (k, s);
             }
         }

@@ -339,12 +339,12 @@ pub fn execute(args: Args) -> Result<ExitCode> {
     // text that was parsed): the text is not held through the test.
     loaded.release_text();
     let model = &loaded.model;
-    let Some(inst) = model.elements.iter().find(|e| e.name == args.element) else {
+    let Some(inst) = model.elements.iter().find(|e| *e.name == *args.element) else {
         let names: Vec<&str> = model
             .elements
             .iter()
             .filter(|e| e.element.kind() != "mass")
-            .map(|e| e.name.as_str())
+            .map(|e| &*e.name)
             .collect();
         bail!(
             "{}: no element named `{}` (elements: {})",
@@ -491,7 +491,7 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         "model": loaded.path.display().to_string(),
         "model_sha256": loaded.sha256,
         "element": {
-            "name": inst.name,
+            "name": &*inst.name,
             "kind": element.kind(),
             "dofs": element.dofs().iter().map(|d| format!("{}.{}", d.node, d.dof)).collect::<Vec<_>>(),
             "parameters": element.parameters().into_iter().map(|(k, x)| (k.to_string(), json!(x))).collect::<serde_json::Map<_, _>>(),

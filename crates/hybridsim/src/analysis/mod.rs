@@ -138,8 +138,8 @@ pub fn linearized_at_rest(model: &Model) -> (Model, Vec<String>) {
             k0,
             e.seismic_influence(),
         ));
-        inst.initial_state.clear();
-        replaced.push(inst.name.clone());
+        inst.initial_state = Box::default();
+        replaced.push(inst.name.to_string());
     }
     (m, replaced)
 }

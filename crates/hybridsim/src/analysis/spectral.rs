@@ -208,7 +208,7 @@ pub fn true_specimen_estimate(model: &Model, k: usize) -> Option<Estimate> {
     for e in model
         .elements
         .iter()
-        .filter(|e| e.substructure == k && e.role == Role::Specimen)
+        .filter(|e| e.substructure as usize == k && e.role == Role::Specimen)
     {
         for d in e.element.dofs() {
             if !model.is_fixed(d) && !dofs.contains(d) {
@@ -225,7 +225,7 @@ pub fn true_specimen_estimate(model: &Model, k: usize) -> Option<Estimate> {
     for e in model
         .elements
         .iter()
-        .filter(|e| e.substructure == k && e.role == Role::Specimen)
+        .filter(|e| e.substructure as usize == k && e.role == Role::Specimen)
     {
         let t = zero_state_tangent(e.element.as_ref());
         let ed = e.element.dofs();

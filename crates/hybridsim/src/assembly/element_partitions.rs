@@ -102,7 +102,7 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
         let n = model
             .elements
             .iter()
-            .filter(|e| e.substructure == k && s.physical && e.role == Role::Specimen)
+            .filter(|e| e.substructure as usize == k && s.physical && e.role == Role::Specimen)
             .count();
         if s.physical && n > 1 {
             diag.push(
@@ -139,17 +139,17 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
         let field = model
             .mass_shares
             .iter()
-            .find(|s| s.mass == inst.name)
+            .find(|s| *s.mass == *inst.name)
             .map(|s| s.field.clone());
         // Fractions per receiver (applied to every DOF the receiver has).
         let mut per: Vec<(usize, Vec<(usize, f64)>)> = Vec::new(); // (dof pos, [(receiver, frac)])
-        if let Some(share) = model.mass_shares.iter().find(|s| s.mass == inst.name) {
+        if let Some(share) = model.mass_shares.iter().find(|s| *s.mass == *inst.name) {
             let field = field.clone().unwrap_or_default();
             let mut fr: Vec<(usize, f64)> = Vec::new();
             for (key, x) in &share.shares {
                 if let Some(r) = receivers
                     .iter()
-                    .position(|i| model.elements[*i].name == *key)
+                    .position(|i| *model.elements[*i].name == **key)
                 {
                     for (_, d) in &dofs {
                         if !has(r, d) {
@@ -166,7 +166,7 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
                 } else if let Some(k) = model.substructures.iter().position(|s| s.name == *key) {
                     let members: Vec<usize> = (0..receivers.len())
                         .filter(|r| {
-                            model.elements[receivers[*r]].substructure == k
+                            model.elements[receivers[*r]].substructure as usize == k
                                 && dofs.iter().any(|(_, d)| has(*r, d))
                         })
                         .collect();
@@ -289,9 +289,9 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
             );
             continue;
         }
-        let sub = &model.substructures[inst.substructure];
+        let sub = &model.substructures[inst.substructure as usize];
         let physical = sub.physical && inst.role == Role::Specimen;
-        let mut numerical: Vec<(String, ElementRef, Vec<f64>)> = Vec::new();
+        let mut numerical: Vec<(Arc<str>, ElementRef, Vec<f64>)> = Vec::new();
         let mut specimen = Vec::new();
         let map = map_dofs(&dofs, &inst.element);
         let mut m_r = DMatrix::<f64>::zeros(n, n);
@@ -299,16 +299,16 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
         let mut mass_diag = vec![0.0; n];
         if physical {
             specimen.push(SpecimenElement {
-                name: inst.name.clone(),
+                name: inst.name.to_string(),
                 element: inst.element.clone(),
                 map: map.clone(),
-                initial_state: inst.initial_state.clone(),
+                initial_state: inst.initial_state.to_vec(),
             });
         } else {
             numerical.push((
                 inst.name.clone(),
                 inst.element.clone(),
-                inst.initial_state.clone(),
+                inst.initial_state.to_vec(),
             ));
             if inst.rayleigh {
                 if let Some(k) = crate::elements::rayleigh_stiffness(inst.element.as_ref()) {
@@ -339,7 +339,7 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
                     scatter(&mut m_r, &mm, &emap);
                 }
             }
-            numerical.push((name.clone(), e, Vec::new()));
+            numerical.push((Arc::from(name.as_str()), e, Vec::new()));
         }
         // Massless copies: only imposed DOFs may be massless (their motion is prescribed).
         if mass_diag.iter().all(|m| *m <= 0.0) {
@@ -376,13 +376,13 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
         for &i in &zero_rows {
             let e: ElementRef = Arc::new(Mass::new(vec![dofs[i].clone()], vec![1.0]));
             placeholders.push(numerical.len());
-            numerical.push((format!("placeholder@{}", dofs[i]), e, Vec::new()));
+            numerical.push((Arc::from(format!("placeholder@{}", dofs[i])), e, Vec::new()));
         }
         if let Some((alpha, beta)) = rayleigh {
             let c = m_r * alpha + k_r * beta;
             if c.amax() > 0.0 {
                 numerical.push((
-                    format!("rayleigh@{}", inst.name),
+                    Arc::from(format!("rayleigh@{}", inst.name)),
                     Arc::new(LinearSuperelement::new(
                         dofs.clone(),
                         DMatrix::zeros(n, n),

@@ -152,10 +152,10 @@ pub(crate) fn rayleigh_element(
     dofs: &[DofRef],
     contributions: Vec<(usize, usize, f64, f64)>,
     (alpha, beta): (f64, f64),
-) -> Option<(String, ElementRef, Vec<f64>)> {
+) -> Option<(Arc<str>, ElementRef, Vec<f64>)> {
     let c = RayleighDamping::from_contributions(dofs.to_vec(), contributions, alpha, beta)?;
     let element: ElementRef = Arc::new(c);
-    Some((format!("rayleigh@{name}"), element, Vec::new()))
+    Some((Arc::from(format!("rayleigh@{name}")), element, Vec::new()))
 }
 
 /// Build the partitions of `model`. Rayleigh damping is added as one extra damping element per
@@ -183,7 +183,7 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
                         .elements
                         .iter()
                         .enumerate()
-                        .filter(|(_, e)| e.substructure == k)
+                        .filter(|(_, e)| e.substructure as usize == k)
                         .map(|(i, _)| i)
                         .collect(),
                 )
@@ -198,7 +198,7 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
             members.iter().map(|i| &model.elements[*i]).collect();
         let dofs = collect_dofs(model, &instances);
         let index = DofIndex::new(&dofs);
-        let mut numerical: Vec<(String, ElementRef, Vec<f64>)> = Vec::new();
+        let mut numerical: Vec<(Arc<str>, ElementRef, Vec<f64>)> = Vec::new();
         let mut specimen: Vec<SpecimenElement> = Vec::new();
         let mut rayleigh_terms = Vec::new();
         let mut tangent_terms = Vec::new();
@@ -207,10 +207,10 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
             let map = index.map(&inst.element);
             if *physical && inst.role == Role::Specimen {
                 specimen.push(SpecimenElement {
-                    name: inst.name.clone(),
+                    name: inst.name.to_string(),
                     element: inst.element.clone(),
                     map,
-                    initial_state: inst.initial_state.clone(),
+                    initial_state: inst.initial_state.to_vec(),
                 });
                 continue;
             }
@@ -231,7 +231,7 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
             numerical.push((
                 inst.name.clone(),
                 inst.element.clone(),
-                inst.initial_state.clone(),
+                inst.initial_state.to_vec(),
             ));
         }
         drop(index);
@@ -419,7 +419,7 @@ pub fn rayleigh_coefficients(model: &Model) -> Result<Option<(f64, f64)>, ModelE
 
 /// Seismic load vector `p` (load `−p a_g`) of a set of elements over `dofs`, along `direction`.
 pub(crate) fn seismic_vector(
-    elements: &[(String, ElementRef, Vec<f64>)],
+    elements: &[(Arc<str>, ElementRef, Vec<f64>)],
     dofs: &[DofRef],
     direction: &str,
 ) -> DVector<f64> {
@@ -511,7 +511,7 @@ mod tests {
             let slot = st
                 .slots
                 .iter()
-                .position(|s| s.name.starts_with("rayleigh@"))
+                .position(|s| s.name().starts_with("rayleigh@"))
                 .expect("a Rayleigh element");
             let c = st.slots[slot].element.sparse_damping().expect("sparse");
             // The work of one evaluation of its force (one multiply-add per stored entry).
@@ -523,7 +523,7 @@ mod tests {
                 .slots
                 .iter()
                 .enumerate()
-                .all(|(k, s)| k == slot || s.map.len() <= 2));
+                .all(|(k, s)| k == slot || s.n_dofs() <= 2));
             if n <= 100 {
                 // Dense reference: C = α M + β K of the chain.
                 let mut dense = DMatrix::<f64>::zeros(n, n);

@@ -32,6 +32,7 @@ use crate::elements::{ElementDriver, ElementRef};
 use crate::model::{Model, Role};
 use crate::physical::{PhysicalPort, SpecimenElement};
 use nalgebra::DMatrix;
+use std::sync::Arc;
 
 /// Why a served call was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -146,7 +147,7 @@ impl ServedSubstructure {
         let instances: Vec<&crate::model::ElementInstance> = model
             .elements
             .iter()
-            .filter(|e| e.substructure == k)
+            .filter(|e| e.substructure as usize == k)
             .collect();
         if instances.is_empty() {
             return Err(format!("substructure `{name}` has no elements"));
@@ -196,14 +197,14 @@ impl ServedSubstructure {
                  cannot be driven on it (serve its free DOFs only)"
             ));
         }
-        let mut numerical: Vec<(String, ElementRef, Vec<f64>)> = Vec::new();
+        let mut numerical: Vec<(Arc<str>, ElementRef, Vec<f64>)> = Vec::new();
         let mut specimen_elements: Vec<SpecimenElement> = Vec::new();
         let mut rayleigh_terms = Vec::new();
         let mut any_rayleigh = false;
         for inst in &instances {
             if lab && inst.role == Role::Specimen {
                 specimen_elements.push(SpecimenElement {
-                    name: inst.name.clone(),
+                    name: inst.name.to_string(),
                     element: inst.element.clone(),
                     map: inst
                         .element
@@ -211,7 +212,7 @@ impl ServedSubstructure {
                         .iter()
                         .map(|d| free.iter().position(|x| x == d))
                         .collect(),
-                    initial_state: inst.initial_state.clone(),
+                    initial_state: inst.initial_state.to_vec(),
                 });
                 continue;
             }
@@ -242,7 +243,7 @@ impl ServedSubstructure {
             numerical.push((
                 inst.name.clone(),
                 inst.element.clone(),
-                inst.initial_state.clone(),
+                inst.initial_state.to_vec(),
             ));
         }
         let rayleigh = rayleigh_coefficients(model).map_err(|e| e.to_string())?;
@@ -268,7 +269,7 @@ impl ServedSubstructure {
             scatter_cm(&mut mass, n, &driver.mass(), &map);
             let ne = map.len();
             slots.push(Slot {
-                name: ename,
+                name: ename.to_string(),
                 driver,
                 map,
                 u: vec![0.0; ne],

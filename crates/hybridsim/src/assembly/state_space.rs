@@ -1,33 +1,39 @@
 //! One substructure in state-space form, and a partition (state space + optional specimen).
 
 use super::{seismic_vector, CompressedRows};
-use crate::elements::{zero_state_tangent, DofRef, ElementRef, SparseRows};
+use crate::elements::{zero_state_tangent, DofMap, DofRef, ElementRef, SparseRows};
 use crate::error::{Diagnostics, ModelError};
 use crate::excitation::TimeFunction;
 use crate::model::{Estimate, Model, RayleighStiffness};
 use crate::physical::{LabControl, PhysicalPort, PortError};
 use nalgebra::{DMatrix, DVector};
 use num_dual::Dual64;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// An element placed in a state space: where its DOFs and extra states live.
+///
+/// 64 bytes (issue 20: a slot of the 10⁵-DOF chain's 200 001 was 112 bytes plus a cloned name
+/// and a DOF map in heap blocks of their own, 28 MB and 6.4 MB): the name is shared with the
+/// model's element, the DOF map is a range of the state space's table of maps
+/// ([`StateSpace::dof_map`]) and the offsets are 32-bit.
 #[derive(Debug, Clone)]
 pub struct ElementSlot {
-    /// Element name.
-    pub name: String,
+    /// Element name (shared with the model's element).
+    name: Arc<str>,
     /// The element.
     pub element: ElementRef,
-    /// Partition DOF of each element DOF (`None`: fixed to the ground).
-    pub map: Vec<Option<usize>>,
+    /// Start of the element's DOF map in [`StateSpace`]'s table of maps.
+    map_start: u32,
+    /// Number of element DOFs (the length of its DOF map).
+    n_dofs: u32,
     /// Offset of the element's extra states within the `s` block.
-    pub state_offset: usize,
+    state_offset: u32,
     /// Number of extra states.
-    pub n_states: usize,
+    n_states: u32,
+    /// Index, among the element's extra states, of its absorbed energy (`u32::MAX`: none).
+    absorbed_energy_state: u32,
     /// Whether the element can store energy (false for masses, dashpots and damping terms).
-    pub stores_energy: bool,
-    /// Index, among the element's extra states, of its absorbed energy `e = ∫ r·dd`
-    /// (hysteretic springs, bearings and nonlinear dampers), if it has one.
-    pub absorbed_energy_state: Option<usize>,
+    stores_energy: bool,
     /// How [`StateSpace::residual`] evaluates the slot.
     kernel: SlotKernel,
     /// The Rayleigh `β K` term of a hysteretic element under `[damping] stiffness =
@@ -56,6 +62,53 @@ struct TangentRayleigh {
 }
 
 impl ElementSlot {
+    /// Element name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The element name, shared.
+    pub fn shared_name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// Number of element DOFs.
+    #[inline(always)]
+    pub fn n_dofs(&self) -> usize {
+        self.n_dofs as usize
+    }
+
+    /// Offset of the element's extra states within the `s` block.
+    #[inline(always)]
+    pub fn state_offset(&self) -> usize {
+        self.state_offset as usize
+    }
+
+    /// Number of extra states.
+    #[inline(always)]
+    pub fn n_states(&self) -> usize {
+        self.n_states as usize
+    }
+
+    /// Whether the element can store energy (false for masses, dashpots and damping terms).
+    pub fn stores_energy(&self) -> bool {
+        self.stores_energy
+    }
+
+    /// Index, among the element's extra states, of its absorbed energy `e = ∫ r·dd`
+    /// (hysteretic springs, bearings and nonlinear dampers), if it has one.
+    #[inline]
+    pub fn absorbed_energy_state(&self) -> Option<usize> {
+        (self.absorbed_energy_state != u32::MAX).then_some(self.absorbed_energy_state as usize)
+    }
+
+    /// The slot's DOF map within `maps`, the table of its state space.
+    #[inline(always)]
+    fn dof_map<'a>(&self, maps: &'a [u32]) -> DofMap<'a> {
+        let start = self.map_start as usize;
+        DofMap::new(&maps[start..start + self.n_dofs as usize])
+    }
+
     /// Whether [`StateSpace::residual`] evaluates this element through precomputed linear
     /// terms `r = K u + C v` (or skips it, for elements without force such as masses) instead
     /// of calling [`crate::elements::Element::restoring`].
@@ -94,7 +147,7 @@ impl SlotKernel {
     /// not its law stays on the generic path.
     fn classify(
         e: &dyn crate::elements::Element,
-        map: &[Option<usize>],
+        map: DofMap<'_>,
         n: usize,
     ) -> (Self, LinearTerms) {
         let generic = (SlotKernel::Generic, LinearTerms::default());
@@ -135,7 +188,7 @@ impl SlotKernel {
             for (j, mj) in map.iter().enumerate() {
                 let Some(col) = mj else { continue };
                 if k[(i, j)] != 0.0 {
-                    t.cols.push(column_index(*col));
+                    t.cols.push(column_index(col));
                     t.vals.push(k[(i, j)]);
                 }
                 if c[(i, j)] != 0.0 {
@@ -157,11 +210,7 @@ impl SlotKernel {
     /// The kernel of an element with force `r = C v`, `C` given in compressed rows
     /// ([`crate::elements::Element::sparse_damping`]): the same terms, in the same order, as
     /// [`SlotKernel::classify`] takes from the dense matrices, in `O(nnz)`.
-    fn from_sparse_damping(
-        c: SparseRows<'_>,
-        map: &[Option<usize>],
-        n: usize,
-    ) -> (Self, LinearTerms) {
+    fn from_sparse_damping(c: SparseRows<'_>, map: DofMap<'_>, n: usize) -> (Self, LinearTerms) {
         let mut t = LinearTerms {
             rows: Vec::new(),
             cols: Vec::with_capacity(c.values.len()),
@@ -170,8 +219,8 @@ impl SlotKernel {
         for (i, mi) in map.iter().enumerate() {
             let Some(row) = mi else { continue };
             for k in c.row_start[i]..c.row_start[i + 1] {
-                let (j, value) = (c.columns[k], c.values[k]);
-                if let (Some(col), true) = (map[j], value != 0.0) {
+                let (j, value) = (c.columns[k] as usize, c.values[k]);
+                if let (Some(col), true) = (map.get(j), value != 0.0) {
                     t.cols.push(column_index(n + col));
                     t.vals.push(value);
                 }
@@ -326,9 +375,22 @@ impl FusedRun {
         }
         ratios.sort_by(f64::total_cmp);
         let beta = ratios[ratios.len() / 2];
+        // Sized exactly (issue 20: vectors grown by pushes kept up to twice the terms, about
+        // 4 MB of the 10⁵-DOF chain): `K`'s terms counted, `E` at most one a row (else the
+        // run is not fused).
+        let k_terms = rows
+            .iter()
+            .map(|(_, terms)| terms.iter().filter(|t| t.0 < n && t.1 != 0.0).count())
+            .sum();
         let mut f = FusedRun {
             beta,
-            ..Default::default()
+            targets: Vec::with_capacity(rows.len()),
+            k_end: Vec::with_capacity(rows.len()),
+            k_cols: Vec::with_capacity(k_terms),
+            k_vals: Vec::with_capacity(k_terms),
+            e_end: Vec::with_capacity(rows.len()),
+            e_cols: Vec::with_capacity(rows.len()),
+            e_vals: Vec::with_capacity(rows.len()),
         };
         for (target, terms) in &rows {
             let k_at = |j: usize| {
@@ -361,6 +423,8 @@ impl FusedRun {
         // Fused only where the damping really is `β K` up to (at most) a diagonal, and the
         // fused sweep is the shorter one.
         let fused_terms = f.k_vals.len() + f.e_vals.len() + n;
+        f.e_cols.shrink_to_fit();
+        f.e_vals.shrink_to_fit();
         (f.e_vals.len() <= f.targets.len() && fused_terms < run.vals.len()).then_some(f)
     }
 }
@@ -401,11 +465,11 @@ impl SlotGroups {
     /// again from the elements (a slot moved to the generic path or removed has none). The
     /// terms and their order are those of the start-up classification, so [`residual_plan`]
     /// of the result merges every row's sums in the order it did.
-    fn from_slots(slots: &[ElementSlot], n: usize) -> Self {
+    fn from_slots(slots: &[ElementSlot], maps: &[u32], n: usize) -> Self {
         let mut out = SlotGroups::default();
         for (k, slot) in slots.iter().enumerate() {
             if matches!(slot.kernel, SlotKernel::Linear) {
-                let (_, terms) = SlotKernel::classify(slot.element.as_ref(), &slot.map, n);
+                let (_, terms) = SlotKernel::classify(slot.element.as_ref(), slot.dof_map(maps), n);
                 out.push(k, &terms);
             }
         }
@@ -562,6 +626,9 @@ pub struct StateSpace {
     mass_dense: OnceLock<DMatrix<f64>>,
     /// Element slots.
     pub slots: Vec<ElementSlot>,
+    /// The DOF maps of the slots, one after another ([`ElementSlot`]'s range; a removed
+    /// slot's entries stay, unused).
+    maps: Vec<u32>,
     /// The passes of [`StateSpace::residual`] over `slots` (rebuilt whenever a slot's kernel
     /// changes or a slot is removed).
     residual_plan: Vec<ResidualPass>,
@@ -599,29 +666,39 @@ impl StateSpace {
         name: &str,
         physical: bool,
         dofs: Vec<DofRef>,
-        elements: Vec<(String, ElementRef, Vec<f64>)>,
+        elements: Vec<(Arc<str>, ElementRef, Vec<f64>)>,
         estimate: Option<&Estimate>,
     ) -> Result<Self, ModelError> {
         let mut diag = Diagnostics::new(&model.source);
         let n = dofs.len();
         let mut slots = Vec::with_capacity(elements.len());
+        let mut maps: Vec<u32> =
+            Vec::with_capacity(elements.iter().map(|(_, e, _)| e.dofs().len()).sum());
         let mut groups = SlotGroups::default();
         let mut offset = 0;
         let index = super::DofIndex::new(&dofs);
+        let small = |x: usize| u32::try_from(x).expect("a slot's offsets fit 32 bits");
         for (ename, e, _) in &elements {
-            let map: Vec<Option<usize>> = index.map(e);
+            let map_start = maps.len();
+            maps.extend(e.dofs().iter().map(|d| DofMap::entry(index.get(d))));
+            let map = DofMap::new(&maps[map_start..]);
             let stores_energy = stores_energy(e.as_ref());
-            let (kernel, terms) = SlotKernel::classify(e.as_ref(), &map, n);
+            let (kernel, terms) = SlotKernel::classify(e.as_ref(), map, n);
             groups.push(slots.len(), &terms);
             drop(terms);
             slots.push(ElementSlot {
                 name: ename.clone(),
                 element: e.clone(),
-                map,
-                state_offset: offset,
-                n_states: e.n_states(),
+                map_start: small(map_start),
+                n_dofs: small(map.len()),
+                state_offset: small(offset),
+                n_states: small(e.n_states()),
                 stores_energy,
-                absorbed_energy_state: e.state_names().iter().position(|n| n == "e"),
+                absorbed_energy_state: e
+                    .state_names()
+                    .iter()
+                    .position(|n| n == "e")
+                    .map_or(u32::MAX, small),
                 kernel,
                 tangent_rayleigh: None,
             });
@@ -632,8 +709,8 @@ impl StateSpace {
         // Compressed rows assembled from the contributions in the order the dense assembly
         // added them: each entry sums its contributions in that order from 0, so the values
         // equal the dense sums to the last bit (the zero terms skipped change no sum).
-        let j0_entries = assemble_tangent(&dofs, &slots, big, |_| true, estimate);
-        let mass_entries = CompressedRows::assemble(n, |add| emit_mass(&slots, add));
+        let j0_entries = assemble_tangent(&dofs, &slots, &maps, big, |_| true, estimate);
+        let mass_entries = CompressedRows::assemble(n, |add| emit_mass(&slots, &maps, add));
         let mut mass_diagonal = vec![0.0; n];
         for (i, j, m) in mass_entries.iter() {
             if i == j {
@@ -675,7 +752,7 @@ impl StateSpace {
         }
         for ((_, _, s0), slot) in elements.iter().zip(&slots) {
             for (k, x) in s0.iter().enumerate() {
-                y0[2 * n + slot.state_offset + k] = *x;
+                y0[2 * n + slot.state_offset() + k] = *x;
             }
         }
         let loads = model
@@ -719,6 +796,7 @@ impl StateSpace {
             residual_plan: residual_plan(&kernels(&slots), &groups, n),
             plan_version: 0,
             slots,
+            maps,
             j0_entries,
             j0_dense: OnceLock::new(),
             y0,
@@ -744,6 +822,7 @@ impl StateSpace {
             mass_entries: CompressedRows::default(),
             mass_dense: OnceLock::new(),
             slots: Vec::new(),
+            maps: Vec::new(),
             residual_plan: Vec::new(),
             plan_version: 0,
             j0_entries: CompressedRows::default(),
@@ -805,7 +884,7 @@ impl StateSpace {
         if !matches!(s.kernel, SlotKernel::Generic) {
             s.kernel = SlotKernel::Generic;
             self.kernel_changes += 1;
-            let groups = SlotGroups::from_slots(&self.slots, self.dofs.len());
+            let groups = SlotGroups::from_slots(&self.slots, &self.maps, self.dofs.len());
             self.residual_plan = residual_plan(&kernels(&self.slots), &groups, self.dofs.len());
             self.plan_version += 1;
         }
@@ -838,7 +917,7 @@ impl StateSpace {
             .filter_map(|s| s.tangent_rayleigh.as_ref())
             .filter_map(|t| t.committed.map(|_| t.k0.len()))
             .sum();
-        let Some(slot) = self.slots.iter_mut().find(|s| s.name == element) else {
+        let Some(slot) = self.slots.iter_mut().find(|s| *s.name == *element) else {
             return;
         };
         let committed = match stiffness {
@@ -847,7 +926,8 @@ impl StateSpace {
             RayleighStiffness::Current => None,
         };
         let j0 = std::mem::take(&mut self.j0_entries);
-        self.j0_entries = with_rayleigh_tangent(size, j0, n, &slot.map, beta, k0.as_slice());
+        self.j0_entries =
+            with_rayleigh_tangent(size, j0, n, slot.dof_map(&self.maps), beta, k0.as_slice());
         self.j0_dense = OnceLock::new();
         slot.tangent_rayleigh = Some(Box::new(TangentRayleigh {
             beta,
@@ -880,7 +960,7 @@ impl StateSpace {
             else {
                 continue;
             };
-            let ne = slot.map.len();
+            let ne = slot.n_dofs();
             self.gather(slot, y, ws);
             if ws.v[..ne].iter().all(|v| *v == 0.0) {
                 ws.committed[*offset..*offset + ne * ne].copy_from_slice(k0);
@@ -895,8 +975,8 @@ impl StateSpace {
     /// `s`, along the motion `v` (taken at [`Self::probe`]), into `ws.kt` by columns
     /// (`ne²` entries). Allocation-free.
     fn condensed_tangent(slot: &ElementSlot, ws: &mut ElementWorkspace) {
-        let ne = slot.map.len();
-        let ns = slot.n_states;
+        let ne = slot.n_dofs();
+        let ns = slot.n_states();
         slot.element.restoring(
             &ws.u[..ne],
             &ws.v[..ne],
@@ -938,7 +1018,7 @@ impl StateSpace {
     /// the motion, so that a state the return mapping left exactly on a yield bound takes the
     /// tangent of the motion that follows (post-yield when loading on, elastic when unloading).
     fn tangent_rayleigh_local(slot: &ElementSlot, t: &TangentRayleigh, ws: &mut ElementWorkspace) {
-        let ne = slot.map.len();
+        let ne = slot.n_dofs();
         match t.committed {
             Some(offset) => {
                 let kc = &ws.committed[offset..offset + ne * ne];
@@ -951,7 +1031,7 @@ impl StateSpace {
                 }
             }
             None => {
-                let ns = slot.n_states;
+                let ns = slot.n_states();
                 Self::probe(slot, ws);
                 for i in 0..ne {
                     ws.ud[i] = Dual64::new(ws.u1[i], ws.v[i]);
@@ -971,7 +1051,7 @@ impl StateSpace {
     /// The element's force and state rates in dual numbers at the workspace's `ud`, `vd`,
     /// `sd`, into `rd` and `sdotd`.
     fn restoring_dual_at(slot: &ElementSlot, ws: &mut ElementWorkspace) {
-        let (ne, ns) = (slot.map.len(), slot.n_states);
+        let (ne, ns) = (slot.n_dofs(), slot.n_states());
         slot.element.restoring_dual(
             &ws.ud[..ne],
             &ws.vd[..ne],
@@ -988,8 +1068,8 @@ impl StateSpace {
     /// margin of the slider bounds, negligible for the smooth laws. `h = 0` for an element
     /// without a substep or at rest.
     fn probe(slot: &ElementSlot, ws: &mut ElementWorkspace) {
-        let ne = slot.map.len();
-        let ns = slot.n_states;
+        let ne = slot.n_dofs();
+        let ns = slot.n_states();
         let speed = ws.v[..ne].iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let h = match slot.element.driver_substep() {
             Some(sub) if speed > 0.0 && sub > 0.0 => 1e-8 * sub / speed,
@@ -1027,7 +1107,7 @@ impl StateSpace {
         };
         self.eval_slot(s, y, ws);
         Self::tangent_rayleigh_local(s, t, ws);
-        out.copy_from_slice(&ws.r1[..s.map.len()]);
+        out.copy_from_slice(&ws.r1[..s.n_dofs()]);
         true
     }
 
@@ -1035,7 +1115,7 @@ impl StateSpace {
     /// follow. Not for the real-time loop: it allocates.
     pub(crate) fn remove_slot(&mut self, slot: usize) {
         self.slots.remove(slot);
-        let groups = SlotGroups::from_slots(&self.slots, self.dofs.len());
+        let groups = SlotGroups::from_slots(&self.slots, &self.maps, self.dofs.len());
         self.residual_plan = residual_plan(&kernels(&self.slots), &groups, self.dofs.len());
         self.plan_version += 1;
     }
@@ -1052,6 +1132,7 @@ impl StateSpace {
         let mut j0 = assemble_tangent(
             &self.dofs,
             &self.slots,
+            &self.maps,
             size,
             |_| true,
             self.estimate.as_ref(),
@@ -1061,7 +1142,7 @@ impl StateSpace {
         let n = self.dofs.len();
         for slot in &self.slots {
             if let Some(t) = &slot.tangent_rayleigh {
-                j0 = with_rayleigh_tangent(size, j0, n, &slot.map, t.beta, &t.k0);
+                j0 = with_rayleigh_tangent(size, j0, n, slot.dof_map(&self.maps), t.beta, &t.k0);
             }
         }
         if j0 == self.j0_entries {
@@ -1120,6 +1201,16 @@ impl StateSpace {
         self.loads.retain(|(k, _)| keep(&dofs[*k]));
     }
 
+    /// The DOF map of slot `slot`: the partition row of each element DOF.
+    pub fn dof_map(&self, slot: usize) -> DofMap<'_> {
+        self.slots[slot].dof_map(&self.maps)
+    }
+
+    /// The DOF map of `slot`, one of this state space's slots.
+    pub fn map_of(&self, slot: &ElementSlot) -> DofMap<'_> {
+        slot.dof_map(&self.maps)
+    }
+
     /// Number of DOFs `n`.
     pub fn n_dofs(&self) -> usize {
         self.dofs.len()
@@ -1148,12 +1239,12 @@ impl StateSpace {
         let mut md = 0;
         let mut ms = 0;
         for s in self.slots.iter().filter(|s| gathered(s)) {
-            md = md.max(s.map.len());
-            ms = ms.max(s.n_states);
+            md = md.max(s.n_dofs());
+            ms = ms.max(s.n_states());
         }
         for s in extra.into_iter().filter_map(|k| self.slots.get(k)) {
-            md = md.max(s.map.len());
-            ms = ms.max(s.n_states);
+            md = md.max(s.n_dofs());
+            ms = ms.max(s.n_states());
         }
         // Dual-number buffers and the element tangent `kt` serve the slots that are
         // differentiated during a run: tangent Rayleigh terms and, under Newton, every generic
@@ -1163,8 +1254,8 @@ impl StateSpace {
                 .iter()
                 .filter(|s| s.tangent_rayleigh.is_some() || matches!(s.kernel, SlotKernel::Generic))
         };
-        let dd = dual().map(|s| s.map.len()).max().unwrap_or(0);
-        let ds = dual().map(|s| s.n_states).max().unwrap_or(0);
+        let dd = dual().map(|s| s.n_dofs()).max().unwrap_or(0);
+        let ds = dual().map(|s| s.n_states()).max().unwrap_or(0);
         let mut ws = ElementWorkspace::new(md, ms, dd, ds);
         ws.weighted = vec![0.0; self.dofs.len()];
         // The committed tangents start at the initial stiffness (the state at rest).
@@ -1219,18 +1310,18 @@ impl StateSpace {
                 ResidualPass::Generic(k) => {
                     let slot = &self.slots[*k];
                     self.eval_slot(slot, y, ws);
-                    for (i, m) in slot.map.iter().enumerate() {
+                    for (i, m) in slot.dof_map(&self.maps).iter().enumerate() {
                         if let Some(k) = m {
                             out[n + k] += ws.r[i];
                         }
                     }
-                    let s0 = 2 * n + slot.state_offset;
-                    for (o, sd) in out[s0..s0 + slot.n_states].iter_mut().zip(&ws.sdot) {
+                    let s0 = 2 * n + slot.state_offset();
+                    for (o, sd) in out[s0..s0 + slot.n_states()].iter_mut().zip(&ws.sdot) {
                         *o = -sd;
                     }
                     if let Some(t) = &slot.tangent_rayleigh {
                         Self::tangent_rayleigh_local(slot, t, ws);
-                        for (i, m) in slot.map.iter().enumerate() {
+                        for (i, m) in slot.dof_map(&self.maps).iter().enumerate() {
                             if let Some(k) = m {
                                 out[n + k] += ws.r1[i];
                             }
@@ -1474,23 +1565,23 @@ impl StateSpace {
 
     fn eval_slot(&self, slot: &ElementSlot, y: &[f64], ws: &mut ElementWorkspace) {
         self.gather(slot, y, ws);
-        let ne = slot.map.len();
+        let ne = slot.n_dofs();
         slot.element.restoring(
             &ws.u[..ne],
             &ws.v[..ne],
-            &ws.s[..slot.n_states],
+            &ws.s[..slot.n_states()],
             &mut ws.r[..ne],
-            &mut ws.sdot[..slot.n_states],
+            &mut ws.sdot[..slot.n_states()],
         );
     }
 
     /// The element's `u`, `v` and `s` from `y` into `ws` (zeros on fixed DOFs).
     fn gather(&self, slot: &ElementSlot, y: &[f64], ws: &mut ElementWorkspace) {
         let n = self.dofs.len();
-        for (i, m) in slot.map.iter().enumerate() {
+        for (i, m) in slot.dof_map(&self.maps).iter().enumerate() {
             match m {
                 Some(k) => {
-                    ws.u[i] = y[*k];
+                    ws.u[i] = y[k];
                     ws.v[i] = y[n + k];
                 }
                 None => {
@@ -1499,8 +1590,8 @@ impl StateSpace {
                 }
             }
         }
-        let s0 = 2 * n + slot.state_offset;
-        ws.s[..slot.n_states].copy_from_slice(&y[s0..s0 + slot.n_states]);
+        let s0 = 2 * n + slot.state_offset();
+        ws.s[..slot.n_states()].copy_from_slice(&y[s0..s0 + slot.n_states()]);
     }
 
     /// The slots evaluated through their element's law (hysteretic and other nonlinear
@@ -1519,6 +1610,7 @@ impl StateSpace {
         assemble_tangent(
             &self.dofs,
             &self.slots,
+            &self.maps,
             self.size(),
             linear,
             self.estimate.as_ref(),
@@ -1543,19 +1635,18 @@ impl StateSpace {
         );
         for k in self.nonlinear_slots() {
             let slot = &self.slots[k];
-            let s0 = 2 * n + slot.state_offset;
+            let s0 = 2 * n + slot.state_offset();
             // A path-updated element's states follow its displacements: nothing in their
             // rows and columns but the diagonal.
             let states = if slot.element.exact_path_update() {
                 s0..s0
             } else {
-                s0..s0 + slot.n_states
+                s0..s0 + slot.n_states()
             };
-            let dofs = slot.map.iter().flatten();
+            let dofs = slot.dof_map(&self.maps).iter().flatten();
             let rows: Vec<usize> = dofs.clone().map(|d| n + d).chain(states.clone()).collect();
             let cols: Vec<usize> = dofs
                 .clone()
-                .copied()
                 .chain(dofs.map(|d| n + d))
                 .chain(states)
                 .collect();
@@ -1614,17 +1705,17 @@ impl StateSpace {
         let n = self.dofs.len();
         for &k in slots {
             let slot = &self.slots[k];
-            let (ne, ns) = (slot.map.len(), slot.n_states);
-            let s0 = 2 * n + slot.state_offset;
+            let (ne, ns) = (slot.n_dofs(), slot.n_states());
+            let s0 = 2 * n + slot.state_offset();
             self.gather(slot, y, ws);
             let path = slot.element.exact_path_update();
             // Seeds: u_j (d < ne), v_j (ne ≤ d < 2ne), s_k; only v_j for a path-updated one.
             let directions = if path { ne..2 * ne } else { 0..2 * ne + ns };
             for d in directions {
                 let col = if d < ne {
-                    slot.map[d]
+                    slot.dof_map(&self.maps).get(d)
                 } else if d < 2 * ne {
-                    slot.map[d - ne].map(|c| n + c)
+                    slot.dof_map(&self.maps).get(d - ne).map(|c| n + c)
                 } else {
                     Some(s0 + d - 2 * ne)
                 };
@@ -1637,7 +1728,7 @@ impl StateSpace {
                     ws.sd[q] = Dual64::new(ws.s[q], if d == 2 * ne + q { 1.0 } else { 0.0 });
                 }
                 Self::restoring_dual_at(slot, ws);
-                for (i, m) in slot.map.iter().enumerate() {
+                for (i, m) in slot.dof_map(&self.maps).iter().enumerate() {
                     if let Some(row) = m {
                         add(n + row, col, ws.rd[i].eps);
                     }
@@ -1657,9 +1748,9 @@ impl StateSpace {
                         &ws.kt[..ne * ne]
                     }
                 };
-                for (j, mj) in slot.map.iter().enumerate() {
+                for (j, mj) in slot.dof_map(&self.maps).iter().enumerate() {
                     let Some(cj) = mj else { continue };
-                    for (i, mi) in slot.map.iter().enumerate() {
+                    for (i, mi) in slot.dof_map(&self.maps).iter().enumerate() {
                         if let Some(ri) = mi {
                             add(n + ri, n + cj, t.beta * kt[j * ne + i]);
                         }
@@ -1670,7 +1761,7 @@ impl StateSpace {
             if path {
                 // Along the deformation increment of the step.
                 let mut moved = false;
-                for (i, m) in slot.map.iter().enumerate() {
+                for (i, m) in slot.dof_map(&self.maps).iter().enumerate() {
                     ws.v[i] = m.map_or(0.0, |c| y[c] - y_start[c]);
                     moved |= ws.v[i] != 0.0;
                 }
@@ -1680,11 +1771,11 @@ impl StateSpace {
                 } else {
                     &k0[k]
                 };
-                for (j, mj) in slot.map.iter().enumerate() {
+                for (j, mj) in slot.dof_map(&self.maps).iter().enumerate() {
                     let Some(cj) = mj else { continue };
-                    for (i, mi) in slot.map.iter().enumerate() {
+                    for (i, mi) in slot.dof_map(&self.maps).iter().enumerate() {
                         if let Some(ri) = mi {
-                            add(n + ri, *cj, kt[j * ne + i]);
+                            add(n + ri, cj, kt[j * ne + i]);
                         }
                     }
                 }
@@ -1699,8 +1790,8 @@ impl StateSpace {
         let mut rows = Vec::new();
         for slot in &self.slots {
             if matches!(slot.kernel, SlotKernel::Generic) && slot.element.exact_path_update() {
-                let s0 = 2 * n + slot.state_offset;
-                rows.extend(s0..s0 + slot.n_states);
+                let s0 = 2 * n + slot.state_offset();
+                rows.extend(s0..s0 + slot.n_states());
             }
         }
         rows
@@ -1728,15 +1819,15 @@ impl StateSpace {
             if !matches!(slot.kernel, SlotKernel::Generic) || !slot.element.exact_path_update() {
                 continue;
             }
-            let ne = slot.map.len();
-            let ns = slot.n_states;
-            for (i, m) in slot.map.iter().enumerate() {
+            let ne = slot.n_dofs();
+            let ns = slot.n_states();
+            for (i, m) in slot.dof_map(&self.maps).iter().enumerate() {
                 let (a, b) = m.map_or((0.0, 0.0), |k| (y_start[k], y[k]));
                 ws.u[i] = a;
                 ws.u1[i] = b;
                 ws.v[i] = b - a;
             }
-            let s0 = 2 * n + slot.state_offset;
+            let s0 = 2 * n + slot.state_offset();
             ws.s[..ns].copy_from_slice(&y_start[s0..s0 + ns]);
             slot.element.restoring(
                 &ws.u[..ne],
@@ -1752,7 +1843,7 @@ impl StateSpace {
                 .project_state(&ws.u1[..ne], &ws.v[..ne], &ws.s[..ns], &mut ws.s1[..ns]);
             slot.element
                 .integrate_path(&ws.u[..ne], &ws.u1[..ne], &ws.s[..ns], &mut ws.s1[..ns]);
-            if let Some(ie) = slot.absorbed_energy_state {
+            if let Some(ie) = slot.absorbed_energy_state() {
                 slot.element.restoring(
                     &ws.u1[..ne],
                     &ws.v[..ne],
@@ -1786,9 +1877,9 @@ impl StateSpace {
         let s = &self.slots[slot];
         if s.kernel == SlotKernel::Linear {
             if let Some(m) = s.element.constant_matrices() {
-                if !m.force_at(&s.map, y, self.dofs.len(), out) {
+                if !m.force_at(s.dof_map(&self.maps), y, self.dofs.len(), out) {
                     self.gather(s, y, ws);
-                    let ne = s.map.len();
+                    let ne = s.n_dofs();
                     m.force(&ws.u[..ne], &ws.v[..ne], out);
                 }
                 if out.iter().all(|f| f.is_finite()) {
@@ -1811,7 +1902,7 @@ impl StateSpace {
     ) {
         let s = &self.slots[slot];
         self.eval_slot(s, y, ws);
-        out.copy_from_slice(&ws.r[..s.map.len()]);
+        out.copy_from_slice(&ws.r[..s.n_dofs()]);
     }
 
     /// Deformation and cumulative dissipated energy of element `slot` at state `y`, where the
@@ -1824,11 +1915,11 @@ impl StateSpace {
     ) -> (Option<f64>, Option<f64>) {
         let s = &self.slots[slot];
         self.eval_slot(s, y, ws);
-        let ne = s.map.len();
+        let ne = s.n_dofs();
         (
             s.element.deformation(&ws.u[..ne]),
             s.element
-                .dissipated_energy(&ws.u[..ne], &ws.s[..s.n_states]),
+                .dissipated_energy(&ws.u[..ne], &ws.s[..s.n_states()]),
         )
     }
 
@@ -2017,33 +2108,34 @@ impl StateSpace {
         let n = self.dofs.len();
         let mut total = 0.0;
         for slot in &self.slots {
-            if !slot.stores_energy {
+            if !slot.stores_energy() {
                 continue; // masses, dashpots and Rayleigh terms store no energy
             }
-            let ne = slot.map.len();
+            let ne = slot.n_dofs();
             let matrices = match slot.kernel {
                 SlotKernel::Linear => slot.element.constant_matrices(),
                 _ => None,
             };
             // `½ uᵀ K u` from the borrowed `K` (issue 20: the entry-by-entry sum of the law
             // was most of a recorded energy column).
-            if let Some(e) = matrices.and_then(|m| m.stored_energy_at(&slot.map, y)) {
+            if let Some(e) = matrices.and_then(|m| m.stored_energy_at(slot.dof_map(&self.maps), y))
+            {
                 total += e;
                 continue;
             }
-            for (i, m) in slot.map.iter().enumerate() {
+            for (i, m) in slot.dof_map(&self.maps).iter().enumerate() {
                 ws.u[i] = m.map(|k| y[k]).unwrap_or(0.0);
             }
             if let Some(m) = matrices {
                 total += m.stored_energy(&ws.u[..ne], &mut ws.r[..ne]);
                 continue;
             }
-            let s0 = 2 * n + slot.state_offset;
-            ws.s[..slot.n_states].copy_from_slice(&y[s0..s0 + slot.n_states]);
+            let s0 = 2 * n + slot.state_offset();
+            ws.s[..slot.n_states()].copy_from_slice(&y[s0..s0 + slot.n_states()]);
             let held = slot
                 .element
-                .potential_energy(&ws.u[..ne], &ws.s[..slot.n_states]);
-            total += held.or_else(|| slot.absorbed_energy_state.map(|i| ws.s[i]))?;
+                .potential_energy(&ws.u[..ne], &ws.s[..slot.n_states()]);
+            total += held.or_else(|| slot.absorbed_energy_state().map(|i| ws.s[i]))?;
         }
         Some(total)
     }
@@ -2058,6 +2150,7 @@ impl StateSpace {
 fn assemble_tangent(
     dofs: &[DofRef],
     slots: &[ElementSlot],
+    maps: &[u32],
     size: usize,
     include: impl Fn(&ElementSlot) -> bool,
     estimate: Option<&Estimate>,
@@ -2066,7 +2159,7 @@ fn assemble_tangent(
     let index = estimate.map(|_| super::DofIndex::new(dofs));
     let estimate = estimate.zip(index.as_ref());
     CompressedRows::assemble(size, |add| {
-        emit_tangent(n, slots.iter().filter(|s| include(s)), estimate, add)
+        emit_tangent(n, slots.iter().filter(|s| include(s)), maps, estimate, add)
     })
 }
 
@@ -2076,6 +2169,7 @@ fn assemble_tangent(
 fn emit_tangent<'s>(
     n: usize,
     slots: impl Iterator<Item = &'s ElementSlot>,
+    maps: &[u32],
     estimate: Option<(&Estimate, &super::DofIndex<'_>)>,
     add: &mut dyn FnMut(usize, usize, f64),
 ) {
@@ -2086,10 +2180,10 @@ fn emit_tangent<'s>(
         if let Some(c) = slot.element.sparse_damping() {
             // `r = C v`: only the `∂r/∂v` block, entry by entry (the dense tangent's other
             // entries are zeros).
-            for (i, mi) in slot.map.iter().enumerate() {
+            for (i, mi) in slot.dof_map(maps).iter().enumerate() {
                 let Some(row) = mi else { continue };
                 for t in c.row_start[i]..c.row_start[i + 1] {
-                    if let Some(col) = slot.map[c.columns[t]] {
+                    if let Some(col) = slot.dof_map(maps).get(c.columns[t] as usize) {
                         add(n + row, n + col, c.values[t]);
                     }
                 }
@@ -2097,26 +2191,26 @@ fn emit_tangent<'s>(
             continue;
         }
         let t = zero_state_tangent(slot.element.as_ref());
-        let ne = slot.map.len();
-        let nse = slot.n_states;
+        let ne = slot.n_dofs();
+        let nse = slot.n_states();
         // Rows: r (element DOFs) then ṡ; columns: u, v, s.
         let col_index = |c: usize| -> Option<usize> {
             if c < ne {
-                slot.map[c]
+                slot.dof_map(maps).get(c)
             } else if c < 2 * ne {
-                slot.map[c - ne].map(|k| n + k)
+                slot.dof_map(maps).get(c - ne).map(|k| n + k)
             } else {
-                Some(2 * n + slot.state_offset + (c - 2 * ne))
+                Some(2 * n + slot.state_offset() + (c - 2 * ne))
             }
         };
         for row in 0..ne + nse {
             let target = if row < ne {
-                match slot.map[row] {
+                match slot.dof_map(maps).get(row) {
                     Some(k) => n + k,
                     None => continue,
                 }
             } else {
-                2 * n + slot.state_offset + (row - ne)
+                2 * n + slot.state_offset() + (row - ne)
             };
             let sign = if row < ne { 1.0 } else { -1.0 };
             for c in 0..2 * ne + nse {
@@ -2144,14 +2238,14 @@ fn emit_tangent<'s>(
 
 /// The contributions `(i, j, m_ij)` of the slots' masses to the mass matrix `m`, in slot
 /// order.
-fn emit_mass(slots: &[ElementSlot], add: &mut dyn FnMut(usize, usize, f64)) {
+fn emit_mass(slots: &[ElementSlot], maps: &[u32], add: &mut dyn FnMut(usize, usize, f64)) {
     for slot in slots {
         if let Some(m) = slot.element.mass() {
-            for (i, mi) in slot.map.iter().enumerate() {
+            for (i, mi) in slot.dof_map(maps).iter().enumerate() {
                 let Some(a) = mi else { continue };
-                for (j, mj) in slot.map.iter().enumerate() {
+                for (j, mj) in slot.dof_map(maps).iter().enumerate() {
                     let Some(b) = mj else { continue };
-                    add(*a, *b, m[(i, j)]);
+                    add(a, b, m[(i, j)]);
                 }
             }
         }
@@ -2165,7 +2259,7 @@ fn with_rayleigh_tangent(
     size: usize,
     j0: CompressedRows,
     n: usize,
-    map: &[Option<usize>],
+    map: DofMap<'_>,
     beta: f64,
     k0: &[f64],
 ) -> CompressedRows {
@@ -2495,7 +2589,8 @@ mod tests {
             match &slot.kernel {
                 SlotKernel::Inert => {}
                 SlotKernel::Linear => {
-                    let (_, terms) = SlotKernel::classify(slot.element.as_ref(), &slot.map, n);
+                    let (_, terms) =
+                        SlotKernel::classify(slot.element.as_ref(), slot.dof_map(&st.maps), n);
                     let (rows, cols, vals) = (&terms.rows, &terms.cols, &terms.vals);
                     let mut start = 0;
                     for &(target, end) in rows {
@@ -2509,13 +2604,13 @@ mod tests {
                 }
                 SlotKernel::Generic => {
                     st.eval_slot(slot, y, &mut ws);
-                    for (i, m) in slot.map.iter().enumerate() {
+                    for (i, m) in slot.dof_map(&st.maps).iter().enumerate() {
                         if let Some(k) = m {
                             out[n + k] += ws.r[i];
                         }
                     }
-                    let s0 = 2 * n + slot.state_offset;
-                    for (o, sd) in out[s0..s0 + slot.n_states].iter_mut().zip(&ws.sdot) {
+                    let s0 = 2 * n + slot.state_offset();
+                    for (o, sd) in out[s0..s0 + slot.n_states()].iter_mut().zip(&ws.sdot) {
                         *o = -sd;
                     }
                 }
@@ -2553,11 +2648,19 @@ mod tests {
             }
         };
         check(&st);
-        let spring = st.slots.iter().position(|s| s.name == "k20").expect("k20");
+        let spring = st
+            .slots
+            .iter()
+            .position(|s| s.name() == "k20")
+            .expect("k20");
         st.set_element_parameter(spring, "k", 5.0e4).expect("k");
         assert!(!st.slots[spring].is_precomputed_linear());
         check(&st);
-        let dashpot = st.slots.iter().position(|s| s.name == "c11").expect("c11");
+        let dashpot = st
+            .slots
+            .iter()
+            .position(|s| s.name() == "c11")
+            .expect("c11");
         st.remove_slot(dashpot);
         check(&st);
     }
@@ -2652,7 +2755,7 @@ mod tests {
         let spring = st
             .slots
             .iter()
-            .position(|s| matches!(s.kernel, SlotKernel::Linear) && s.map.len() <= 2)
+            .position(|s| matches!(s.kernel, SlotKernel::Linear) && s.n_dofs() <= 2)
             .expect("a spring slot");
         st.set_element_parameter(spring, "k", 4.5e4).expect("k");
         assert_ne!(st.plan_version(), version);
@@ -2733,7 +2836,7 @@ mod tests {
         let spring = st
             .slots
             .iter()
-            .position(|s| matches!(s.kernel, SlotKernel::Linear) && s.map.len() <= 2)
+            .position(|s| matches!(s.kernel, SlotKernel::Linear) && s.n_dofs() <= 2)
             .expect("a spring slot");
         st.set_element_parameter(spring, "k", 4.5e4).expect("k");
         let mut ws = st.workspace();
@@ -2767,7 +2870,7 @@ mod tests {
         let spring = st
             .slots
             .iter()
-            .position(|s| matches!(s.kernel, SlotKernel::Linear) && s.map.len() <= 2)
+            .position(|s| matches!(s.kernel, SlotKernel::Linear) && s.n_dofs() <= 2)
             .expect("a spring slot");
         st.set_element_parameter(spring, "k", 4.5e4).expect("k");
         assert!(

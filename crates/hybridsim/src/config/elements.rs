@@ -172,12 +172,12 @@ impl Reader<'_> {
                 (element.clone(), name.clone())
             };
             self.elements.push(ElementInstance {
-                name,
+                name: name.into(),
                 element,
-                substructure: sub,
+                substructure: u32::try_from(sub).expect("a substructure index fits 32 bits"),
                 role,
                 rayleigh: rayleigh && !(physical && role == Role::Specimen),
-                initial_state: initial_state.clone(),
+                initial_state: initial_state.clone().into_boxed_slice(),
             });
         }
     }
@@ -474,8 +474,10 @@ pub(super) fn check_coverage(
         }
     }
     for (k, s) in substructures.iter().enumerate() {
-        let members: Vec<&ElementInstance> =
-            elements.iter().filter(|e| e.substructure == k).collect();
+        let members: Vec<&ElementInstance> = elements
+            .iter()
+            .filter(|e| e.substructure as usize == k)
+            .collect();
         if members.is_empty() {
             diag.push(format!("substructure.{}", s.name), "has no elements");
             continue;

@@ -129,7 +129,7 @@ impl<'a> LabContext<'a> {
     ) -> Self {
         let physical_dofs = elements
             .iter()
-            .filter(|e| substructures[e.substructure].physical)
+            .filter(|e| substructures[e.substructure as usize].physical)
             .flat_map(|e| e.element.dofs().iter().map(|d| (d.node, d.dof.to_string())))
             .collect();
         let specimen_masses = elements
@@ -144,7 +144,7 @@ impl<'a> LabContext<'a> {
             .filter(|(_, s)| s.physical)
             .map(|(k, s)| {
                 let mut dofs: Vec<(i64, String)> = Vec::new();
-                for e in elements.iter().filter(|e| e.substructure == k) {
+                for e in elements.iter().filter(|e| e.substructure as usize == k) {
                     for d in e.element.dofs() {
                         let d = (d.node, d.dof.to_string());
                         if !dofs.contains(&d) {
@@ -172,7 +172,7 @@ impl<'a> LabContext<'a> {
             specimen_elements: elements
                 .iter()
                 .filter(|e| e.role == Role::Specimen)
-                .map(|e| (e.name.clone(), e.element.clone()))
+                .map(|e| (e.name.to_string(), e.element.clone()))
                 .collect(),
         }
     }

@@ -269,7 +269,7 @@ fn build(
         &mut diag,
     );
     let mut analysis = analysis::analysis(spec.analysis.as_ref(), &substructures, &mut diag);
-    let element_names: Vec<&str> = elements.iter().map(|e| e.name.as_str()).collect();
+    let element_names: Vec<&str> = elements.iter().map(|e| &*e.name).collect();
     let output = analysis::output(&spec.output, &node_dofs, &element_names, &mut diag);
     let lab = lab::lab(
         spec.lab.as_ref(),

@@ -64,7 +64,7 @@ pub fn validate_element_partitions(model: &Model) -> Result<(), ModelError> {
             let ei = model
                 .elements
                 .iter()
-                .position(|e| e.name == p.state.name)
+                .position(|e| *e.name == *p.state.name)
                 .unwrap_or(0);
             diag.push(
                 format!("element[{ei}]"),

@@ -140,7 +140,7 @@ pub(super) fn updating(
             );
         }
     }
-    let find = |name: &str| elements.iter().position(|e| e.name == name);
+    let find = |name: &str| elements.iter().position(|e| *e.name == *name);
     // The identified element and its parameters.
     let identify = match t.get("identify") {
         Some(toml::Value::String(s)) => match find(s) {

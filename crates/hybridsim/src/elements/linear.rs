@@ -11,18 +11,21 @@ use nalgebra::{DMatrix, DVector};
 ///
 /// A zero `m` or `c` is not stored (a frame member written as a `linear` element with only
 /// its `k` held two dense zero matrices, about 600 bytes a member, issue 20); [`Element::mass`]
-/// and [`Element::linear_damping`] give what the dense ones gave.
+/// and [`Element::linear_damping`] give what the dense ones gave. The rare parts (`m`, `c`,
+/// `influence`) are boxed and `k` is its `n²` values by columns (the order of a `DMatrix`), so
+/// the element is 56 bytes and its DOFs and `k` (issue 20: 176 bytes with the matrices' and
+/// vectors' headers inline, 12 MB of the 10⁵-DOF frame's 63 630 members).
 #[derive(Debug, Clone)]
 pub struct LinearSuperelement {
-    dofs: Vec<DofRef>,
+    dofs: Box<[DofRef]>,
     /// Mass matrix, `None` when it is zero.
-    m: Option<DMatrix<f64>>,
+    m: Option<Box<DMatrix<f64>>>,
     /// Damping matrix, `None` when it is zero.
-    c: Option<DMatrix<f64>>,
-    /// Stiffness matrix.
-    k: DMatrix<f64>,
+    c: Option<Box<DMatrix<f64>>>,
+    /// Stiffness matrix `n × n`, by columns.
+    k: Box<[f64]>,
     /// Seismic influence vector, if given.
-    influence: Option<DVector<f64>>,
+    influence: Option<Box<DVector<f64>>>,
 }
 
 impl LinearSuperelement {
@@ -34,14 +37,20 @@ impl LinearSuperelement {
         k: DMatrix<f64>,
         influence: Option<DVector<f64>>,
     ) -> Self {
-        let nonzero = |a: DMatrix<f64>| (!a.iter().all(|x| *x == 0.0)).then_some(a);
+        let nonzero = |a: DMatrix<f64>| (!a.iter().all(|x| *x == 0.0)).then(|| Box::new(a));
         Self {
-            dofs,
+            dofs: dofs.into_boxed_slice(),
             m: nonzero(m),
             c: nonzero(c),
-            k,
-            influence,
+            k: Vec::from(k.data).into_boxed_slice(),
+            influence: influence.map(Box::new),
         }
+    }
+
+    /// `k[(i, j)]`.
+    #[inline(always)]
+    fn k(&self, i: usize, j: usize) -> f64 {
+        self.k[j * self.dofs.len() + i]
     }
 }
 
@@ -51,7 +60,7 @@ impl ElementLaw for LinearSuperelement {
         for (i, ri) in r.iter_mut().enumerate().take(n) {
             let mut acc = T::zero();
             for j in 0..n {
-                let kij = self.k[(i, j)];
+                let kij = self.k(i, j);
                 let cij = self.c.as_ref().map_or(0.0, |c| c[(i, j)]);
                 if kij != 0.0 {
                     acc += u[j] * kij;
@@ -73,24 +82,30 @@ impl Element for LinearSuperelement {
         &self.dofs
     }
     fn mass(&self) -> Option<DMatrix<f64>> {
-        self.m.clone()
+        self.m.as_deref().cloned()
     }
     fn seismic_influence(&self) -> Option<DVector<f64>> {
-        self.influence.clone()
+        self.influence.as_deref().cloned()
     }
     fn linear_stiffness(&self) -> Option<DMatrix<f64>> {
-        Some(self.k.clone())
+        let n = self.dofs.len();
+        Some(DMatrix::from_column_slice(n, n, &self.k))
     }
     fn linear_damping(&self) -> Option<DMatrix<f64>> {
         let n = self.dofs.len();
-        Some(self.c.clone().unwrap_or_else(|| DMatrix::zeros(n, n)))
+        Some(
+            self.c
+                .as_deref()
+                .cloned()
+                .unwrap_or_else(|| DMatrix::zeros(n, n)),
+        )
     }
     fn rayleigh_by_default(&self) -> bool {
         true
     }
     fn constant_matrices(&self) -> Option<ConstantMatrices<'_>> {
         Some(ConstantMatrices {
-            k: self.k.as_slice(),
+            k: &self.k,
             c: self.c.as_ref().map(|c| c.as_slice()),
         })
     }
@@ -99,7 +114,7 @@ impl Element for LinearSuperelement {
         let mut e = 0.0;
         for i in 0..n {
             for j in 0..n {
-                e += 0.5 * u[i] * self.k[(i, j)] * u[j];
+                e += 0.5 * u[i] * self.k(i, j) * u[j];
             }
         }
         Some(e)

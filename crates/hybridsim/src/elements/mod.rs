@@ -294,6 +294,77 @@ macro_rules! impl_element_evaluation {
     };
 }
 
+/// The rows of an element's DOFs in a partition (its DOF map), 32 bits a DOF:
+/// [`DofMap::GROUND`] for a DOF the partition does not hold (fixed to the ground). A state
+/// space keeps the maps of all its elements in one table and lends each element its part
+/// (issue 20: a `Vec<Option<usize>>` an element was 24 bytes, 16 a DOF and a heap block of
+/// its own; 6.4 MB of the 10⁵-DOF chain).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DofMap<'a>(&'a [u32]);
+
+impl<'a> DofMap<'a> {
+    /// The entry of a DOF fixed to the ground (not in the partition).
+    pub const GROUND: u32 = u32::MAX;
+
+    /// The map of the rows `rows` ([`DofMap::GROUND`]: none).
+    pub fn new(rows: &'a [u32]) -> Self {
+        Self(rows)
+    }
+
+    /// The entry of a row (`None`: [`DofMap::GROUND`]) in 32 bits.
+    ///
+    /// # Panics
+    /// For a row of `u32::MAX` or more (a partition of more than four billion DOFs).
+    pub fn entry(row: Option<usize>) -> u32 {
+        match row {
+            Some(r) => match u32::try_from(r) {
+                Ok(r) if r != Self::GROUND => r,
+                _ => panic!("a partition row fits 32 bits"),
+            },
+            None => Self::GROUND,
+        }
+    }
+
+    /// Number of element DOFs.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the element has no DOFs.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Partition row of element DOF `i` (`None`: fixed to the ground).
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> Option<usize> {
+        let r = self.0[i];
+        (r != Self::GROUND).then_some(r as usize)
+    }
+
+    /// The rows of the element DOFs in order (`None`: fixed to the ground).
+    #[inline]
+    pub fn iter(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = Option<usize>> + ExactSizeIterator + Clone + 'a {
+        self.0
+            .iter()
+            .map(|&r| (r != Self::GROUND).then_some(r as usize))
+    }
+
+    /// The rows as a vector (allocates).
+    pub fn to_vec(&self) -> Vec<Option<usize>> {
+        self.iter().collect()
+    }
+
+    /// The 32-bit entries.
+    pub fn entries(&self) -> &'a [u32] {
+        self.0
+    }
+}
+
 /// The constant stiffness and damping of a linear element `r = K u + C v` over its `n` DOFs,
 /// borrowed from the element ([`Element::constant_matrices`]), each `n × n` column by column:
 /// `K_ij` is `k[i + j n]`.
@@ -329,13 +400,7 @@ impl ConstantMatrices<'_> {
     /// ground), read straight into registers for the sizes [`ConstantMatrices::force`] keeps
     /// there; `false` (nothing written) for the other sizes. No allocation.
     #[inline]
-    pub fn force_at(
-        &self,
-        map: &[Option<usize>],
-        y: &[f64],
-        velocities: usize,
-        r: &mut [f64],
-    ) -> bool {
+    pub fn force_at(&self, map: DofMap<'_>, y: &[f64], velocities: usize, r: &mut [f64]) -> bool {
         match map.len() {
             1 => self.force_at_of::<1>(map, y, velocities, r),
             2 => self.force_at_of::<2>(map, y, velocities, r),
@@ -353,7 +418,7 @@ impl ConstantMatrices<'_> {
     /// `map_j` is `None`), for the sizes [`ConstantMatrices::force_at`] serves; `None` for
     /// the others. No allocation.
     #[inline]
-    pub fn stored_energy_at(&self, map: &[Option<usize>], y: &[f64]) -> Option<f64> {
+    pub fn stored_energy_at(&self, map: DofMap<'_>, y: &[f64]) -> Option<f64> {
         Some(match map.len() {
             1 => self.stored_energy_of::<1>(map, y),
             2 => self.stored_energy_of::<2>(map, y),
@@ -368,11 +433,11 @@ impl ConstantMatrices<'_> {
 
     /// `x_j = y[offset + map_j]` (0 where `map_j` is `None`) for `N` DOFs.
     #[inline]
-    fn gathered<const N: usize>(map: &[Option<usize>], y: &[f64], offset: usize) -> [f64; N] {
+    fn gathered<const N: usize>(map: DofMap<'_>, y: &[f64], offset: usize) -> [f64; N] {
         let mut x = [0.0; N];
-        for (xi, m) in x.iter_mut().zip(&map[..N]) {
-            if let Some(k) = *m {
-                *xi = y[offset + k];
+        for (xi, m) in x.iter_mut().zip(&map.entries()[..N]) {
+            if *m != DofMap::GROUND {
+                *xi = y[offset + *m as usize];
             }
         }
         x
@@ -381,7 +446,7 @@ impl ConstantMatrices<'_> {
     #[inline]
     fn force_at_of<const N: usize>(
         &self,
-        map: &[Option<usize>],
+        map: DofMap<'_>,
         y: &[f64],
         velocities: usize,
         r: &mut [f64],
@@ -395,7 +460,7 @@ impl ConstantMatrices<'_> {
     }
 
     #[inline]
-    fn stored_energy_of<const N: usize>(&self, map: &[Option<usize>], y: &[f64]) -> f64 {
+    fn stored_energy_of<const N: usize>(&self, map: DofMap<'_>, y: &[f64]) -> f64 {
         let u = Self::gathered::<N>(map, y, 0);
         let stiffness = ConstantMatrices { k: self.k, c: None };
         let mut ku = [0.0; N];

@@ -634,7 +634,8 @@ pub fn explicit_rths_partitions(
     }
     let mut numerical_model = model.clone();
     numerical_model.elements.retain(|e| {
-        !(model.substructures[e.substructure].physical && e.role == crate::model::Role::Specimen)
+        !(model.substructures[e.substructure as usize].physical
+            && e.role == crate::model::Role::Specimen)
     });
     if let Some((alpha, beta)) = crate::assembly::rayleigh_coefficients(model)? {
         numerical_model.rayleigh = Some(crate::model::Rayleigh::Coefficients { alpha, beta });

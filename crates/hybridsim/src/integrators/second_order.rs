@@ -93,7 +93,7 @@ impl SecondOrder {
         }
         let mut numerical_model = model.clone();
         numerical_model.elements.retain(|e| {
-            !(model.substructures[e.substructure].physical
+            !(model.substructures[e.substructure as usize].physical
                 && e.role == crate::model::Role::Specimen)
         });
         if let Some((alpha, beta)) = crate::assembly::rayleigh_coefficients(model)? {
@@ -117,18 +117,19 @@ impl SecondOrder {
         let mut slots = Vec::new();
         for slot in &numerical.state.slots {
             let (k0, c0) = initial_matrices(slot.element.as_ref());
-            scatter(&mut stiffness, &k0, &slot.map);
-            scatter(&mut damping, &c0, &slot.map);
+            let map = numerical.state.map_of(slot).to_vec();
+            scatter(&mut stiffness, &k0, &map);
+            scatter(&mut damping, &c0, &map);
             let s0 = &numerical.state.y0.as_slice()
-                [2 * n + slot.state_offset..2 * n + slot.state_offset + slot.n_states];
+                [2 * n + slot.state_offset()..2 * n + slot.state_offset() + slot.n_states()];
             let driver = ElementDriver::from_shared(&slot.element, s0)
-                .map_err(|e| refuse("element", format!("element `{}`: {e}", slot.name)))?;
-            let ne = slot.map.len();
+                .map_err(|e| refuse("element", format!("element `{}`: {e}", slot.name())))?;
+            let ne = map.len();
             slots.push(Slot {
-                name: slot.name.clone(),
+                name: slot.name().to_string(),
                 driver,
-                map: slot.map.clone(),
-                state_offset: slot.state_offset,
+                map,
+                state_offset: slot.state_offset(),
                 u: vec![0.0; ne],
                 v: vec![0.0; ne],
             });
