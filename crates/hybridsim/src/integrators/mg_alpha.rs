@@ -30,7 +30,8 @@ impl MgAlpha {
                 settings.nonlinear_tolerance,
                 settings.nonlinear_max_iterations,
             )
-            .with_newton(&part, settings.nonlinear_newton);
+            .with_newton(&part, settings.nonlinear_newton)
+            .with_threads(&part, settings.threads)?;
         let size = part.state.size();
         let mut state = AlphaState::zeros(size);
         state.y.copy_from(&part.state.y0);
@@ -173,5 +174,12 @@ impl TimeIntegrator for MgAlpha {
     }
     fn nonlinear_solve(&self) -> Option<super::NonlinearSolveReport> {
         self.stepper.nonlinear_report()
+    }
+    fn solve_parts(&self) -> Option<(usize, usize, usize)> {
+        self.stepper
+            .factorization()
+            .parts()
+            .filter(|(_, worker)| *worker)
+            .map(|(sizes, _)| sizes)
     }
 }
