@@ -397,20 +397,31 @@ impl TwoPartFactors {
         shared.len.store(xb.len(), Ordering::Relaxed);
         let forward = worker.post(FORWARD);
         self.a.forward(xa, &mut ta[..m]);
-        if !worker.wait(forward) {
-            x.fill(f64::NAN);
-            return false;
-        }
-        // SAFETY: the worker finished the forward command (its `done` store, Release,
-        // observed with Acquire): it writes `t` no more until the next command.
-        let tb = unsafe { &(&*shared.t.get())[..m] };
+        // Part B on this thread when the worker has not taken it up yet (parked, or waiting
+        // for a core): the same operations, so the same bits, and never a wait on a thread
+        // that is not running.
+        let mut own = [0.0f64; MAX_SEPARATOR];
+        let tb: &[f64] = if worker.claim(forward) {
+            self.b.forward(xb, &mut own[..m]);
+            &own[..m]
+        } else {
+            if !worker.wait(forward) {
+                x.fill(f64::NAN);
+                return false;
+            }
+            // SAFETY: the worker finished the forward command (its `done` store, Release,
+            // observed with Acquire): it writes `t` no more until the next command.
+            unsafe { &(&*shared.t.get())[..m] }
+        };
         self.solve_separator(xs, &ta[..m], tb);
         // SAFETY: the worker reads `xs` only in the backward command, posted (Release) after
         // this write.
         unsafe { (&mut *shared.xs.get())[..m].copy_from_slice(xs) };
         let backward = worker.post(BACKWARD);
         self.a.backward(xa, xs);
-        if !worker.wait(backward) {
+        if worker.claim(backward) {
+            self.b.backward(xb, xs);
+        } else if !worker.wait(backward) {
             x.fill(f64::NAN);
             return false;
         }
@@ -437,6 +448,9 @@ struct Shared {
     kind: AtomicU8,
     /// The last command the worker finished (Release).
     done: AtomicU32,
+    /// The last command taken up, by the worker or by the solving thread (each command by
+    /// the first of them to move this from its number − 1 to its number).
+    claim: AtomicU32,
     /// Part B's unknowns in the solve's `x` (valid from a command until its `done`).
     x: AtomicPtr<f64>,
     len: AtomicUsize,
@@ -479,6 +493,7 @@ impl Worker {
             command: AtomicU32::new(0),
             kind: AtomicU8::new(0),
             done: AtomicU32::new(0),
+            claim: AtomicU32::new(0),
             x: AtomicPtr::new(std::ptr::null_mut()),
             len: AtomicUsize::new(0),
             t: UnsafeCell::new([0.0; MAX_SEPARATOR]),
@@ -514,7 +529,17 @@ impl Worker {
         c
     }
 
-    /// Wait for command `c`: `false` when the worker failed instead.
+    /// Take up command `c` on the solving thread: `true` when the worker had not taken it
+    /// up (it then leaves it alone).
+    #[inline]
+    fn claim(&self, c: u32) -> bool {
+        self.shared
+            .claim
+            .compare_exchange(c.wrapping_sub(1), c, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Wait for command `c`, taken up by the worker: `false` when it failed instead.
     #[inline]
     fn wait(&self, c: u32) -> bool {
         let mut spins = 0u32;
@@ -583,6 +608,14 @@ fn work(shared: &Shared, part: &Part) {
         let kind = shared.kind.load(Ordering::Relaxed);
         if kind == STOP {
             return;
+        }
+        if shared
+            .claim
+            .compare_exchange(c.wrapping_sub(1), c, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // The solving thread took this command up itself.
+            continue;
         }
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             if shared.inject_panic.swap(false, Ordering::AcqRel) {
@@ -767,8 +800,15 @@ mod tests {
         let mut x = b.clone();
         assert!(t.solve(&mut x) && !t.has_failed());
         t.inject_worker_panic();
+        // The panic fires in the first command the worker takes up (the solving thread takes
+        // up those the worker has not reached yet).
         let mut x = b.clone();
-        assert!(!t.solve(&mut x));
+        let mut solves = 0;
+        while t.solve(&mut x) {
+            solves += 1;
+            assert!(solves < 100_000, "the worker never took a command up");
+            x.copy_from_slice(&b);
+        }
         assert!(t.has_failed() && x.iter().all(|v| v.is_nan()));
         // Every later solve fails too (the worker has ended).
         let mut x = b.clone();
