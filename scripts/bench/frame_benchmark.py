@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frame_model  # noqa: E402
 
 DT = 1e-3
+THREADS = None  # --threads: passed to `hybridsim run` (issue 20, session 22)
 
 
 def hybridsim(exe, n, bays, steps, every, folder, fmt="csv"):
@@ -58,7 +59,8 @@ def hybridsim(exe, n, bays, steps, every, folder, fmt="csv"):
     with open(model, "a") as f:  # [output] is the model's last table
         f.write(f'format = "{fmt}"\n')
     out = os.path.join(folder, "out")
-    p = subprocess.run([exe, "run", "-q", "--overwrite", model, "-o", out],
+    threads = ["--threads", str(THREADS)] if THREADS else []
+    p = subprocess.run([exe, "run", "-q", "--overwrite", *threads, model, "-o", out],
                        capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"hybridsim failed ({p.returncode}): {p.stderr.strip()[-400:]}")
@@ -190,10 +192,14 @@ def main():
     ap.add_argument("--opensees-tolerance", type=float, default=1e-4,
                     help="OpenSees against the Newmark reference, relative to the peak")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="`hybridsim run --threads N` (default: the model's, 1)")
     ap.add_argument("--out", default=None, help="keep the runs here (default: a temporary folder)")
     ap.add_argument("--format", choices=["csv", "binary"], default="csv",
                     help="recorded runs: hybridsim [output] format, OpenSees -file or -binary")
     a = ap.parse_args()
+    global THREADS
+    THREADS = a.threads
     import openseespy.opensees as ops
 
     top = a.out or tempfile.mkdtemp(prefix="frame_benchmark_")

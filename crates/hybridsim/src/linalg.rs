@@ -5,7 +5,9 @@
 use nalgebra::DMatrix;
 
 mod compressed;
+mod two_part;
 pub use compressed::CompressedRows;
+pub use two_part::{TwoPartFactors, MAX_SEPARATOR};
 
 /// `D⁻¹` applied through an LU factorization with partial pivoting, stored in skyline form
 /// (per column, the contiguous run of rows from the diagonal to the farthest nonzero entry),
@@ -1009,9 +1011,82 @@ impl SymmetricFactors {
         self.sweeps(x);
     }
 
+    /// Whether `L` is stored by blocks (then [`SymmetricFactors::forward`],
+    /// [`SymmetricFactors::scale_by_pivots`] and [`SymmetricFactors::backward`] apply).
+    fn is_blocked(&self) -> bool {
+        self.blocks.is_some()
+    }
+
+    /// Whether the AVX2 and FMA sweeps run on this processor.
+    #[inline]
+    fn fused_registers() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// The first third of the blocked [`SymmetricFactors::solve`]: the renumbering and
+    /// `L y = b` in place. Panics on a factor kept by rows.
+    #[inline]
+    fn forward(&self, x: &mut [f64]) {
+        let f = self
+            .blocks
+            .as_ref()
+            .expect("SymmetricFactors::forward: L by blocks");
+        #[cfg(target_arch = "x86_64")]
+        if Self::fused_registers() {
+            // SAFETY: the processor supports AVX2 and FMA, checked just above.
+            unsafe { self.block_forward_avx2(f, x) };
+            return;
+        }
+        self.block_forward(f, x);
+    }
+
+    /// The second third of the blocked [`SymmetricFactors::solve`]: `z = D⁻¹ y` in place.
+    #[inline]
+    fn scale_by_pivots(&self, x: &mut [f64]) {
+        #[cfg(target_arch = "x86_64")]
+        if Self::fused_registers() {
+            // SAFETY: the processor supports AVX2 and FMA, checked just above.
+            unsafe { self.scale_avx2(x) };
+            return;
+        }
+        self.scale(x);
+    }
+
+    /// The last third of the blocked [`SymmetricFactors::solve`]: `Lᵀ x = z` in place and the
+    /// inverse renumbering. Panics on a factor kept by rows.
+    #[inline]
+    fn backward(&self, x: &mut [f64]) {
+        let f = self
+            .blocks
+            .as_ref()
+            .expect("SymmetricFactors::backward: L by blocks");
+        #[cfg(target_arch = "x86_64")]
+        if Self::fused_registers() {
+            // SAFETY: the processor supports AVX2 and FMA, checked just above.
+            unsafe { self.block_backward_avx2(f, x) };
+            return;
+        }
+        self.block_backward(f, x);
+    }
+
     /// The blocked sweeps of [`SymmetricFactors::solve`], portable: the operations of
     /// [`SymmetricFactors::block_sweeps_avx2`] lane by lane, in the same order.
     fn block_sweeps(&self, f: &BlockedFactor, x: &mut [f64]) {
+        self.block_forward(f, x);
+        self.scale(x);
+        self.block_backward(f, x);
+    }
+
+    /// The renumbering and the forward sweep `L y = b` of [`SymmetricFactors::block_sweeps`].
+    fn block_forward(&self, f: &BlockedFactor, x: &mut [f64]) {
         let n = self.diag.len();
         assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
         for &(i, j) in &self.pre_swaps {
@@ -1048,9 +1123,22 @@ impl SymmetricFactors {
             forward_triangle(tri, &mut y);
             x[s..e].copy_from_slice(&y[..h]);
         }
+    }
+
+    /// `z = D⁻¹ y` of the blocked sweeps, by the stored `1 / d_r`.
+    fn scale(&self, x: &mut [f64]) {
         for (xr, d) in x.iter_mut().zip(&self.inverse_diag) {
             *xr *= d;
         }
+    }
+
+    /// The backward sweep `Lᵀ x = z` of [`SymmetricFactors::block_sweeps`] and the inverse
+    /// renumbering.
+    fn block_backward(&self, f: &BlockedFactor, x: &mut [f64]) {
+        let n = self.diag.len();
+        assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
+        let blocks = f.panel_first.len();
+        let mut y = [0.0f64; BLOCK_ROWS];
         for b in (0..blocks).rev() {
             let (s, e) = BlockedFactor::rows(b, n);
             let (h, p, step) = (e - s, f.panel_first[b], f.steps[b]);
@@ -1087,6 +1175,15 @@ impl SymmetricFactors {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     fn block_sweeps_avx2(&self, f: &BlockedFactor, x: &mut [f64]) {
+        self.block_forward_avx2(f, x);
+        self.scale_avx2(x);
+        self.block_backward_avx2(f, x);
+    }
+
+    /// The renumbering and the forward sweep of [`SymmetricFactors::block_sweeps_avx2`].
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn block_forward_avx2(&self, f: &BlockedFactor, x: &mut [f64]) {
         use std::arch::x86_64::*;
         let n = self.diag.len();
         assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
@@ -1224,6 +1321,19 @@ impl SymmetricFactors {
                 column!(3, 0xFF);
                 store_block!(y, s, h);
             }
+        }
+    }
+
+    /// `z = D⁻¹ y` of [`SymmetricFactors::block_sweeps_avx2`], four rows at a time.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn scale_avx2(&self, x: &mut [f64]) {
+        use std::arch::x86_64::*;
+        let n = self.diag.len();
+        assert!(x.len() == n && self.inverse_diag.len() == n);
+        let xp = x.as_mut_ptr();
+        // SAFETY: `x` and `inverse_diag` have `n` values (asserted).
+        unsafe {
             let dp = self.inverse_diag.as_ptr();
             let mut r = 0;
             while r + 4 <= n {
@@ -1237,6 +1347,67 @@ impl SymmetricFactors {
                 *xp.add(r) *= *dp.add(r);
                 r += 1;
             }
+        }
+    }
+
+    /// The backward sweep and the inverse renumbering of
+    /// [`SymmetricFactors::block_sweeps_avx2`].
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn block_backward_avx2(&self, f: &BlockedFactor, x: &mut [f64]) {
+        use std::arch::x86_64::*;
+        let n = self.diag.len();
+        assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
+        assert_eq!(self.inverse_diag.len(), n);
+        let blocks = f.panel_first.len();
+        debug_assert!(blocks == n.div_ceil(BLOCK_ROWS) && f.offset.len() == blocks + 1);
+        debug_assert!(f.offset[blocks] == f.values.len());
+        debug_assert!(f.steps.len() == blocks);
+        debug_assert!((0..blocks).all(|b| {
+            let (s, _) = BlockedFactor::rows(b, n);
+            let (p, step) = (f.panel_first[b], f.steps[b]);
+            p <= s
+                && step[0] == 0
+                && step[4] as usize == s - p
+                && step
+                    .windows(2)
+                    .all(|k| k[0] <= k[1] && (k[1] - k[0]) % 4 == 0)
+                && f.offset[b + 1] - f.offset[b] == BlockedFactor::panel_size(&step) + TRIANGLE
+        }));
+        debug_assert!(self
+            .pre_swaps
+            .iter()
+            .chain(&self.post_swaps)
+            .all(|&(i, j)| i < n && j < n));
+        let mut buffer = [0.0f64; BLOCK_ROWS];
+        let xp = x.as_mut_ptr();
+        let vp = f.values.as_ptr();
+        let bp = buffer.as_mut_ptr();
+        // The block's unknowns `x[s..s + h]` from the four registers `y` (through the buffer when
+        // the last block is shorter than 16 rows).
+        macro_rules! store_block {
+            ($y:expr, $s:expr, $h:expr) => {
+                if $h == BLOCK_ROWS {
+                    for (q, yq) in $y.iter().enumerate() {
+                        _mm256_storeu_pd(xp.add($s + 4 * q), *yq);
+                    }
+                } else {
+                    for (q, yq) in $y.iter().enumerate() {
+                        _mm256_storeu_pd(bp.add(4 * q), *yq);
+                    }
+                    std::ptr::copy_nonoverlapping(bp as *const f64, xp.add($s), $h);
+                }
+            };
+        }
+        // SAFETY: by construction (`BlockedFactor::with_layout` and `fill`, checked above in debug builds)
+        // block `b`'s panel is `panel_size(steps[b])` values from `offset[b]` (the columns
+        // `steps[b][k] .. steps[b][k + 1]` of `4 (k + 1)` rows each, every segment a multiple
+        // of 4 columns), its triangle the `TRIANGLE` values after
+        // them, with `steps[b][4] = s − panel_first[b]` and `panel_first[b] ≤ s`: the panel's
+        // columns address `x[panel_first[b]..s]`, `x[s..e]` lies below `n`, a block of 16 rows
+        // is read and written whole in `x` and a shorter one through `buffer`;
+        // `inverse_diag` has `n` values (asserted).
+        unsafe {
             for b in (0..blocks).rev() {
                 let (s, e) = BlockedFactor::rows(b, n);
                 let h = e - s;
@@ -1570,6 +1741,8 @@ enum StateFactorKind {
 enum EffectiveFactors {
     Symmetric(SymmetricFactors),
     General(FactoredMatrix),
+    /// `L D Lᵀ` in two parts and a separator (`[analysis] threads = 2`).
+    TwoPart(Box<TwoPartFactors>),
 }
 
 impl EffectiveFactors {
@@ -1588,6 +1761,7 @@ impl EffectiveFactors {
         match self {
             Self::Symmetric(s) => 2 * s.stored(),
             Self::General(f) => f.stored(),
+            Self::TwoPart(t) => 2 * t.stored(),
         }
     }
 
@@ -1596,14 +1770,20 @@ impl EffectiveFactors {
         match self {
             Self::Symmetric(s) => s.stored(),
             Self::General(f) => f.stored(),
+            Self::TwoPart(t) => t.stored(),
         }
     }
 
+    /// Solve in place; with two parts, a failed worker leaves `x` NaN (see
+    /// [`StateMatrixFactors::has_failed`]).
     #[inline]
     fn solve(&self, x: &mut [f64]) {
         match self {
             Self::Symmetric(s) => s.solve(x),
             Self::General(f) => f.solve(x),
+            Self::TwoPart(t) => {
+                t.solve(x);
+            }
         }
     }
 }
@@ -1633,6 +1813,19 @@ impl StateMatrixFactors {
     /// compressed rows, built row by row from `D`'s rows) is formed and chosen, before that
     /// matrix is factored.
     pub fn from_rows(n: usize, d: CompressedRows) -> Option<Self> {
+        Self::from_rows_in_parts(n, d, false)
+    }
+
+    /// [`StateMatrixFactors::from_rows`], the effective matrix factored in two parts and a
+    /// separator with part B's sweeps on a worker thread ([`TwoPartFactors`]) when the
+    /// reduced path is taken and that factor exists (a banded symmetric positive definite
+    /// effective matrix of 64 unknowns or more whose parts are stored by blocks); otherwise
+    /// as [`StateMatrixFactors::from_rows`] ([`StateMatrixFactors::parts`] tells).
+    pub fn from_rows_on_two_cores(n: usize, d: CompressedRows) -> Option<Self> {
+        Self::from_rows_in_parts(n, d, true)
+    }
+
+    fn from_rows_in_parts(n: usize, d: CompressedRows, two_cores: bool) -> Option<Self> {
         let size = d.n_rows();
         let Some(a) = displacement_block(n, &d) else {
             return Some(Self {
@@ -1699,7 +1892,13 @@ impl StateMatrixFactors {
                 });
             }
             drop(d);
-            EffectiveFactors::from_rows(&reduced)?
+            match two_cores
+                .then(|| TwoPartFactors::from_rows(&reduced, true))
+                .flatten()
+            {
+                Some(t) => EffectiveFactors::TwoPart(Box::new(t)),
+                None => EffectiveFactors::from_rows(&reduced)?,
+            }
         };
         Some(Self {
             kind: StateFactorKind::Reduced {
@@ -1728,6 +1927,45 @@ impl StateMatrixFactors {
                 ..
             }
         )
+    }
+
+    /// The sizes of the two parts and the separator of an effective matrix factored in two
+    /// parts ([`StateMatrixFactors::from_rows_on_two_cores`]), and whether part B is solved
+    /// on a worker thread; `None` for a factor in one part.
+    pub fn parts(&self) -> Option<((usize, usize, usize), bool)> {
+        match &self.kind {
+            StateFactorKind::Reduced {
+                reduced: EffectiveFactors::TwoPart(t),
+                ..
+            } => Some((t.sizes(), t.has_worker())),
+            _ => None,
+        }
+    }
+
+    /// Whether the worker thread of a factor in two parts has failed (a panic): its solves
+    /// since left `x` NaN. `false` for every other factor.
+    #[inline]
+    pub fn has_failed(&self) -> bool {
+        match &self.kind {
+            StateFactorKind::Reduced {
+                reduced: EffectiveFactors::TwoPart(t),
+                ..
+            } => t.has_failed(),
+            _ => false,
+        }
+    }
+
+    /// Make the worker thread of a factor in two parts panic in its next command (tests of
+    /// the failure path); nothing for other factors.
+    #[doc(hidden)]
+    pub fn inject_worker_panic(&self) {
+        if let StateFactorKind::Reduced {
+            reduced: EffectiveFactors::TwoPart(t),
+            ..
+        } = &self.kind
+        {
+            t.inject_worker_panic();
+        }
     }
 
     /// Stored factor entries plus the coupling terms (the cost of a solve).

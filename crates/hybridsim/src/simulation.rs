@@ -223,6 +223,22 @@ impl Simulation {
             a.integrator.name(),
             a.rho_inf,
         );
+        if a.threads > 1 {
+            let _ = match self.integrator.solve_parts() {
+                Some((na, nb, ns)) => writeln!(
+                    s,
+                    "threads = {}: the effective matrix in two parts of {na} and {nb} unknowns \
+                     and a separator of {ns}, the second part on a worker thread",
+                    a.threads
+                ),
+                None => writeln!(
+                    s,
+                    "threads = {}: not used (only for a linear numerical substructure with \
+                     Rayleigh damping whose effective matrix is banded and wide enough)",
+                    a.threads
+                ),
+            };
+        }
         let _ = write!(s, "time steps: numerical dt = {} {}", a.time_step, u.time);
         if a.integrator == IntegratorKind::PgAlpha {
             let _ = write!(

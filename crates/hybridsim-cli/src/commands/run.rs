@@ -27,6 +27,11 @@ pub struct Args {
     /// only the images of `hybridsim plot` in plots/); without it a non-empty folder is refused.
     #[arg(long)]
     pub overwrite: bool,
+    /// Cores the MG-α step of a large linear numerical substructure may use (1 or 2),
+    /// overriding the model's `analysis.threads`: with 2 its effective matrix is solved in two
+    /// parts, the second on a worker thread.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub threads: Option<u8>,
     /// The live browser console.
     #[command(flatten)]
     pub console: super::console::ConsoleArgs,
@@ -39,9 +44,13 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         output,
         quiet,
         overwrite,
+        threads,
         console,
     } = args;
     let mut loaded = super::load(&model)?;
+    if let Some(t) = threads {
+        loaded.model.analysis.threads = t as usize;
+    }
     // The results folder's copy of the model reads the file again (checked against the
     // SHA-256 of the text that was parsed): its text is not held through the start-up.
     loaded.release_text();

@@ -62,6 +62,7 @@ pub(super) fn analysis(
         nonlinear_solver(a, integrator, diag);
     let multiplier_predictor = multiplier_predictor(a, integrator, diag);
     let link_current_tangent = link_tangent(a, integrator, nonlinear_tolerance, diag);
+    let threads = threads(a, integrator, diag);
     if diag.len() > before {
         return None;
     }
@@ -83,7 +84,31 @@ pub(super) fn analysis(
         nonlinear_newton,
         multiplier_predictor,
         link_current_tangent,
+        threads,
     })
+}
+
+/// `analysis.threads` (MG-α only, issue 20): 1 (the default) or 2 — the effective matrix of a
+/// large linear numerical substructure solved in two parts and a separator, part B on a
+/// second core (`hybridsim run` only; the real-time runner's two cores are taken).
+fn threads(a: &AnalysisSpec, integrator: IntegratorKind, diag: &mut Diagnostics) -> usize {
+    let Some(t) = a.threads else {
+        return 1;
+    };
+    if !(1..=2).contains(&t) {
+        diag.push("analysis.threads", format!("must be 1 or 2, found {t}"));
+        return 1;
+    }
+    if integrator != IntegratorKind::MgAlpha {
+        diag.push(
+            "analysis.threads",
+            format!(
+                "only used by integrator = \"mg-alpha\", not `{}`",
+                integrator.name()
+            ),
+        );
+    }
+    t as usize
 }
 
 /// `analysis.link_tangent` (PG-α only, issue 17): `initial` (the link operator `ℚ` and `H`

@@ -280,6 +280,10 @@ pub struct AnalysisSpec {
     /// operator and the Steklov–Poincaré operator are built with.
     #[serde(default)]
     pub link_tangent: Option<String>,
+    /// MG-α: cores the step of a large linear numerical substructure may use, 1 (default)
+    /// or 2 (its effective matrix solved in two parts on two cores).
+    #[serde(default)]
+    pub threads: Option<i64>,
 }
 
 /// `[analysis.estimator]` (integrators `fom` and `osm`).

@@ -674,6 +674,32 @@ impl AlphaStepper {
         self
     }
 
+    /// Solve the effective matrix of a large linear numerical partition on two cores when
+    /// `threads ≥ 2`: `D` re-factored with its effective matrix in two parts and a separator,
+    /// part B's sweeps on a worker thread ([`StateMatrixFactors::from_rows_on_two_cores`]).
+    /// Only where the step folds its coupling product (a linear partition with Rayleigh
+    /// damping, one fixed-`D` pass: the step whose time is the sweeps) and the factor in two
+    /// parts exists; otherwise the stepper is unchanged ([`StateMatrixFactors::parts`] tells).
+    /// The results equal the one-core step's to round-off. Allocates (the factorization).
+    pub fn with_threads(mut self, part: &Partition, threads: usize) -> Result<Self, String> {
+        if threads < 2 || self.corrections != 1 || self.nonlinear || !self.folds(part) {
+            return Ok(self);
+        }
+        let st = &part.state;
+        let d = st.d_rows(self.c);
+        let two = StateMatrixFactors::from_rows_on_two_cores(st.n_dofs(), d).ok_or_else(|| {
+            format!(
+                "substructure `{}`: D = M + c·J0 is singular for Δt = {}",
+                st.name, self.dt
+            )
+        })?;
+        if two.parts().is_some() {
+            self.folded = Self::fold(part, &two, self.c);
+            self.d_fact = two;
+        }
+        Ok(self)
+    }
+
     /// The plan version for which the step folds `B b_u` into the residual: a numerical
     /// partition without committed tangents whose `D` goes through the effective matrix and
     /// whose residual is one fused Rayleigh pass matching `B` ([`StateSpace::folds_coupling`]).
@@ -847,6 +873,9 @@ impl AlphaStepper {
                 &mut part.ws,
             ) {
                 if let Some(a) = self.d_fact.solve_folded_velocities(ydot.as_mut_slice()) {
+                    if self.d_fact.has_failed() {
+                        return Err(Self::solver_failed(part));
+                    }
                     let (c, w) = (self.c, self.params.alpha_f / self.params.alpha_m);
                     let (y, v, ydot) = (y.as_mut_slice(), v.as_mut_slice(), ydot.as_mut_slice());
                     if in_place {
@@ -917,6 +946,9 @@ impl AlphaStepper {
             }
             return Ok(());
         }
+        if self.d_fact.has_failed() {
+            return Err(Self::solver_failed(part));
+        }
         if self.nonlinear && part.physical.is_none() {
             if let Some(tol) = self.tolerance {
                 self.converge(part, from, tol, t_next, to);
@@ -932,6 +964,16 @@ impl AlphaStepper {
             to.ydot += &self.rhs;
         }
         self.correct(to)
+    }
+
+    /// The error of a step whose solve's worker thread failed.
+    #[cold]
+    fn solver_failed(part: &Partition) -> PortError {
+        PortError::Fault(format!(
+            "substructure `{}`: the solver's worker thread (`threads = 2`) panicked; the step \
+             cannot be solved",
+            part.state.name
+        ))
     }
 
     /// The right-hand side of a correction, `F + LΛw − R(Y) − M Ẏ` with `Y` in `y_iter`,

@@ -30,7 +30,8 @@ impl MgAlpha {
                 settings.nonlinear_tolerance,
                 settings.nonlinear_max_iterations,
             )
-            .with_newton(&part, settings.nonlinear_newton);
+            .with_newton(&part, settings.nonlinear_newton)
+            .with_threads(&part, settings.threads)?;
         // The folded steps never read `B` of `D`'s factors: freed until a parameter change
         // (`set_element_parameter` builds it again first).
         stepper.release_coupling(&part);
@@ -182,5 +183,12 @@ impl TimeIntegrator for MgAlpha {
     }
     fn nonlinear_solve(&self) -> Option<super::NonlinearSolveReport> {
         self.stepper.nonlinear_report()
+    }
+    fn solve_parts(&self) -> Option<(usize, usize, usize)> {
+        self.stepper
+            .factorization()
+            .parts()
+            .filter(|(_, worker)| *worker)
+            .map(|(sizes, _)| sizes)
     }
 }

@@ -76,6 +76,9 @@ pub struct StepSettings {
     pub multiplier_predictor: crate::model::MultiplierPredictor,
     /// PG-α: the numerical link operator and `H` with the current tangent (issue 17).
     pub link_current_tangent: bool,
+    /// Cores the step of a large linear MG-α partition may use (`analysis.threads`; 2: its
+    /// effective matrix solved in two parts on two cores, [`AlphaStepper::with_threads`]).
+    pub threads: usize,
 }
 
 impl StepSettings {
@@ -97,6 +100,7 @@ impl StepSettings {
             nonlinear_newton: false,
             multiplier_predictor: crate::model::MultiplierPredictor::None,
             link_current_tangent: false,
+            threads: 1,
         }
     }
 
@@ -117,6 +121,7 @@ impl StepSettings {
             nonlinear_newton: a.nonlinear_newton,
             multiplier_predictor: a.multiplier_predictor,
             link_current_tangent: a.link_current_tangent,
+            threads: a.threads,
         }
     }
 
@@ -397,6 +402,12 @@ pub trait TimeIntegrator: Send {
     /// What the converged nonlinear solve (`analysis.nonlinear_solver = "converged"`) of the
     /// numerical partitions did so far: `None` for schemes and models that do not take it.
     fn nonlinear_solve(&self) -> Option<NonlinearSolveReport> {
+        None
+    }
+    /// The sizes of the two parts and the separator of a numerical partition's effective
+    /// matrix solved on two cores (`analysis.threads = 2`, [`AlphaStepper::with_threads`]):
+    /// `None` when every solve runs on one core.
+    fn solve_parts(&self) -> Option<(usize, usize, usize)> {
         None
     }
 }

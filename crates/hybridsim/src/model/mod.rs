@@ -358,6 +358,9 @@ pub struct AnalysisSettings {
     /// and the Steklov–Poincaré operator `H` rebuilt every step with the current tangent of
     /// the free state (issue 17); `false` (`"initial"`): built once with `J0`.
     pub link_current_tangent: bool,
+    /// MG-α, `analysis.threads`: cores the step of a large linear numerical substructure may
+    /// use (1 or 2; issue 20).
+    pub threads: usize,
 }
 
 /// Default relative tolerance of the converged nonlinear solve (`analysis.nonlinear_tolerance`).

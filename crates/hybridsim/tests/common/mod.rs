@@ -179,3 +179,112 @@ duration = {duration}
 pub const TWO_COLUMNS_UPDATING: &str = "[updating]\nidentify = \"col_a\"\nparameters = [\"k\"]\n\
     prior_mean = [1.4e4]\nprior_sd = [5e3]\nparameter_noise_sd = [20.0]\nstate_noise_sd = 1.0\n\
     measurement_sd = 1.0\nreceivers = [\"col_b\"]\n";
+
+/// The global stiffness `Tᵀ k T` of an elastic 2D beam-column (Euler–Bernoulli, axial
+/// `EA/L`, bending `12EI/L³, 6EI/L², 4EI/L, 2EI/L`) from `(x1, y1)` to `(x2, y2)`, DOFs
+/// `[x1, y1, rz1, x2, y2, rz2]`.
+pub fn beam_column(x1: f64, y1: f64, x2: f64, y2: f64, ea: f64, ei: f64) -> [[f64; 6]; 6] {
+    let l = ((x2 - x1).powi(2) + (y2 - y1).powi(2)).sqrt();
+    let (c, s) = ((x2 - x1) / l, (y2 - y1) / l);
+    let (a, b1, b2, b3, b4) = (
+        ea / l,
+        12.0 * ei / l.powi(3),
+        6.0 * ei / l.powi(2),
+        4.0 * ei / l,
+        2.0 * ei / l,
+    );
+    let local = [
+        [a, 0.0, 0.0, -a, 0.0, 0.0],
+        [0.0, b1, b2, 0.0, -b1, b2],
+        [0.0, b2, b3, 0.0, -b2, b4],
+        [-a, 0.0, 0.0, a, 0.0, 0.0],
+        [0.0, -b1, -b2, 0.0, b1, -b2],
+        [0.0, b2, b4, 0.0, -b2, b3],
+    ];
+    let mut t = [[0.0; 6]; 6];
+    for k in [0, 3] {
+        t[k][k] = c;
+        t[k][k + 1] = s;
+        t[k + 1][k] = -s;
+        t[k + 1][k + 1] = c;
+        t[k + 2][k + 2] = 1.0;
+    }
+    let mut out = [[0.0; 6]; 6];
+    for i in 0..6 {
+        for j in 0..6 {
+            let mut sum = 0.0;
+            for p in 0..6 {
+                for q in 0..6 {
+                    sum += t[p][i] * local[p][q] * t[q][j];
+                }
+            }
+            out[i][j] = sum;
+        }
+    }
+    out
+}
+
+/// A moment frame of `storeys × bays` (3 DOFs a free node, base fixed) of `linear` members,
+/// lumped masses with rotary inertia, Rayleigh damping.
+pub fn frame(storeys: usize, bays: usize) -> String {
+    let id = |f: usize, c: usize| f * (bays + 1) + c + 1;
+    let (h, w) = (3.2, 6.0);
+    let mut t = String::from("title = \"frame\"\n");
+    for f in 0..=storeys {
+        for c in 0..=bays {
+            let fixed = if f == 0 {
+                "\nfixed = [\"x\", \"y\", \"rz\"]"
+            } else {
+                ""
+            };
+            t += &format!(
+                "[[node]]\nid = {}\ndofs = [\"x\", \"y\", \"rz\"]{fixed}\n",
+                id(f, c)
+            );
+        }
+    }
+    let mut member = |name: String, a: usize, b: usize, k: [[f64; 6]; 6]| {
+        let rows: Vec<String> = k
+            .iter()
+            .map(|r| {
+                format!(
+                    "[{}]",
+                    r.iter()
+                        .map(|v| format!("{v:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+            .collect();
+        t += &format!(
+            "[[element]]\ntype = \"linear\"\nname = \"{name}\"\n\
+             dofs = [[{a}, \"x\"], [{a}, \"y\"], [{a}, \"rz\"], [{b}, \"x\"], [{b}, \"y\"], [{b}, \"rz\"]]\n\
+             k = [{}]\n",
+            rows.join(", ")
+        );
+    };
+    for f in 1..=storeys {
+        for c in 0..=bays {
+            let x = c as f64 * w;
+            let k = beam_column(x, (f - 1) as f64 * h, x, f as f64 * h, 8.0e6, 2.0e5);
+            member(format!("col{f}_{c}"), id(f - 1, c), id(f, c), k);
+        }
+        for c in 0..bays {
+            let y = f as f64 * h;
+            let k = beam_column(c as f64 * w, y, (c + 1) as f64 * w, y, 6.0e6, 3.0e5);
+            member(format!("beam{f}_{c}"), id(f, c), id(f, c + 1), k);
+        }
+    }
+    for f in 1..=storeys {
+        for c in 0..=bays {
+            t += &format!(
+                "[[element]]\ntype = \"mass\"\nname = \"m{f}_{c}\"\nnode = {}\n\
+                 mass = [12.0, 12.0, 0.5]\n",
+                id(f, c)
+            );
+        }
+    }
+    t += "[damping]\nalpha = 0.2\nbeta = 0.002\n";
+    t += "[analysis]\nintegrator = \"mg-alpha\"\ntime_step = 0.001\nduration = 0.01\n";
+    t
+}
