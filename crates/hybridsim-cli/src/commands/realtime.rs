@@ -63,10 +63,10 @@ pub struct Args {
 
 /// Run on the real-time runner.
 pub fn execute(args: Args) -> Result<ExitCode> {
-    let mut loaded = super::load(&args.model)?;
     // The runner's copy for the results folder is the file read again (checked against the
-    // SHA-256 of the text that was parsed): the text is not held twice through the run.
-    loaded.release_text();
+    // SHA-256 of the text that was parsed): the text is not held through the validation nor
+    // the run.
+    let loaded = super::load_released(&args.model)?;
     let pacing = match args.pacing.as_deref() {
         None => None,
         Some("fast") => Some(Pacing::Fast),
