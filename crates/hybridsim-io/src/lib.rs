@@ -207,11 +207,7 @@ impl LoadedModel {
 pub fn load_model(path: &Path) -> Result<LoadedModel, ModelError> {
     startup::mark_start();
     let name = path.display().to_string();
-    let text = read_bounded(path, hybridsim::config::MAX_MODEL_FILE_BYTES as u64)
-        .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
-        .map_err(|e| {
-            ModelError::single(&name, "file", format!("cannot read the model file: {e}"))
-        })?;
+    let text = read_model_text(path, &name)?;
     let base = path
         .parent()
         .map(Path::to_path_buf)
@@ -227,6 +223,43 @@ pub fn load_model(path: &Path) -> Result<LoadedModel, ModelError> {
         record_sha256,
         text_released: false,
     })
+}
+
+/// Read and validate a model file without keeping its text: the text is hashed, parsed and
+/// released before the model's layout is validated ([`hybridsim::config::UnvalidatedModel`]),
+/// so the start-up's largest moment, the validation's build of the partitions, does not hold
+/// it as well (issue 20: 45 MB for a 2D frame of 10⁵ DOFs). The result is
+/// [`load_model`]'s after [`LoadedModel::release_text`]: the same model, hashes and errors;
+/// the results folder's copy is the file streamed again and checked against the hash.
+pub fn load_model_released(path: &Path) -> Result<LoadedModel, ModelError> {
+    startup::mark_start();
+    let name = path.display().to_string();
+    let text = read_model_text(path, &name)?;
+    let base = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let read = Model::read_toml(&text, &name, &FolderResolver { base: base.clone() })?;
+    let sha256 = hex(&Sha256::digest(text.as_bytes()));
+    drop(text);
+    let model = read.validate()?;
+    let record_sha256 = inputs::record_hashes(&model, &base);
+    Ok(LoadedModel {
+        model,
+        path: path.to_path_buf(),
+        text: String::new(),
+        sha256,
+        record_sha256,
+        text_released: true,
+    })
+}
+
+/// The text of model file `path` (`name` in messages), refused with the reason when it
+/// cannot be read, is not UTF-8 or is beyond [`hybridsim::config::MAX_MODEL_FILE_BYTES`].
+fn read_model_text(path: &Path, name: &str) -> Result<String, ModelError> {
+    read_bounded(path, hybridsim::config::MAX_MODEL_FILE_BYTES as u64)
+        .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
+        .map_err(|e| ModelError::single(name, "file", format!("cannot read the model file: {e}")))
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -53,3 +53,75 @@ fn a_released_text_is_read_again_for_the_copy_and_checked() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A model loaded without its text ([`hybridsim_io::load_model_released`]: the text hashed,
+/// parsed and released before the layout is validated) is the one [`hybridsim_io::load_model`]
+/// gives with its text released: the same hashes and results folder; a file whose layout is
+/// wrong (a DOF without mass: the validation's error) and one whose table is wrong (a
+/// reading error) are refused with the same messages.
+#[test]
+fn a_model_loaded_without_its_text_is_the_one_loaded_with_it() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hybridsim-io-loaded-released");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/quickstart.toml");
+    let text = std::fs::read_to_string(&source).unwrap();
+    let model = dir.join("model.toml");
+    std::fs::write(&model, &text).unwrap();
+    let kept = hybridsim_io::load_model(&model).expect("quick start loads");
+    let released = hybridsim_io::load_model_released(&model).expect("quick start loads");
+    assert!(released.text.is_empty());
+    assert_eq!(released.sha256, kept.sha256);
+    assert_eq!(released.record_sha256, kept.record_sha256);
+    assert_eq!(released.model_text().unwrap(), text);
+    let (progress, abort) = (AtomicU64::new(0), AtomicBool::new(false));
+    for (loaded, name) in [(&kept, "kept"), (&released, "released")] {
+        hybridsim_io::run_to_folder(loaded, &dir.join(name), &progress, &abort).expect("runs");
+    }
+    for file in ["results.csv", "model.toml"] {
+        assert_eq!(
+            std::fs::read(dir.join("kept").join(file)).unwrap(),
+            std::fs::read(dir.join("released").join(file)).unwrap(),
+            "{file}"
+        );
+    }
+    // Errors: the layout's (found by the validation, after the text is released) and a
+    // table's (found while reading).
+    let massless = r#"
+title = "massless"
+[[node]]
+id = 1
+dofs = ["x"]
+[[node]]
+id = 2
+dofs = ["x"]
+[[element]]
+type = "mass"
+name = "m1"
+node = 1
+mass = 10.0
+[[element]]
+type = "spring"
+name = "k"
+nodes = [1, 2]
+dof = "x"
+k = 100.0
+[analysis]
+integrator = "mg-alpha"
+time_step = 0.01
+duration = 0.1
+"#;
+    for (bad, needle) in [
+        (massless.to_string(), "has no mass"),
+        (massless.replace("k = 100.0", "k = \"stiff\""), "element"),
+    ] {
+        std::fs::write(&model, &bad).unwrap();
+        let a = hybridsim_io::load_model(&model).unwrap_err().to_string();
+        let b = hybridsim_io::load_model_released(&model)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(a, b);
+        assert!(a.contains(needle), "{a}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -277,6 +277,12 @@ fn a_linear_element_keeps_no_zero_mass_nor_damping() {
 /// with rotary inertia at every free node, and Rayleigh damping: the shape of
 /// `scripts/bench/frame_model.py`'s frame.
 fn frame(storeys: usize, bays: usize) -> Model {
+    let t = frame_text(storeys, bays);
+    Model::from_toml(&t, "frame.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The model file of [`frame`].
+fn frame_text(storeys: usize, bays: usize) -> String {
     let id = |f: usize, c: usize| f * (bays + 1) + c + 1;
     let mut t = String::from("title = \"frame\"\n");
     for f in 0..=storeys {
@@ -348,7 +354,7 @@ fn frame(storeys: usize, bays: usize) -> Model {
     }
     t += "[damping]\nalpha = 0.2\nbeta = 0.002\n";
     t += "[analysis]\nintegrator = \"mg-alpha\"\ntime_step = 0.001\nduration = 0.01\n";
-    Model::from_toml(&t, "frame.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"))
+    t
 }
 
 /// Building a 990-DOF 2D frame's partition holds at most 2 250 bytes a DOF of heap at once,
@@ -618,3 +624,64 @@ fn a_damped_chain_partition_keeps_less_than_500_bytes_a_dof() {
         (0..n).map(Some).collect::<Vec<_>>()
     );
 }
+
+/// The start-up's transient peak (issue 20): building the partitions of a Rayleigh-damped
+/// shear chain and of a 990-DOF 2D frame, and reading the frame's model file (whose
+/// validation builds its partitions once), hold at most [`CHAIN_BUILD_PEAK_BOUND`],
+/// [`FRAME_BUILD_PEAK_BOUND`] and [`FRAME_READ_PEAK_BOUND`] bytes a DOF of heap at once.
+/// The residual's fused run was made from a merged copy of the linear run (12 bytes a term)
+/// and a vector of merged rows (16 bytes a term, a block a row) beside the slots' row groups,
+/// which were held through the assembly of `J0` and the mass; the fused run is now read
+/// straight from the row groups, row by row, into arrays of its final size, and the groups are
+/// released before `J0` is assembled (see the bounds for the numbers).
+#[test]
+fn building_the_state_space_peaks_below_the_bounds() {
+    use hybridsim::assembly::{build_partitions, Grouping};
+    let n = 2000;
+    let chain = damped_chain(n);
+    let (parts, peak) = peak_bytes_added(|| build_partitions(&chain, Grouping::Monolithic));
+    let parts = parts.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(parts[0].state.n_dofs(), n);
+    drop(parts);
+    let chain_per_dof = peak as f64 / n as f64;
+    eprintln!(
+        "building the damped chain's partitions: peak {peak} bytes, {chain_per_dof:.0} a DOF"
+    );
+
+    let model = frame(30, 10);
+    let n = 30 * 11 * 3;
+    let (parts, peak) = peak_bytes_added(|| build_partitions(&model, Grouping::Monolithic));
+    let parts = parts.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(parts[0].state.n_dofs(), n);
+    drop(parts);
+    let frame_per_dof = peak as f64 / n as f64;
+    eprintln!("building the frame's partitions: peak {peak} bytes, {frame_per_dof:.0} a DOF");
+
+    let text = frame_text(30, 10);
+    let (read, peak) = peak_bytes_added(|| Model::from_toml(&text, "frame.toml", &NoFiles));
+    read.unwrap_or_else(|e| panic!("{e}"));
+    let read_per_dof = peak as f64 / n as f64;
+    eprintln!("reading the frame's model: peak {peak} bytes, {read_per_dof:.0} a DOF");
+
+    assert!(
+        chain_per_dof <= CHAIN_BUILD_PEAK_BOUND,
+        "the chain's partitions: {chain_per_dof:.0} bytes a DOF"
+    );
+    assert!(
+        frame_per_dof <= FRAME_BUILD_PEAK_BOUND,
+        "the frame's partitions: {frame_per_dof:.0} bytes a DOF"
+    );
+    assert!(
+        read_per_dof <= FRAME_READ_PEAK_BOUND,
+        "reading the frame: {read_per_dof:.0} bytes a DOF"
+    );
+}
+
+/// Bytes a DOF at the peak of building a 2000-DOF Rayleigh-damped chain's partitions: 1 375
+/// measured with the fused run made from the merged copies, 874 read from the row groups.
+const CHAIN_BUILD_PEAK_BOUND: f64 = 1000.0;
+/// Bytes a DOF at the peak of building a 990-DOF frame's partitions: 2 149 → 1 084.
+const FRAME_BUILD_PEAK_BOUND: f64 = 1250.0;
+/// Bytes a DOF at the peak of `Model::from_toml` of a 990-DOF frame's text (the text itself
+/// not counted: the caller's): 2 679 → 1 614.
+const FRAME_READ_PEAK_BOUND: f64 = 1900.0;

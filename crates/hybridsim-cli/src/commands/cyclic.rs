@@ -334,10 +334,9 @@ fn from_model(
 
 /// Drive the element and write the results folder.
 pub fn execute(args: Args) -> Result<ExitCode> {
-    let mut loaded = super::load(&args.model)?;
     // `model.toml` is the file read again at the end (checked against the SHA-256 of the
-    // text that was parsed): the text is not held through the test.
-    loaded.release_text();
+    // text that was parsed): the text is not held through the validation nor the test.
+    let loaded = super::load_released(&args.model)?;
     let model = &loaded.model;
     let Some(inst) = model.elements.iter().find(|e| *e.name == *args.element) else {
         let names: Vec<&str> = model

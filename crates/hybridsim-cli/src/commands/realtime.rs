@@ -63,13 +63,13 @@ pub struct Args {
 
 /// Run on the real-time runner.
 pub fn execute(args: Args) -> Result<ExitCode> {
-    let mut loaded = super::load(&args.model)?;
+    // The runner's copy for the results folder is the file read again (checked against the
+    // SHA-256 of the text that was parsed): the text is not held through the validation nor
+    // the run.
+    let mut loaded = super::load_released(&args.model)?;
     // The runner's threads take both cores (link and numerical): `analysis.threads` is for
     // `hybridsim run` only.
     loaded.model.analysis.threads = 1;
-    // The runner's copy for the results folder is the file read again (checked against the
-    // SHA-256 of the text that was parsed): the text is not held twice through the run.
-    loaded.release_text();
     let pacing = match args.pacing.as_deref() {
         None => None,
         Some("fast") => Some(Pacing::Fast),

@@ -47,13 +47,13 @@ pub fn execute(args: Args) -> Result<ExitCode> {
         threads,
         console,
     } = args;
-    let mut loaded = super::load(&model)?;
+    // The results folder's copy of the model reads the file again (checked against the
+    // SHA-256 of the text that was parsed): its text is not held through the start-up, nor
+    // through the validation's build of the partitions.
+    let mut loaded = super::load_released(&model)?;
     if let Some(t) = threads {
         loaded.model.analysis.threads = t as usize;
     }
-    // The results folder's copy of the model reads the file again (checked against the
-    // SHA-256 of the text that was parsed): its text is not held through the start-up.
-    loaded.release_text();
     let console = console.start(&loaded, "run", false)?;
     let folder = output.unwrap_or_else(|| default_folder(&model));
     let n_steps = loaded.model.analysis.n_steps();

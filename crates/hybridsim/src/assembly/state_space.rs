@@ -259,6 +259,35 @@ struct LinearRun {
     vals: Vec<f64>,
 }
 
+impl LinearRun {
+    /// The run made of the row groups `order` of `groups` (group indices, stably sorted by
+    /// their row of `R`; `n_terms` terms in all): their terms copied in that order.
+    fn from_groups(groups: &SlotGroups, order: &[u32], n_terms: usize) -> Self {
+        let mut run = LinearRun {
+            targets: Vec::new(),
+            group_end: Vec::with_capacity(order.len()),
+            group_slot: Vec::with_capacity(order.len()),
+            cols: Vec::with_capacity(n_terms),
+            vals: Vec::with_capacity(n_terms),
+        };
+        for &g in order {
+            let (slot, target, _) = groups.groups[g as usize];
+            let terms = groups.terms(g);
+            run.cols.extend_from_slice(&groups.cols[terms.clone()]);
+            run.vals.extend_from_slice(&groups.vals[terms]);
+            run.group_end.push(run.cols.len());
+            run.group_slot.push(slot);
+            let target = target as usize;
+            match run.targets.last_mut() {
+                Some(last) if last.0 == target => last.1 = run.group_end.len(),
+                _ => run.targets.push((target, run.group_end.len())),
+            }
+        }
+        run.targets.shrink_to_fit();
+        run
+    }
+}
+
 /// The coefficients of a generalized-α step that [`StateSpace::folded_predictor_rate`]
 /// applies (Abbiati et al. 2019, eqs 11–13): the predictor `Ỹ = (Y + k_y Ẏ) + k_v V`,
 /// `Ṽ = Ẏ w_y + w_v V`, and `c = γΔt α_f/α_m` of the folded coupling product.
@@ -307,7 +336,7 @@ impl FusedRun {
     ///
     /// # Safety
     /// `k` and `e` lie within the run's terms, every `k_cols` entry within `w` and every
-    /// `e_cols` entry within `y` (true by [`FusedRun::from_run`] for `w` of `n` entries and
+    /// `e_cols` entry within `y` (true by [`FusedRun::from_groups`] for `w` of `n` entries and
     /// `y` of `2n`).
     #[inline(always)]
     unsafe fn row_sum(
@@ -329,41 +358,37 @@ impl FusedRun {
         acc
     }
 
-    /// The fused form of `run` over `n` DOFs, when its damping terms are `β K` up to at most
-    /// one term a row (`E`: the mass-proportional diagonal) and the fused sweep has fewer
-    /// terms; `None` otherwise (the run is then summed by groups, bit for bit as before).
-    fn from_run(run: &LinearRun, n: usize) -> Option<Self> {
-        // Merge each target's terms by column (sums in the run's order).
-        let mut rows: Vec<(usize, Vec<(usize, f64)>)> = Vec::with_capacity(run.targets.len());
-        let mut t0 = 0;
-        for &(target, g_end) in &run.targets {
-            let t_end = run.group_end[g_end - 1];
-            let mut terms: Vec<(usize, f64)> = run.cols[t0..t_end]
-                .iter()
-                .map(|&c| c as usize)
-                .zip(run.vals[t0..t_end].iter().copied())
-                .collect();
-            if terms.iter().any(|&(c, _)| c >= 2 * n) || target < n || target >= 2 * n {
-                return None;
-            }
-            terms.sort_by_key(|t| t.0);
-            let mut merged: Vec<(usize, f64)> = Vec::with_capacity(terms.len());
-            for (c, v) in terms {
-                match merged.last_mut() {
-                    Some(last) if last.0 == c => last.1 += v,
-                    _ => merged.push((c, v)),
-                }
-            }
-            rows.push((target, merged));
-            t0 = t_end;
-        }
+    /// The fused form of the linear run made of the row groups `order` of `groups` (group
+    /// indices, stably sorted by their row of `R`) over `n` DOFs, when its damping terms are
+    /// `β K` up to at most one term a row (`E`: the mass-proportional diagonal) and the fused
+    /// sweep has fewer terms than the run's `run_terms`; `None` otherwise (the run is then
+    /// summed by groups, bit for bit as before).
+    ///
+    /// Read straight from the groups, row by row, without the run's merged copy: each row's
+    /// terms are gathered into `scratch`, stably sorted by column and merged (sums in the
+    /// run's order) into `merged`, once to find β and count the terms, once more to write them
+    /// into arrays of their final size (issue 20: the rows of merged terms of the whole run,
+    /// beside the run itself, were the start-up's largest transient).
+    fn from_groups(groups: &SlotGroups, order: &[u32], run_terms: usize, n: usize) -> Option<Self> {
+        let mut scratch: Vec<(usize, f64)> = Vec::new();
+        let mut merged: Vec<(usize, f64)> = Vec::new();
         // β: the median ratio c_ij / k_ij over the off-diagonal places holding both.
         let mut ratios = Vec::new();
-        for (target, terms) in &rows {
+        let (mut n_targets, mut n_k) = (0, 0);
+        for row in groups.rows(order) {
+            let target = groups.merged_row(row, &mut scratch, &mut merged);
+            if merged.iter().any(|&(c, _)| c >= 2 * n) || target < n || target >= 2 * n {
+                return None;
+            }
+            n_targets += 1;
             let i = target - n;
-            for &(c, k) in terms.iter().filter(|t| t.0 < n && t.0 != i && t.1 != 0.0) {
-                if let Ok(p) = terms.binary_search_by_key(&(n + c), |t| t.0) {
-                    let ratio = terms[p].1 / k;
+            for &(c, k) in merged.iter().filter(|t| t.0 < n && t.1 != 0.0) {
+                n_k += 1;
+                if c == i {
+                    continue;
+                }
+                if let Ok(p) = merged.binary_search_by_key(&(n + c), |t| t.0) {
+                    let ratio = merged[p].1 / k;
                     if ratio.is_finite() && ratio != 0.0 {
                         ratios.push(ratio);
                     }
@@ -373,26 +398,25 @@ impl FusedRun {
         if ratios.is_empty() {
             return None;
         }
-        ratios.sort_by(f64::total_cmp);
-        let beta = ratios[ratios.len() / 2];
-        // Sized exactly (issue 20: vectors grown by pushes kept up to twice the terms, about
-        // 4 MB of the 10⁵-DOF chain): `K`'s terms counted, `E` at most one a row (else the
-        // run is not fused).
-        let k_terms = rows
-            .iter()
-            .map(|(_, terms)| terms.iter().filter(|t| t.0 < n && t.1 != 0.0).count())
-            .sum();
+        // The median of the ratios sorted by `total_cmp`: the element a full sort puts at
+        // `len / 2` (elements equal under `total_cmp` have the same bits).
+        let middle = ratios.len() / 2;
+        let beta = *ratios.select_nth_unstable_by(middle, f64::total_cmp).1;
+        drop(ratios);
+        // `E` may have at most one term a row: more, and the run is not fused.
         let mut f = FusedRun {
             beta,
-            targets: Vec::with_capacity(rows.len()),
-            k_end: Vec::with_capacity(rows.len()),
-            k_cols: Vec::with_capacity(k_terms),
-            k_vals: Vec::with_capacity(k_terms),
-            e_end: Vec::with_capacity(rows.len()),
-            e_cols: Vec::with_capacity(rows.len()),
-            e_vals: Vec::with_capacity(rows.len()),
+            targets: Vec::with_capacity(n_targets),
+            k_end: Vec::with_capacity(n_targets),
+            k_cols: Vec::with_capacity(n_k),
+            k_vals: Vec::with_capacity(n_k),
+            e_end: Vec::with_capacity(n_targets),
+            e_cols: Vec::with_capacity(n_targets),
+            e_vals: Vec::with_capacity(n_targets),
         };
-        for (target, terms) in &rows {
+        for row in groups.rows(order) {
+            let target = groups.merged_row(row, &mut scratch, &mut merged);
+            let terms = &merged;
             let k_at = |j: usize| {
                 terms
                     .binary_search_by_key(&j, |t| t.0)
@@ -405,6 +429,9 @@ impl FusedRun {
             for &(c, v) in terms.iter().filter(|t| t.0 >= n) {
                 let e = v - beta * k_at(c - n);
                 if e.abs() > 4.0 * f64::EPSILON * v.abs() {
+                    if f.e_vals.len() == n_targets {
+                        return None;
+                    }
                     f.e_cols.push(column_index(c));
                     f.e_vals.push(e);
                 }
@@ -412,11 +439,14 @@ impl FusedRun {
             // K terms without a damping partner: E holds −β k there.
             for &(c, k) in terms.iter().filter(|t| t.0 < n && t.1 != 0.0) {
                 if terms.binary_search_by_key(&(n + c), |t| t.0).is_err() {
+                    if f.e_vals.len() == n_targets {
+                        return None;
+                    }
                     f.e_cols.push(column_index(n + c));
                     f.e_vals.push(-(beta * k));
                 }
             }
-            f.targets.push(*target);
+            f.targets.push(target);
             f.k_end.push(f.k_cols.len());
             f.e_end.push(f.e_cols.len());
         }
@@ -425,7 +455,7 @@ impl FusedRun {
         let fused_terms = f.k_vals.len() + f.e_vals.len() + n;
         f.e_cols.shrink_to_fit();
         f.e_vals.shrink_to_fit();
-        (f.e_vals.len() <= f.targets.len() && fused_terms < run.vals.len()).then_some(f)
+        (f.e_vals.len() <= f.targets.len() && fused_terms < run_terms).then_some(f)
     }
 }
 
@@ -444,8 +474,9 @@ enum ResidualPass {
 /// order the slot gave them): the input of [`residual_plan`].
 #[derive(Debug, Default)]
 struct SlotGroups {
-    /// `(slot, row of R, end of the group's terms)`.
-    groups: Vec<(u32, usize, usize)>,
+    /// `(slot, row of R, end of the group's terms)` (16 bytes a group: the slot and the row
+    /// in 32 bits, as the terms' columns).
+    groups: Vec<(u32, u32, usize)>,
     cols: Vec<u32>,
     vals: Vec<f64>,
 }
@@ -457,8 +488,56 @@ impl SlotGroups {
         self.cols.extend_from_slice(&t.cols);
         self.vals.extend_from_slice(&t.vals);
         for &(target, end) in &t.rows {
-            self.groups.push((slot as u32, target, base + end));
+            self.groups
+                .push((column_index(slot), column_index(target), base + end));
         }
+    }
+
+    /// The row of `R` group `g` adds to.
+    fn target(&self, g: u32) -> usize {
+        self.groups[g as usize].1 as usize
+    }
+
+    /// The terms of group `g`: a range of `cols` / `vals`.
+    fn terms(&self, g: u32) -> std::ops::Range<usize> {
+        let g = g as usize;
+        let start = if g == 0 { 0 } else { self.groups[g - 1].2 };
+        start..self.groups[g].2
+    }
+
+    /// The groups of `order` (sorted by their row of `R`) one row of `R` at a time.
+    fn rows<'a>(&'a self, order: &'a [u32]) -> impl Iterator<Item = &'a [u32]> + 'a {
+        order.chunk_by(move |&a, &b| self.target(a) == self.target(b))
+    }
+
+    /// The terms of the groups `row` (all adding to one row of `R`, in the run's order), by
+    /// column, those of a column summed in the run's order: `merged` (`scratch`: the terms
+    /// as gathered). Returns the row of `R`.
+    fn merged_row(
+        &self,
+        row: &[u32],
+        scratch: &mut Vec<(usize, f64)>,
+        merged: &mut Vec<(usize, f64)>,
+    ) -> usize {
+        scratch.clear();
+        merged.clear();
+        for &g in row {
+            let r = self.terms(g);
+            scratch.extend(
+                self.cols[r.clone()]
+                    .iter()
+                    .map(|&c| c as usize)
+                    .zip(self.vals[r].iter().copied()),
+            );
+        }
+        scratch.sort_by_key(|t| t.0);
+        for &(c, v) in scratch.iter() {
+            match merged.last_mut() {
+                Some(last) if last.0 == c => last.1 += v,
+                _ => merged.push((c, v)),
+            }
+        }
+        self.target(row[0])
     }
 
     /// The row groups of the linear slots of `slots` over `n` DOFs, their terms classified
@@ -493,51 +572,36 @@ fn kernels(slots: &[ElementSlot]) -> Vec<SlotKernel> {
 /// The passes of [`StateSpace::residual`] over slots of kernels `kernels`: consecutive
 /// precomputed linear slots merged into one [`LinearRun`] (inert slots skipped), generic slots
 /// one by one. `groups` holds the row groups of the linear slots, in slot order.
+///
+/// A run is made fused straight from `groups` ([`FusedRun::from_groups`]); only a run that
+/// is not fused is copied out of them into a [`LinearRun`].
 fn residual_plan(kernels: &[SlotKernel], groups: &SlotGroups, n: usize) -> Vec<ResidualPass> {
     let mut plan = Vec::new();
     // Groups of the run under way (indices into `groups.groups`), in slot order.
-    let mut run_groups: Vec<usize> = Vec::new();
+    let mut run_groups: Vec<u32> = Vec::new();
     let mut next = 0;
-    let flush = |run_groups: &mut Vec<usize>, plan: &mut Vec<ResidualPass>| {
+    let flush = |run_groups: &mut Vec<u32>, plan: &mut Vec<ResidualPass>| {
         if run_groups.is_empty() {
             return;
         }
-        run_groups.sort_by_key(|&g| groups.groups[g].1);
-        let n_terms: usize = run_groups
-            .iter()
-            .map(|&g| groups.groups[g].2 - if g == 0 { 0 } else { groups.groups[g - 1].2 })
-            .sum();
-        let mut run = LinearRun {
-            targets: Vec::new(),
-            group_end: Vec::with_capacity(run_groups.len()),
-            group_slot: Vec::with_capacity(run_groups.len()),
-            cols: Vec::with_capacity(n_terms),
-            vals: Vec::with_capacity(n_terms),
-        };
-        for g in run_groups.drain(..) {
-            let (slot, target, end) = groups.groups[g];
-            let start = if g == 0 { 0 } else { groups.groups[g - 1].2 };
-            run.cols.extend_from_slice(&groups.cols[start..end]);
-            run.vals.extend_from_slice(&groups.vals[start..end]);
-            run.group_end.push(run.cols.len());
-            run.group_slot.push(slot);
-            match run.targets.last_mut() {
-                Some(last) if last.0 == target => last.1 = run.group_end.len(),
-                _ => run.targets.push((target, run.group_end.len())),
-            }
+        // A stable sort: a row's groups stay in slot order.
+        run_groups.sort_by_key(|&g| groups.target(g));
+        let n_terms: usize = run_groups.iter().map(|&g| groups.terms(g).len()).sum();
+        if let Some(fused) = FusedRun::from_groups(groups, run_groups, n_terms, n) {
+            run_groups.clear();
+            plan.push(ResidualPass::Fused(fused));
+            return;
         }
-        run.targets.shrink_to_fit();
-        plan.push(match FusedRun::from_run(&run, n) {
-            Some(fused) => ResidualPass::Fused(fused),
-            None => ResidualPass::Linear(run),
-        });
+        let run = LinearRun::from_groups(groups, run_groups, n_terms);
+        run_groups.clear();
+        plan.push(ResidualPass::Linear(run));
     };
     for (k, kernel) in kernels.iter().enumerate() {
         match kernel {
             SlotKernel::Inert => {}
             SlotKernel::Linear => {
                 while next < groups.groups.len() && groups.groups[next].0 as usize == k {
-                    run_groups.push(next);
+                    run_groups.push(column_index(next));
                     next += 1;
                 }
             }
@@ -706,6 +770,11 @@ impl StateSpace {
         }
         let ns = offset;
         let big = 2 * n + ns;
+        // The residual's plan first, and the row groups it is read from released before `J0`
+        // and the mass are assembled (issue 20: every linear term held a second time through
+        // the assembly raised the start-up's peak).
+        let plan = residual_plan(&kernels(&slots), &groups, n);
+        drop(groups);
         // Compressed rows assembled from the contributions in the order the dense assembly
         // added them: each entry sums its contributions in that order from 0, so the values
         // equal the dense sums to the last bit (the zero terms skipped change no sum).
@@ -793,7 +862,7 @@ impl StateSpace {
             n_states: ns,
             mass_entries,
             mass_dense: OnceLock::new(),
-            residual_plan: residual_plan(&kernels(&slots), &groups, n),
+            residual_plan: plan,
             plan_version: 0,
             slots,
             maps,
@@ -1351,7 +1420,7 @@ impl StateSpace {
             }
             let w = &ws.weighted;
             assert!(y.len() >= 2 * n && out.len() >= 2 * n);
-            // By construction (`FusedRun::from_run`): `k_cols < n`, `e_cols < 2n`,
+            // By construction (`FusedRun::from_groups`): `k_cols < n`, `e_cols < 2n`,
             // `n ≤ targets < 2n`, and the ends ascend to the lengths of the columns.
             debug_assert!(run.k_cols.iter().all(|&c| (c as usize) < n));
             debug_assert!(run.e_cols.iter().all(|&c| (c as usize) < 2 * n));
@@ -1533,7 +1602,7 @@ impl StateSpace {
         // Pass 2: the momentum rows, `K w + E Ỹ` gathered as by the fused pass.
         let (w, y) = (&ws.weighted[..n], &y_tilde[..m]);
         let (fv, dv) = (&load[n..m], &mut ydot[n..m]);
-        // By construction (`FusedRun::from_run`): `k_cols < n`, `e_cols < 2n`, the ends
+        // By construction (`FusedRun::from_groups`): `k_cols < n`, `e_cols < 2n`, the ends
         // ascend to the lengths of the columns, the targets ascend (checked on entry: they
         // lie in `n..2n`).
         debug_assert!(run.targets.windows(2).all(|p| p[0] < p[1]));
@@ -2663,6 +2732,177 @@ mod tests {
             .expect("c11");
         st.remove_slot(dashpot);
         check(&st);
+    }
+
+    /// The fused form of a run as it was made before it was read straight from the slot
+    /// groups (issue 20): every row's terms merged into a vector of rows beside the run's
+    /// merged copy, `β` by a full sort. The reference of
+    /// [`fused_runs_read_from_the_groups_equal_those_of_the_merged_rows_bit_for_bit`]: the
+    /// fused form of `run` over `n` DOFs, or `None`.
+    fn fused_from_merged_rows(run: &LinearRun, n: usize) -> Option<FusedRun> {
+        // Merge each target's terms by column (sums in the run's order).
+        let mut rows: Vec<(usize, Vec<(usize, f64)>)> = Vec::with_capacity(run.targets.len());
+        let mut t0 = 0;
+        for &(target, g_end) in &run.targets {
+            let t_end = run.group_end[g_end - 1];
+            let mut terms: Vec<(usize, f64)> = run.cols[t0..t_end]
+                .iter()
+                .map(|&c| c as usize)
+                .zip(run.vals[t0..t_end].iter().copied())
+                .collect();
+            if terms.iter().any(|&(c, _)| c >= 2 * n) || target < n || target >= 2 * n {
+                return None;
+            }
+            terms.sort_by_key(|t| t.0);
+            let mut merged: Vec<(usize, f64)> = Vec::with_capacity(terms.len());
+            for (c, v) in terms {
+                match merged.last_mut() {
+                    Some(last) if last.0 == c => last.1 += v,
+                    _ => merged.push((c, v)),
+                }
+            }
+            rows.push((target, merged));
+            t0 = t_end;
+        }
+        // β: the median ratio c_ij / k_ij over the off-diagonal places holding both.
+        let mut ratios = Vec::new();
+        for (target, terms) in &rows {
+            let i = target - n;
+            for &(c, k) in terms.iter().filter(|t| t.0 < n && t.0 != i && t.1 != 0.0) {
+                if let Ok(p) = terms.binary_search_by_key(&(n + c), |t| t.0) {
+                    let ratio = terms[p].1 / k;
+                    if ratio.is_finite() && ratio != 0.0 {
+                        ratios.push(ratio);
+                    }
+                }
+            }
+        }
+        if ratios.is_empty() {
+            return None;
+        }
+        ratios.sort_by(f64::total_cmp);
+        let beta = ratios[ratios.len() / 2];
+        let mut f = FusedRun {
+            beta,
+            ..Default::default()
+        };
+        for (target, terms) in &rows {
+            let k_at = |j: usize| {
+                terms
+                    .binary_search_by_key(&j, |t| t.0)
+                    .map_or(0.0, |p| terms[p].1)
+            };
+            for &(c, v) in terms.iter().filter(|t| t.0 < n && t.1 != 0.0) {
+                f.k_cols.push(column_index(c));
+                f.k_vals.push(v);
+            }
+            for &(c, v) in terms.iter().filter(|t| t.0 >= n) {
+                let e = v - beta * k_at(c - n);
+                if e.abs() > 4.0 * f64::EPSILON * v.abs() {
+                    f.e_cols.push(column_index(c));
+                    f.e_vals.push(e);
+                }
+            }
+            // K terms without a damping partner: E holds −β k there.
+            for &(c, k) in terms.iter().filter(|t| t.0 < n && t.1 != 0.0) {
+                if terms.binary_search_by_key(&(n + c), |t| t.0).is_err() {
+                    f.e_cols.push(column_index(n + c));
+                    f.e_vals.push(-(beta * k));
+                }
+            }
+            f.targets.push(*target);
+            f.k_end.push(f.k_cols.len());
+            f.e_end.push(f.e_cols.len());
+        }
+        // Fused only where the damping really is `β K` up to (at most) a diagonal, and the
+        // fused sweep is the shorter one.
+        let fused_terms = f.k_vals.len() + f.e_vals.len() + n;
+        (f.e_vals.len() <= f.targets.len() && fused_terms < run.vals.len()).then_some(f)
+    }
+
+    /// Whether two fused runs are the same to the last bit.
+    fn same_fused(a: &FusedRun, b: &FusedRun) -> bool {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        a.beta.to_bits() == b.beta.to_bits()
+            && a.targets == b.targets
+            && a.k_end == b.k_end
+            && a.k_cols == b.k_cols
+            && bits(&a.k_vals) == bits(&b.k_vals)
+            && a.e_end == b.e_end
+            && a.e_cols == b.e_cols
+            && bits(&a.e_vals) == bits(&b.e_vals)
+    }
+
+    /// Each run's fused form read straight from the slot groups ([`FusedRun::from_groups`])
+    /// is the one the merged copy of the run gave ([`fused_from_merged_rows`]) to the last bit,
+    /// or none where that gave none: Rayleigh-damped linear chains (fused), the chain with
+    /// Bouc-Wen storeys and dashpots between its runs, with and without Rayleigh damping (runs
+    /// not fused), and the plan the state space keeps holds those runs.
+    #[test]
+    fn fused_runs_read_from_the_groups_equal_those_of_the_merged_rows_bit_for_bit() {
+        let undamped = mixed_chain_text(12).replace("[damping]\nalpha = 0.05\nbeta = 0.001\n", "");
+        let undamped =
+            Model::from_toml(&undamped, "mixed.toml", &NoFiles).unwrap_or_else(|e| panic!("{e}"));
+        let spaces = [
+            linear_rayleigh_chain(30),
+            linear_rayleigh_chain(301),
+            build_partitions(&mixed_chain(40), Grouping::Monolithic)
+                .expect("builds")
+                .remove(0)
+                .state,
+            build_partitions(&undamped, Grouping::Monolithic)
+                .expect("builds")
+                .remove(0)
+                .state,
+        ];
+        let mut fused = 0;
+        for st in &spaces {
+            let n = st.n_dofs();
+            let groups = SlotGroups::from_slots(&st.slots, &st.maps, n);
+            // The runs: the groups of consecutive linear slots between generic ones.
+            let mut runs: Vec<Vec<u32>> = vec![Vec::new()];
+            let mut next = 0;
+            for (k, kernel) in kernels(&st.slots).iter().enumerate() {
+                match kernel {
+                    SlotKernel::Inert => {}
+                    SlotKernel::Linear => {
+                        while next < groups.groups.len() && groups.groups[next].0 as usize == k {
+                            runs.last_mut().expect("a run").push(next as u32);
+                            next += 1;
+                        }
+                    }
+                    SlotKernel::Generic => runs.push(Vec::new()),
+                }
+            }
+            runs.retain(|r| !r.is_empty());
+            let kept: Vec<&FusedRun> = st
+                .residual_plan
+                .iter()
+                .filter_map(|p| match p {
+                    ResidualPass::Fused(f) => Some(f),
+                    _ => None,
+                })
+                .collect();
+            let mut kept = kept.into_iter();
+            for mut order in runs {
+                order.sort_by_key(|&g| groups.target(g));
+                let n_terms: usize = order.iter().map(|&g| groups.terms(g).len()).sum();
+                let run = LinearRun::from_groups(&groups, &order, n_terms);
+                let reference = fused_from_merged_rows(&run, n);
+                let got = FusedRun::from_groups(&groups, &order, n_terms, n);
+                match (&reference, &got) {
+                    (None, None) => {}
+                    (Some(a), Some(b)) => {
+                        assert!(same_fused(a, b), "{a:?}\n{b:?}");
+                        assert!(same_fused(a, kept.next().expect("kept in the plan")));
+                        fused += 1;
+                    }
+                    _ => panic!("fused: {} vs {}", reference.is_some(), got.is_some()),
+                }
+            }
+            assert!(kept.next().is_none());
+        }
+        assert!(fused >= 2, "{fused} fused runs");
     }
 
     /// A linear chain with Rayleigh damping `C = α M + β K` is summed as one fused run
