@@ -343,8 +343,8 @@ impl Recorder {
             f(name, unit);
             name.clear();
         };
-        // The slot holding extra state `k` of a partition (searched from the last one found:
-        // the states are recorded in slot order).
+        // The slot holding extra state `k` of a partition (searched forward from the last one
+        // found: the states are recorded in slot order, so the search is linear in all).
         let mut hint = 0usize;
         for &ch in &self.channels {
             match ch {
@@ -403,7 +403,12 @@ impl Recorder {
                             s.state_offset() <= k && k < s.state_offset() + s.n_states()
                         };
                         if !st.slots.get(hint).is_some_and(holds) {
-                            hint = st.slots.iter().position(holds).expect("a recorded state");
+                            // Forward from the last slot found, then from the start.
+                            let n = st.slots.len();
+                            hint = (hint..n)
+                                .chain(0..hint.min(n))
+                                .find(|&q| holds(&st.slots[q]))
+                                .expect("a recorded state");
                         }
                         let s = &st.slots[hint];
                         let j = k - s.state_offset();
