@@ -31,8 +31,17 @@ fn skip_or_fail(why: &str) -> Option<PathBuf> {
     None
 }
 
-/// The reference folder, computed once.
+/// The reference folder, computed once for the whole test binary: its tests run in parallel,
+/// and a test that found the folder incomplete while another's run of the script was still
+/// writing it would read a half-written reference (seen on a CI run whose target folder had no
+/// references yet: an error of 0.35 of the peak at every step size).
 fn references() -> Option<PathBuf> {
+    static REFERENCES: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    REFERENCES.get_or_init(compute_references).clone()
+}
+
+/// The reference folder: reused when complete, else written by the script.
+fn compute_references() -> Option<PathBuf> {
     let dir = match std::env::var_os("HYBRIDSIM_ACCURACY_REFERENCE") {
         Some(d) => PathBuf::from(d),
         None => Path::new(env!("CARGO_TARGET_TMPDIR")).join("hysteretic_accuracy"),
