@@ -205,13 +205,7 @@ impl LoadedModel {
 
 /// Read and validate a model file.
 pub fn load_model(path: &Path) -> Result<LoadedModel, ModelError> {
-    startup::mark_start();
-    let name = path.display().to_string();
-    let text = read_model_text(path, &name)?;
-    let base = path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
+    let (name, text, base) = read_model_file(path)?;
     let model = Model::from_toml(&text, &name, &FolderResolver { base: base.clone() })?;
     let sha256 = hex(&Sha256::digest(text.as_bytes()));
     let record_sha256 = inputs::record_hashes(&model, &base);
@@ -232,13 +226,7 @@ pub fn load_model(path: &Path) -> Result<LoadedModel, ModelError> {
 /// [`load_model`]'s after [`LoadedModel::release_text`]: the same model, hashes and errors;
 /// the results folder's copy is the file streamed again and checked against the hash.
 pub fn load_model_released(path: &Path) -> Result<LoadedModel, ModelError> {
-    startup::mark_start();
-    let name = path.display().to_string();
-    let text = read_model_text(path, &name)?;
-    let base = path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
+    let (name, text, base) = read_model_file(path)?;
     let read = Model::read_toml(&text, &name, &FolderResolver { base: base.clone() })?;
     let sha256 = hex(&Sha256::digest(text.as_bytes()));
     drop(text);
@@ -256,10 +244,21 @@ pub fn load_model_released(path: &Path) -> Result<LoadedModel, ModelError> {
 
 /// The text of model file `path` (`name` in messages), refused with the reason when it
 /// cannot be read, is not UTF-8 or is beyond [`hybridsim::config::MAX_MODEL_FILE_BYTES`].
-fn read_model_text(path: &Path, name: &str) -> Result<String, ModelError> {
-    read_bounded(path, hybridsim::config::MAX_MODEL_FILE_BYTES as u64)
+/// The start of a load (the start-up clock starts here): the file's name as errors give it,
+/// its text (bounded, UTF-8) and the folder its relative paths are resolved from.
+fn read_model_file(path: &Path) -> Result<(String, String, PathBuf), ModelError> {
+    startup::mark_start();
+    let name = path.display().to_string();
+    let text = read_bounded(path, hybridsim::config::MAX_MODEL_FILE_BYTES as u64)
         .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
-        .map_err(|e| ModelError::single(name, "file", format!("cannot read the model file: {e}")))
+        .map_err(|e| {
+            ModelError::single(&name, "file", format!("cannot read the model file: {e}"))
+        })?;
+    let base = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    Ok((name, text, base))
 }
 
 fn hex(bytes: &[u8]) -> String {
