@@ -1180,13 +1180,14 @@ impl SymmetricFactors {
         self.block_backward_avx2(f, x);
     }
 
-    /// The renumbering and the forward sweep of [`SymmetricFactors::block_sweeps_avx2`].
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    fn block_forward_avx2(&self, f: &BlockedFactor, x: &mut [f64]) {
-        use std::arch::x86_64::*;
+    /// The layout the AVX2 sweeps rely on: `x` and `inverse_diag` of the factor's order
+    /// (asserted), and, in debug builds, the blocked factor's panels and triangles where
+    /// `BlockedFactor::with_layout` and `fill` put them and the renumbering's swaps within
+    /// `n`. Returns `n` and the number of blocks.
+    #[inline]
+    fn check_block_layout(&self, f: &BlockedFactor, x_len: usize) -> (usize, usize) {
         let n = self.diag.len();
-        assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
+        assert_eq!(x_len, n, "SymmetricFactors::solve: dimension mismatch");
         assert_eq!(self.inverse_diag.len(), n);
         let blocks = f.panel_first.len();
         debug_assert!(blocks == n.div_ceil(BLOCK_ROWS) && f.offset.len() == blocks + 1);
@@ -1208,6 +1209,15 @@ impl SymmetricFactors {
             .iter()
             .chain(&self.post_swaps)
             .all(|&(i, j)| i < n && j < n));
+        (n, blocks)
+    }
+
+    /// The renumbering and the forward sweep of [`SymmetricFactors::block_sweeps_avx2`].
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn block_forward_avx2(&self, f: &BlockedFactor, x: &mut [f64]) {
+        use std::arch::x86_64::*;
+        let (n, blocks) = self.check_block_layout(f, x.len());
         // SAFETY: the renumbering's swaps are of positions `< n` (by construction, checked in
         // debug builds).
         unsafe { swap_unchecked(x, &self.pre_swaps) };
@@ -1231,7 +1241,7 @@ impl SymmetricFactors {
                 }
             };
         }
-        // SAFETY: by construction (`BlockedFactor::with_layout` and `fill`, checked above in debug builds)
+        // SAFETY: by construction (`BlockedFactor::with_layout` and `fill`, checked by `check_block_layout` in debug builds)
         // block `b`'s panel is `panel_size(steps[b])` values from `offset[b]` (the columns
         // `steps[b][k] .. steps[b][k + 1]` of `4 (k + 1)` rows each, every segment a multiple
         // of 4 columns), its triangle the `TRIANGLE` values after
@@ -1356,29 +1366,7 @@ impl SymmetricFactors {
     #[target_feature(enable = "avx2,fma")]
     fn block_backward_avx2(&self, f: &BlockedFactor, x: &mut [f64]) {
         use std::arch::x86_64::*;
-        let n = self.diag.len();
-        assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
-        assert_eq!(self.inverse_diag.len(), n);
-        let blocks = f.panel_first.len();
-        debug_assert!(blocks == n.div_ceil(BLOCK_ROWS) && f.offset.len() == blocks + 1);
-        debug_assert!(f.offset[blocks] == f.values.len());
-        debug_assert!(f.steps.len() == blocks);
-        debug_assert!((0..blocks).all(|b| {
-            let (s, _) = BlockedFactor::rows(b, n);
-            let (p, step) = (f.panel_first[b], f.steps[b]);
-            p <= s
-                && step[0] == 0
-                && step[4] as usize == s - p
-                && step
-                    .windows(2)
-                    .all(|k| k[0] <= k[1] && (k[1] - k[0]) % 4 == 0)
-                && f.offset[b + 1] - f.offset[b] == BlockedFactor::panel_size(&step) + TRIANGLE
-        }));
-        debug_assert!(self
-            .pre_swaps
-            .iter()
-            .chain(&self.post_swaps)
-            .all(|&(i, j)| i < n && j < n));
+        let (n, blocks) = self.check_block_layout(f, x.len());
         let mut buffer = [0.0f64; BLOCK_ROWS];
         let xp = x.as_mut_ptr();
         let vp = f.values.as_ptr();
@@ -1399,7 +1387,7 @@ impl SymmetricFactors {
                 }
             };
         }
-        // SAFETY: by construction (`BlockedFactor::with_layout` and `fill`, checked above in debug builds)
+        // SAFETY: by construction (`BlockedFactor::with_layout` and `fill`, checked by `check_block_layout` in debug builds)
         // block `b`'s panel is `panel_size(steps[b])` values from `offset[b]` (the columns
         // `steps[b][k] .. steps[b][k + 1]` of `4 (k + 1)` rows each, every segment a multiple
         // of 4 columns), its triangle the `TRIANGLE` values after
