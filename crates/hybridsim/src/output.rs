@@ -316,7 +316,7 @@ impl Recorder {
         let workspaces = parts
             .iter()
             .enumerate()
-            .map(|(k, p)| p.state.workspace_for(recorded(k)))
+            .map(|(k, p)| p.state.recording_workspace_for(recorded(k)))
             .collect();
         let snapshot = RecorderSnapshot::new(integrator, &channels);
         Self {
@@ -1083,7 +1083,7 @@ fn fill<S: RowSource>(
                 // (a run of one direction's DOFs uses one).
                 let mut ground: Option<(usize, f64)> = None;
                 for (k, (out, a)) in row[c..c + run].iter_mut().zip(relative).enumerate() {
-                    let ag = match st.ground_dof[i + k] {
+                    let ag = match st.ground_dof(i + k) {
                         None => 0.0,
                         Some(g) => match ground {
                             Some((h, value)) if h == g => value,

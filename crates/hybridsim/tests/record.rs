@@ -383,7 +383,7 @@ fn rows_filled_by_runs_hold_every_column_definition() {
         let st = &sim.integrator.partitions()[0].state;
         let t = sim.integrator.time();
         assert!(st.ground_motion(0, t) != 0.0 && st.ground_motion(1, t) != 0.0);
-        assert_ne!(st.ground_dof[0], st.ground_dof[1]);
+        assert_ne!(st.ground_dof(0), st.ground_dof(1));
     }
 }
 

@@ -140,7 +140,7 @@ impl ExplicitLoop {
         // The physical DOFs (each once) and the specimens over them.
         let mut rows: Vec<usize> = Vec::new();
         for p in &physical {
-            for d in &p.state.dofs {
+            for d in p.state.dofs.iter() {
                 let r = part.state.dofs.iter().position(|x| x == d).ok_or_else(|| {
                     AnalysisError::input(model, "substructure", format!("DOF {d} has no mass"))
                 })?;

@@ -66,7 +66,7 @@ impl Interface {
             .collect();
         let mut seen: HashSet<&DofRef> = HashSet::new();
         for &a in &order {
-            for d in &parts[a].state.dofs {
+            for d in parts[a].state.dofs.iter() {
                 if !seen.insert(d) {
                     continue;
                 }

@@ -149,11 +149,11 @@ pub(crate) fn tangent_rayleigh_stiffness(
 /// assembly order.
 pub(crate) fn rayleigh_element(
     name: &str,
-    dofs: &[DofRef],
+    dofs: Arc<[DofRef]>,
     contributions: Vec<(usize, usize, f64, f64)>,
     (alpha, beta): (f64, f64),
 ) -> Option<(Arc<str>, ElementRef, Vec<f64>)> {
-    let c = RayleighDamping::from_contributions(dofs.to_vec(), contributions, alpha, beta)?;
+    let c = RayleighDamping::from_contributions(dofs, contributions, alpha, beta)?;
     let element: ElementRef = Arc::new(c);
     Some((Arc::from(format!("rayleigh@{name}")), element, Vec::new()))
 }
@@ -196,7 +196,7 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
     for (gi, (name, physical, members)) in groups.iter().enumerate() {
         let instances: Vec<&crate::model::ElementInstance> =
             members.iter().map(|i| &model.elements[*i]).collect();
-        let dofs = collect_dofs(model, &instances);
+        let dofs: Arc<[DofRef]> = collect_dofs(model, &instances).into();
         let index = DofIndex::new(&dofs);
         let mut numerical: Vec<(Arc<str>, ElementRef, Vec<f64>)> = Vec::new();
         let mut specimen: Vec<SpecimenElement> = Vec::new();
@@ -236,7 +236,12 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
         }
         drop(index);
         if let (Some(coefficients), true) = (rayleigh, any_rayleigh) {
-            numerical.extend(rayleigh_element(name, &dofs, rayleigh_terms, coefficients));
+            numerical.extend(rayleigh_element(
+                name,
+                dofs.clone(),
+                rayleigh_terms,
+                coefficients,
+            ));
         }
         let estimate = if *physical {
             model

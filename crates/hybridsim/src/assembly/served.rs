@@ -250,7 +250,7 @@ impl ServedSubstructure {
         if let (Some(coefficients), true) = (rayleigh, any_rayleigh) {
             numerical.extend(super::rayleigh_element(
                 name,
-                &served,
+                served.as_slice().into(),
                 rayleigh_terms,
                 coefficients,
             ));

@@ -317,14 +317,15 @@ pub struct FoldedStep {
 #[derive(Debug, Clone, Default)]
 struct FusedRun {
     beta: f64,
-    /// Rows of `R`, ascending.
-    targets: Vec<usize>,
+    /// Rows of `R`, ascending (the rows and the ends in 32 bits: 12 bytes a row instead of
+    /// 24, issue 20).
+    targets: Vec<u32>,
     /// End of each target's terms of `K` in `k_cols` / `k_vals` (columns of `w`, `< n`).
-    k_end: Vec<usize>,
+    k_end: Vec<u32>,
     k_cols: Vec<u32>,
     k_vals: Vec<f64>,
     /// End of each target's terms of `E` in `e_cols` / `e_vals` (columns of `Y`).
-    e_end: Vec<usize>,
+    e_end: Vec<u32>,
     e_cols: Vec<u32>,
     e_vals: Vec<f64>,
 }
@@ -446,9 +447,9 @@ impl FusedRun {
                     f.e_vals.push(-(beta * k));
                 }
             }
-            f.targets.push(target);
-            f.k_end.push(f.k_cols.len());
-            f.e_end.push(f.e_cols.len());
+            f.targets.push(column_index(target));
+            f.k_end.push(column_index(f.k_cols.len()));
+            f.e_end.push(column_index(f.e_cols.len()));
         }
         // Fused only where the damping really is `β K` up to (at most) a diagonal, and the
         // fused sweep is the shorter one.
@@ -679,8 +680,9 @@ pub struct StateSpace {
     pub name: String,
     /// Whether the substructure is physical.
     pub physical: bool,
-    /// DOFs (order of `u` and `v`).
-    pub dofs: Vec<DofRef>,
+    /// DOFs (order of `u` and `v`), shared with the Rayleigh element over them (issue 20: its
+    /// copy was 1.6 MB of the 10⁵-DOF chain).
+    pub dofs: Arc<[DofRef]>,
     /// Number of extra states.
     pub n_states: usize,
     /// Nonzero entries of the mass matrix `m` over the DOFs, in compressed rows (what the
@@ -709,14 +711,16 @@ pub struct StateSpace {
     pub estimate: Option<Estimate>,
     loads: Vec<(usize, TimeFunction)>,
     seismic: Vec<(DVector<f64>, TimeFunction)>,
-    /// Ground accelerations by DOF (for absolute accelerations): `(dof, ground motion index)`.
-    pub ground_dof: Vec<Option<usize>>,
+    /// The ground motion along each DOF (for absolute accelerations), `u32::MAX` for none
+    /// ([`StateSpace::ground_dof`]; 4 bytes a DOF instead of the 16 of an `Option<usize>`,
+    /// issue 20).
+    ground_dof: Vec<u32>,
     ground: Vec<TimeFunction>,
     /// External nodal loads set between steps by a front end (step-by-step co-simulation),
-    /// one per DOF, held until changed; added to `f(t)` only once one has been set, so that a
-    /// run without them computes the same bits.
+    /// one per DOF, held until changed; empty (and not added to `f(t)`, so that a run without
+    /// them computes the same bits) until one has been set (issue 20: a vector of `N` zeros
+    /// every run held).
     external: Vec<f64>,
-    external_set: bool,
     /// Slots moved to the generic path by [`StateSpace::set_element_parameter`] so far:
     /// whoever keeps matrices built from [`StateSpace::linear_tangent_entries`] (Newton's
     /// method) rebuilds them when this changes.
@@ -729,10 +733,11 @@ impl StateSpace {
         model: &Model,
         name: &str,
         physical: bool,
-        dofs: Vec<DofRef>,
+        dofs: impl Into<Arc<[DofRef]>>,
         elements: Vec<(Arc<str>, ElementRef, Vec<f64>)>,
         estimate: Option<&Estimate>,
     ) -> Result<Self, ModelError> {
+        let dofs: Arc<[DofRef]> = dofs.into();
         let mut diag = Diagnostics::new(&model.source);
         let n = dofs.len();
         let mut slots = Vec::with_capacity(elements.len());
@@ -843,10 +848,11 @@ impl StateSpace {
         let ground_dof = dofs
             .iter()
             .map(|d| {
-                model
-                    .ground_motions
-                    .iter()
+                (model.ground_motions.iter())
                     .position(|g| g.direction == d.dof)
+                    .map_or(u32::MAX, |g| {
+                        u32::try_from(g).expect("a ground motion index fits 32 bits")
+                    })
             })
             .collect();
         let ground = model
@@ -874,8 +880,7 @@ impl StateSpace {
             seismic,
             ground_dof,
             ground,
-            external: vec![0.0; n],
-            external_set: false,
+            external: Vec::new(),
             kernel_changes: 0,
         })
     }
@@ -886,7 +891,7 @@ impl StateSpace {
         Self {
             name: String::new(),
             physical: false,
-            dofs: Vec::new(),
+            dofs: Arc::new([]),
             n_states: 0,
             mass_entries: CompressedRows::default(),
             mass_dense: OnceLock::new(),
@@ -903,7 +908,6 @@ impl StateSpace {
             ground_dof: Vec::new(),
             ground: Vec::new(),
             external: Vec::new(),
-            external_set: false,
             kernel_changes: 0,
         }
     }
@@ -1293,7 +1297,7 @@ impl StateSpace {
     /// A workspace for every method of the state space taking one, over any slot (the
     /// element force of the Rayleigh element over every DOF included).
     pub fn workspace(&self) -> ElementWorkspace {
-        self.workspace_for(0..self.slots.len())
+        self.workspace_sized(0..self.slots.len(), true, true)
     }
 
     /// A workspace for [`StateSpace::residual`] and the other passes over the slots
@@ -1301,9 +1305,34 @@ impl StateSpace {
     /// [`StateSpace::element_deformation_and_dissipation`] of `extra` slots: the gather
     /// buffers sized by the largest element gathered. The Rayleigh element over every DOF
     /// (an element with [`crate::elements::Element::sparse_damping`]) is never gathered by
-    /// these passes — its terms are precomputed — so it sizes them only when it is among
-    /// `extra` (issue 20: at the 10⁵-DOF chain it gave each workspace five vectors of `N`).
+    /// these passes — its terms are precomputed — nor by [`StateSpace::element_force`], which
+    /// forms its force `C v` straight from the state, so it does not size them even among
+    /// `extra` (issue 20: at the 10⁵-DOF chain it gave each workspace five vectors of `N`, and
+    /// the recorder's, recording its force, kept them: 4 MB).
+    /// [`StateSpace::element_force_by_law`] of that element takes [`StateSpace::workspace`].
     pub fn workspace_for(&self, extra: impl IntoIterator<Item = usize>) -> ElementWorkspace {
+        self.workspace_sized(extra, false, true)
+    }
+
+    /// [`StateSpace::workspace_for`] for a workspace that evaluates the residual seldom, if
+    /// ever (the recorder's: element forces, deformations, energies): without the vector of
+    /// `N` of the fused runs' `w = u + β v`, which [`StateSpace::residual`] then forms term by
+    /// term (the same bits; issue 20: 0.8 MB of the 10⁵-DOF chain).
+    pub fn recording_workspace_for(
+        &self,
+        extra: impl IntoIterator<Item = usize>,
+    ) -> ElementWorkspace {
+        self.workspace_sized(extra, false, false)
+    }
+
+    /// [`StateSpace::workspace_for`], the gather buffers also sized by the sparse-damping
+    /// elements among `extra` when `gather_sparse`, with the fused runs' `w` when `weighted`.
+    fn workspace_sized(
+        &self,
+        extra: impl IntoIterator<Item = usize>,
+        gather_sparse: bool,
+        weighted: bool,
+    ) -> ElementWorkspace {
         let gathered = |s: &ElementSlot| s.element.sparse_damping().is_none();
         let mut md = 0;
         let mut ms = 0;
@@ -1311,7 +1340,8 @@ impl StateSpace {
             md = md.max(s.n_dofs());
             ms = ms.max(s.n_states());
         }
-        for s in extra.into_iter().filter_map(|k| self.slots.get(k)) {
+        let extra = extra.into_iter().filter_map(|k| self.slots.get(k));
+        for s in extra.filter(|s| gather_sparse || gathered(s)) {
             md = md.max(s.n_dofs());
             ms = ms.max(s.n_states());
         }
@@ -1326,7 +1356,9 @@ impl StateSpace {
         let dd = dual().map(|s| s.n_dofs()).max().unwrap_or(0);
         let ds = dual().map(|s| s.n_states()).max().unwrap_or(0);
         let mut ws = ElementWorkspace::new(md, ms, dd, ds);
-        ws.weighted = vec![0.0; self.dofs.len()];
+        if weighted {
+            ws.weighted = vec![0.0; self.dofs.len()];
+        }
         // The committed tangents start at the initial stiffness (the state at rest).
         let committed = || {
             self.slots
@@ -1424,14 +1456,21 @@ impl StateSpace {
             // `n ≤ targets < 2n`, and the ends ascend to the lengths of the columns.
             debug_assert!(run.k_cols.iter().all(|&c| (c as usize) < n));
             debug_assert!(run.e_cols.iter().all(|&c| (c as usize) < 2 * n));
-            debug_assert!(run.targets.iter().all(|&t| t < 2 * n));
+            debug_assert!(run.targets.iter().all(|&t| (t as usize) < 2 * n));
             debug_assert!(run.k_end.windows(2).all(|p| p[0] <= p[1]));
             debug_assert!(run.e_end.windows(2).all(|p| p[0] <= p[1]));
-            debug_assert!(run.k_end.last().is_none_or(|&e| e == run.k_cols.len()));
-            debug_assert!(run.e_end.last().is_none_or(|&e| e == run.e_cols.len()));
+            debug_assert!(run
+                .k_end
+                .last()
+                .is_none_or(|&e| e as usize == run.k_cols.len()));
+            debug_assert!(run
+                .e_end
+                .last()
+                .is_none_or(|&e| e as usize == run.e_cols.len()));
             debug_assert!(run.k_vals.len() == run.k_cols.len());
             debug_assert!(run.e_vals.len() == run.e_cols.len());
             for ((&target, &k_end), &e_end) in run.targets.iter().zip(&run.k_end).zip(&run.e_end) {
+                let (target, k_end, e_end) = (target as usize, k_end as usize, e_end as usize);
                 // SAFETY: every index is in bounds by the construction above (`w` has `n`
                 // entries, `y` and `out` at least `2n`).
                 unsafe {
@@ -1443,6 +1482,7 @@ impl StateSpace {
         } else {
             // A workspace made before this run was fused: `w` term by term (the same values).
             for ((&target, &k_end), &e_end) in run.targets.iter().zip(&run.k_end).zip(&run.e_end) {
+                let (target, k_end, e_end) = (target as usize, k_end as usize, e_end as usize);
                 let mut acc = 0.0;
                 for (c, k) in run.k_cols[k0..k_end].iter().zip(&run.k_vals[k0..k_end]) {
                     let c = *c as usize;
@@ -1493,8 +1533,9 @@ impl StateSpace {
             let b = (b_start[r], b_start[r + 1]);
             let (cols, vals) = (&b_cols[b.0..b.1], &b_vals[b.0..b.1]);
             let (k_cols, k_vals) = match next.peek() {
-                Some(&(&t, &k_end)) if t == n + r => {
+                Some(&(&t, &k_end)) if t as usize == n + r => {
                     next.next();
+                    let k_end = k_end as usize;
                     let k = (&run.k_cols[k0..k_end], &run.k_vals[k0..k_end]);
                     k0 = k_end;
                     k
@@ -1562,8 +1603,8 @@ impl StateSpace {
         let (y_tilde, v_tilde) = tilde;
         if self.size() != m
             || ws.weighted.len() != n
-            || run.targets.first().is_some_and(|&t| t < n)
-            || run.targets.last().is_some_and(|&t| t >= m)
+            || run.targets.first().is_some_and(|&t| (t as usize) < n)
+            || run.targets.last().is_some_and(|&t| t as usize >= m)
             || [
                 from.0.len(),
                 from.1.len(),
@@ -1608,8 +1649,14 @@ impl StateSpace {
         debug_assert!(run.targets.windows(2).all(|p| p[0] < p[1]));
         debug_assert!(run.k_cols.iter().all(|&c| (c as usize) < n));
         debug_assert!(run.e_cols.iter().all(|&c| (c as usize) < m));
-        debug_assert!(run.k_end.last().is_none_or(|&e| e == run.k_cols.len()));
-        debug_assert!(run.e_end.last().is_none_or(|&e| e == run.e_cols.len()));
+        debug_assert!(run
+            .k_end
+            .last()
+            .is_none_or(|&e| e as usize == run.k_cols.len()));
+        debug_assert!(run
+            .e_end
+            .last()
+            .is_none_or(|&e| e as usize == run.e_cols.len()));
         debug_assert!(run.k_vals.len() == run.k_cols.len());
         debug_assert!(run.e_vals.len() == run.e_cols.len());
         if run.targets.len() != n {
@@ -1620,6 +1667,7 @@ impl StateSpace {
         }
         let (mut k0, mut e0) = (0, 0);
         for ((&target, &k_end), &e_end) in run.targets.iter().zip(&run.k_end).zip(&run.e_end) {
+            let (target, k_end, e_end) = (target as usize, k_end as usize, e_end as usize);
             // SAFETY: every index is in bounds by the construction and the check above (`w`
             // has `n` entries, `y` `2n`, `fv` and `dv` `n`, `n ≤ target < 2n`).
             unsafe {
@@ -1944,6 +1992,21 @@ impl StateSpace {
         ws: &mut ElementWorkspace,
     ) {
         let s = &self.slots[slot];
+        if let Some(c) = s.element.sparse_damping() {
+            // `r = C v` row by row as the element's law sums it (the same products and
+            // order: the bits of `restoring`), `v` read from the state (0 on fixed DOFs):
+            // no gather buffers of the element's size.
+            let (map, n) = (s.dof_map(&self.maps), self.dofs.len());
+            for (i, ri) in out.iter_mut().enumerate() {
+                let mut acc = 0.0;
+                for t in c.row_start[i]..c.row_start[i + 1] {
+                    let v = map.get(c.columns[t] as usize).map_or(0.0, |k| y[n + k]);
+                    acc += v * c.values[t];
+                }
+                *ri = acc;
+            }
+            return;
+        }
         if s.kernel == SlotKernel::Linear {
             if let Some(m) = s.element.constant_matrices() {
                 if !m.force_at(s.dof_map(&self.maps), y, self.dofs.len(), out) {
@@ -2007,7 +2070,7 @@ impl StateSpace {
                 }
             }
         }
-        if self.external_set {
+        if !self.external.is_empty() {
             for (o, f) in out[n..2 * n].iter_mut().zip(&self.external) {
                 *o += f;
             }
@@ -2016,7 +2079,8 @@ impl StateSpace {
 
     /// Hold an external nodal load `value` (model force unit) on DOF `i` from the next load
     /// evaluation on, added to the model's loads and the seismic load (set it to 0 to remove
-    /// it). Allocation-free.
+    /// it). Allocation-free but for the first load set, which allocates the loads' vector of
+    /// `N`.
     pub fn set_external_load(&mut self, i: usize, value: f64) -> Result<(), String> {
         let n = self.dofs.len();
         if i >= n {
@@ -2031,25 +2095,35 @@ impl StateSpace {
                 self.dofs[i].node, self.dofs[i].dof
             ));
         }
+        if self.external.is_empty() {
+            self.external = vec![0.0; self.dofs.len()];
+        }
         self.external[i] = value;
-        self.external_set = true;
         Ok(())
     }
 
-    /// The external nodal loads held on the DOFs ([`Self::set_external_load`]).
+    /// The external nodal loads held on the DOFs ([`Self::set_external_load`]): one a DOF,
+    /// or none (empty) before the first is set.
     pub fn external_loads(&self) -> &[f64] {
         &self.external
     }
 
     /// Ground acceleration along DOF `i` at `t` (0 when not excited).
     pub fn ground_acceleration(&self, i: usize, t: f64) -> f64 {
-        match self.ground_dof[i] {
+        match self.ground_dof(i) {
             Some(g) => self.ground_motion(g, t),
             None => 0.0,
         }
     }
 
-    /// Ground motion `g` (the index [`StateSpace::ground_dof`] holds for an excited DOF) at `t`.
+    /// The index of the ground motion along DOF `i` (for absolute accelerations), if any.
+    #[inline]
+    pub fn ground_dof(&self, i: usize) -> Option<usize> {
+        let g = self.ground_dof[i];
+        (g != u32::MAX).then_some(g as usize)
+    }
+
+    /// Ground motion `g` (the index [`StateSpace::ground_dof`] gives for an excited DOF) at `t`.
     pub fn ground_motion(&self, g: usize, t: f64) -> f64 {
         self.ground[g].value(t)
     }
@@ -2810,9 +2884,9 @@ mod tests {
                     f.e_vals.push(-(beta * k));
                 }
             }
-            f.targets.push(*target);
-            f.k_end.push(f.k_cols.len());
-            f.e_end.push(f.e_cols.len());
+            f.targets.push(column_index(*target));
+            f.k_end.push(column_index(f.k_cols.len()));
+            f.e_end.push(column_index(f.e_cols.len()));
         }
         // Fused only where the damping really is `β K` up to (at most) a diagonal, and the
         // fused sweep is the shorter one.

@@ -2,6 +2,7 @@
 
 use super::{DofRef, Element, ElementLaw, Scalar};
 use nalgebra::DMatrix;
+use std::sync::Arc;
 
 /// The nonzero entries of a sparse square matrix by rows (compressed sparse rows): row `i`
 /// holds `values[t]` in column `columns[t]` for `t` in `row_start[i]..row_start[i + 1]`,
@@ -25,7 +26,8 @@ pub struct SparseRows<'a> {
 /// instead of the `O(N²)` of a dense superelement over every DOF.
 #[derive(Debug, Clone)]
 pub struct RayleighDamping {
-    dofs: Vec<DofRef>,
+    /// The substructure's DOFs (shared with its state space).
+    dofs: Arc<[DofRef]>,
     row_start: Vec<usize>,
     /// Columns in 32 bits, sized exactly with `values` (issue 20: 64-bit columns in vectors
     /// grown by pushes were up to 32 bytes an entry, 9.2 MB of the 10⁵-DOF chain; now 12).
@@ -38,11 +40,12 @@ impl RayleighDamping {
     /// `M_R[i, j]` and `K_R[i, j]`, given in assembly order (the contributions to one entry are
     /// summed in the order given). Entries where `C` vanishes are dropped; `None` when all do.
     pub fn from_contributions(
-        dofs: Vec<DofRef>,
+        dofs: impl Into<Arc<[DofRef]>>,
         mut contributions: Vec<(usize, usize, f64, f64)>,
         alpha: f64,
         beta: f64,
     ) -> Option<Self> {
+        let dofs: Arc<[DofRef]> = dofs.into();
         let n = dofs.len();
         // A stable sort keeps the assembly order of the contributions to each entry.
         contributions.sort_by_key(|&(i, j, _, _)| (i, j));

@@ -111,7 +111,7 @@ impl ExplicitRths {
                 ));
             }
             let mut rows = Vec::new();
-            for d in &p.state.dofs {
+            for d in p.state.dofs.iter() {
                 let Some(r) = parts[0].state.dofs.iter().position(|x| x == d) else {
                     return Err(format!(
                         "DOF {d} of physical substructure `{}` belongs to no numerical element \

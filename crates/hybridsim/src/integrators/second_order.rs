@@ -152,7 +152,7 @@ impl SecondOrder {
                 ));
             }
             let mut rows = Vec::new();
-            for d in &p.state.dofs {
+            for d in p.state.dofs.iter() {
                 let Some(r) = parts[0].state.dofs.iter().position(|x| x == d) else {
                     return Err(refuse(
                         &format!("substructure.{}", p.state.name),
