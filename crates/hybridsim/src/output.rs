@@ -42,12 +42,14 @@ enum Channel {
     Lambda(u32),
     GapU(u32),
     GapV(u32),
-    /// The forces of `slots` consecutive elements from `slot` on, one column an element
-    /// DOF, element after element.
+    /// The forces of `slots` elements, `slot`, `slot + stride`, …, one column an element DOF,
+    /// element after element (a stride: a chain's springs are every other slot, between its
+    /// masses, and one channel a spring was 2.0 MB of a 10⁵-DOF chain's recorder, issue 20).
     ElementForce {
         part: u32,
         slot: u32,
-        slots: u32,
+        slots: u16,
+        stride: u16,
     },
     Measured(u32, u32, u32),
     Deformation(u32, u32),
@@ -116,17 +118,38 @@ impl Layout {
                     Some(Channel::Measured(p, i, r + 1))
                 }
                 (
-                    Channel::ElementForce { part, slot, slots },
+                    Channel::ElementForce {
+                        part,
+                        slot,
+                        slots,
+                        stride,
+                    },
                     Channel::ElementForce {
                         part: q,
                         slot: j,
                         slots: 1,
+                        ..
                     },
-                ) if follows(part, slot, slots, q, j) => Some(Channel::ElementForce {
-                    part,
-                    slot,
-                    slots: slots + 1,
-                }),
+                ) if part == q && slots < u16::MAX => {
+                    // The next element of the run: one stride on (the second sets the stride).
+                    let next = u64::from(slot) + u64::from(slots) * u64::from(stride);
+                    let gap = u64::from(j).checked_sub(u64::from(slot));
+                    match gap.and_then(|g| u16::try_from(g).ok()) {
+                        Some(g) if slots == 1 && g > 0 => Some(Channel::ElementForce {
+                            part,
+                            slot,
+                            slots: 2,
+                            stride: g,
+                        }),
+                        _ if slots > 1 && u64::from(j) == next => Some(Channel::ElementForce {
+                            part,
+                            slot,
+                            slots: slots + 1,
+                            stride,
+                        }),
+                        _ => None,
+                    }
+                }
                 _ => None,
             };
             if let Some(m) = merged {
@@ -152,7 +175,11 @@ pub struct Recorder {
     n_columns: usize,
     workspaces: Vec<ElementWorkspace>,
     scratch: Vec<f64>,
-    snapshot: RecorderSnapshot,
+    /// The buffers of [`Recorder::capture`], sized when first needed
+    /// ([`Recorder::prepare_capture`]): a run without a laboratory or a pipelined runner never
+    /// captures, and the copies of the state and accelerations were 2.4 MB of a 10⁵-DOF
+    /// chain's run (issue 20). Sized with the recorder when a partition has a physical port.
+    snapshot: Option<RecorderSnapshot>,
     /// The row split at a pipelined runner's hand-off ([`Recorder::split_at_handoff`]).
     handoff: Option<HandOff>,
 }
@@ -229,6 +256,7 @@ impl Recorder {
                             part: ix(p),
                             slot: ix(si),
                             slots: 1,
+                            stride: 1,
                         };
                         layout.push(ch, n);
                     }
@@ -297,20 +325,21 @@ impl Recorder {
         // elements whose forces, deformations or dissipations are recorded.
         let recorded = |part: usize| {
             channels.iter().flat_map(move |c| {
-                let (first, count) = match *c {
+                let (first, count, stride) = match *c {
                     Channel::ElementForce {
                         part: p,
                         slot,
                         slots,
-                    } if p as usize == part => (slot as usize, slots as usize),
+                        stride,
+                    } if p as usize == part => (slot as usize, slots as usize, stride as usize),
                     Channel::Deformation(p, slot) | Channel::Dissipated(p, slot)
                         if p as usize == part =>
                     {
-                        (slot as usize, 1)
+                        (slot as usize, 1, 1)
                     }
-                    _ => (0, 0),
+                    _ => (0, 0, 1),
                 };
-                first..first + count
+                (0..count).map(move |k| first + k * stride)
             })
         };
         let workspaces = parts
@@ -318,7 +347,10 @@ impl Recorder {
             .enumerate()
             .map(|(k, p)| p.state.recording_workspace_for(recorded(k)))
             .collect();
-        let snapshot = RecorderSnapshot::new(integrator, &channels);
+        let snapshot = parts
+            .iter()
+            .any(|p| p.physical.is_some())
+            .then(|| RecorderSnapshot::new(integrator, &channels));
         Self {
             units: model.units.clone(),
             channels,
@@ -369,9 +401,15 @@ impl Recorder {
                         put(&mut name, &unit(u, &d.dof), &mut f);
                     }
                 }
-                Channel::ElementForce { part, slot, slots } => {
+                Channel::ElementForce {
+                    part,
+                    slot,
+                    slots,
+                    stride,
+                } => {
                     let st = &parts[part as usize].state;
-                    for s in &st.slots[slot as usize..(slot + slots) as usize] {
+                    let run = (0..slots as usize).map(|k| slot as usize + k * stride as usize);
+                    for s in run.map(|k| &st.slots[k]) {
                         for d in s.element.dofs() {
                             let _ = write!(name, "force.{}.{}.{}", s.name(), d.node, d.dof);
                             put(&mut name, &u.force_unit(&d.dof), &mut f);
@@ -465,9 +503,9 @@ impl Recorder {
             .iter()
             .filter(|c| matches!(c, Channel::GapU(_) | Channel::GapV(_)))
             .count();
-        let pending = self
-            .snapshot
-            .parts
+        let empty = Vec::new();
+        let parts = self.snapshot.as_ref().map_or(&empty, |s| &s.parts);
+        let pending = parts
             .iter()
             .enumerate()
             .map(|(p, snap)| {
@@ -479,7 +517,7 @@ impl Recorder {
             })
             .collect();
         self.handoff = Some(HandOff {
-            early: (0..self.snapshot.parts.len())
+            early: (0..parts.len())
                 .map(|p| early.get(p).copied().unwrap_or(false))
                 .collect(),
             gaps: vec![[f64::NAN; 2]; n_gaps],
@@ -526,9 +564,12 @@ impl Recorder {
     /// may have moved on (a pipelined runner sends the numerical job of the next step before
     /// the row is made). Without a split, the whole capture. Allocation-free.
     pub fn capture_rest_for_row(&mut self, integ: &mut dyn TimeIntegrator) {
+        let snapshot = self
+            .snapshot
+            .get_or_insert_with(|| RecorderSnapshot::new(&*integ, &self.channels));
         match self.handoff.as_ref() {
-            Some(h) => self.snapshot.capture_where(integ, &h.early, false),
-            None => self.snapshot.capture(integ),
+            Some(h) => snapshot.capture_where(integ, &h.early, false),
+            None => snapshot.capture(integ),
         }
     }
 
@@ -547,7 +588,9 @@ impl Recorder {
             &mut self.workspaces,
             &mut self.scratch,
             &mut Captured {
-                snapshot: &self.snapshot,
+                snapshot: self
+                    .snapshot
+                    .get_or_insert_with(|| RecorderSnapshot::new(integ, &self.channels)),
                 integ,
             },
             row,
@@ -572,17 +615,33 @@ impl Recorder {
     /// partitions are not read; their capture is swapped in); without a split, the whole
     /// capture. Allocation-free.
     pub fn capture_rest(&mut self, integ: &mut dyn TimeIntegrator) {
+        let snapshot = self
+            .snapshot
+            .get_or_insert_with(|| RecorderSnapshot::new(&*integ, &self.channels));
         match self.handoff.as_mut() {
             Some(h) => {
-                self.snapshot.capture_where(integ, &h.early, false);
+                snapshot.capture_where(integ, &h.early, false);
                 for (p, pending) in h.pending.iter_mut().enumerate() {
                     if h.early[p] {
-                        std::mem::swap(&mut self.snapshot.parts[p], pending);
+                        std::mem::swap(&mut snapshot.parts[p], pending);
                     }
                 }
             }
-            None => self.snapshot.capture(integ),
+            None => snapshot.capture(integ),
         }
+    }
+
+    /// Size the buffers of [`Recorder::capture`] (and of the runner's other captures) for
+    /// `integ` if they are not yet: the first capture would otherwise allocate them, so a
+    /// runner that captures in its loop calls this before. Allocates (once).
+    pub fn prepare_capture(&mut self, integ: &dyn TimeIntegrator) {
+        self.snapshot_for(integ);
+    }
+
+    /// The capture's buffers, sized for `integ` ([`Recorder::prepare_capture`]).
+    fn snapshot_for(&mut self, integ: &dyn TimeIntegrator) -> &mut RecorderSnapshot {
+        self.snapshot
+            .get_or_insert_with(|| RecorderSnapshot::new(integ, &self.channels))
     }
 
     /// The columns (allocates every name: for the number of columns use
@@ -682,7 +741,7 @@ impl Recorder {
     /// from the captured state when the row is made, with the elements' parameters of that
     /// moment (they change only between steps, before the capture). Allocation-free.
     pub fn capture(&mut self, integ: &mut dyn TimeIntegrator) {
-        self.snapshot.capture(integ);
+        self.snapshot_for(&*integ).capture(integ);
     }
 
     /// Fill `row` from the last [`Recorder::capture`] (the integrator gives only the structure:
@@ -694,7 +753,9 @@ impl Recorder {
             &mut self.workspaces,
             &mut self.scratch,
             &mut Captured {
-                snapshot: &self.snapshot,
+                snapshot: self
+                    .snapshot
+                    .get_or_insert_with(|| RecorderSnapshot::new(integ, &self.channels)),
                 integ,
             },
             row,
@@ -1097,12 +1158,17 @@ fn fill<S: RowSource>(
                     *out = a + ag;
                 }
             }
-            Channel::ElementForce { part, slot, slots } => {
-                let (part, slot, slots) = (at(part), at(slot), at(slots));
+            Channel::ElementForce {
+                part,
+                slot,
+                slots,
+                stride,
+            } => {
+                let (part, slot) = (at(part), at(slot));
                 let st = &src.integrator().partitions()[part].state;
                 let y = src.state(part);
                 let mut at_column = c;
-                for s in slot..slot + slots {
+                for s in (0..slots as usize).map(|k| slot + k * stride as usize) {
                     let n = force_width(st, s);
                     let out = &mut row[at_column..at_column + n];
                     st.element_force(s, y, out, &mut workspaces[part]);

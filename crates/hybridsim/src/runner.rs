@@ -386,6 +386,10 @@ pub fn run(
     // but a failed step), sparing `run` the cost of a row per step (BENCHMARKS.md, "Issue 10").
     let mut has_lab = false;
     exec.integrator().for_each_lab(&mut |_, _| has_lab = true);
+    if has_lab || exec.pipelined() {
+        // The loop captures: its buffers are sized now, not in a step.
+        recorder.prepare_capture(exec.integrator());
+    }
     // A pipelined executor sends the physical job of the next step before this step's row is
     // made: the row's columns of the physical partitions are taken before that (the hand-off),
     // the rest after, and a step without a row is captured in any case.
