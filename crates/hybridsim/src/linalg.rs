@@ -29,9 +29,9 @@ pub use two_part::{TwoPartFactors, MAX_SEPARATOR};
 #[derive(Debug, Clone)]
 pub struct FactoredMatrix {
     /// Swaps applied in order to `b` before the sweeps: the renumbering, then `P`.
-    pre_swaps: Vec<(usize, usize)>,
+    pre_swaps: Vec<[u32; 2]>,
     /// Swaps applied in order to the solution after the sweeps (the inverse renumbering).
-    post_swaps: Vec<(usize, usize)>,
+    post_swaps: Vec<[u32; 2]>,
     /// Column `i` of `L` below the diagonal: rows `i + 1 .. i + 1 + (l_ptr[i+1] − l_ptr[i])` in
     /// `l_val[l_ptr[i]..l_ptr[i+1]]` (8 bytes an entry; the skyline makes each run contiguous).
     l_ptr: Vec<usize>,
@@ -71,8 +71,10 @@ fn positions(order: &[usize]) -> Vec<usize> {
     position
 }
 
-/// Swaps that, applied in order to a vector `b`, leave `b[gather[0]], b[gather[1]], …`.
-fn gather_swaps(gather: &[usize]) -> Vec<(usize, usize)> {
+/// Swaps that, applied in order to a vector `b`, leave `b[gather[0]], b[gather[1]], …`: two
+/// 32-bit positions a swap (issue 20: memory a DOF; a factored matrix's rows are 32-bit
+/// columns of [`CompressedRows`]).
+fn gather_swaps(gather: &[usize]) -> Vec<[u32; 2]> {
     let n = gather.len();
     let mut at: Vec<usize> = (0..n).collect(); // at[p]: original entry now at position p
     let mut pos: Vec<usize> = (0..n).collect(); // pos[r]: position of original entry r
@@ -80,7 +82,7 @@ fn gather_swaps(gather: &[usize]) -> Vec<(usize, usize)> {
     for (i, &g) in gather.iter().enumerate() {
         let j = pos[g];
         if j != i {
-            swaps.push((i, j));
+            swaps.push([i, j].map(|k| k as u32));
             let (ri, rj) = (at[i], at[j]);
             at.swap(i, j);
             pos[ri] = j;
@@ -402,7 +404,7 @@ impl FactoredMatrix {
         for &(i, j) in &swaps {
             perm.swap(i, j);
         }
-        let (mut pre_swaps, mut post_swaps) = match order {
+        let (mut pre_swaps, mut post_swaps): (Vec<[u32; 2]>, Vec<[u32; 2]>) = match order {
             Some(o) => {
                 let q = gather_swaps(o);
                 let post = q.iter().rev().copied().collect();
@@ -456,8 +458,8 @@ impl FactoredMatrix {
     pub fn solve(&self, x: &mut [f64]) {
         let n = self.diag.len();
         assert_eq!(x.len(), n, "FactoredMatrix::solve: dimension mismatch");
-        for &(i, j) in &self.pre_swaps {
-            x.swap(i, j);
+        for &[i, j] in &self.pre_swaps {
+            x.swap(i as usize, j as usize);
         }
         // Lower sweep, column by column: the entries of column `i` only change rows > i, so
         // `x[i]` is final when they are applied.
@@ -477,8 +479,8 @@ impl FactoredMatrix {
                 *xr -= c * u;
             }
         }
-        for &(i, j) in &self.post_swaps {
-            x.swap(i, j);
+        for &[i, j] in &self.post_swaps {
+            x.swap(i as usize, j as usize);
         }
     }
 }
@@ -499,10 +501,9 @@ impl FactoredMatrix {
 /// [`SymmetricFactors::from_entries`] returns `None` otherwise, and the caller keeps the LU.
 #[derive(Debug, Clone)]
 pub struct SymmetricFactors {
-    /// Swaps applied in order to `b` before the sweeps (the renumbering).
-    pre_swaps: Vec<(usize, usize)>,
-    /// Swaps applied in order to the solution after the sweeps (the inverse renumbering).
-    post_swaps: Vec<(usize, usize)>,
+    /// Swaps applied in order to `b` before the sweeps (the renumbering), and in reverse
+    /// order to the solution after them (the inverse renumbering): one list, not two.
+    swaps: Vec<[u32; 2]>,
     /// Row `r` of `L` left of the diagonal: columns `first[r] .. r` in
     /// `l_val[l_ptr[r]..l_ptr[r + 1]]` (empty when `blocks` holds `L`).
     first: Vec<usize>,
@@ -717,17 +718,35 @@ fn backward_triangle(tri: &[f64], y: &mut [f64; BLOCK_ROWS]) {
     }
 }
 
-/// Apply the `swaps` to `x` in order, without bounds checks.
+/// Apply the `swaps` to `x` in order, or in reverse order when `back` (undoing them), without
+/// bounds checks.
 ///
 /// # Safety
 /// Every position in `swaps` must be below `x.len()`.
 #[inline(always)]
-unsafe fn swap_unchecked(x: &mut [f64], swaps: &[(usize, usize)]) {
+unsafe fn swap_unchecked(x: &mut [f64], swaps: &[[u32; 2]], back: bool) {
     let p = x.as_mut_ptr();
-    for &(i, j) in swaps {
+    let swap = |[i, j]: [u32; 2]| {
+        let (i, j) = (i as usize, j as usize);
         let a = *p.add(i);
         *p.add(i) = *p.add(j);
         *p.add(j) = a;
+    };
+    if back {
+        swaps.iter().rev().copied().for_each(swap);
+    } else {
+        swaps.iter().copied().for_each(swap);
+    }
+}
+
+/// Apply the `swaps` to `x` in order, or in reverse order when `back` (undoing them).
+#[inline(always)]
+fn apply_swaps(x: &mut [f64], swaps: &[[u32; 2]], back: bool) {
+    let swap = |[i, j]: [u32; 2]| x.swap(i as usize, j as usize);
+    if back {
+        swaps.iter().rev().copied().for_each(swap);
+    } else {
+        swaps.iter().copied().for_each(swap);
     }
 }
 
@@ -932,21 +951,13 @@ impl SymmetricFactors {
             }
         }
         drop(g);
-        let (pre_swaps, post_swaps) = match order {
-            Some((o, _)) => {
-                let q = gather_swaps(o);
-                let post = q.iter().rev().copied().collect();
-                (q, post)
-            }
-            None => (Vec::new(), Vec::new()),
-        };
+        let swaps = order.map_or_else(Vec::new, |(o, _)| gather_swaps(o));
         if let Some(blocks) = blocked {
             drop((l_val, keep_from));
             let inverse_diag = diag.iter().map(|d| 1.0 / d).collect();
             return Some(Self {
                 inverse_diag,
-                pre_swaps,
-                post_swaps,
+                swaps,
                 first: Vec::new(),
                 l_ptr: Vec::new(),
                 l_val: Vec::new(),
@@ -956,8 +967,7 @@ impl SymmetricFactors {
             });
         }
         Some(Self {
-            pre_swaps,
-            post_swaps,
+            swaps,
             first,
             l_ptr,
             l_val,
@@ -1089,9 +1099,7 @@ impl SymmetricFactors {
     fn block_forward(&self, f: &BlockedFactor, x: &mut [f64]) {
         let n = self.diag.len();
         assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
-        for &(i, j) in &self.pre_swaps {
-            x.swap(i, j);
-        }
+        apply_swaps(x, &self.swaps, false);
         let blocks = f.panel_first.len();
         let mut y = [0.0f64; BLOCK_ROWS];
         for b in 0..blocks {
@@ -1164,9 +1172,7 @@ impl SymmetricFactors {
                 }
             }
         }
-        for &(i, j) in &self.post_swaps {
-            x.swap(i, j);
-        }
+        apply_swaps(x, &self.swaps, true);
     }
 
     /// [`SymmetricFactors::block_sweeps`] in AVX2 registers with fused multiply-adds, without
@@ -1205,10 +1211,9 @@ impl SymmetricFactors {
                 && f.offset[b + 1] - f.offset[b] == BlockedFactor::panel_size(&step) + TRIANGLE
         }));
         debug_assert!(self
-            .pre_swaps
+            .swaps
             .iter()
-            .chain(&self.post_swaps)
-            .all(|&(i, j)| i < n && j < n));
+            .all(|&[i, j]| (i as usize) < n && (j as usize) < n));
         (n, blocks)
     }
 
@@ -1220,7 +1225,7 @@ impl SymmetricFactors {
         let (n, blocks) = self.check_block_layout(f, x.len());
         // SAFETY: the renumbering's swaps are of positions `< n` (by construction, checked in
         // debug builds).
-        unsafe { swap_unchecked(x, &self.pre_swaps) };
+        unsafe { swap_unchecked(x, &self.swaps, false) };
         let mut buffer = [0.0f64; BLOCK_ROWS];
         let xp = x.as_mut_ptr();
         let vp = f.values.as_ptr();
@@ -1506,7 +1511,7 @@ impl SymmetricFactors {
                 backward_segment!(2);
                 backward_segment!(3);
             }
-            swap_unchecked(x, &self.post_swaps);
+            swap_unchecked(x, &self.swaps, true);
         }
     }
 
@@ -1528,13 +1533,12 @@ impl SymmetricFactors {
         debug_assert!((0..n)
             .all(|r| self.first[r] <= r && self.l_ptr[r + 1] - self.l_ptr[r] == r - self.first[r]));
         debug_assert!(self
-            .pre_swaps
+            .swaps
             .iter()
-            .chain(&self.post_swaps)
-            .all(|&(i, j)| i < n && j < n));
+            .all(|&[i, j]| (i as usize) < n && (j as usize) < n));
         // SAFETY: the renumbering's swaps are of positions `< n` (by construction, checked in
         // debug builds).
-        unsafe { swap_unchecked(x, &self.pre_swaps) };
+        unsafe { swap_unchecked(x, &self.swaps, false) };
         // Lane masks of `maskload` for 0..=3 leading lanes.
         const MASKS: [[i64; 4]; 4] = [[0, 0, 0, 0], [-1, 0, 0, 0], [-1, -1, 0, 0], [-1, -1, -1, 0]];
         let xp = x.as_mut_ptr();
@@ -1639,7 +1643,7 @@ impl SymmetricFactors {
                     _mm256_maskstore_pd(xs.add(k), m, v);
                 }
             }
-            swap_unchecked(x, &self.post_swaps);
+            swap_unchecked(x, &self.swaps, true);
         }
     }
 
@@ -1657,9 +1661,7 @@ impl SymmetricFactors {
     fn sweeps(&self, x: &mut [f64]) {
         let n = self.diag.len();
         assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
-        for &(i, j) in &self.pre_swaps {
-            x.swap(i, j);
-        }
+        apply_swaps(x, &self.swaps, false);
         for r in 0..n {
             let row = &self.l_val[self.l_ptr[r]..self.l_ptr[r + 1]];
             let f = self.first[r];
@@ -1676,9 +1678,7 @@ impl SymmetricFactors {
                 *xj -= xr * l;
             }
         }
-        for &(i, j) in &self.post_swaps {
-            x.swap(i, j);
-        }
+        apply_swaps(x, &self.swaps, true);
     }
 }
 

@@ -35,6 +35,10 @@ impl MgAlpha {
         // The folded steps never read `B` of `D`'s factors: freed until a parameter change
         // (`set_element_parameter` builds it again first).
         stepper.release_coupling(&part);
+        // Nothing the steps do reads `J0` (the factors hold `D`): freed until something asks
+        // for it (a parameter change, a refactorization, `j0`), which forms it again from the
+        // elements, the same bits (issue 20: memory a DOF).
+        part.state.release_j0();
         let size = part.state.size();
         let mut state = AlphaState::zeros(size);
         state.y.copy_from(&part.state.y0);
