@@ -1713,9 +1713,9 @@ enum StateFactorKind {
         /// The diagonal `A` (`D[i, n + i]`; 0 where absent).
         a: Vec<f64>,
         /// `B` (rows `n..`, columns `< n`) in compressed rows: row `r` of `B` holds terms
-        /// `b_start[r] .. b_start[r + 1]`.
+        /// `b_start[r] .. b_start[r + 1]`, their columns in 32 bits (those of `D`'s rows).
         b_start: Vec<usize>,
-        b_cols: Vec<usize>,
+        b_cols: Vec<u32>,
         b_vals: Vec<f64>,
         /// `E − B A`, factored.
         reduced: EffectiveFactors,
@@ -1801,7 +1801,17 @@ impl StateMatrixFactors {
     /// compressed rows, built row by row from `D`'s rows) is formed and chosen, before that
     /// matrix is factored.
     pub fn from_rows(n: usize, d: CompressedRows) -> Option<Self> {
-        Self::from_rows_in_parts(n, d, false)
+        Self::from_rows_in_parts(n, d, false, true)
+    }
+
+    /// [`StateMatrixFactors::from_rows`] without `B` of the reduced path: the factors as
+    /// [`StateMatrixFactors::release_coupling`] leaves them, for a caller whose steps fold the
+    /// coupling product into the residual ([`StateMatrixFactors::solve_folded`]) and decided
+    /// so on `d`'s rows. `B` never stands beside the effective matrix and its factor (issue
+    /// 20: the start-up's peak); [`StateMatrixFactors::restore_coupling`] builds it if asked.
+    /// The same factors.
+    pub fn from_rows_without_coupling(n: usize, d: CompressedRows) -> Option<Self> {
+        Self::from_rows_in_parts(n, d, false, false)
     }
 
     /// [`StateMatrixFactors::from_rows`], the effective matrix factored in two parts and a
@@ -1810,10 +1820,15 @@ impl StateMatrixFactors {
     /// effective matrix of 64 unknowns or more whose parts are stored by blocks); otherwise
     /// as [`StateMatrixFactors::from_rows`] ([`StateMatrixFactors::parts`] tells).
     pub fn from_rows_on_two_cores(n: usize, d: CompressedRows) -> Option<Self> {
-        Self::from_rows_in_parts(n, d, true)
+        Self::from_rows_in_parts(n, d, true, true)
     }
 
-    fn from_rows_in_parts(n: usize, d: CompressedRows, two_cores: bool) -> Option<Self> {
+    fn from_rows_in_parts(
+        n: usize,
+        d: CompressedRows,
+        two_cores: bool,
+        keep_coupling: bool,
+    ) -> Option<Self> {
         let size = d.n_rows();
         let Some(a) = displacement_block(n, &d) else {
             return Some(Self {
@@ -1826,7 +1841,15 @@ impl StateMatrixFactors {
             let k = cols.partition_point(|&j| (j as usize) < n);
             (&cols[..k], &vals[..k], &cols[k..], &vals[k..])
         };
-        let (b_start, b_cols, b_vals) = coupling_of(n, &d);
+        // `B`'s terms (the reduced solve's cost counts them whether kept or not).
+        let b_terms = (0..m)
+            .map(|r| coupling_terms(r).1.iter().filter(|&&v| v != 0.0).count())
+            .sum::<usize>();
+        let (b_start, b_cols, b_vals) = if keep_coupling {
+            coupling_of(n, &d)
+        } else {
+            (Vec::new(), Vec::new(), Vec::new())
+        };
         // E − B A row by row: the terms −B[r, j] A[j] (at column j of the reduced unknowns)
         // and E[r, j] (column n + j of D at j) merged by column; the two terms of a place are
         // summed in D's order, the coupling term first.
@@ -1861,7 +1884,7 @@ impl StateMatrixFactors {
         // The reduced path only where it is the cheaper solve: below FACTOR_BOTH_BELOW
         // unknowns both are factored and their stored entries compared (a single DOF keeps
         // the whole `D`, whose solve is as short), above by the band estimate of each.
-        let coupling = b_vals.len() + n;
+        let coupling = b_terms + n;
         let factors = if size < FACTOR_BOTH_BELOW {
             let full = FactoredMatrix::from_rows(&d)?;
             let reduced = EffectiveFactors::from_rows(&reduced)?;
@@ -1969,7 +1992,7 @@ impl StateMatrixFactors {
     /// The coupling `B` of the reduced path in compressed rows — `(b_start, b_cols,
     /// b_vals)`: row `r` (unknown `n + r`) holds columns `b_cols[b_start[r]..b_start[r + 1]]`,
     /// ascending — or `None` when `D` is factored whole.
-    pub fn coupling(&self) -> Option<(&[usize], &[usize], &[f64])> {
+    pub fn coupling(&self) -> Option<(&[usize], &[u32], &[f64])> {
         match &self.kind {
             StateFactorKind::Full(_) => None,
             StateFactorKind::Reduced {
@@ -2094,7 +2117,7 @@ impl StateMatrixFactors {
                 );
                 // By construction (`from_entries`): the columns of `B` are displacements
                 // (`< n`) and `b_start` ascends from 0 to their count.
-                debug_assert!(b_cols.iter().all(|&c| c < n));
+                debug_assert!(b_cols.iter().all(|&c| (c as usize) < n));
                 debug_assert!(b_start.windows(2).all(|p| p[0] <= p[1]));
                 debug_assert!(
                     b_start.last() == Some(&b_cols.len()) && b_vals.len() == b_cols.len()
@@ -2108,7 +2131,7 @@ impl StateMatrixFactors {
                         let (lo, hi) = (*b_start.get_unchecked(r), *b_start.get_unchecked(r + 1));
                         for t in lo..hi {
                             acc += b_vals.get_unchecked(t)
-                                * bu.get_unchecked(*b_cols.get_unchecked(t));
+                                * bu.get_unchecked(*b_cols.get_unchecked(t) as usize);
                         }
                     }
                     *xr -= acc;
@@ -2317,7 +2340,7 @@ impl BandLu {
 /// `B` of the reduced path of [`StateMatrixFactors`]: rows `n..` of `D`, columns `< n`, its
 /// nonzero entries in compressed rows (`b_start`, `b_cols`, `b_vals`; each row of `D` is by
 /// column, so `B`'s are too).
-fn coupling_of(n: usize, d: &CompressedRows) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+fn coupling_of(n: usize, d: &CompressedRows) -> (Vec<usize>, Vec<u32>, Vec<f64>) {
     let m = d.n_rows() - n;
     let coupling_terms = |r: usize| {
         let (cols, vals) = d.row(n + r);
@@ -2336,7 +2359,7 @@ fn coupling_of(n: usize, d: &CompressedRows) -> (Vec<usize>, Vec<usize>, Vec<f64
         let (cols, vals) = coupling_terms(r);
         for (&j, &v) in cols.iter().zip(vals) {
             if v != 0.0 {
-                b_cols.push(j as usize);
+                b_cols.push(j);
                 b_vals.push(v);
             }
         }

@@ -1546,21 +1546,35 @@ impl StateSpace {
         &self,
         c: f64,
         b_start: &[usize],
-        b_cols: &[usize],
+        b_cols: &[u32],
         b_vals: &[f64],
+    ) -> bool {
+        b_start.len() == self.dofs.len() + 1
+            && self.folds_coupling_rows(c, |r| {
+                let b = (b_start[r], b_start[r + 1]);
+                (&b_cols[b.0..b.1], &b_vals[b.0..b.1])
+            })
+    }
+
+    /// [`StateSpace::folds_coupling`] with `B`'s row `r` (its columns, ascending, and
+    /// values, without zeros) given by `row(r)`: read from `D`'s rows before `B` is formed
+    /// (issue 20: a `B` the steps fold is then never built).
+    pub fn folds_coupling_rows<'a>(
+        &self,
+        c: f64,
+        row: impl Fn(usize) -> (&'a [u32], &'a [f64]),
     ) -> bool {
         let n = self.dofs.len();
         let [ResidualPass::Fused(run)] = self.residual_plan.as_slice() else {
             return false;
         };
-        if self.size() != 2 * n || b_start.len() != n + 1 || !(c.is_finite() && c > 0.0) {
+        if self.size() != 2 * n || !(c.is_finite() && c > 0.0) {
             return false;
         }
         let mut k0 = 0;
         let mut next = run.targets.iter().zip(&run.k_end).peekable();
         for r in 0..n {
-            let b = (b_start[r], b_start[r + 1]);
-            let (cols, vals) = (&b_cols[b.0..b.1], &b_vals[b.0..b.1]);
+            let (cols, vals) = row(r);
             let (k_cols, k_vals) = match next.peek() {
                 Some(&(&t, &k_end)) if t == n + r => {
                     next.next();
@@ -1570,8 +1584,7 @@ impl StateSpace {
                 }
                 _ => (&[][..], &[][..]),
             };
-            if cols.len() != k_cols.len() || cols.iter().zip(k_cols).any(|(&a, &b)| a != b as usize)
-            {
+            if cols.len() != k_cols.len() || cols.iter().zip(k_cols).any(|(a, b)| a != b) {
                 return false;
             }
             let scale = vals.iter().fold(0.0f64, |m, v| m.max(v.abs()));
