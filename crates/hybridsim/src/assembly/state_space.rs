@@ -962,7 +962,7 @@ impl StateSpace {
 
     /// Free `J0`'s entries (issue 20: memory a DOF) once the integrator has built what it
     /// steps with from them, when the slots, the estimate and the tangent Rayleigh terms as
-    /// they are now give them again to the last bit ([`StateSpace::assemble_j0`]: no
+    /// they are now give them again to the last bit (the assembly of [`StateSpace::new`]: no
     /// parameter set, no estimate changed since the last assembly). Whatever reads them later
     /// ([`StateSpace::j0_entries`], [`StateSpace::d_rows`], [`StateSpace::j0`], a parameter
     /// change, [`StateSpace::reassemble_tangent`]) forms them again first, the same bits.
