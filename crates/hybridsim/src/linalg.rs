@@ -29,9 +29,9 @@ pub use two_part::{TwoPartFactors, MAX_SEPARATOR};
 #[derive(Debug, Clone)]
 pub struct FactoredMatrix {
     /// Swaps applied in order to `b` before the sweeps: the renumbering, then `P`.
-    pre_swaps: Vec<(usize, usize)>,
+    pre_swaps: Vec<[u32; 2]>,
     /// Swaps applied in order to the solution after the sweeps (the inverse renumbering).
-    post_swaps: Vec<(usize, usize)>,
+    post_swaps: Vec<[u32; 2]>,
     /// Column `i` of `L` below the diagonal: rows `i + 1 .. i + 1 + (l_ptr[i+1] − l_ptr[i])` in
     /// `l_val[l_ptr[i]..l_ptr[i+1]]` (8 bytes an entry; the skyline makes each run contiguous).
     l_ptr: Vec<usize>,
@@ -71,8 +71,10 @@ fn positions(order: &[usize]) -> Vec<usize> {
     position
 }
 
-/// Swaps that, applied in order to a vector `b`, leave `b[gather[0]], b[gather[1]], …`.
-fn gather_swaps(gather: &[usize]) -> Vec<(usize, usize)> {
+/// Swaps that, applied in order to a vector `b`, leave `b[gather[0]], b[gather[1]], …`: two
+/// 32-bit positions a swap (issue 20: memory a DOF; a factored matrix's rows are 32-bit
+/// columns of [`CompressedRows`]).
+fn gather_swaps(gather: &[usize]) -> Vec<[u32; 2]> {
     let n = gather.len();
     let mut at: Vec<usize> = (0..n).collect(); // at[p]: original entry now at position p
     let mut pos: Vec<usize> = (0..n).collect(); // pos[r]: position of original entry r
@@ -80,7 +82,7 @@ fn gather_swaps(gather: &[usize]) -> Vec<(usize, usize)> {
     for (i, &g) in gather.iter().enumerate() {
         let j = pos[g];
         if j != i {
-            swaps.push((i, j));
+            swaps.push([i, j].map(|k| k as u32));
             let (ri, rj) = (at[i], at[j]);
             at.swap(i, j);
             pos[ri] = j;
@@ -402,7 +404,7 @@ impl FactoredMatrix {
         for &(i, j) in &swaps {
             perm.swap(i, j);
         }
-        let (mut pre_swaps, mut post_swaps) = match order {
+        let (mut pre_swaps, mut post_swaps): (Vec<[u32; 2]>, Vec<[u32; 2]>) = match order {
             Some(o) => {
                 let q = gather_swaps(o);
                 let post = q.iter().rev().copied().collect();
@@ -456,8 +458,8 @@ impl FactoredMatrix {
     pub fn solve(&self, x: &mut [f64]) {
         let n = self.diag.len();
         assert_eq!(x.len(), n, "FactoredMatrix::solve: dimension mismatch");
-        for &(i, j) in &self.pre_swaps {
-            x.swap(i, j);
+        for &[i, j] in &self.pre_swaps {
+            x.swap(i as usize, j as usize);
         }
         // Lower sweep, column by column: the entries of column `i` only change rows > i, so
         // `x[i]` is final when they are applied.
@@ -477,8 +479,8 @@ impl FactoredMatrix {
                 *xr -= c * u;
             }
         }
-        for &(i, j) in &self.post_swaps {
-            x.swap(i, j);
+        for &[i, j] in &self.post_swaps {
+            x.swap(i as usize, j as usize);
         }
     }
 }
@@ -499,10 +501,9 @@ impl FactoredMatrix {
 /// [`SymmetricFactors::from_entries`] returns `None` otherwise, and the caller keeps the LU.
 #[derive(Debug, Clone)]
 pub struct SymmetricFactors {
-    /// Swaps applied in order to `b` before the sweeps (the renumbering).
-    pre_swaps: Vec<(usize, usize)>,
-    /// Swaps applied in order to the solution after the sweeps (the inverse renumbering).
-    post_swaps: Vec<(usize, usize)>,
+    /// Swaps applied in order to `b` before the sweeps (the renumbering), and in reverse
+    /// order to the solution after them (the inverse renumbering): one list, not two.
+    swaps: Vec<[u32; 2]>,
     /// Row `r` of `L` left of the diagonal: columns `first[r] .. r` in
     /// `l_val[l_ptr[r]..l_ptr[r + 1]]` (empty when `blocks` holds `L`).
     first: Vec<usize>,
@@ -717,17 +718,35 @@ fn backward_triangle(tri: &[f64], y: &mut [f64; BLOCK_ROWS]) {
     }
 }
 
-/// Apply the `swaps` to `x` in order, without bounds checks.
+/// Apply the `swaps` to `x` in order, or in reverse order when `back` (undoing them), without
+/// bounds checks.
 ///
 /// # Safety
 /// Every position in `swaps` must be below `x.len()`.
 #[inline(always)]
-unsafe fn swap_unchecked(x: &mut [f64], swaps: &[(usize, usize)]) {
+unsafe fn swap_unchecked(x: &mut [f64], swaps: &[[u32; 2]], back: bool) {
     let p = x.as_mut_ptr();
-    for &(i, j) in swaps {
+    let swap = |[i, j]: [u32; 2]| {
+        let (i, j) = (i as usize, j as usize);
         let a = *p.add(i);
         *p.add(i) = *p.add(j);
         *p.add(j) = a;
+    };
+    if back {
+        swaps.iter().rev().copied().for_each(swap);
+    } else {
+        swaps.iter().copied().for_each(swap);
+    }
+}
+
+/// Apply the `swaps` to `x` in order, or in reverse order when `back` (undoing them).
+#[inline(always)]
+fn apply_swaps(x: &mut [f64], swaps: &[[u32; 2]], back: bool) {
+    let swap = |[i, j]: [u32; 2]| x.swap(i as usize, j as usize);
+    if back {
+        swaps.iter().rev().copied().for_each(swap);
+    } else {
+        swaps.iter().copied().for_each(swap);
     }
 }
 
@@ -932,21 +951,13 @@ impl SymmetricFactors {
             }
         }
         drop(g);
-        let (pre_swaps, post_swaps) = match order {
-            Some((o, _)) => {
-                let q = gather_swaps(o);
-                let post = q.iter().rev().copied().collect();
-                (q, post)
-            }
-            None => (Vec::new(), Vec::new()),
-        };
+        let swaps = order.map_or_else(Vec::new, |(o, _)| gather_swaps(o));
         if let Some(blocks) = blocked {
             drop((l_val, keep_from));
             let inverse_diag = diag.iter().map(|d| 1.0 / d).collect();
             return Some(Self {
                 inverse_diag,
-                pre_swaps,
-                post_swaps,
+                swaps,
                 first: Vec::new(),
                 l_ptr: Vec::new(),
                 l_val: Vec::new(),
@@ -956,8 +967,7 @@ impl SymmetricFactors {
             });
         }
         Some(Self {
-            pre_swaps,
-            post_swaps,
+            swaps,
             first,
             l_ptr,
             l_val,
@@ -1089,9 +1099,7 @@ impl SymmetricFactors {
     fn block_forward(&self, f: &BlockedFactor, x: &mut [f64]) {
         let n = self.diag.len();
         assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
-        for &(i, j) in &self.pre_swaps {
-            x.swap(i, j);
-        }
+        apply_swaps(x, &self.swaps, false);
         let blocks = f.panel_first.len();
         let mut y = [0.0f64; BLOCK_ROWS];
         for b in 0..blocks {
@@ -1164,9 +1172,7 @@ impl SymmetricFactors {
                 }
             }
         }
-        for &(i, j) in &self.post_swaps {
-            x.swap(i, j);
-        }
+        apply_swaps(x, &self.swaps, true);
     }
 
     /// [`SymmetricFactors::block_sweeps`] in AVX2 registers with fused multiply-adds, without
@@ -1205,10 +1211,9 @@ impl SymmetricFactors {
                 && f.offset[b + 1] - f.offset[b] == BlockedFactor::panel_size(&step) + TRIANGLE
         }));
         debug_assert!(self
-            .pre_swaps
+            .swaps
             .iter()
-            .chain(&self.post_swaps)
-            .all(|&(i, j)| i < n && j < n));
+            .all(|&[i, j]| (i as usize) < n && (j as usize) < n));
         (n, blocks)
     }
 
@@ -1220,7 +1225,7 @@ impl SymmetricFactors {
         let (n, blocks) = self.check_block_layout(f, x.len());
         // SAFETY: the renumbering's swaps are of positions `< n` (by construction, checked in
         // debug builds).
-        unsafe { swap_unchecked(x, &self.pre_swaps) };
+        unsafe { swap_unchecked(x, &self.swaps, false) };
         let mut buffer = [0.0f64; BLOCK_ROWS];
         let xp = x.as_mut_ptr();
         let vp = f.values.as_ptr();
@@ -1506,7 +1511,7 @@ impl SymmetricFactors {
                 backward_segment!(2);
                 backward_segment!(3);
             }
-            swap_unchecked(x, &self.post_swaps);
+            swap_unchecked(x, &self.swaps, true);
         }
     }
 
@@ -1528,13 +1533,12 @@ impl SymmetricFactors {
         debug_assert!((0..n)
             .all(|r| self.first[r] <= r && self.l_ptr[r + 1] - self.l_ptr[r] == r - self.first[r]));
         debug_assert!(self
-            .pre_swaps
+            .swaps
             .iter()
-            .chain(&self.post_swaps)
-            .all(|&(i, j)| i < n && j < n));
+            .all(|&[i, j]| (i as usize) < n && (j as usize) < n));
         // SAFETY: the renumbering's swaps are of positions `< n` (by construction, checked in
         // debug builds).
-        unsafe { swap_unchecked(x, &self.pre_swaps) };
+        unsafe { swap_unchecked(x, &self.swaps, false) };
         // Lane masks of `maskload` for 0..=3 leading lanes.
         const MASKS: [[i64; 4]; 4] = [[0, 0, 0, 0], [-1, 0, 0, 0], [-1, -1, 0, 0], [-1, -1, -1, 0]];
         let xp = x.as_mut_ptr();
@@ -1639,7 +1643,7 @@ impl SymmetricFactors {
                     _mm256_maskstore_pd(xs.add(k), m, v);
                 }
             }
-            swap_unchecked(x, &self.post_swaps);
+            swap_unchecked(x, &self.swaps, true);
         }
     }
 
@@ -1657,9 +1661,7 @@ impl SymmetricFactors {
     fn sweeps(&self, x: &mut [f64]) {
         let n = self.diag.len();
         assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
-        for &(i, j) in &self.pre_swaps {
-            x.swap(i, j);
-        }
+        apply_swaps(x, &self.swaps, false);
         for r in 0..n {
             let row = &self.l_val[self.l_ptr[r]..self.l_ptr[r + 1]];
             let f = self.first[r];
@@ -1676,9 +1678,7 @@ impl SymmetricFactors {
                 *xj -= xr * l;
             }
         }
-        for &(i, j) in &self.post_swaps {
-            x.swap(i, j);
-        }
+        apply_swaps(x, &self.swaps, true);
     }
 }
 
@@ -1713,9 +1713,9 @@ enum StateFactorKind {
         /// The diagonal `A` (`D[i, n + i]`; 0 where absent).
         a: Vec<f64>,
         /// `B` (rows `n..`, columns `< n`) in compressed rows: row `r` of `B` holds terms
-        /// `b_start[r] .. b_start[r + 1]`.
+        /// `b_start[r] .. b_start[r + 1]`, their columns in 32 bits (those of `D`'s rows).
         b_start: Vec<usize>,
-        b_cols: Vec<usize>,
+        b_cols: Vec<u32>,
         b_vals: Vec<f64>,
         /// `E − B A`, factored.
         reduced: EffectiveFactors,
@@ -1801,7 +1801,17 @@ impl StateMatrixFactors {
     /// compressed rows, built row by row from `D`'s rows) is formed and chosen, before that
     /// matrix is factored.
     pub fn from_rows(n: usize, d: CompressedRows) -> Option<Self> {
-        Self::from_rows_in_parts(n, d, false)
+        Self::from_rows_in_parts(n, d, false, true)
+    }
+
+    /// [`StateMatrixFactors::from_rows`] without `B` of the reduced path: the factors as
+    /// [`StateMatrixFactors::release_coupling`] leaves them, for a caller whose steps fold the
+    /// coupling product into the residual ([`StateMatrixFactors::solve_folded`]) and decided
+    /// so on `d`'s rows. `B` never stands beside the effective matrix and its factor (issue
+    /// 20: the start-up's peak); [`StateMatrixFactors::restore_coupling`] builds it if asked.
+    /// The same factors.
+    pub fn from_rows_without_coupling(n: usize, d: CompressedRows) -> Option<Self> {
+        Self::from_rows_in_parts(n, d, false, false)
     }
 
     /// [`StateMatrixFactors::from_rows`], the effective matrix factored in two parts and a
@@ -1810,10 +1820,15 @@ impl StateMatrixFactors {
     /// effective matrix of 64 unknowns or more whose parts are stored by blocks); otherwise
     /// as [`StateMatrixFactors::from_rows`] ([`StateMatrixFactors::parts`] tells).
     pub fn from_rows_on_two_cores(n: usize, d: CompressedRows) -> Option<Self> {
-        Self::from_rows_in_parts(n, d, true)
+        Self::from_rows_in_parts(n, d, true, true)
     }
 
-    fn from_rows_in_parts(n: usize, d: CompressedRows, two_cores: bool) -> Option<Self> {
+    fn from_rows_in_parts(
+        n: usize,
+        d: CompressedRows,
+        two_cores: bool,
+        keep_coupling: bool,
+    ) -> Option<Self> {
         let size = d.n_rows();
         let Some(a) = displacement_block(n, &d) else {
             return Some(Self {
@@ -1826,7 +1841,15 @@ impl StateMatrixFactors {
             let k = cols.partition_point(|&j| (j as usize) < n);
             (&cols[..k], &vals[..k], &cols[k..], &vals[k..])
         };
-        let (b_start, b_cols, b_vals) = coupling_of(n, &d);
+        // `B`'s terms (the reduced solve's cost counts them whether kept or not).
+        let b_terms = (0..m)
+            .map(|r| coupling_terms(r).1.iter().filter(|&&v| v != 0.0).count())
+            .sum::<usize>();
+        let (b_start, b_cols, b_vals) = if keep_coupling {
+            coupling_of(n, &d)
+        } else {
+            (Vec::new(), Vec::new(), Vec::new())
+        };
         // E − B A row by row: the terms −B[r, j] A[j] (at column j of the reduced unknowns)
         // and E[r, j] (column n + j of D at j) merged by column; the two terms of a place are
         // summed in D's order, the coupling term first.
@@ -1861,7 +1884,7 @@ impl StateMatrixFactors {
         // The reduced path only where it is the cheaper solve: below FACTOR_BOTH_BELOW
         // unknowns both are factored and their stored entries compared (a single DOF keeps
         // the whole `D`, whose solve is as short), above by the band estimate of each.
-        let coupling = b_vals.len() + n;
+        let coupling = b_terms + n;
         let factors = if size < FACTOR_BOTH_BELOW {
             let full = FactoredMatrix::from_rows(&d)?;
             let reduced = EffectiveFactors::from_rows(&reduced)?;
@@ -1969,7 +1992,7 @@ impl StateMatrixFactors {
     /// The coupling `B` of the reduced path in compressed rows — `(b_start, b_cols,
     /// b_vals)`: row `r` (unknown `n + r`) holds columns `b_cols[b_start[r]..b_start[r + 1]]`,
     /// ascending — or `None` when `D` is factored whole.
-    pub fn coupling(&self) -> Option<(&[usize], &[usize], &[f64])> {
+    pub fn coupling(&self) -> Option<(&[usize], &[u32], &[f64])> {
         match &self.kind {
             StateFactorKind::Full(_) => None,
             StateFactorKind::Reduced {
@@ -2094,7 +2117,7 @@ impl StateMatrixFactors {
                 );
                 // By construction (`from_entries`): the columns of `B` are displacements
                 // (`< n`) and `b_start` ascends from 0 to their count.
-                debug_assert!(b_cols.iter().all(|&c| c < n));
+                debug_assert!(b_cols.iter().all(|&c| (c as usize) < n));
                 debug_assert!(b_start.windows(2).all(|p| p[0] <= p[1]));
                 debug_assert!(
                     b_start.last() == Some(&b_cols.len()) && b_vals.len() == b_cols.len()
@@ -2108,7 +2131,7 @@ impl StateMatrixFactors {
                         let (lo, hi) = (*b_start.get_unchecked(r), *b_start.get_unchecked(r + 1));
                         for t in lo..hi {
                             acc += b_vals.get_unchecked(t)
-                                * bu.get_unchecked(*b_cols.get_unchecked(t));
+                                * bu.get_unchecked(*b_cols.get_unchecked(t) as usize);
                         }
                     }
                     *xr -= acc;
@@ -2317,7 +2340,7 @@ impl BandLu {
 /// `B` of the reduced path of [`StateMatrixFactors`]: rows `n..` of `D`, columns `< n`, its
 /// nonzero entries in compressed rows (`b_start`, `b_cols`, `b_vals`; each row of `D` is by
 /// column, so `B`'s are too).
-fn coupling_of(n: usize, d: &CompressedRows) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+fn coupling_of(n: usize, d: &CompressedRows) -> (Vec<usize>, Vec<u32>, Vec<f64>) {
     let m = d.n_rows() - n;
     let coupling_terms = |r: usize| {
         let (cols, vals) = d.row(n + r);
@@ -2336,7 +2359,7 @@ fn coupling_of(n: usize, d: &CompressedRows) -> (Vec<usize>, Vec<usize>, Vec<f64
         let (cols, vals) = coupling_terms(r);
         for (&j, &v) in cols.iter().zip(vals) {
             if v != 0.0 {
-                b_cols.push(j as usize);
+                b_cols.push(j);
                 b_vals.push(v);
             }
         }

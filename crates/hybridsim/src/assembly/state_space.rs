@@ -701,8 +701,13 @@ pub struct StateSpace {
     /// Incremented whenever `residual_plan` is rebuilt ([`StateSpace::plan_version`]).
     plan_version: u64,
     /// Nonzero entries of `J0 = ∂R/∂Y` at the zero state (with the estimate of a physical
-    /// specimen), in compressed rows.
-    pub(crate) j0_entries: CompressedRows,
+    /// specimen), in compressed rows; empty after [`StateSpace::release_j0`] (issue 20: memory
+    /// a DOF), formed again from the elements on the next read ([`StateSpace::j0_entries`]).
+    j0_entries: OnceLock<CompressedRows>,
+    /// Whether `j0_entries` equal, to the last bit, what [`StateSpace::assemble_j0`] gives from
+    /// the slots, the estimate and the tangent Rayleigh terms as they are now: only then may
+    /// they be released (every change that breaks it forms them first).
+    j0_reassembles: bool,
     /// The dense `J0`, formed from `j0_entries` on the first call of [`StateSpace::j0`].
     j0_dense: OnceLock<DMatrix<f64>>,
     /// Initial state `Y0`.
@@ -872,7 +877,8 @@ impl StateSpace {
             plan_version: 0,
             slots,
             maps,
-            j0_entries,
+            j0_entries: OnceLock::from(j0_entries),
+            j0_reassembles: true,
             j0_dense: OnceLock::new(),
             y0,
             estimate: estimate.cloned(),
@@ -899,7 +905,8 @@ impl StateSpace {
             maps: Vec::new(),
             residual_plan: Vec::new(),
             plan_version: 0,
-            j0_entries: CompressedRows::default(),
+            j0_entries: OnceLock::from(CompressedRows::default()),
+            j0_reassembles: true,
             j0_dense: OnceLock::new(),
             y0: DVector::zeros(0),
             estimate: None,
@@ -922,20 +929,79 @@ impl StateSpace {
     /// Replace the estimated specimen stiffness/damping in `J0` (the integrator must then
     /// rebuild its operators).
     pub fn set_estimate(&mut self, estimate: Option<Estimate>) {
+        let mut j0 = self.take_j0();
         if let Some(old) = self.estimate.take() {
-            add_estimate(&mut self.j0_entries, &self.dofs, &old, -1.0);
+            add_estimate(&mut j0, &self.dofs, &old, -1.0);
         }
         if let Some(new) = &estimate {
-            add_estimate(&mut self.j0_entries, &self.dofs, new, 1.0);
+            add_estimate(&mut j0, &self.dofs, new, 1.0);
         }
         self.estimate = estimate;
         // A dense copy already handed out follows the entries (same values, in place).
         if let Some(dense) = self.j0_dense.get_mut() {
             dense.fill(0.0);
-            for (i, j, v) in self.j0_entries.iter() {
+            for (i, j, v) in j0.iter() {
                 dense[(i, j)] = v;
             }
         }
+        // Updated in place, not assembled: a fresh assembly may differ at round-off.
+        self.put_j0(j0, false);
+    }
+
+    /// `J0`'s entries taken out to be changed (formed from the elements first if released);
+    /// [`StateSpace::put_j0`] puts them back.
+    fn take_j0(&mut self) -> CompressedRows {
+        match self.j0_entries.take() {
+            Some(j0) => j0,
+            None => self.assemble_j0(),
+        }
+    }
+
+    /// Put `J0`'s entries back (after [`StateSpace::take_j0`]); `reassembles`: whether they
+    /// are still what [`StateSpace::assemble_j0`] gives.
+    fn put_j0(&mut self, j0: CompressedRows, reassembles: bool) {
+        self.j0_entries = OnceLock::from(j0);
+        self.j0_reassembles = self.j0_reassembles && reassembles;
+    }
+
+    /// Free `J0`'s entries (issue 20: memory a DOF) once the integrator has built what it
+    /// steps with from them, when the slots, the estimate and the tangent Rayleigh terms as
+    /// they are now give them again to the last bit (the assembly of [`StateSpace::new`]: no
+    /// parameter set, no estimate changed since the last assembly). Whatever reads them later
+    /// ([`StateSpace::j0_entries`], [`StateSpace::d_rows`], [`StateSpace::j0`], a parameter
+    /// change, [`StateSpace::reassemble_tangent`]) forms them again first, the same bits.
+    /// Whether they were freed. Frees only.
+    pub fn release_j0(&mut self) -> bool {
+        self.j0_reassembles && self.j0_entries.take().is_some()
+    }
+
+    /// Whether `J0`'s entries are released ([`StateSpace::release_j0`]) and not formed again
+    /// since.
+    pub fn j0_released(&self) -> bool {
+        self.j0_entries.get().is_none()
+    }
+
+    /// `J0`'s entries assembled from the elements as they are now: the triplets of
+    /// [`StateSpace::new`] in the same order, then the `β K_0` entries of tangent Rayleigh
+    /// damping ([`StateSpace::add_tangent_rayleigh`], with the start-up `K_0`) slot by slot.
+    /// Allocates.
+    fn assemble_j0(&self) -> CompressedRows {
+        let size = self.size();
+        let mut j0 = assemble_tangent(
+            &self.dofs,
+            &self.slots,
+            &self.maps,
+            size,
+            |_| true,
+            self.estimate.as_ref(),
+        );
+        let n = self.dofs.len();
+        for slot in &self.slots {
+            if let Some(t) = &slot.tangent_rayleigh {
+                j0 = with_rayleigh_tangent(size, j0, n, slot.dof_map(&self.maps), t.beta, &t.k0);
+            }
+        }
+        j0
     }
 
     /// Change parameter `parameter` of element `slot` at run time (online model updating,
@@ -950,10 +1016,14 @@ impl StateSpace {
         parameter: &str,
         value: f64,
     ) -> Result<(), String> {
-        let s = self
-            .slots
-            .get_mut(slot)
-            .ok_or_else(|| format!("no element {slot} in `{}`", self.name))?;
+        if slot >= self.slots.len() {
+            return Err(format!("no element {slot} in `{}`", self.name));
+        }
+        // `J0` stays the tangent factored (the integrator's): formed from the elements before
+        // the change if released, and held from now on.
+        let j0 = self.take_j0();
+        self.put_j0(j0, false);
+        let s = &mut self.slots[slot];
         if !matches!(s.kernel, SlotKernel::Generic) {
             s.kernel = SlotKernel::Generic;
             self.kernel_changes += 1;
@@ -990,7 +1060,7 @@ impl StateSpace {
             .filter_map(|s| s.tangent_rayleigh.as_ref())
             .filter_map(|t| t.committed.map(|_| t.k0.len()))
             .sum();
-        let Some(slot) = self.slots.iter_mut().find(|s| *s.name == *element) else {
+        let Some(index) = self.slots.iter().position(|s| *s.name == *element) else {
             return;
         };
         let committed = match stiffness {
@@ -998,15 +1068,21 @@ impl StateSpace {
             RayleighStiffness::Committed => Some(committed_len),
             RayleighStiffness::Current => None,
         };
-        let j0 = std::mem::take(&mut self.j0_entries);
-        self.j0_entries =
-            with_rayleigh_tangent(size, j0, n, slot.dof_map(&self.maps), beta, k0.as_slice());
-        self.j0_dense = OnceLock::new();
+        // [`StateSpace::assemble_j0`] adds the terms slot by slot: the same sums only when
+        // they come in that order, each slot once.
+        let in_order = self.slots[index..]
+            .iter()
+            .all(|s| s.tangent_rayleigh.is_none());
+        let j0 = self.take_j0();
+        let slot = &mut self.slots[index];
+        let j0 = with_rayleigh_tangent(size, j0, n, slot.dof_map(&self.maps), beta, k0.as_slice());
         slot.tangent_rayleigh = Some(Box::new(TangentRayleigh {
             beta,
             committed,
             k0: k0.as_slice().to_vec(),
         }));
+        self.put_j0(j0, in_order);
+        self.j0_dense = OnceLock::new();
     }
 
     /// Whether an element has Rayleigh damping with its committed tangent: the stepper must
@@ -1187,6 +1263,9 @@ impl StateSpace {
     /// Remove element slot `slot` (a placeholder added for assembly); the residual's passes
     /// follow. Not for the real-time loop: it allocates.
     pub(crate) fn remove_slot(&mut self, slot: usize) {
+        // `J0` keeps the removed slot's terms: held from now on.
+        let j0 = self.take_j0();
+        self.put_j0(j0, false);
         self.slots.remove(slot);
         let groups = SlotGroups::from_slots(&self.slots, &self.maps, self.dofs.len());
         self.residual_plan = residual_plan(&kernels(&self.slots), &groups, self.dofs.len());
@@ -1201,29 +1280,18 @@ impl StateSpace {
     /// the zero-state tangent, e.g. Bouc–Wen's `γ` with `n = 1`, changes none). Allocates:
     /// not for a real-time step.
     pub fn reassemble_tangent(&mut self) -> bool {
-        let size = self.size();
-        let mut j0 = assemble_tangent(
-            &self.dofs,
-            &self.slots,
-            &self.maps,
-            size,
-            |_| true,
-            self.estimate.as_ref(),
-        );
-        // The `β K_0` entries of tangent Rayleigh damping, added after assembly by
-        // [`StateSpace::add_tangent_rayleigh`] (with the start-up `K_0`), in the same order.
-        let n = self.dofs.len();
-        for slot in &self.slots {
-            if let Some(t) = &slot.tangent_rayleigh {
-                j0 = with_rayleigh_tangent(size, j0, n, slot.dof_map(&self.maps), t.beta, &t.k0);
-            }
-        }
-        if j0 == self.j0_entries {
+        // Released entries are those of the elements as they are (no parameter set since).
+        if self.j0_released() {
             return false;
         }
-        self.j0_entries = j0;
-        self.j0_dense = OnceLock::new();
-        true
+        let j0 = self.assemble_j0();
+        let changed = self.j0_entries.get() != Some(&j0);
+        if changed {
+            self.j0_dense = OnceLock::new();
+        }
+        self.j0_entries = OnceLock::from(j0);
+        self.j0_reassembles = true;
+        changed
     }
 
     /// Remove the mass of DOF `i` from the diagonal (the placeholder mass of a massless
@@ -1246,7 +1314,7 @@ impl StateSpace {
     /// allocate; the sparse start-up path ([`StateSpace::d_entries`]) never does.
     pub fn j0(&self) -> &DMatrix<f64> {
         self.j0_dense
-            .get_or_init(|| dense_from_entries(self.size(), &self.j0_entries))
+            .get_or_init(|| dense_from_entries(self.size(), self.j0_entries()))
     }
 
     /// Whether the dense `J0` and the dense mass have been formed (for the start-up checks).
@@ -1257,9 +1325,10 @@ impl StateSpace {
         )
     }
 
-    /// The nonzero entries of `J0`, in compressed rows.
+    /// The nonzero entries of `J0`, in compressed rows; formed again from the elements (the
+    /// same bits) on the first call after [`StateSpace::release_j0`], which allocates.
     pub fn j0_entries(&self) -> &CompressedRows {
-        &self.j0_entries
+        self.j0_entries.get_or_init(|| self.assemble_j0())
     }
 
     /// The nonzero entries of the mass matrix `m`, in compressed rows.
@@ -1517,21 +1586,35 @@ impl StateSpace {
         &self,
         c: f64,
         b_start: &[usize],
-        b_cols: &[usize],
+        b_cols: &[u32],
         b_vals: &[f64],
+    ) -> bool {
+        b_start.len() == self.dofs.len() + 1
+            && self.folds_coupling_rows(c, |r| {
+                let b = (b_start[r], b_start[r + 1]);
+                (&b_cols[b.0..b.1], &b_vals[b.0..b.1])
+            })
+    }
+
+    /// [`StateSpace::folds_coupling`] with `B`'s row `r` (its columns, ascending, and
+    /// values, without zeros) given by `row(r)`: read from `D`'s rows before `B` is formed
+    /// (issue 20: a `B` the steps fold is then never built).
+    pub fn folds_coupling_rows<'a>(
+        &self,
+        c: f64,
+        row: impl Fn(usize) -> (&'a [u32], &'a [f64]),
     ) -> bool {
         let n = self.dofs.len();
         let [ResidualPass::Fused(run)] = self.residual_plan.as_slice() else {
             return false;
         };
-        if self.size() != 2 * n || b_start.len() != n + 1 || !(c.is_finite() && c > 0.0) {
+        if self.size() != 2 * n || !(c.is_finite() && c > 0.0) {
             return false;
         }
         let mut k0 = 0;
         let mut next = run.targets.iter().zip(&run.k_end).peekable();
         for r in 0..n {
-            let b = (b_start[r], b_start[r + 1]);
-            let (cols, vals) = (&b_cols[b.0..b.1], &b_vals[b.0..b.1]);
+            let (cols, vals) = row(r);
             let (k_cols, k_vals) = match next.peek() {
                 Some(&(&t, &k_end)) if t as usize == n + r => {
                     next.next();
@@ -1542,8 +1625,7 @@ impl StateSpace {
                 }
                 _ => (&[][..], &[][..]),
             };
-            if cols.len() != k_cols.len() || cols.iter().zip(k_cols).any(|(&a, &b)| a != b as usize)
-            {
+            if cols.len() != k_cols.len() || cols.iter().zip(k_cols).any(|(a, b)| a != b) {
                 return false;
             }
             let scale = vals.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -2166,6 +2248,7 @@ impl StateSpace {
     /// place).
     pub fn d_rows(&self, c: f64) -> CompressedRows {
         let (n, size) = (self.dofs.len(), self.size());
+        let j0 = self.j0_entries();
         CompressedRows::from_rows(size, |i, push| {
             // `m_ij + J0_ij c` with a missing entry read as 0 (the dense sum's value).
             let identity = ([i as u32], [1.0]);
@@ -2174,7 +2257,7 @@ impl StateSpace {
             } else {
                 (&identity.0, &identity.1)
             };
-            let (j_cols, j_vals) = self.j0_entries.row(i);
+            let (j_cols, j_vals) = j0.row(i);
             let offset = if (n..2 * n).contains(&i) { n } else { 0 };
             let (mut a, mut b) = (0, 0);
             while a < m_cols.len() || b < j_cols.len() {
@@ -2670,7 +2753,7 @@ mod tests {
         let mut expected = vec![0.0; st.size()];
         residual_slot_by_slot(st, y, &mut expected);
         let mut scale = vec![0.0; st.size()];
-        for (i, j, v) in st.j0_entries.iter() {
+        for (i, j, v) in st.j0_entries().iter() {
             scale[i] += (v * y[j]).abs();
         }
         for i in 0..st.size() {
@@ -3226,8 +3309,8 @@ mod tests {
             .remove(0)
             .state;
         assert!(st.slots.iter().any(|s| s.tangent_rayleigh.is_some()));
-        let before = st.j0_entries.clone();
+        let before = st.j0_entries().clone();
         assert!(!st.reassemble_tangent(), "no parameter changed");
-        assert_eq!(st.j0_entries, before);
+        assert_eq!(st.j0_entries(), &before);
     }
 }

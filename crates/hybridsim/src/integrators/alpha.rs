@@ -579,9 +579,72 @@ impl AlphaStepper {
         dt: f64,
         corrections: usize,
     ) -> Result<Self, String> {
+        let d_fact = Self::factor(&part.state, params, dt)?;
+        Self::with_factors(part, params, dt, corrections, d_fact)
+    }
+
+    /// [`AlphaStepper::new`] for a partition whose `J0` nothing reads once `D` is factored
+    /// (MG-α's): `J0` is freed ([`StateSpace::release_j0`]) as soon as `D = M + c J0` is
+    /// formed, before the effective matrix is formed from `D` and factored, so that the
+    /// start-up's peak does not hold `J0` beside `D`, the effective matrix and its factor
+    /// (issue 20: memory a DOF). When the steps will fold the coupling product `B b_u` into
+    /// the residual — a linear numerical partition stepped once per step, without committed
+    /// tangents, whose `D` goes through the effective matrix and whose residual is one fused
+    /// Rayleigh pass matching `B` (checked on `D`'s rows, [`StateSpace::folds_coupling_rows`])
+    /// — `B` is not kept either ([`StateMatrixFactors::from_rows_without_coupling`]): the
+    /// factors [`AlphaStepper::release_coupling`] would leave. The same factors and steps;
+    /// whatever reads `J0` or `B` later forms them again.
+    pub fn new_freeing_j0(
+        part: &mut Partition,
+        params: AlphaParameters,
+        dt: f64,
+        corrections: usize,
+    ) -> Result<Self, String> {
+        let c = params.c(dt);
+        let d = part.state.d_rows(c);
+        part.state.release_j0();
+        let st = &part.state;
+        let n = st.n_dofs();
+        let folds = corrections <= 1
+            && part.physical.is_none()
+            && !st.has_nonlinear_elements()
+            && !st.has_committed_rayleigh()
+            && st.folds_coupling_rows(c, |r| {
+                let (cols, vals) = d.row(n + r);
+                let k = cols.partition_point(|&j| (j as usize) < n);
+                (&cols[..k], &vals[..k])
+            });
+        if !folds {
+            let d_fact = Self::factor_rows(st, d, dt)?;
+            return Self::with_factors(part, params, dt, corrections, d_fact);
+        }
+        let d_fact = StateMatrixFactors::from_rows_without_coupling(n, d)
+            .ok_or_else(|| Self::singular(st, dt))?;
+        let reduced = d_fact.is_reduced();
+        let mut stepper = Self::with_factors(part, params, dt, corrections, d_fact)?;
+        // Folded only through the effective matrix (`D` factored whole has no `B`).
+        stepper.folded = reduced.then(|| part.state.plan_version());
+        Ok(stepper)
+    }
+
+    /// The error of a singular `D` of `state` for step `dt`.
+    fn singular(state: &StateSpace, dt: f64) -> String {
+        format!(
+            "substructure `{}`: D = M + c·J0 is singular for Δt = {dt}",
+            state.name
+        )
+    }
+
+    /// The stepper of `part` with the factors `d_fact` of its `D` for step `dt`.
+    fn with_factors(
+        part: &Partition,
+        params: AlphaParameters,
+        dt: f64,
+        corrections: usize,
+        d_fact: StateMatrixFactors,
+    ) -> Result<Self, String> {
         let st = &part.state;
         let c = params.c(dt);
-        let d_fact = Self::factor(st, params, dt)?;
         let folded = Self::fold(part, &d_fact, c);
         let n = st.size();
         if part.physical.is_some() && corrections > 1 {
@@ -725,13 +788,16 @@ impl AlphaStepper {
         params: AlphaParameters,
         dt: f64,
     ) -> Result<StateMatrixFactors, String> {
-        let d = state.d_rows(params.c(dt));
-        StateMatrixFactors::from_rows(state.n_dofs(), d).ok_or_else(|| {
-            format!(
-                "substructure `{}`: D = M + c·J0 is singular for Δt = {dt}",
-                state.name
-            )
-        })
+        Self::factor_rows(state, state.d_rows(params.c(dt)), dt)
+    }
+
+    /// The factorization of `d`, the `D` of `state` for step `dt`. Allocates.
+    fn factor_rows(
+        state: &StateSpace,
+        d: crate::linalg::CompressedRows,
+        dt: f64,
+    ) -> Result<StateMatrixFactors, String> {
+        StateMatrixFactors::from_rows(state.n_dofs(), d).ok_or_else(|| Self::singular(state, dt))
     }
 
     /// Exchange the factorization of `D` with `d` (a refactorization built off the real-time

@@ -25,16 +25,22 @@ impl MgAlpha {
     pub fn new(mut part: Partition, settings: &StepSettings) -> Result<Self, String> {
         let (dt, t0) = (settings.time_step, settings.t0);
         let params = AlphaParameters::new(settings.rho_inf);
-        let mut stepper = AlphaStepper::new(&part, params, dt, settings.corrections)?
-            .with_convergence(
-                settings.nonlinear_tolerance,
-                settings.nonlinear_max_iterations,
-            )
-            .with_newton(&part, settings.nonlinear_newton)
-            .with_threads(&part, settings.threads)?;
+        let mut stepper =
+            AlphaStepper::new_freeing_j0(&mut part, params, dt, settings.corrections)?
+                .with_convergence(
+                    settings.nonlinear_tolerance,
+                    settings.nonlinear_max_iterations,
+                )
+                .with_newton(&part, settings.nonlinear_newton)
+                .with_threads(&part, settings.threads)?;
         // The folded steps never read `B` of `D`'s factors: freed until a parameter change
         // (`set_element_parameter` builds it again first).
         stepper.release_coupling(&part);
+        // Nothing the steps do reads `J0` (the factors hold `D`): freed once `D` was formed
+        // (and again if the factorization on two cores formed it once more) until something
+        // asks for it (a parameter change, a refactorization, `j0`), which forms it again from
+        // the elements, the same bits (issue 20: memory a DOF).
+        part.state.release_j0();
         let size = part.state.size();
         let mut state = AlphaState::zeros(size);
         state.y.copy_from(&part.state.y0);
