@@ -138,7 +138,7 @@ pub fn linearized_at_rest(model: &Model) -> (Model, Vec<String>) {
             k0,
             e.seismic_influence(),
         ));
-        inst.initial_state = Box::default();
+        inst.initial_state = Default::default();
         replaced.push(inst.name.to_string());
     }
     (m, replaced)

@@ -177,7 +177,7 @@ impl Reader<'_> {
                 substructure: u32::try_from(sub).expect("a substructure index fits 32 bits"),
                 role,
                 rayleigh: rayleigh && !(physical && role == Role::Specimen),
-                initial_state: initial_state.clone().into_boxed_slice(),
+                initial_state: initial_state.clone().into(),
             });
         }
     }

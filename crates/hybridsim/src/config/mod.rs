@@ -281,9 +281,7 @@ fn build(
         .iter()
         .map(|n| n.dofs.iter().filter(|d| !d.fixed).count())
         .sum();
-    let ctx = ElementContext {
-        node_dofs: &node_dofs,
-    };
+    let ctx = ElementContext::new(&node_dofs);
     let substructures = substructures::substructures(&spec.substructure, &ctx, &mut diag);
     let before_elements = diag.len();
     let (elements, mass_shares) = elements::elements(

@@ -13,16 +13,87 @@ use crate::error::Diagnostics;
 use nalgebra::{DMatrix, DVector};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 /// What a builder may look up while building an element.
 pub struct ElementContext<'a> {
     /// Declared DOF names of every node, by node id.
     pub node_dofs: &'a BTreeMap<i64, Vec<String>>,
+    /// The constant matrices read so far, each once, for the elements to share.
+    pub shared: SharedMatrices,
 }
 
-impl ElementContext<'_> {
+/// The constant matrices of the elements read from one model file, each distinct one once:
+/// an element whose matrix has the same values, to the bit, as an earlier element's holds the
+/// same copy (issue 20: every member of a frame of identical beams and columns held its own
+/// 6 × 6 stiffness, 288 bytes and a heap block a member). Bits, not values, decide: `0.0` and
+/// `-0.0` stay apart, so every element computes with exactly the numbers it was given.
+#[derive(Default)]
+pub struct SharedMatrices {
+    distinct: RefCell<HashSet<Bits>>,
+}
+
+/// A matrix's values, hashed and compared by their bits.
+struct Bits(Arc<[f64]>);
+
+impl PartialEq for Bits {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len()
+            && self
+                .0
+                .iter()
+                .zip(other.0.iter())
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+    }
+}
+
+impl Eq for Bits {}
+
+impl Hash for Bits {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.len().hash(state);
+        for x in self.0.iter() {
+            x.to_bits().hash(state);
+        }
+    }
+}
+
+impl SharedMatrices {
+    /// The one copy of `values` (the earlier element's if one had the same bits).
+    pub fn share(&self, values: &[f64]) -> Arc<[f64]> {
+        let mut distinct = self.distinct.borrow_mut();
+        let key = Bits(Arc::from(values));
+        if let Some(Bits(copy)) = distinct.get(&key) {
+            return copy.clone();
+        }
+        let copy = key.0.clone();
+        distinct.insert(key);
+        copy
+    }
+
+    /// Number of distinct matrices held.
+    pub fn len(&self) -> usize {
+        self.distinct.borrow().len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<'a> ElementContext<'a> {
+    /// The context of the nodes `node_dofs`, no matrix shared yet.
+    pub fn new(node_dofs: &'a BTreeMap<i64, Vec<String>>) -> Self {
+        Self {
+            node_dofs,
+            shared: SharedMatrices::default(),
+        }
+    }
+
     /// Resolve `(node, dof)` or record why it does not exist.
     pub fn dof(&self, node: i64, dof: &str, diag: &mut Diagnostics, field: &str) -> Option<DofRef> {
         match self.node_dofs.get(&node) {
@@ -348,7 +419,10 @@ fn build_linear(
         }
         Some(v) => Some(DVector::from_vec(v)),
     };
-    Some(Arc::new(LinearSuperelement::new(dofs, m, c, k, influence)))
+    let k = ctx.shared.share(k.as_slice());
+    Some(Arc::new(LinearSuperelement::with_shared_stiffness(
+        dofs, m, c, k, influence,
+    )))
 }
 
 /// Keys of `type = "mass"` (for [`super::keys::model_keys`]).
@@ -359,4 +433,28 @@ pub(super) fn mass_keys() -> Vec<String> {
 /// Keys of `type = "linear"` (for [`super::keys::model_keys`]).
 pub(super) fn linear_keys() -> Vec<String> {
     super::keys::struct_keys::<LinearParams>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SharedMatrices;
+    use std::sync::Arc;
+
+    /// Matrices with the same bits share one copy; any other bit (`-0.0` for `0.0`, a last
+    /// digit) keeps its own.
+    #[test]
+    fn matrices_with_the_same_bits_share_one_copy() {
+        let shared = SharedMatrices::default();
+        let a = shared.share(&[1.0, 0.0, 0.0, 1.0]);
+        let b = shared.share(&[1.0, 0.0, 0.0, 1.0]);
+        let c = shared.share(&[1.0, -0.0, 0.0, 1.0]);
+        let d = shared.share(&[1.0, 0.0, 0.0, 1.0 + f64::EPSILON]);
+        let e = shared.share(&[1.0, 0.0, 0.0]);
+        assert!(Arc::ptr_eq(&a, &b));
+        for other in [&c, &d, &e] {
+            assert!(!Arc::ptr_eq(&a, other));
+        }
+        assert_eq!(shared.len(), 4);
+        assert_eq!(c[1].to_bits(), (-0.0f64).to_bits());
+    }
 }

@@ -26,7 +26,7 @@ use super::{DofRef, Element, ElementLaw, Quantity, Scalar};
 /// loop closes at `r = 0`.
 #[derive(Debug, Clone)]
 pub struct BoucWen {
-    dofs: Vec<DofRef>,
+    dofs: super::PairDofs,
     /// Initial stiffness `A` (force/length).
     pub a: f64,
     /// `β` (1/length^n · force^(1−n)).
@@ -50,7 +50,7 @@ impl Declared for BoucWen {
         &[("r", Quantity::Force), ("e", Quantity::Energy)];
     fn blank(dofs: Vec<DofRef>) -> Self {
         Self {
-            dofs,
+            dofs: dofs.into(),
             a: 0.0,
             beta: 0.0,
             gamma: 0.0,
@@ -75,7 +75,7 @@ impl BoucWen {
     /// A Bouc-Wen spring; checks the parameters (finite, `A > 0`, `n > 0`, `β + γ > 0`).
     pub fn new(dofs: Vec<DofRef>, a: f64, beta: f64, gamma: f64, n: f64) -> Result<Self, String> {
         checked(Self {
-            dofs,
+            dofs: dofs.into(),
             a,
             beta,
             gamma,

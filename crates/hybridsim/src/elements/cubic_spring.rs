@@ -10,7 +10,7 @@ use nalgebra::DMatrix;
 /// nonlinear problems and `corrections = 2` restores second order (ALGORITHMS.md E38).
 #[derive(Debug, Clone)]
 pub struct CubicSpring {
-    dofs: Vec<DofRef>,
+    dofs: super::PairDofs,
     /// Linear stiffness (force/length).
     pub stiffness: f64,
     /// Cubic coefficient (force/length³).
@@ -34,7 +34,7 @@ impl CubicSpring {
     pub fn new(dofs: Vec<DofRef>, stiffness: f64, cubic: f64) -> Self {
         assert!(matches!(dofs.len(), 1 | 2));
         Self {
-            dofs,
+            dofs: dofs.into(),
             stiffness,
             cubic,
         }

@@ -9,7 +9,7 @@ use nalgebra::DMatrix;
 /// Linear dashpot: `r = c(v1 − v2)` at node 1 and `−c(v1 − v2)` at node 2.
 #[derive(Debug, Clone)]
 pub struct Dashpot {
-    dofs: Vec<DofRef>,
+    dofs: super::PairDofs,
     /// Damping coefficient (force·time/length).
     pub damping: f64,
 }
@@ -29,7 +29,10 @@ impl Dashpot {
     /// Dashpot between `dofs[0]` and `dofs[1]` (or to ground with one DOF).
     pub fn new(dofs: Vec<DofRef>, damping: f64) -> Self {
         assert!(matches!(dofs.len(), 1 | 2));
-        Self { dofs, damping }
+        Self {
+            dofs: dofs.into(),
+            damping,
+        }
     }
 }
 

@@ -31,7 +31,7 @@ use super::{DofRef, Element, ElementLaw, Quantity, Scalar};
 /// the rubber's `½ k_r d²` and the hysteretic part's elastic `½ Qd u_y z²`.
 #[derive(Debug, Clone)]
 pub struct ElastomericBearing {
-    dofs: Vec<DofRef>,
+    dofs: super::PairDofs,
     /// Shear modulus `G`.
     pub g: f64,
     /// Bonded rubber area `A_r`.
@@ -67,7 +67,7 @@ impl Declared for ElastomericBearing {
         &[("z", Quantity::Dimensionless), ("e", Quantity::Energy)];
     fn blank(dofs: Vec<DofRef>) -> Self {
         Self {
-            dofs,
+            dofs: dofs.into(),
             g: 0.0,
             area: 0.0,
             thickness: 0.0,

@@ -58,7 +58,7 @@ use num_dual::Dual64;
 /// `n_rubber = 2`, `a_lead = 5`.
 #[derive(Debug, Clone)]
 pub struct LeadRubberBearing {
-    dofs: Vec<DofRef>,
+    dofs: super::PairDofs,
     /// Lead yield force `r_lead = A_lead τ_lead`.
     pub r_lead: f64,
     /// Rubber stiffness `k_rubber = A_rubber G_rubber / h_rubber`.
@@ -128,7 +128,7 @@ impl Declared for LeadRubberBearing {
     const STATES: &'static [(&'static str, Quantity)] = BAND_STATES;
     fn blank(dofs: Vec<DofRef>) -> Self {
         Self {
-            dofs,
+            dofs: dofs.into(),
             r_lead: 0.0,
             k_rubber: 0.0,
             n_rubber: 0.0,

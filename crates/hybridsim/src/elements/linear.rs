@@ -2,6 +2,7 @@
 
 use super::{ConstantMatrices, DofRef, Element, ElementLaw, Scalar};
 use nalgebra::{DMatrix, DVector};
+use std::sync::Arc;
 
 /// Linear superelement over an ordered DOF list: row/column `i` of `m`, `c`, `k` belongs to DOF
 /// `i`. Resisting force `r = c v + k u`. `k` and `c` are symmetric and `m` positive
@@ -15,6 +16,10 @@ use nalgebra::{DMatrix, DVector};
 /// `influence`) are boxed and `k` is its `n²` values by columns (the order of a `DMatrix`), so
 /// the element is 56 bytes and its DOFs and `k` (issue 20: 176 bytes with the matrices' and
 /// vectors' headers inline, 12 MB of the 10⁵-DOF frame's 63 630 members).
+///
+/// `k` is shared: elements read from one model file with the same stiffness, to the bit, hold
+/// one copy of it ([`LinearSuperelement::with_shared_stiffness`]; issue 20: the 10⁵-DOF
+/// frame's 63 630 members had 63 630 copies of two matrices, 18.3 MB).
 #[derive(Debug, Clone)]
 pub struct LinearSuperelement {
     dofs: Box<[DofRef]>,
@@ -22,8 +27,8 @@ pub struct LinearSuperelement {
     m: Option<Box<DMatrix<f64>>>,
     /// Damping matrix, `None` when it is zero.
     c: Option<Box<DMatrix<f64>>>,
-    /// Stiffness matrix `n × n`, by columns.
-    k: Box<[f64]>,
+    /// Stiffness matrix `n × n`, by columns (shared by the elements with the same one).
+    k: Arc<[f64]>,
     /// Seismic influence vector, if given.
     influence: Option<Box<DVector<f64>>>,
 }
@@ -37,14 +42,36 @@ impl LinearSuperelement {
         k: DMatrix<f64>,
         influence: Option<DVector<f64>>,
     ) -> Self {
+        assert_eq!((k.nrows(), k.ncols()), (dofs.len(), dofs.len()));
+        Self::with_shared_stiffness(dofs, m, c, Arc::from(k.as_slice()), influence)
+    }
+
+    /// [`LinearSuperelement::new`] with the stiffness given as its `n²` values by columns,
+    /// held as given (shared with the other holders of `k`).
+    ///
+    /// # Panics
+    /// If `k` does not have `n²` values.
+    pub fn with_shared_stiffness(
+        dofs: Vec<DofRef>,
+        m: DMatrix<f64>,
+        c: DMatrix<f64>,
+        k: Arc<[f64]>,
+        influence: Option<DVector<f64>>,
+    ) -> Self {
+        assert_eq!(k.len(), dofs.len() * dofs.len(), "k must be n × n");
         let nonzero = |a: DMatrix<f64>| (!a.iter().all(|x| *x == 0.0)).then(|| Box::new(a));
         Self {
             dofs: dofs.into_boxed_slice(),
             m: nonzero(m),
             c: nonzero(c),
-            k: Vec::from(k.data).into_boxed_slice(),
+            k,
             influence: influence.map(Box::new),
         }
+    }
+
+    /// The stiffness values by columns, as held (shared).
+    pub fn shared_stiffness(&self) -> &Arc<[f64]> {
+        &self.k
     }
 
     /// `k[(i, j)]`.

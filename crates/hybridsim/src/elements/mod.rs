@@ -26,6 +26,7 @@ mod mostaghel;
 pub mod mr_damper;
 mod rayleigh;
 mod sliding_bearing;
+mod small_list;
 mod spring;
 mod steel01;
 mod steel02;
@@ -44,6 +45,7 @@ pub use mostaghel::Mostaghel;
 pub use mr_damper::MrDamper;
 pub use rayleigh::{RayleighDamping, SparseRows};
 pub use sliding_bearing::{FrictionTable, TripleSlidingBearing};
+pub use small_list::SmallList;
 pub use spring::Spring;
 pub use steel01::Steel01;
 pub use steel02::Steel02;
@@ -244,6 +246,9 @@ impl fmt::Display for DofRef {
         write!(f, "node {} dof {}", self.node, self.dof)
     }
 }
+
+/// The DOFs of a one- or two-node element (node 1, then node 2 if any), inside the element.
+pub type PairDofs = SmallList<DofRef, 2>;
 
 /// Physical quantity of an element output, for column units.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,7 +27,7 @@ use num_dual::Dual64;
 /// both springs), the work of the slider.
 #[derive(Debug, Clone)]
 pub struct Mostaghel {
-    dofs: Vec<DofRef>,
+    dofs: super::PairDofs,
     /// Initial stiffness `k` (force/length).
     pub k: f64,
     /// Post-yield stiffness ratio `α` in `[0, 1)`.
@@ -48,7 +48,7 @@ impl Declared for Mostaghel {
         &[("r", Quantity::Force), ("e", Quantity::Energy)];
     fn blank(dofs: Vec<DofRef>) -> Self {
         Self {
-            dofs,
+            dofs: dofs.into(),
             k: 0.0,
             alpha: 0.0,
             delta: 0.0,
@@ -60,7 +60,7 @@ impl Mostaghel {
     /// A Mostaghel spring; checks `k > 0`, `0 ≤ α < 1`, `δ > 0`.
     pub fn new(dofs: Vec<DofRef>, k: f64, alpha: f64, delta: f64) -> Result<Self, String> {
         checked(Self {
-            dofs,
+            dofs: dofs.into(),
             k,
             alpha,
             delta,

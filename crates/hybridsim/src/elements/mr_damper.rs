@@ -48,7 +48,7 @@ use std::sync::Arc;
 /// `α z²/(2A)` at the current voltage.
 #[derive(Debug, Clone)]
 pub struct MrDamper {
-    dofs: Vec<DofRef>,
+    dofs: super::PairDofs,
     /// `c0a`, `c0b`.
     pub c0: [f64; 2],
     /// `k0`.
@@ -106,7 +106,7 @@ impl Declared for MrDamper {
     ];
     fn blank(dofs: Vec<DofRef>) -> Self {
         Self {
-            dofs,
+            dofs: dofs.into(),
             c0: [0.0; 2],
             k0: 0.0,
             c1: [0.0; 2],

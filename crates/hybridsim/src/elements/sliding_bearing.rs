@@ -125,7 +125,7 @@ impl FrictionTable {
 /// `k_0 + k_1 + k_2` at `ḋ = 0⁺`.
 #[derive(Debug, Clone)]
 pub struct TripleSlidingBearing {
-    dofs: Vec<DofRef>,
+    dofs: super::PairDofs,
     /// Branch-0 stiffness.
     pub k0: f64,
     /// Branch-0 slip deformation.
@@ -157,7 +157,7 @@ impl Declared for TripleSlidingBearing {
     ];
     fn blank(dofs: Vec<DofRef>) -> Self {
         Self {
-            dofs,
+            dofs: dofs.into(),
             k0: 0.0,
             delta0: 0.0,
             k1: 0.0,

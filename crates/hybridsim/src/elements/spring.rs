@@ -9,7 +9,7 @@ use nalgebra::DMatrix;
 /// (resisting forces, OpenSees convention). Node-to-ground form: `r = k u1`.
 #[derive(Debug, Clone)]
 pub struct Spring {
-    dofs: Vec<DofRef>,
+    dofs: super::PairDofs,
     /// Stiffness (force/length).
     pub stiffness: f64,
 }
@@ -29,7 +29,10 @@ impl Spring {
     /// Spring between `dofs[0]` and `dofs[1]` (or to ground with one DOF).
     pub fn new(dofs: Vec<DofRef>, stiffness: f64) -> Self {
         assert!(matches!(dofs.len(), 1 | 2));
-        Self { dofs, stiffness }
+        Self {
+            dofs: dofs.into(),
+            stiffness,
+        }
     }
 }
 

@@ -35,7 +35,7 @@ use num_dual::Dual64;
 /// `½ b E d² + ½ (1 − b) E s²` with `s = (r − b E d)/((1 − b) E)`, i.e. the plastic work.
 #[derive(Debug, Clone)]
 pub struct Steel01 {
-    dofs: Vec<DofRef>,
+    dofs: super::PairDofs,
     /// Elastic stiffness `E`.
     pub e: f64,
     /// Yield force `Fy`.
@@ -56,7 +56,7 @@ impl Declared for Steel01 {
         &[("r", Quantity::Force), ("e", Quantity::Energy)];
     fn blank(dofs: Vec<DofRef>) -> Self {
         Self {
-            dofs,
+            dofs: dofs.into(),
             e: 0.0,
             fy: 0.0,
             b: 0.0,
@@ -67,7 +67,12 @@ impl Declared for Steel01 {
 impl Steel01 {
     /// A Steel01-like spring; checks `E > 0`, `Fy > 0`, `0 ≤ b < 1`.
     pub fn new(dofs: Vec<DofRef>, e: f64, fy: f64, b: f64) -> Result<Self, String> {
-        checked(Self { dofs, e, fy, b })
+        checked(Self {
+            dofs: dofs.into(),
+            e,
+            fy,
+            b,
+        })
     }
 
     /// Yield deformation `Fy / E`.

@@ -70,7 +70,7 @@ const ENERGY: usize = 9;
 /// minus the energy an elastic unloading to zero force would return).
 #[derive(Debug, Clone)]
 pub struct Steel02 {
-    dofs: Vec<DofRef>,
+    dofs: super::PairDofs,
     /// Elastic stiffness `E`.
     pub e: f64,
     /// Yield force `Fy`.
@@ -110,7 +110,7 @@ impl Declared for Steel02 {
     ];
     fn blank(dofs: Vec<DofRef>) -> Self {
         Self {
-            dofs,
+            dofs: dofs.into(),
             e: 0.0,
             fy: 0.0,
             b: 0.0,
@@ -140,7 +140,7 @@ impl Steel02 {
         [r0, cr1, cr2]: [f64; 3],
     ) -> Result<Self, String> {
         checked(Self {
-            dofs,
+            dofs: dofs.into(),
             e,
             fy,
             b,

@@ -30,7 +30,7 @@ use super::{DofRef, Element, ElementLaw, Quantity, Scalar};
 /// dissipated energy is `e` minus the spring's stored `F²/(2 k_d)` (all of `e` without spring).
 #[derive(Debug, Clone)]
 pub struct ViscousDamper {
-    dofs: Vec<DofRef>,
+    dofs: super::PairDofs,
     /// Damping coefficient `c` (force·(time/length)^α).
     pub c: f64,
     /// Velocity exponent `α` in `(0, 2]`.
@@ -51,7 +51,7 @@ impl Declared for ViscousDamper {
         &[("F", Quantity::Force), ("e", Quantity::Energy)];
     fn blank(dofs: Vec<DofRef>) -> Self {
         Self {
-            dofs,
+            dofs: dofs.into(),
             c: 0.0,
             alpha: 0.0,
             kd: 0.0,
