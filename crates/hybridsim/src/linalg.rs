@@ -1953,6 +1953,20 @@ impl StateMatrixFactors {
         }
     }
 
+    /// The effective matrix's factor in two parts when part B is solved by a worker thread,
+    /// with the diagonal of `A` (`x₁ = b₁ − A x₂`), for a caller that runs the halves of its
+    /// own passes with the parts' sweeps ([`TwoPartFactors::join`]); `None` otherwise.
+    pub fn two_cores(&self) -> Option<(&TwoPartFactors, &[f64])> {
+        match &self.kind {
+            StateFactorKind::Reduced {
+                a,
+                reduced: EffectiveFactors::TwoPart(t),
+                ..
+            } if t.has_worker() => Some((t, a)),
+            _ => None,
+        }
+    }
+
     /// Whether the worker thread of a factor in two parts has failed (a panic): its solves
     /// since left `x` NaN. `false` for every other factor.
     #[inline]
@@ -1963,6 +1977,20 @@ impl StateMatrixFactors {
                 ..
             } => t.has_failed(),
             _ => false,
+        }
+    }
+
+    /// Let the calling thread solve both parts of a factor in two parts (its worker thread
+    /// ended; tests that compare the two-core step with the same factor on one core); nothing
+    /// for other factors. Allocates (a copy of the factor).
+    #[doc(hidden)]
+    pub fn solve_on_one_thread(&mut self) {
+        if let StateFactorKind::Reduced {
+            reduced: EffectiveFactors::TwoPart(t),
+            ..
+        } = &mut self.kind
+        {
+            **t = (**t).clone();
         }
     }
 

@@ -14,6 +14,11 @@ use std::fmt::Write;
 /// time.
 pub const SUMMARY_MODES_MAX_DOFS: usize = 2000;
 
+/// The size (unknowns of the effective matrix) below which `threads = 2` is reported as slower
+/// than one thread (issue 20, session 23: the 990-DOF frame's step 17 → 26 µs with two
+/// threads, the 2000-DOF one equal, the 3000-DOF one −21 %, with both cores free).
+const TWO_CORES_FROM: usize = 3000;
+
 /// A model ready to run.
 pub struct Simulation {
     /// The model.
@@ -228,8 +233,14 @@ impl Simulation {
                 Some((na, nb, ns)) => writeln!(
                     s,
                     "threads = {}: the effective matrix in two parts of {na} and {nb} unknowns \
-                     and a separator of {ns}, the second part on a worker thread",
-                    a.threads
+                     and a separator of {ns}, the second part on a worker thread{}",
+                    a.threads,
+                    if na + nb + ns < TWO_CORES_FROM {
+                        " (below about 3000 unknowns the hand-overs between the cores cost \
+                         more than the second core saves: one thread is faster)"
+                    } else {
+                        ""
+                    }
                 ),
                 None => writeln!(
                     s,

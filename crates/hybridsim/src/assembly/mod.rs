@@ -18,7 +18,9 @@ pub use crate::linalg::CompressedRows;
 pub use element_partitions::{build_element_partitions, ElementPartitions};
 pub use interface::{ConstraintLevel, Coupling, Interface, InterfaceDof};
 pub use served::{ServeError, ServedSubstructure};
-pub use state_space::{ElementSlot, ElementWorkspace, FoldedStep, Partition, StateSpace};
+pub use state_space::{
+    ElementSlot, ElementWorkspace, FoldedPredictor, FoldedRows, FoldedStep, Partition, StateSpace,
+};
 pub use steklov_poincare::SteklovPoincare;
 
 use crate::elements::{DofRef, ElementRef, RayleighDamping};

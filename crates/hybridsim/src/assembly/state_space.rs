@@ -305,6 +305,154 @@ pub struct FoldedStep {
     pub c: f64,
 }
 
+/// The outputs of [`FoldedRows::predictor`] for a range of DOFs `lo .. lo + len`: the rows
+/// `lo + i` (`.0`) and `n + lo + i` (`.1`) of `Ỹ` and `Ṽ`, the rows `lo + i` of `Ẏ` and the
+/// entries `lo + i` of the fused pass's `w`, each of `len` values.
+#[derive(Debug)]
+pub struct FoldedPredictor<'a> {
+    /// Rows of `Ỹ`: displacements and velocities.
+    pub y_tilde: (&'a mut [f64], &'a mut [f64]),
+    /// Rows of `Ṽ`: displacements and velocities.
+    pub v_tilde: (&'a mut [f64], &'a mut [f64]),
+    /// The displacement rows of `Ẏ` (`u̇ = v`).
+    pub ydot: &'a mut [f64],
+    /// `w = ũ + (β + c) ṽ` of the fused pass.
+    pub weighted: &'a mut [f64],
+}
+
+/// The passes over the rows of [`StateSpace::folded_predictor_rate`] by ranges of DOFs
+/// ([`StateSpace::folded_rows`]): each value is computed by the same operations whatever
+/// the ranges, so the parts give the bits of the whole pass. Shares only the partition's
+/// fused pass (read-only), so two threads can run two ranges at once.
+#[derive(Debug, Clone, Copy)]
+pub struct FoldedRows<'a> {
+    run: &'a FusedRun,
+    n: usize,
+}
+
+impl FoldedRows<'_> {
+    /// The partition's DOFs `n` (its state has `2n` rows).
+    pub fn n_dofs(&self) -> usize {
+        self.n
+    }
+
+    /// Pass 1 of [`StateSpace::folded_predictor_rate`] for the DOFs `lo .. lo + len` (`len`
+    /// the length of `out`'s slices): `Ỹ = (Y + k_y Ẏ) + k_v V`, `Ṽ = Ẏ w_y + w_v V` (Abbiati
+    /// et al. 2019, eq 11) of rows `i` and `n + i`, `w_i = ũ_i + (β + c) ṽ_i` and
+    /// `Ẏ_i = F_i − (−ṽ_i)`. `from` is `(Y, Ẏ, V)` of the step's start and `load` is `F`, each
+    /// of `2n` rows. Allocation-free.
+    ///
+    /// # Panics
+    /// When a slice's length does not fit.
+    pub fn predictor(
+        &self,
+        step: FoldedStep,
+        lo: usize,
+        from: (&[f64], &[f64], &[f64]),
+        load: &[f64],
+        out: FoldedPredictor<'_>,
+    ) {
+        let n = self.n;
+        let FoldedStep { ky, kv, wy, wv, c } = step;
+        let b = self.run.beta + c;
+        let FoldedPredictor {
+            y_tilde: (ytu, ytv),
+            v_tilde: (vtu, vtv),
+            ydot: ydu,
+            weighted: w,
+        } = out;
+        let len = ytu.len();
+        assert!(
+            lo + len <= n
+                && [ytv.len(), vtu.len(), vtv.len(), ydu.len(), w.len()]
+                    .iter()
+                    .all(|&l| l == len)
+                && [from.0.len(), from.1.len(), from.2.len(), load.len()]
+                    .iter()
+                    .all(|&l| l == 2 * n),
+            "FoldedRows::predictor: dimension mismatch"
+        );
+        let (yu, yv) = (&from.0[lo..lo + len], &from.0[n + lo..n + lo + len]);
+        let (du, dv) = (&from.1[lo..lo + len], &from.1[n + lo..n + lo + len]);
+        let (vu, vv) = (&from.2[lo..lo + len], &from.2[n + lo..n + lo + len]);
+        let fu = &load[lo..lo + len];
+        for i in 0..len {
+            let u = (yu[i] + ky * du[i]) + kv * vu[i];
+            let v = (yv[i] + ky * dv[i]) + kv * vv[i];
+            ytu[i] = u;
+            ytv[i] = v;
+            vtu[i] = du[i] * wy + wv * vu[i];
+            vtv[i] = dv[i] * wy + wv * vv[i];
+            w[i] = u + b * v;
+            ydu[i] = fu[i] - -v;
+        }
+    }
+
+    /// Pass 2 of [`StateSpace::folded_predictor_rate`] for the momentum rows `n + lo .. n +
+    /// lo + len` (`len = ydot.len()`): `Ẏ_r = F_r − (0 + [K w + E Ỹ]_r)` into `ydot` (their
+    /// rows only), with `w` of all `n` DOFs and `Ỹ` and `F` of all `2n` rows (after pass 1 of
+    /// every DOF). Allocation-free.
+    ///
+    /// # Panics
+    /// When a slice's length does not fit.
+    pub fn gather(&self, lo: usize, w: &[f64], y_tilde: &[f64], load: &[f64], ydot: &mut [f64]) {
+        let (n, run) = (self.n, self.run);
+        let m = 2 * n;
+        let len = ydot.len();
+        assert!(
+            lo + len <= n && w.len() == n && y_tilde.len() == m && load.len() == m,
+            "FoldedRows::gather: dimension mismatch"
+        );
+        let (w, y) = (w, y_tilde);
+        let (fv, dv) = (&load[n + lo..n + lo + len], ydot);
+        // By construction (`FusedRun::from_groups`): `k_cols < n`, `e_cols < 2n`, the ends
+        // ascend to the lengths of the columns, the targets ascend (checked by
+        // `StateSpace::folded_rows`: they lie in `n..2n`).
+        debug_assert!(run.targets.windows(2).all(|p| p[0] < p[1]));
+        debug_assert!(run.k_cols.iter().all(|&c| (c as usize) < n));
+        debug_assert!(run.e_cols.iter().all(|&c| (c as usize) < m));
+        debug_assert!(run
+            .k_end
+            .last()
+            .is_none_or(|&e| e as usize == run.k_cols.len()));
+        debug_assert!(run
+            .e_end
+            .last()
+            .is_none_or(|&e| e as usize == run.e_cols.len()));
+        debug_assert!(run.k_vals.len() == run.k_cols.len());
+        debug_assert!(run.e_vals.len() == run.e_cols.len());
+        if run.targets.len() != n {
+            // Rows without terms: `F − 0`.
+            for (d, f) in dv.iter_mut().zip(fv) {
+                *d = f - 0.0;
+            }
+        }
+        // The targets of rows `lo .. lo + len`, and where their terms start.
+        let first = run.targets.partition_point(|&t| (t as usize) < n + lo);
+        let last = first + run.targets[first..].partition_point(|&t| (t as usize) < n + lo + len);
+        let (mut k0, mut e0) = match first {
+            0 => (0, 0),
+            f => (run.k_end[f - 1] as usize, run.e_end[f - 1] as usize),
+        };
+        for ((&target, &k_end), &e_end) in run.targets[first..last]
+            .iter()
+            .zip(&run.k_end[first..last])
+            .zip(&run.e_end[first..last])
+        {
+            let (target, k_end, e_end) = (target as usize, k_end as usize, e_end as usize);
+            // SAFETY: every index is in bounds by the construction and the checks above (`w`
+            // has `n` entries, `y` `2n`, `fv` and `dv` `len`, `n + lo ≤ target < n + lo +
+            // len`).
+            unsafe {
+                let acc = run.row_sum(k0..k_end, e0..e_end, w, y);
+                let r = target - n - lo;
+                *dv.get_unchecked_mut(r) = fv.get_unchecked(r) - (0.0 + acc);
+            }
+            (k0, e0) = (k_end, e_end);
+        }
+    }
+}
+
 /// A run of linear slots whose damping is stiffness-proportional up to a few terms,
 /// `C = β K + E` (Rayleigh damping `C = α M + β K`, Chopra 1995, with a lumped `M`: `E` is the
 /// diagonal `α m`), summed as `r = K (u + β v) + E v`: one pass over the merged stiffness
@@ -645,6 +793,13 @@ pub struct ElementWorkspace {
 }
 
 impl ElementWorkspace {
+    /// `w` of the fused pass, one entry a DOF, for [`FoldedRows::predictor`] and
+    /// [`FoldedRows::gather`] (empty when the workspace was made before the partition's
+    /// residual was fused).
+    pub fn folded_weights(&mut self) -> &mut [f64] {
+        &mut self.weighted
+    }
+
     /// Buffers for elements of up to `max_dofs` DOFs and `max_states` extra states; the
     /// dual-number ones (used by the tangent Rayleigh terms only) for up to `dual_dofs` DOFs
     /// and `dual_states` states, so that the Rayleigh element over every DOF of a large model
@@ -1700,66 +1855,47 @@ impl StateSpace {
         {
             return false;
         }
-        let FoldedStep { ky, kv, wy, wv, c } = step;
-        let b = run.beta + c;
+        let rows = FoldedRows { run, n };
         // Pass 1: the predictor by DOF, with `w` and the rows `u̇ = v`.
         {
-            let (yu, yv) = from.0.split_at(n);
-            let (du, dv) = from.1.split_at(n);
-            let (vu, vv) = from.2.split_at(n);
             let (ytu, ytv) = y_tilde.split_at_mut(n);
             let (vtu, vtv) = v_tilde.split_at_mut(n);
             let (ydu, _) = ydot.split_at_mut(n);
-            let (fu, w) = (&load[..n], &mut ws.weighted[..n]);
-            for i in 0..n {
-                let u = (yu[i] + ky * du[i]) + kv * vu[i];
-                let v = (yv[i] + ky * dv[i]) + kv * vv[i];
-                ytu[i] = u;
-                ytv[i] = v;
-                vtu[i] = du[i] * wy + wv * vu[i];
-                vtv[i] = dv[i] * wy + wv * vv[i];
-                w[i] = u + b * v;
-                ydu[i] = fu[i] - -v;
-            }
+            rows.predictor(
+                step,
+                0,
+                from,
+                load,
+                FoldedPredictor {
+                    y_tilde: (ytu, ytv),
+                    v_tilde: (vtu, vtv),
+                    ydot: ydu,
+                    weighted: &mut ws.weighted[..n],
+                },
+            );
         }
         // Pass 2: the momentum rows, `K w + E Ỹ` gathered as by the fused pass.
-        let (w, y) = (&ws.weighted[..n], &y_tilde[..m]);
-        let (fv, dv) = (&load[n..m], &mut ydot[n..m]);
-        // By construction (`FusedRun::from_groups`): `k_cols < n`, `e_cols < 2n`, the ends
-        // ascend to the lengths of the columns, the targets ascend (checked on entry: they
-        // lie in `n..2n`).
-        debug_assert!(run.targets.windows(2).all(|p| p[0] < p[1]));
-        debug_assert!(run.k_cols.iter().all(|&c| (c as usize) < n));
-        debug_assert!(run.e_cols.iter().all(|&c| (c as usize) < m));
-        debug_assert!(run
-            .k_end
-            .last()
-            .is_none_or(|&e| e as usize == run.k_cols.len()));
-        debug_assert!(run
-            .e_end
-            .last()
-            .is_none_or(|&e| e as usize == run.e_cols.len()));
-        debug_assert!(run.k_vals.len() == run.k_cols.len());
-        debug_assert!(run.e_vals.len() == run.e_cols.len());
-        if run.targets.len() != n {
-            // Rows without terms: `F − 0`.
-            for (d, f) in dv.iter_mut().zip(fv) {
-                *d = f - 0.0;
-            }
-        }
-        let (mut k0, mut e0) = (0, 0);
-        for ((&target, &k_end), &e_end) in run.targets.iter().zip(&run.k_end).zip(&run.e_end) {
-            let (target, k_end, e_end) = (target as usize, k_end as usize, e_end as usize);
-            // SAFETY: every index is in bounds by the construction and the check above (`w`
-            // has `n` entries, `y` `2n`, `fv` and `dv` `n`, `n ≤ target < 2n`).
-            unsafe {
-                let acc = run.row_sum(k0..k_end, e0..e_end, w, y);
-                let r = target - n;
-                *dv.get_unchecked_mut(r) = fv.get_unchecked(r) - (0.0 + acc);
-            }
-            (k0, e0) = (k_end, e_end);
-        }
+        rows.gather(0, &ws.weighted[..n], y_tilde, load, &mut ydot[n..m]);
         true
+    }
+
+    /// The two passes of [`StateSpace::folded_predictor_rate`] as functions of a range of
+    /// DOFs and rows ([`FoldedRows`]), for a caller that runs them in parts, on two threads
+    /// (issue 20: the 9999-DOF frame's step on two cores); `None` where
+    /// `folded_predictor_rate` would return `false` for lack of the single fused pass over a
+    /// state of `2n` rows. Allocation-free.
+    pub fn folded_rows(&self) -> Option<FoldedRows<'_>> {
+        let n = self.dofs.len();
+        let [ResidualPass::Fused(run)] = self.residual_plan.as_slice() else {
+            return None;
+        };
+        if self.size() != 2 * n
+            || run.targets.first().is_some_and(|&t| (t as usize) < n)
+            || run.targets.last().is_some_and(|&t| (t as usize) >= 2 * n)
+        {
+            return None;
+        }
+        Some(FoldedRows { run, n })
     }
 
     fn eval_slot(&self, slot: &ElementSlot, y: &[f64], ws: &mut ElementWorkspace) {
@@ -3247,6 +3383,99 @@ mod tests {
             &mut ws,
         ));
         assert!(untouched.iter().all(|&x| x == 7.0));
+    }
+
+    /// The passes of [`StateSpace::folded_predictor_rate`] by ranges ([`FoldedRows`]), run in
+    /// two halves on two threads at once (as the two-core step runs them), give the bits of
+    /// the whole passes and of the separate ones, wherever the rows are split.
+    #[test]
+    fn the_folded_passes_in_two_halves_on_two_threads_keep_the_bits_of_the_whole_pass() {
+        let st = linear_rayleigh_chain(300);
+        let (size, n) = (st.size(), st.n_dofs());
+        let wave = |a: f64, b: f64| -> Vec<f64> {
+            (0..size)
+                .map(|i| 1e-2 * (a * i as f64).sin() + 1e-3 * (b * i as f64).cos())
+                .collect()
+        };
+        let (y, ydot, v) = (wave(0.37, 1.3), wave(0.11, 0.7), wave(0.53, 2.1));
+        let mut load = wave(0.29, 0.9);
+        load[..n].iter_mut().for_each(|f| *f = 0.0);
+        load[n + 3] = -0.0;
+        let step = FoldedStep {
+            ky: 2.7e-4,
+            kv: -1.3e-5,
+            wy: 0.93,
+            wv: -0.07,
+            c: 2.5e-4,
+        };
+        let mut ws = st.workspace();
+        let (mut yt, mut vt, mut rate) = (vec![9.0; size], vec![9.0; size], vec![9.0; size]);
+        assert!(st.folded_predictor_rate(
+            step,
+            (&y, &ydot, &v),
+            (&mut yt, &mut vt),
+            &load,
+            &mut rate,
+            &mut ws,
+        ));
+        // The separate passes (predictor, residual, F − R), as in the test above.
+        let (mut yt1, mut vt1) = (vec![0.0; size], vec![0.0; size]);
+        for i in 0..size {
+            yt1[i] = (y[i] + step.ky * ydot[i]) + step.kv * v[i];
+            vt1[i] = ydot[i] * step.wy + step.wv * v[i];
+        }
+        let mut res = vec![0.0; size];
+        st.residual_folded(&yt1, step.c, &mut res, &mut st.workspace());
+        let separate: Vec<f64> = load.iter().zip(&res).map(|(l, r)| l - r).collect();
+        let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&rate), bits(&separate));
+        let rows = st.folded_rows().expect("one fused pass");
+        assert_eq!(rows.n_dofs(), n);
+        for split in [0, 1, 137, n / 2, n - 1, n] {
+            let mut ws = st.workspace();
+            let w = ws.folded_weights();
+            assert_eq!(w.len(), n);
+            let (mut yt2, mut vt2, mut rate2) = (vec![9.0; size], vec![9.0; size], vec![9.0; size]);
+            {
+                let (yu, yv) = yt2.split_at_mut(n);
+                let (vu, vv) = vt2.split_at_mut(n);
+                let ((yu0, yu1), (yv0, yv1)) = (yu.split_at_mut(split), yv.split_at_mut(split));
+                let ((vu0, vu1), (vv0, vv1)) = (vu.split_at_mut(split), vv.split_at_mut(split));
+                let (du0, du1) = rate2[..n].split_at_mut(split);
+                let (w0, w1) = w.split_at_mut(split);
+                let start = (&y[..], &ydot[..], &v[..]);
+                let load = &load[..];
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let out = FoldedPredictor {
+                            y_tilde: (yu1, yv1),
+                            v_tilde: (vu1, vv1),
+                            ydot: du1,
+                            weighted: w1,
+                        };
+                        rows.predictor(step, split, start, load, out);
+                    });
+                    let out = FoldedPredictor {
+                        y_tilde: (yu0, yv0),
+                        v_tilde: (vu0, vv0),
+                        ydot: du0,
+                        weighted: w0,
+                    };
+                    rows.predictor(step, 0, start, load, out);
+                });
+            }
+            {
+                let (w, yt2) = (&*w, &yt2[..]);
+                let (head, tail) = rate2[n..].split_at_mut(split);
+                std::thread::scope(|s| {
+                    s.spawn(|| rows.gather(split, w, yt2, &load, tail));
+                    rows.gather(0, w, yt2, &load, head);
+                });
+            }
+            assert_eq!(bits(&yt2), bits(&yt), "Ỹ, split at {split}");
+            assert_eq!(bits(&vt2), bits(&vt), "Ṽ, split at {split}");
+            assert_eq!(bits(&rate2), bits(&rate), "F − R, split at {split}");
+        }
     }
 
     /// A slot made generic (a parameter changed during a run) or removed rebuilds the plan from

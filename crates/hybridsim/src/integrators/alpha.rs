@@ -1,7 +1,7 @@
 //! The generalized-α step shared by the monolithic and partitioned schemes.
 
-use crate::assembly::{Coupling, FoldedStep, Partition, StateSpace};
-use crate::linalg::{BandLu, StateMatrixFactors};
+use crate::assembly::{Coupling, FoldedPredictor, FoldedStep, Partition, StateSpace};
+use crate::linalg::{BandLu, StateMatrixFactors, MAX_SEPARATOR};
 use crate::physical::PortError;
 use nalgebra::{DMatrix, DVector};
 
@@ -876,6 +876,12 @@ impl AlphaStepper {
         &self.d_fact
     }
 
+    /// [`StateMatrixFactors::solve_on_one_thread`] of the factors the steps use (tests).
+    #[doc(hidden)]
+    pub fn solve_on_one_thread(&mut self) {
+        self.d_fact.solve_on_one_thread();
+    }
+
     /// Solve `D x = b` in place.
     pub fn solve_d(&self, x: &mut DVector<f64>) {
         self.d_fact.solve(x.as_mut_slice());
@@ -911,6 +917,25 @@ impl AlphaStepper {
         // in `to.y` and `to.v` (the corrector then adds `c Ẏ` and `(α_f/α_m) Ẏ` in place: the
         // same operations), the others in its own workspaces, which the corrections read.
         let in_place = !self.iterates();
+        // The same on two cores: each pass over the rows in two halves, one on the solver's
+        // worker next to its part of the solve (the same bits as the one-thread passes).
+        if in_place
+            && self.corrections == 1
+            && !self.nonlinear
+            && self.folds(part)
+            && self.d_fact.two_cores().is_some()
+        {
+            let step = FoldedStep {
+                ky,
+                kv,
+                wy,
+                wv,
+                c: self.c,
+            };
+            if let Some(done) = self.step_on_two_cores(part, from, t_next, coupling, step, to) {
+                return done;
+            }
+        }
         let AlphaState { y, ydot, v } = &mut *to;
         // A folded linear partition stepped once: the predictor, the residual and the rate's
         // right-hand side in two passes over the rows, the reduced solve, then `x₁ = b₁ − A x₂`
@@ -1030,6 +1055,141 @@ impl AlphaStepper {
             to.ydot += &self.rhs;
         }
         self.correct(to)
+    }
+
+    /// The folded step of a linear partition stepped once ([`AlphaStepper::step`]'s first
+    /// path) with the effective matrix in two parts solved on two cores
+    /// ([`StateMatrixFactors::two_cores`]), `Ỹ` and `Ṽ` kept in `to`: the passes over the
+    /// rows in halves, the stepping thread's half next to part A of the solve and the
+    /// worker's next to part B ([`crate::linalg::TwoPartFactors::join`]), three hand-overs a
+    /// step —
+    ///
+    /// 1. the predictor, `w` and the rows `u̇ = v` ([`crate::assembly::FoldedRows::predictor`])
+    ///    of the DOFs `0 .. s₁` | `s₁ .. n`;
+    /// 2. the momentum rows' gather ([`crate::assembly::FoldedRows::gather`]) of the rows
+    ///    `0 .. s₁` then part A's forward sweep | the rows `s₁ .. n` then part B's;
+    ///
+    /// then the separator's solve on this thread, and
+    ///
+    /// 3. part A's backward sweep then the corrector of the DOFs `0 .. s₁` | part B's and the
+    ///    DOFs `s₁ .. n`.
+    ///
+    /// Every value is computed by the operations of the one-thread path, whichever thread
+    /// runs it: the same bits. `None`, with nothing done, when the partition's passes or
+    /// workspaces do not fit (then the one-thread path runs). Allocation-free, lock-free.
+    fn step_on_two_cores(
+        &mut self,
+        part: &mut Partition,
+        from: &AlphaState,
+        t_next: f64,
+        coupling: Option<(&[Coupling], &DVector<f64>, f64)>,
+        step: FoldedStep,
+        to: &mut AlphaState,
+    ) -> Option<Result<(), PortError>> {
+        let n = part.state.n_dofs();
+        let size = 2 * n;
+        let fits = part.state.folded_rows().is_some()
+            && part.ws.folded_weights().len() == n
+            && self.load.len() == size
+            && [&from.y, &from.ydot, &from.v, &to.y, &to.ydot, &to.v]
+                .iter()
+                .all(|v| v.len() == size);
+        if !fits {
+            return None;
+        }
+        part.state.load(t_next, self.load.as_mut_slice());
+        self.add_coupling_load(n, coupling);
+        let (two, a) = self.d_fact.two_cores()?;
+        let rows = part.state.folded_rows()?;
+        let weights = part.ws.folded_weights();
+        let (s0, s1) = two.bounds();
+        let m = s1 - s0;
+        debug_assert!(m <= MAX_SEPARATOR && s1 <= n);
+        let load = self.load.as_slice();
+        let start = (from.y.as_slice(), from.ydot.as_slice(), from.v.as_slice());
+        let (c, wc) = (self.c, self.params.alpha_f / self.params.alpha_m);
+        let AlphaState { y, ydot, v } = to;
+        let (y, v, ydot) = (y.as_mut_slice(), v.as_mut_slice(), ydot.as_mut_slice());
+        // 1. The predictor by DOF.
+        let ok = {
+            let (yu, yv) = y.split_at_mut(n);
+            let (vu, vv) = v.split_at_mut(n);
+            let ((yu0, yu1), (yv0, yv1)) = (yu.split_at_mut(s1), yv.split_at_mut(s1));
+            let ((vu0, vu1), (vv0, vv1)) = (vu.split_at_mut(s1), vv.split_at_mut(s1));
+            let (du0, du1) = ydot[..n].split_at_mut(s1);
+            let (w0, w1) = weights.split_at_mut(s1);
+            two.join(
+                || {
+                    let out = FoldedPredictor {
+                        y_tilde: (yu0, yv0),
+                        v_tilde: (vu0, vv0),
+                        ydot: du0,
+                        weighted: w0,
+                    };
+                    rows.predictor(step, 0, start, load, out);
+                },
+                || {
+                    let out = FoldedPredictor {
+                        y_tilde: (yu1, yv1),
+                        v_tilde: (vu1, vv1),
+                        ydot: du1,
+                        weighted: w1,
+                    };
+                    rows.predictor(step, s1, start, load, out);
+                },
+            )
+        };
+        let (du, dv) = ydot.split_at_mut(n);
+        let (head, xb) = dv.split_at_mut(s1);
+        let mut ta = [0.0f64; MAX_SEPARATOR];
+        let mut tb = [0.0f64; MAX_SEPARATOR];
+        let (ta, tb) = (&mut ta[..m], &mut tb[..m]);
+        // 2. The momentum rows' gather and the forward sweeps.
+        let ok = ok && {
+            let (w, y_tilde) = (&*weights, &*y);
+            two.join(
+                || {
+                    rows.gather(0, w, y_tilde, load, head);
+                    two.forward_a(&mut head[..s0], ta);
+                },
+                || {
+                    rows.gather(s1, w, y_tilde, load, xb);
+                    two.forward_b(xb, tb);
+                },
+            )
+        };
+        if !ok {
+            return Some(Err(Self::solver_failed(part)));
+        }
+        let (xa, xs) = head.split_at_mut(s0);
+        two.separator(xs, ta, tb);
+        // 3. The backward sweeps and the corrector by DOF.
+        let xs = &*xs;
+        let (yu, yv) = y.split_at_mut(n);
+        let (vu, vv) = v.split_at_mut(n);
+        let ((yu0, yu1), (yv0, yv1)) = (yu.split_at_mut(s1), yv.split_at_mut(s1));
+        let ((vu0, vu1), (vv0, vv1)) = (vu.split_at_mut(s1), vv.split_at_mut(s1));
+        let (du0, du1) = du.split_at_mut(s1);
+        let (a0, a1) = a.split_at(s1);
+        let ok = two.join(
+            || {
+                two.backward_a(xa, xs);
+                let ((yua, yus), (yva, yvs)) = (yu0.split_at_mut(s0), yv0.split_at_mut(s0));
+                let ((vua, vus), (vva, vvs)) = (vu0.split_at_mut(s0), vv0.split_at_mut(s0));
+                let (dua, dus) = du0.split_at_mut(s0);
+                let (aa, as_) = a0.split_at(s0);
+                Self::correct_folded_dofs(c, wc, aa, (yua, yva), (vua, vva), dua, xa);
+                Self::correct_folded_dofs(c, wc, as_, (yus, yvs), (vus, vvs), dus, xs);
+            },
+            || {
+                two.backward_b(xb, xs);
+                Self::correct_folded_dofs(c, wc, a1, (yu1, yv1), (vu1, vv1), du1, xb);
+            },
+        );
+        if !ok {
+            return Some(Err(Self::solver_failed(part)));
+        }
+        Some(Ok(()))
     }
 
     /// The error of a step whose solve's worker thread failed.
@@ -1229,6 +1389,24 @@ impl AlphaStepper {
         let (yu, yv) = y.split_at_mut(n);
         let (vu, vv) = v.split_at_mut(n);
         let (du, dv) = ydot.split_at_mut(n);
+        Self::correct_folded_dofs(c, w, a, (yu, yv), (vu, vv), du, dv);
+    }
+
+    /// [`AlphaStepper::correct_folded_in_place`] of a range of DOFs: `a`, the displacement
+    /// (`.0`) and velocity (`.1`) rows of `y` and `v`, the displacement rows `du` of `Ẏ` and
+    /// the solved velocity rows `dv` of those DOFs (`len = a.len()` values each; extra rows
+    /// are left alone). The same operations whatever the range.
+    fn correct_folded_dofs(
+        c: f64,
+        w: f64,
+        a: &[f64],
+        y: (&mut [f64], &mut [f64]),
+        v: (&mut [f64], &mut [f64]),
+        du: &mut [f64],
+        dv: &[f64],
+    ) {
+        let n = a.len();
+        let ((yu, yv), (vu, vv)) = (y, v);
         let (yv, vv, dv) = (&mut yv[..n], &mut vv[..n], &dv[..n]);
         let (yu, vu, du) = (&mut yu[..n], &mut vu[..n], &mut du[..n]);
         for i in 0..n {

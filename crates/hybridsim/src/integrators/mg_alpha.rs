@@ -71,6 +71,12 @@ impl MgAlpha {
         &self.stepper
     }
 
+    /// [`AlphaStepper::solve_on_one_thread`] (tests).
+    #[doc(hidden)]
+    pub fn solve_on_one_thread(&mut self) {
+        self.stepper.solve_on_one_thread();
+    }
+
     /// The current algorithmic state.
     pub fn alpha_state(&self) -> &AlphaState {
         &self.state

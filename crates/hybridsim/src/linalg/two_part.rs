@@ -5,7 +5,7 @@
 use super::{lower_first, symmetric_value, CompressedRows, SymmetricFactors};
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -280,11 +280,7 @@ impl TwoPartFactors {
             coupling: l_b,
             separator: m,
         });
-        let worker = if worker {
-            Some(Worker::start(Arc::clone(&b))?)
-        } else {
-            None
-        };
+        let worker = if worker { Some(Worker::start()?) } else { None };
         Some(Self {
             s0,
             s1,
@@ -366,8 +362,99 @@ impl TwoPartFactors {
         }
     }
 
+    /// The unknowns `s₀` and `s₁` that bound the parts: part A is `0 .. s₀`, the separator
+    /// `s₀ .. s₁`, part B `s₁ .. n`.
+    pub fn bounds(&self) -> (usize, usize) {
+        (self.s0, self.s1)
+    }
+
+    /// The forward half of part A's solve on its unknowns `xa` (`0 .. s₀` of `b`): `L_A y = b_A`
+    /// in place, `t_A = L_SA y` into `ta` (one value a separator unknown), then `z = D_A⁻¹ y`.
+    /// Allocation-free.
+    #[inline]
+    pub fn forward_a(&self, xa: &mut [f64], ta: &mut [f64]) {
+        self.a.forward(xa, ta);
+    }
+
+    /// [`TwoPartFactors::forward_a`] of part B (`xb` the unknowns `s₁ .. n`, in the caller's
+    /// order).
+    #[inline]
+    pub fn forward_b(&self, xb: &mut [f64], tb: &mut [f64]) {
+        self.b.forward(xb, tb);
+    }
+
+    /// The separator's dense solve `L_S D_S L_Sᵀ x_S = b_S − t_A − t_B` in place on `xs`, after
+    /// both forward halves. Allocation-free.
+    #[inline]
+    pub fn separator(&self, xs: &mut [f64], ta: &[f64], tb: &[f64]) {
+        self.solve_separator(xs, ta, tb);
+    }
+
+    /// The backward half of part A's solve, after the separator's: `z −= L_SAᵀ x_S`, then
+    /// `L_Aᵀ x = z` in place on `xa`. Allocation-free.
+    #[inline]
+    pub fn backward_a(&self, xa: &mut [f64], xs: &[f64]) {
+        self.a.backward(xa, xs);
+    }
+
+    /// [`TwoPartFactors::backward_a`] of part B.
+    #[inline]
+    pub fn backward_b(&self, xb: &mut [f64], xs: &[f64]) {
+        self.b.backward(xb, xs);
+    }
+
+    /// Run `mine` on the calling thread and `theirs` on the worker at the same time, and
+    /// return when both are done: the fork and join of one step's halves (issue 20: the
+    /// halves of the generalized-α step's passes over the rows, each next to its part of the
+    /// solve). `theirs` runs on the calling thread instead, after `mine`, when the worker has
+    /// not taken it up by then (parked, or waiting for a core) — so the results never depend
+    /// on who ran it, and the caller never waits for a thread that is not running — and
+    /// always without a worker. `false`, with neither run (or `theirs` cut short by a panic),
+    /// when the worker has failed. No allocation, no lock: `theirs` stays on the caller's
+    /// stack, handed over through the command counter (Release / Acquire).
+    pub fn join<M, T>(&self, mine: M, theirs: T) -> bool
+    where
+        M: FnOnce(),
+        T: FnOnce() + Send,
+    {
+        let Some(worker) = &self.worker else {
+            mine();
+            theirs();
+            return true;
+        };
+        let shared = &*worker.shared;
+        if shared.failed.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut slot = Some(theirs);
+        let mut job = || {
+            if let Some(f) = slot.take() {
+                f()
+            }
+        };
+        let job: &mut (dyn FnMut() + Send) = &mut job;
+        // SAFETY: only the lifetime is erased. The job is read by the worker only between
+        // this command's post and its `done` (or not at all when the caller claims it), and
+        // `Pending` waits for that before this frame (which owns the job) is left, even by
+        // a panic of `mine`.
+        let job: *mut (dyn FnMut() + Send + 'static) = unsafe { std::mem::transmute(job) };
+        // SAFETY: the worker reads `job` only after the command posted below (Release), and
+        // the previous command is done (every join waits for its own).
+        unsafe { *shared.job.get() = Some(job) };
+        let pending = Pending {
+            worker,
+            command: worker.post(JOB),
+            job,
+            finished: false,
+        };
+        mine();
+        pending.finish()
+    }
+
     /// Solve `A x = b` in place (`x` holds `b` on entry); `false`, with `x` set to NaN, when
-    /// the worker has failed. Allocation-free and lock-free.
+    /// the worker has failed. Part B's forward and backward sweeps on the worker
+    /// ([`TwoPartFactors::join`]), the separator's solve between them on the calling thread.
+    /// Allocation-free and lock-free.
     pub fn solve(&self, x: &mut [f64]) -> bool {
         let (s0, s1) = (self.s0, self.s1);
         let m = s1 - s0;
@@ -379,53 +466,50 @@ impl TwoPartFactors {
         let (xa, rest) = x.split_at_mut(s0);
         let (xs, xb) = rest.split_at_mut(m);
         let mut ta = [0.0f64; MAX_SEPARATOR];
-        let Some(worker) = &self.worker else {
-            let mut tb = [0.0f64; MAX_SEPARATOR];
-            self.a.forward(xa, &mut ta[..m]);
-            self.b.forward(xb, &mut tb[..m]);
-            self.solve_separator(xs, &ta[..m], &tb[..m]);
-            self.a.backward(xa, xs);
-            self.b.backward(xb, xs);
-            return true;
+        let mut tb = [0.0f64; MAX_SEPARATOR];
+        let (ta, tb) = (&mut ta[..m], &mut tb[..m]);
+        let ok = self.join(|| self.a.forward(xa, ta), || self.b.forward(xb, tb)) && {
+            self.solve_separator(xs, ta, tb);
+            let xs = &*xs;
+            self.join(|| self.a.backward(xa, xs), || self.b.backward(xb, xs))
         };
-        let shared = &*worker.shared;
-        if shared.failed.load(Ordering::Acquire) {
+        if !ok {
             x.fill(f64::NAN);
-            return false;
         }
-        shared.x.store(xb.as_mut_ptr(), Ordering::Relaxed);
-        shared.len.store(xb.len(), Ordering::Relaxed);
-        let forward = worker.post(FORWARD);
-        self.a.forward(xa, &mut ta[..m]);
-        // Part B on this thread when the worker has not taken it up yet (parked, or waiting
-        // for a core): the same operations, so the same bits, and never a wait on a thread
-        // that is not running.
-        let mut own = [0.0f64; MAX_SEPARATOR];
-        let tb: &[f64] = if worker.claim(forward) {
-            self.b.forward(xb, &mut own[..m]);
-            &own[..m]
+        ok
+    }
+}
+
+/// A command posted by [`TwoPartFactors::join`], not yet known to be done: finished by its
+/// caller ([`Pending::finish`]) or, when `mine` panics, by its drop (which claims the job or
+/// waits for the worker, so that the job's frame outlives the worker's use of it).
+struct Pending<'w> {
+    worker: &'w Worker,
+    command: u32,
+    job: *mut (dyn FnMut() + Send + 'static),
+    finished: bool,
+}
+
+impl Pending<'_> {
+    /// Claim the job and run it here, or wait for the worker: whether it was done.
+    #[inline]
+    fn finish(mut self) -> bool {
+        self.finished = true;
+        if self.worker.claim(self.command) {
+            // SAFETY: claimed here, so the worker never calls it; the job's frame is live.
+            unsafe { (*self.job)() };
+            true
         } else {
-            if !worker.wait(forward) {
-                x.fill(f64::NAN);
-                return false;
-            }
-            // SAFETY: the worker finished the forward command (its `done` store, Release,
-            // observed with Acquire): it writes `t` no more until the next command.
-            unsafe { &(&*shared.t.get())[..m] }
-        };
-        self.solve_separator(xs, &ta[..m], tb);
-        // SAFETY: the worker reads `xs` only in the backward command, posted (Release) after
-        // this write.
-        unsafe { (&mut *shared.xs.get())[..m].copy_from_slice(xs) };
-        let backward = worker.post(BACKWARD);
-        self.a.backward(xa, xs);
-        if worker.claim(backward) {
-            self.b.backward(xb, xs);
-        } else if !worker.wait(backward) {
-            x.fill(f64::NAN);
-            return false;
+            self.worker.wait(self.command)
         }
-        true
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if !self.finished && !self.worker.claim(self.command) {
+            self.worker.wait(self.command);
+        }
     }
 }
 
@@ -435,13 +519,12 @@ fn n_row(v: &[f64], w: usize, k: usize) -> &[f64] {
     &v[k * w..(k + 1) * w]
 }
 
-/// Commands of the worker.
-const FORWARD: u8 = 1;
-const BACKWARD: u8 = 2;
-const STOP: u8 = 3;
+/// Commands of the worker: run the posted job ([`TwoPartFactors::join`]), or end.
+const JOB: u8 = 1;
+const STOP: u8 = 2;
 
-/// What the solving thread and the worker share: the command (a counter and its kind),
-/// the part of `x` to work on, the separator's vectors, and the worker's state.
+/// What the solving thread and the worker share: the command (a counter and its kind), the
+/// job to run, and the worker's state.
 struct Shared {
     /// Incremented (Release) by each command; the worker acts on each new value.
     command: AtomicU32,
@@ -451,13 +534,9 @@ struct Shared {
     /// The last command taken up, by the worker or by the solving thread (each command by
     /// the first of them to move this from its number − 1 to its number).
     claim: AtomicU32,
-    /// Part B's unknowns in the solve's `x` (valid from a command until its `done`).
-    x: AtomicPtr<f64>,
-    len: AtomicUsize,
-    /// `t_B = L_SB y_B` of the forward command.
-    t: UnsafeCell<[f64; MAX_SEPARATOR]>,
-    /// `x_S` for the backward command.
-    xs: UnsafeCell<[f64; MAX_SEPARATOR]>,
+    /// The job of the last [`JOB`] command: a closure on the posting thread's stack, valid
+    /// from the command until its `done` ([`TwoPartFactors::join`]).
+    job: UnsafeCell<Option<*mut (dyn FnMut() + Send + 'static)>>,
     /// The worker is parked or about to (the poster then unparks it).
     parked: AtomicBool,
     /// A command panicked: the worker has ended.
@@ -465,10 +544,12 @@ struct Shared {
     inject_panic: AtomicBool,
 }
 
-// SAFETY: `t` and `xs` are written by one side at a time, the hand-over ordered by the
-// Release stores and Acquire loads of `command` and `done` (see `TwoPartFactors::solve`);
-// everything else is atomic.
+// SAFETY: `job` is written by the posting thread before a command (Release) and read by the
+// worker after it (Acquire), and the posting thread writes it again only after that command
+// is done (`TwoPartFactors::join`); the job it points to is `Send`; everything else is atomic.
 unsafe impl Sync for Shared {}
+// SAFETY: as above; the pointer is only dereferenced under that hand-over.
+unsafe impl Send for Shared {}
 
 /// The worker thread of a [`TwoPartFactors`] (joined on drop).
 struct Worker {
@@ -487,17 +568,14 @@ impl std::fmt::Debug for Worker {
 }
 
 impl Worker {
-    /// Start the worker on `part`; `None` when the thread cannot be spawned.
-    fn start(part: Arc<Part>) -> Option<Self> {
+    /// Start the worker; `None` when the thread cannot be spawned.
+    fn start() -> Option<Self> {
         let shared = Arc::new(Shared {
             command: AtomicU32::new(0),
             kind: AtomicU8::new(0),
             done: AtomicU32::new(0),
             claim: AtomicU32::new(0),
-            x: AtomicPtr::new(std::ptr::null_mut()),
-            len: AtomicUsize::new(0),
-            t: UnsafeCell::new([0.0; MAX_SEPARATOR]),
-            xs: UnsafeCell::new([0.0; MAX_SEPARATOR]),
+            job: UnsafeCell::new(None),
             parked: AtomicBool::new(false),
             failed: AtomicBool::new(false),
             inject_panic: AtomicBool::new(false),
@@ -505,7 +583,7 @@ impl Worker {
         let theirs = Arc::clone(&shared);
         let handle = std::thread::Builder::new()
             .name("hybridsim-solve".into())
-            .spawn(move || work(&theirs, &part))
+            .spawn(move || work(&theirs))
             .ok()?;
         Some(Self {
             shared,
@@ -578,7 +656,7 @@ impl Drop for Worker {
 }
 
 /// The worker's loop: wait for a command (spinning, then parked), run it, report it done.
-fn work(shared: &Shared, part: &Part) {
+fn work(shared: &Shared) {
     let mut seen = 0u32;
     loop {
         let mut since: Option<Instant> = None;
@@ -621,22 +699,10 @@ fn work(shared: &Shared, part: &Part) {
             if shared.inject_panic.swap(false, Ordering::AcqRel) {
                 panic!("hybridsim-solve: injected panic");
             }
-            let len = shared.len.load(Ordering::Relaxed);
-            // SAFETY: the solving thread stored part B's slice of its `x` before posting this
-            // command (Release, observed above with Acquire) and touches neither it nor `t`
-            // until this command is done; it reads `xs` only before posting the backward one.
-            let x =
-                unsafe { std::slice::from_raw_parts_mut(shared.x.load(Ordering::Relaxed), len) };
-            let m = part.separator;
-            match kind {
-                FORWARD => {
-                    let t = unsafe { &mut (&mut *shared.t.get())[..m] };
-                    part.forward(x, t);
-                }
-                _ => {
-                    let xs = unsafe { &(&*shared.xs.get())[..m] };
-                    part.backward(x, xs);
-                }
+            // SAFETY: the posting thread stored the job before this command (Release,
+            // observed above with Acquire), claimed here, and keeps its frame until `done`.
+            if let Some(job) = unsafe { *shared.job.get() } {
+                unsafe { (*job)() };
             }
         }));
         if outcome.is_err() {
