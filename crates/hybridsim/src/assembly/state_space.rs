@@ -320,6 +320,44 @@ pub struct FoldedPredictor<'a> {
     pub weighted: &'a mut [f64],
 }
 
+impl<'a> FoldedPredictor<'a> {
+    /// The outputs of the DOFs `0 .. split` and `split .. n` for [`FoldedRows::predictor`]
+    /// over the whole `Ỹ` and `Ṽ` (`2n` rows each), the displacement rows of `Ẏ` (the first
+    /// `n` of `ydot`) and `w` (`n` entries): two disjoint borrows, one for each thread.
+    ///
+    /// # Panics
+    /// When `split > n` or a slice is shorter than its rows.
+    pub fn halves(
+        y_tilde: &'a mut [f64],
+        v_tilde: &'a mut [f64],
+        ydot: &'a mut [f64],
+        weighted: &'a mut [f64],
+        split: usize,
+    ) -> (Self, Self) {
+        let n = weighted.len();
+        let (yu, yv) = y_tilde[..2 * n].split_at_mut(n);
+        let (vu, vv) = v_tilde[..2 * n].split_at_mut(n);
+        let ((yu0, yu1), (yv0, yv1)) = (yu.split_at_mut(split), yv.split_at_mut(split));
+        let ((vu0, vu1), (vv0, vv1)) = (vu.split_at_mut(split), vv.split_at_mut(split));
+        let (du0, du1) = ydot[..n].split_at_mut(split);
+        let (w0, w1) = weighted.split_at_mut(split);
+        (
+            Self {
+                y_tilde: (yu0, yv0),
+                v_tilde: (vu0, vv0),
+                ydot: du0,
+                weighted: w0,
+            },
+            Self {
+                y_tilde: (yu1, yv1),
+                v_tilde: (vu1, vv1),
+                ydot: du1,
+                weighted: w1,
+            },
+        )
+    }
+}
+
 /// The passes over the rows of [`StateSpace::folded_predictor_rate`] by ranges of DOFs
 /// ([`StateSpace::folded_rows`]): each value is computed by the same operations whatever
 /// the ranges, so the parts give the bits of the whole pass. Shares only the partition's
@@ -3308,13 +3346,13 @@ mod tests {
         }
     }
 
-    /// The merged predictor and rate passes of a folded partition give the bits of the
-    /// passes they replace: the predictor, `R` by [`StateSpace::residual_folded`] and
-    /// `Ẏ = F − R`; and they refuse (writing nothing) a partition that does not fold.
-    #[test]
-    fn the_merged_predictor_and_rate_passes_keep_the_bits_of_the_separate_ones() {
-        let mut st = linear_rayleigh_chain(300);
-        let (size, n) = (st.size(), st.n_dofs());
+    /// `(Y, Ẏ, V)` and `F` of `size` rows (smooth, of mixed signs; `F`'s displacement rows
+    /// zero, one momentum row `−0`) and step constants, for the folded passes' tests.
+    #[allow(clippy::type_complexity)]
+    fn folded_inputs(
+        size: usize,
+        n: usize,
+    ) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>, FoldedStep) {
         let wave = |a: f64, b: f64| -> Vec<f64> {
             (0..size)
                 .map(|i| 1e-2 * (a * i as f64).sin() + 1e-3 * (b * i as f64).cos())
@@ -3331,6 +3369,17 @@ mod tests {
             wv: -0.07,
             c: 2.5e-4,
         };
+        (y, ydot, v, load, step)
+    }
+
+    /// The merged predictor and rate passes of a folded partition give the bits of the
+    /// passes they replace: the predictor, `R` by [`StateSpace::residual_folded`] and
+    /// `Ẏ = F − R`; and they refuse (writing nothing) a partition that does not fold.
+    #[test]
+    fn the_merged_predictor_and_rate_passes_keep_the_bits_of_the_separate_ones() {
+        let mut st = linear_rayleigh_chain(300);
+        let (size, n) = (st.size(), st.n_dofs());
+        let (y, ydot, v, load, step) = folded_inputs(size, n);
         // The separate passes, as `AlphaStepper::step` makes them.
         let mut ws = st.workspace();
         let (mut yt, mut vt) = (vec![0.0; size], vec![0.0; size]);
@@ -3392,22 +3441,7 @@ mod tests {
     fn the_folded_passes_in_two_halves_on_two_threads_keep_the_bits_of_the_whole_pass() {
         let st = linear_rayleigh_chain(300);
         let (size, n) = (st.size(), st.n_dofs());
-        let wave = |a: f64, b: f64| -> Vec<f64> {
-            (0..size)
-                .map(|i| 1e-2 * (a * i as f64).sin() + 1e-3 * (b * i as f64).cos())
-                .collect()
-        };
-        let (y, ydot, v) = (wave(0.37, 1.3), wave(0.11, 0.7), wave(0.53, 2.1));
-        let mut load = wave(0.29, 0.9);
-        load[..n].iter_mut().for_each(|f| *f = 0.0);
-        load[n + 3] = -0.0;
-        let step = FoldedStep {
-            ky: 2.7e-4,
-            kv: -1.3e-5,
-            wy: 0.93,
-            wv: -0.07,
-            c: 2.5e-4,
-        };
+        let (y, ydot, v, load, step) = folded_inputs(size, n);
         let mut ws = st.workspace();
         let (mut yt, mut vt, mut rate) = (vec![9.0; size], vec![9.0; size], vec![9.0; size]);
         assert!(st.folded_predictor_rate(
@@ -3437,31 +3471,13 @@ mod tests {
             assert_eq!(w.len(), n);
             let (mut yt2, mut vt2, mut rate2) = (vec![9.0; size], vec![9.0; size], vec![9.0; size]);
             {
-                let (yu, yv) = yt2.split_at_mut(n);
-                let (vu, vv) = vt2.split_at_mut(n);
-                let ((yu0, yu1), (yv0, yv1)) = (yu.split_at_mut(split), yv.split_at_mut(split));
-                let ((vu0, vu1), (vv0, vv1)) = (vu.split_at_mut(split), vv.split_at_mut(split));
-                let (du0, du1) = rate2[..n].split_at_mut(split);
-                let (w0, w1) = w.split_at_mut(split);
+                let (first, second) =
+                    FoldedPredictor::halves(&mut yt2, &mut vt2, &mut rate2, w, split);
                 let start = (&y[..], &ydot[..], &v[..]);
                 let load = &load[..];
                 std::thread::scope(|s| {
-                    s.spawn(|| {
-                        let out = FoldedPredictor {
-                            y_tilde: (yu1, yv1),
-                            v_tilde: (vu1, vv1),
-                            ydot: du1,
-                            weighted: w1,
-                        };
-                        rows.predictor(step, split, start, load, out);
-                    });
-                    let out = FoldedPredictor {
-                        y_tilde: (yu0, yv0),
-                        v_tilde: (vu0, vv0),
-                        ydot: du0,
-                        weighted: w0,
-                    };
-                    rows.predictor(step, 0, start, load, out);
+                    s.spawn(|| rows.predictor(step, split, start, load, second));
+                    rows.predictor(step, 0, start, load, first);
                 });
             }
             {

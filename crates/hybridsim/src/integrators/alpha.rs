@@ -919,19 +919,19 @@ impl AlphaStepper {
         let in_place = !self.iterates();
         // The same on two cores: each pass over the rows in two halves, one on the solver's
         // worker next to its part of the solve (the same bits as the one-thread passes).
+        let step = FoldedStep {
+            ky,
+            kv,
+            wy,
+            wv,
+            c: self.c,
+        };
         if in_place
             && self.corrections == 1
             && !self.nonlinear
             && self.folds(part)
             && self.d_fact.two_cores().is_some()
         {
-            let step = FoldedStep {
-                ky,
-                kv,
-                wy,
-                wv,
-                c: self.c,
-            };
             if let Some(done) = self.step_on_two_cores(part, from, t_next, coupling, step, to) {
                 return done;
             }
@@ -943,13 +943,6 @@ impl AlphaStepper {
         if self.corrections == 1 && !self.nonlinear && self.folds(part) {
             part.state.load(t_next, self.load.as_mut_slice());
             self.add_coupling_load(n, coupling);
-            let step = FoldedStep {
-                ky,
-                kv,
-                wy,
-                wv,
-                c: self.c,
-            };
             let tilde = if in_place {
                 (y.as_mut_slice(), v.as_mut_slice())
             } else {
@@ -1112,31 +1105,10 @@ impl AlphaStepper {
         let (y, v, ydot) = (y.as_mut_slice(), v.as_mut_slice(), ydot.as_mut_slice());
         // 1. The predictor by DOF.
         let ok = {
-            let (yu, yv) = y.split_at_mut(n);
-            let (vu, vv) = v.split_at_mut(n);
-            let ((yu0, yu1), (yv0, yv1)) = (yu.split_at_mut(s1), yv.split_at_mut(s1));
-            let ((vu0, vu1), (vv0, vv1)) = (vu.split_at_mut(s1), vv.split_at_mut(s1));
-            let (du0, du1) = ydot[..n].split_at_mut(s1);
-            let (w0, w1) = weights.split_at_mut(s1);
+            let (first, second) = FoldedPredictor::halves(y, v, ydot, weights, s1);
             two.join(
-                || {
-                    let out = FoldedPredictor {
-                        y_tilde: (yu0, yv0),
-                        v_tilde: (vu0, vv0),
-                        ydot: du0,
-                        weighted: w0,
-                    };
-                    rows.predictor(step, 0, start, load, out);
-                },
-                || {
-                    let out = FoldedPredictor {
-                        y_tilde: (yu1, yv1),
-                        v_tilde: (vu1, vv1),
-                        ydot: du1,
-                        weighted: w1,
-                    };
-                    rows.predictor(step, s1, start, load, out);
-                },
+                || rows.predictor(step, 0, start, load, first),
+                || rows.predictor(step, s1, start, load, second),
             )
         };
         let (du, dv) = ydot.split_at_mut(n);
