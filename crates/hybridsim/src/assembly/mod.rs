@@ -105,7 +105,7 @@ pub(crate) fn rayleigh_contributions(
     element: &dyn crate::elements::Element,
     map: &[Option<usize>],
     tangent_stiffness: bool,
-    out: &mut Vec<(usize, usize, f64, f64)>,
+    out: &mut Vec<(u32, u32, f64, f64)>,
 ) {
     let m = element.mass();
     let k = if tangent_stiffness {
@@ -123,10 +123,17 @@ pub(crate) fn rayleigh_contributions(
             let mij = m.as_ref().map_or(0.0, |m| m[(i, j)]);
             let kij = k.as_ref().map_or(0.0, |k| k[(i, j)]);
             if mij != 0.0 || kij != 0.0 {
-                out.push((*a, *b, mij, kij));
+                let (a, b) = (dof_index(*a), dof_index(*b));
+                out.push((a, b, mij, kij));
             }
         }
     }
+}
+
+/// A DOF's index in 32 bits (the Rayleigh element's columns; a partition of more than 2³²
+/// DOFs cannot be stored anyway).
+fn dof_index(i: usize) -> u32 {
+    u32::try_from(i).expect("a DOF index fits 32 bits")
 }
 
 /// The initial stiffness `K_0` of an element whose Rayleigh `β K` term follows its state
@@ -152,7 +159,7 @@ pub(crate) fn tangent_rayleigh_stiffness(
 pub(crate) fn rayleigh_element(
     name: &str,
     dofs: Arc<[DofRef]>,
-    contributions: Vec<(usize, usize, f64, f64)>,
+    contributions: Vec<(u32, u32, f64, f64)>,
     (alpha, beta): (f64, f64),
 ) -> Option<(Arc<str>, ElementRef, Vec<f64>)> {
     let c = RayleighDamping::from_contributions(dofs, contributions, alpha, beta)?;
