@@ -79,11 +79,12 @@ impl RayleighDamping {
         for r in 0..n {
             let row = &mut order[start[r] as usize..start[r + 1] as usize];
             row.sort_unstable_by_key(|&t| (contributions[t as usize].1, t));
-            places += 1 + row
-                .windows(2)
-                .filter(|p| contributions[p[0] as usize].1 != contributions[p[1] as usize].1)
-                .count()
-                - usize::from(row.is_empty());
+            // A row's first contribution opens a place, and so does each change of column.
+            places += usize::from(!row.is_empty())
+                + row
+                    .windows(2)
+                    .filter(|p| contributions[p[0] as usize].1 != contributions[p[1] as usize].1)
+                    .count();
         }
         let mut row_start = Vec::with_capacity(n + 1);
         let mut columns = Vec::with_capacity(places);
