@@ -123,17 +123,11 @@ pub(crate) fn rayleigh_contributions(
             let mij = m.as_ref().map_or(0.0, |m| m[(i, j)]);
             let kij = k.as_ref().map_or(0.0, |k| k[(i, j)]);
             if mij != 0.0 || kij != 0.0 {
-                let (a, b) = (dof_index(*a), dof_index(*b));
+                let (a, b) = (state_space::column_index(*a), state_space::column_index(*b));
                 out.push((a, b, mij, kij));
             }
         }
     }
-}
-
-/// A DOF's index in 32 bits (the Rayleigh element's columns; a partition of more than 2³²
-/// DOFs cannot be stored anyway).
-fn dof_index(i: usize) -> u32 {
-    u32::try_from(i).expect("a DOF index fits 32 bits")
 }
 
 /// The initial stiffness `K_0` of an element whose Rayleigh `β K` term follows its state

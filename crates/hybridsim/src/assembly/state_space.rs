@@ -743,11 +743,12 @@ impl SlotGroups {
     }
 }
 
-/// A column index of `Y` in 32 bits (the terms of the residual's linear runs).
+/// A column index of `Y` (or of its DOFs) in 32 bits: the terms of the residual's linear
+/// runs, the Rayleigh element's contributions.
 ///
 /// # Panics
 /// Beyond 2³² − 1 (a state of more than four billion entries).
-fn column_index(c: usize) -> u32 {
+pub(super) fn column_index(c: usize) -> u32 {
     u32::try_from(c).expect("a state index fits 32 bits")
 }
 
