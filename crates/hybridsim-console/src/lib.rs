@@ -258,6 +258,14 @@ pub fn replay(folder: &Path, speed: f64, opts: ConsoleOptions) -> Result<Console
     });
     let (tap, reader) = snapshot_ring(ring::DEFAULT_CAPACITY);
     let mut tap = tap.blocking();
+    // The layout goes into the ring before the server's first tick, so that the first page
+    // (its `init`) already lists the actuators: a replay knows them from the start.
+    let layout: Vec<(usize, String, Vec<String>)> = labs
+        .iter()
+        .enumerate()
+        .map(|(j, (n, (h, _)))| (j, n.clone(), h.clone()))
+        .collect();
+    tap.start(&results.0, &layout);
     let mut state = State::new(meta);
     state.set_outcome(outcome);
     let console = Console::start(reader, state, ConsoleOptions { stop: None, ..opts })
@@ -273,14 +281,9 @@ pub fn replay(folder: &Path, speed: f64, opts: ConsoleOptions) -> Result<Console
     Ok(console)
 }
 
-/// Hand the records of a folder to the tap in time order, paced at `speed` × test time.
+/// Hand the records of a folder to the tap in time order, paced at `speed` × test time (the
+/// layout is already in the tap).
 fn feed(tap: &mut SnapshotTap, results: Table, labs: Vec<(String, Table)>, speed: f64, every: u64) {
-    let layout: Vec<(usize, String, Vec<String>)> = labs
-        .iter()
-        .enumerate()
-        .map(|(j, (n, (h, _)))| (j, n.clone(), h.clone()))
-        .collect();
-    tap.start(&results.0, &layout);
     let t_col = results
         .0
         .iter()
