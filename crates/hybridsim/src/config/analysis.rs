@@ -530,7 +530,7 @@ fn check_basic_solver(a: &AnalysisSpec, diag: &mut Diagnostics) {
 /// element is an error at its field naming it.
 pub(super) fn output(
     spec: &OutputSpec,
-    node_dofs: &std::collections::BTreeMap<i64, Vec<String>>,
+    node_dofs: &super::NodeDofs,
     element_names: &[&str],
     diag: &mut Diagnostics,
 ) -> OutputSettings {
@@ -577,7 +577,7 @@ pub(super) fn output(
     };
     if let Some(nodes) = &spec.nodes {
         for (i, id) in nodes.iter().enumerate() {
-            if !node_dofs.contains_key(id) {
+            if !node_dofs.contains_node(*id) {
                 diag.push(format!("output.nodes[{i}]"), format!("no node has id {id}"));
             }
         }

@@ -2,7 +2,6 @@
 //! placed in a substructure (or split among several), with its role, Rayleigh flag and
 //! initial states; then the checks on what the elements cover.
 
-use super::schema::NodeSpec;
 use super::{ElementContext, ElementRegistry};
 use crate::elements::{DofRef, ElementRef, Mass};
 use crate::error::{Diagnostics, ModelError};
@@ -438,11 +437,12 @@ fn take_llm_split(
     })
 }
 
-/// What the elements cover (checked once every element could be built): every free node DOF
+/// What the elements cover (checked once every element could be built; `node_ids`: the ids of
+/// the nodes as written, in file order): every free node DOF
 /// is acted on by an element; every substructure has elements, a physical one a specimen, and
 /// its estimate only its own DOFs.
 pub(super) fn check_coverage(
-    node_specs: &[NodeSpec],
+    node_ids: &[i64],
     nodes: &[Node],
     elements: &[ElementInstance],
     substructures: &[Substructure],
@@ -452,11 +452,11 @@ pub(super) fn check_coverage(
     // O(N²) on a chain of N storeys).
     let acted_on: std::collections::HashSet<&DofRef> =
         elements.iter().flat_map(|e| e.element.dofs()).collect();
-    let spec_index: std::collections::HashMap<i64, usize> = node_specs
+    let spec_index: std::collections::HashMap<i64, usize> = node_ids
         .iter()
         .enumerate()
         .rev()
-        .map(|(i, x)| (x.id, i))
+        .map(|(i, id)| (*id, i))
         .collect();
     for n in nodes {
         let i = spec_index.get(&n.id).copied().unwrap_or_default();

@@ -7,13 +7,12 @@ use crate::error::Diagnostics;
 use crate::excitation::{self, KanaiTajimi, TimeFunction, TimeSeries};
 use crate::model::{GroundMotion, RecordSource, SourceResolver};
 use crate::units::Units;
-use std::collections::BTreeMap;
 
 /// The ground motions, at most one per direction; `node_dofs` are the declared DOF names by
 /// node.
 pub(super) fn ground_motions(
     specs: &[GroundMotionSpec],
-    node_dofs: &BTreeMap<i64, Vec<String>>,
+    node_dofs: &super::NodeDofs,
     units: &Units,
     files: &dyn SourceResolver,
     diag: &mut Diagnostics,
@@ -22,7 +21,7 @@ pub(super) fn ground_motions(
     let g = units.gravity();
     for (i, gm) in specs.iter().enumerate() {
         let f = format!("ground_motion[{i}]");
-        if !node_dofs.values().any(|d| d.contains(&gm.direction)) {
+        if !node_dofs.any_declares(&gm.direction) {
             diag.push(
                 format!("{f}.direction"),
                 format!("no node has a DOF named `{}`", gm.direction),

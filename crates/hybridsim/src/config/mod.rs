@@ -39,6 +39,7 @@ use crate::error::{Diagnostics, ModelError};
 use crate::model::{Model, SourceResolver};
 use crate::units::Units;
 pub use nodes::{startup_memory_estimate, MAX_DOFS, MEMORY_BUDGET_BYTES};
+pub use nodes::{DofNames, NodeDofs};
 pub use registry::{parse_params, ElementBuilder, ElementContext, ElementRegistry};
 use schema::{ModelFile, RESERVED_TABLES};
 
@@ -260,7 +261,7 @@ fn key_path(text: &str, line: usize, key: &str) -> Option<String> {
 /// from `element_tables` (each dropped once its element is built); the first that cannot be
 /// read is the error.
 fn build(
-    spec: ModelFile,
+    mut spec: ModelFile,
     element_tables: impl Iterator<Item = Result<toml::Table, ModelError>>,
     count: usize,
     source: &str,
@@ -278,6 +279,11 @@ fn build(
         return Err(diag.into_error());
     }
     let (nodes, node_dofs) = nodes::nodes(&spec.node, &mut diag);
+    // The nodes as written are read again only for their ids (where a node's problem is
+    // reported): their DOF names' heap blocks go before the elements are read, so that the
+    // elements' blocks fill the holes they leave (issue 20).
+    let node_ids: Vec<i64> = spec.node.iter().map(|n| n.id).collect();
+    drop(std::mem::take(&mut spec.node));
     let free_dofs = nodes
         .iter()
         .map(|n| n.dofs.iter().filter(|d| !d.fixed).count())
@@ -296,7 +302,7 @@ fn build(
     )?;
     // The coverage checks would only repeat an element's problem as a gap elsewhere.
     if diag.len() == before_elements {
-        elements::check_coverage(&spec.node, &nodes, &elements, &substructures, &mut diag);
+        elements::check_coverage(&node_ids, &nodes, &elements, &substructures, &mut diag);
     }
     let rayleigh = damping::damping(spec.damping.as_ref(), &mut diag);
     let rayleigh_stiffness = damping::stiffness(spec.damping.as_ref(), &mut diag);

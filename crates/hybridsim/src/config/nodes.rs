@@ -3,7 +3,7 @@
 use super::schema::NodeSpec;
 use crate::error::Diagnostics;
 use crate::model::{Node, NodeDof};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashSet};
 
 /// Most DOFs a single element or estimate may list (`linear` elements and estimates are dense
 /// `n × n` matrices of their own).
@@ -84,18 +84,17 @@ pub(super) fn too_many_dofs(
 /// The valid nodes sorted by id, and the declared DOF names of every node with a new id and at
 /// least one DOF (what elements and loads are checked against, even when the node itself has a
 /// problem).
-pub(super) fn nodes(
-    specs: &[NodeSpec],
-    diag: &mut Diagnostics,
-) -> (Vec<Node>, BTreeMap<i64, Vec<String>>) {
+pub(super) fn nodes(specs: &[NodeSpec], diag: &mut Diagnostics) -> (Vec<Node>, NodeDofs) {
     let mut nodes: Vec<Node> = Vec::new();
-    let mut node_dofs: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    let mut node_dofs = NodeDofs::default();
+    // The ids seen so far (one table, not a node of a map a node).
+    let mut seen: HashSet<i64> = HashSet::with_capacity(specs.len());
     if specs.is_empty() {
         diag.push("node", "the model has no nodes");
     }
     for (i, n) in specs.iter().enumerate() {
         let f = format!("node[{i}]");
-        if node_dofs.contains_key(&n.id) {
+        if !seen.insert(n.id) {
             diag.push(format!("{f}.id"), format!("node {} is defined twice", n.id));
             continue;
         }
@@ -107,12 +106,121 @@ pub(super) fn nodes(
             continue;
         }
         let node = node(n, &f, diag);
-        node_dofs.insert(n.id, n.dofs.clone());
+        node_dofs.push(n.id, &n.dofs);
         nodes.extend(node);
     }
     nodes.sort_by_key(|n| n.id);
     nodes.shrink_to_fit();
+    node_dofs.finish();
     (nodes, node_dofs)
+}
+
+/// The declared DOF names of the nodes by node id, also of nodes with a problem (what
+/// elements, loads, outputs and ground motions are checked against while a model is read).
+///
+/// One text and three arrays rather than a map of vectors of strings (issue 20: that map took
+/// three heap blocks a node for as long as the model was read; once freed, they left about
+/// 10 MB of holes among the model's own blocks at the 10⁵-DOF chain, resident to the end).
+#[derive(Debug, Default)]
+pub struct NodeDofs {
+    /// `(node id, index of its first name in ends, number of names)`, by increasing id once
+    /// [`NodeDofs::finish`] has sorted them.
+    nodes: Vec<(i64, u32, u32)>,
+    /// Where each name ends in `text` (name `j` starts where name `j − 1` ends).
+    ends: Vec<u32>,
+    /// Every name, one after the other.
+    text: String,
+}
+
+/// The declared DOF names of one node ([`NodeDofs::get`]).
+#[derive(Debug, Clone, Copy)]
+pub struct DofNames<'a> {
+    table: &'a NodeDofs,
+    first: u32,
+    count: u32,
+}
+
+impl NodeDofs {
+    /// Add node `id` (not yet added) declaring `names`.
+    fn push(&mut self, id: i64, names: &[String]) {
+        let first = u32::try_from(self.ends.len()).expect("fewer than 2³² DOF names");
+        for name in names {
+            self.text.push_str(name);
+            self.ends
+                .push(u32::try_from(self.text.len()).expect("DOF names under 4 GiB"));
+        }
+        self.nodes.push((id, first, names.len() as u32));
+    }
+
+    /// Order the nodes by id and give back the spare capacity.
+    fn finish(&mut self) {
+        self.nodes.sort_unstable_by_key(|n| n.0);
+        self.nodes.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        self.text.shrink_to_fit();
+    }
+
+    /// Whether a node has id `id`.
+    pub fn contains_node(&self, id: i64) -> bool {
+        self.position(id).is_some()
+    }
+
+    /// The DOF names node `id` declares; `None` for an unknown node.
+    pub fn get(&self, id: i64) -> Option<DofNames<'_>> {
+        self.position(id).map(|k| self.names_at(k))
+    }
+
+    /// Every node's id and DOF names, by increasing id.
+    pub fn iter(&self) -> impl Iterator<Item = (i64, DofNames<'_>)> + '_ {
+        (0..self.nodes.len()).map(|k| (self.nodes[k].0, self.names_at(k)))
+    }
+
+    /// Whether some node declares a DOF named `dof`.
+    pub fn any_declares(&self, dof: &str) -> bool {
+        self.iter().any(|(_, names)| names.contains(dof))
+    }
+
+    fn position(&self, id: i64) -> Option<usize> {
+        self.nodes.binary_search_by_key(&id, |n| n.0).ok()
+    }
+
+    fn names_at(&self, k: usize) -> DofNames<'_> {
+        let (_, first, count) = self.nodes[k];
+        DofNames {
+            table: self,
+            first,
+            count,
+        }
+    }
+
+    /// Name `j` of the table.
+    fn name(&self, j: usize) -> &str {
+        let start = if j == 0 { 0 } else { self.ends[j - 1] as usize };
+        &self.text[start..self.ends[j] as usize]
+    }
+}
+
+impl<'a> DofNames<'a> {
+    /// The names, in the order declared.
+    pub fn iter(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let (table, first) = (self.table, self.first as usize);
+        (first..first + self.count as usize).map(move |j| table.name(j))
+    }
+
+    /// Whether the node declares `dof`.
+    pub fn contains(&self, dof: &str) -> bool {
+        self.iter().any(|d| d == dof)
+    }
+
+    /// The names joined by `separator`.
+    pub fn join(&self, separator: &str) -> String {
+        self.iter().collect::<Vec<_>>().join(separator)
+    }
+
+    /// The names as owned strings.
+    pub fn to_vec(&self) -> Vec<String> {
+        self.iter().map(str::to_string).collect()
+    }
 }
 
 /// One node with at least one DOF, at field `f`.

@@ -21,7 +21,7 @@ use std::sync::Arc;
 /// What a builder may look up while building an element.
 pub struct ElementContext<'a> {
     /// Declared DOF names of every node, by node id.
-    pub node_dofs: &'a BTreeMap<i64, Vec<String>>,
+    pub node_dofs: &'a super::NodeDofs,
     /// The constant matrices read so far, each once, for the elements to share.
     pub shared: SharedMatrices,
 }
@@ -87,7 +87,7 @@ impl SharedMatrices {
 
 impl<'a> ElementContext<'a> {
     /// The context of the nodes `node_dofs`, no matrix shared yet.
-    pub fn new(node_dofs: &'a BTreeMap<i64, Vec<String>>) -> Self {
+    pub fn new(node_dofs: &'a super::NodeDofs) -> Self {
         Self {
             node_dofs,
             shared: SharedMatrices::default(),
@@ -96,12 +96,12 @@ impl<'a> ElementContext<'a> {
 
     /// Resolve `(node, dof)` or record why it does not exist.
     pub fn dof(&self, node: i64, dof: &str, diag: &mut Diagnostics, field: &str) -> Option<DofRef> {
-        match self.node_dofs.get(&node) {
+        match self.node_dofs.get(node) {
             None => {
                 diag.push(field, format!("unknown node {node}"));
                 None
             }
-            Some(names) if !names.iter().any(|d| d == dof) => {
+            Some(names) if !names.contains(dof) => {
                 diag.push(
                     field,
                     format!(
@@ -125,7 +125,7 @@ impl<'a> ElementContext<'a> {
         node_field: &str,
         dof_field: &str,
     ) -> Option<DofRef> {
-        let field = if self.node_dofs.contains_key(&node) {
+        let field = if self.node_dofs.contains_node(node) {
             dof_field
         } else {
             node_field
@@ -272,11 +272,11 @@ fn build_mass(
     field: &str,
 ) -> Option<ElementRef> {
     let p: MassParams = parse_params(t, diag, field)?;
-    let Some(node_dofs) = ctx.node_dofs.get(&p.node) else {
+    let Some(node_dofs) = ctx.node_dofs.get(p.node) else {
         diag.push(format!("{field}.node"), format!("unknown node {}", p.node));
         return None;
     };
-    let names: Vec<String> = p.dofs.clone().unwrap_or_else(|| node_dofs.clone());
+    let names: Vec<String> = p.dofs.clone().unwrap_or_else(|| node_dofs.to_vec());
     if names.is_empty() {
         diag.push(
             format!("{field}.dofs"),
