@@ -415,7 +415,7 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
             &inst.name,
             physical,
             dofs.clone(),
-            numerical,
+            numerical.iter().map(|(n, e, s)| (n, e, s.as_slice())),
             estimate.as_ref(),
         ) {
             Ok(ss) => ss,

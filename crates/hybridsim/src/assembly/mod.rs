@@ -201,7 +201,6 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
             members.iter().map(|i| &model.elements[*i]).collect();
         let dofs: Arc<[DofRef]> = collect_dofs(model, &instances).into();
         let index = DofIndex::new(&dofs);
-        let mut numerical: Vec<(Arc<str>, ElementRef, Vec<f64>)> = Vec::new();
         let mut specimen: Vec<SpecimenElement> = Vec::new();
         let mut rayleigh_terms = Vec::new();
         let mut tangent_terms = Vec::new();
@@ -231,21 +230,20 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
                     tangent_terms.push((inst.name.clone(), k0));
                 }
             }
-            numerical.push((
-                inst.name.clone(),
-                inst.element.clone(),
-                inst.initial_state.to_vec(),
-            ));
         }
         drop(index);
-        if let (Some(coefficients), true) = (rayleigh, any_rayleigh) {
-            numerical.extend(rayleigh_element(
-                name,
-                dofs.clone(),
-                rayleigh_terms,
-                coefficients,
-            ));
-        }
+        let damping = match (rayleigh, any_rayleigh) {
+            (Some(coefficients), true) => {
+                rayleigh_element(name, dofs.clone(), rayleigh_terms, coefficients)
+            }
+            _ => None,
+        };
+        // The computed elements, read from the model's instances where they are (issue 20:
+        // no list of them beside the state space's slots), then the Rayleigh element.
+        let numerical = (instances.iter())
+            .filter(|inst| !(*physical && inst.role == Role::Specimen))
+            .map(|inst| (&inst.name, &inst.element, &*inst.initial_state))
+            .chain(damping.iter().map(|(n, e, s)| (n, e, s.as_slice())));
         let estimate = if *physical {
             model
                 .substructures
@@ -426,14 +424,14 @@ pub fn rayleigh_coefficients(model: &Model) -> Result<Option<(f64, f64)>, ModelE
 }
 
 /// Seismic load vector `p` (load `−p a_g`) of a set of elements over `dofs`, along `direction`.
-pub(crate) fn seismic_vector(
-    elements: &[(Arc<str>, ElementRef, Vec<f64>)],
+pub(crate) fn seismic_vector<'e>(
+    elements: impl Iterator<Item = &'e ElementRef>,
     dofs: &[DofRef],
     direction: &str,
 ) -> DVector<f64> {
     let mut p = DVector::zeros(dofs.len());
     let index = DofIndex::new(dofs);
-    for (_, e, _) in elements {
+    for e in elements {
         let Some(m) = e.mass() else { continue };
         let ed = e.dofs();
         let iota: DVector<f64> = e.seismic_influence().unwrap_or_else(|| {

@@ -661,9 +661,9 @@ enum ResidualPass {
 /// order the slot gave them): the input of [`residual_plan`].
 #[derive(Debug, Default)]
 struct SlotGroups {
-    /// `(slot, row of R, end of the group's terms)` (16 bytes a group: the slot and the row
-    /// in 32 bits, as the terms' columns).
-    groups: Vec<(u32, u32, usize)>,
+    /// `(slot, row of R, end of the group's terms)` (12 bytes a group: in 32 bits, as the
+    /// terms' columns).
+    groups: Vec<(u32, u32, u32)>,
     cols: Vec<u32>,
     vals: Vec<f64>,
 }
@@ -675,9 +675,19 @@ impl SlotGroups {
         self.cols.extend_from_slice(&t.cols);
         self.vals.extend_from_slice(&t.vals);
         for &(target, end) in &t.rows {
-            self.groups
-                .push((column_index(slot), column_index(target), base + end));
+            self.groups.push((
+                column_index(slot),
+                column_index(target),
+                column_index(base + end),
+            ));
         }
+    }
+
+    /// Release the capacity grown beyond the groups and terms held.
+    fn shrink_to_fit(&mut self) {
+        self.groups.shrink_to_fit();
+        self.cols.shrink_to_fit();
+        self.vals.shrink_to_fit();
     }
 
     /// The row of `R` group `g` adds to.
@@ -688,8 +698,12 @@ impl SlotGroups {
     /// The terms of group `g`: a range of `cols` / `vals`.
     fn terms(&self, g: u32) -> std::ops::Range<usize> {
         let g = g as usize;
-        let start = if g == 0 { 0 } else { self.groups[g - 1].2 };
-        start..self.groups[g].2
+        let start = if g == 0 {
+            0
+        } else {
+            self.groups[g - 1].2 as usize
+        };
+        start..self.groups[g].2 as usize
     }
 
     /// The groups of `order` (sorted by their row of `R`) one row of `R` at a time.
@@ -765,8 +779,9 @@ fn kernels(slots: &[ElementSlot]) -> Vec<SlotKernel> {
 /// is not fused is copied out of them into a [`LinearRun`].
 fn residual_plan(kernels: &[SlotKernel], groups: &SlotGroups, n: usize) -> Vec<ResidualPass> {
     let mut plan = Vec::new();
-    // Groups of the run under way (indices into `groups.groups`), in slot order.
-    let mut run_groups: Vec<u32> = Vec::new();
+    // Groups of the run under way (indices into `groups.groups`), in slot order (at most all
+    // of them: sized once, not grown by doubling).
+    let mut run_groups: Vec<u32> = Vec::with_capacity(groups.groups.len());
     let mut next = 0;
     let flush = |run_groups: &mut Vec<u32>, plan: &mut Vec<ResidualPass>| {
         if run_groups.is_empty() {
@@ -927,26 +942,35 @@ pub struct StateSpace {
 }
 
 impl StateSpace {
-    /// Build from computed elements `(name, element, initial state)`.
-    pub fn new(
+    /// Build from computed elements `(name, element, initial state)`, read where they are
+    /// (`elements` is walked twice: the slots, then the initial states).
+    ///
+    /// Borrowed, not an owned list: a list of the partition's elements beside the slots was
+    /// 56 bytes an element (up to twice that grown by doubling) alive through the build's peak
+    /// (issue 20: 14.7 MB of the 10⁵-DOF chain's start-up).
+    pub fn new<'e>(
         model: &Model,
         name: &str,
         physical: bool,
         dofs: impl Into<Arc<[DofRef]>>,
-        elements: Vec<(Arc<str>, ElementRef, Vec<f64>)>,
+        elements: impl Iterator<Item = (&'e Arc<str>, &'e ElementRef, &'e [f64])> + Clone,
         estimate: Option<&Estimate>,
     ) -> Result<Self, ModelError> {
         let dofs: Arc<[DofRef]> = dofs.into();
         let mut diag = Diagnostics::new(&model.source);
         let n = dofs.len();
-        let mut slots = Vec::with_capacity(elements.len());
-        let mut maps: Vec<u32> =
-            Vec::with_capacity(elements.iter().map(|(_, e, _)| e.dofs().len()).sum());
+        let (mut n_elements, mut n_map) = (0, 0);
+        for (_, e, _) in elements.clone() {
+            n_elements += 1;
+            n_map += e.dofs().len();
+        }
+        let mut slots = Vec::with_capacity(n_elements);
+        let mut maps: Vec<u32> = Vec::with_capacity(n_map);
         let mut groups = SlotGroups::default();
         let mut offset = 0;
         let index = super::DofIndex::new(&dofs);
         let small = |x: usize| u32::try_from(x).expect("a slot's offsets fit 32 bits");
-        for (ename, e, _) in &elements {
+        for (ename, e, _) in elements.clone() {
             let map_start = maps.len();
             maps.extend(e.dofs().iter().map(|d| DofMap::entry(index.get(d))));
             let map = DofMap::new(&maps[map_start..]);
@@ -977,6 +1001,9 @@ impl StateSpace {
         // The residual's plan first, and the row groups it is read from released before `J0`
         // and the mass are assembled (issue 20: every linear term held a second time through
         // the assembly raised the start-up's peak).
+        // The groups grew by doubling: at their size before the plan is built beside them
+        // (issue 20: up to 8 MB of the 10⁵-DOF chain's peak was unused capacity).
+        groups.shrink_to_fit();
         let plan = residual_plan(&kernels(&slots), &groups, n);
         drop(groups);
         // Compressed rows assembled from the contributions in the order the dense assembly
@@ -1023,7 +1050,7 @@ impl StateSpace {
             y0[i] = u0;
             y0[n + i] = v0;
         }
-        for ((_, _, s0), slot) in elements.iter().zip(&slots) {
+        for ((_, _, s0), slot) in elements.zip(&slots) {
             for (k, x) in s0.iter().enumerate() {
                 y0[2 * n + slot.state_offset() + k] = *x;
             }
@@ -1038,7 +1065,7 @@ impl StateSpace {
             .iter()
             .map(|g| {
                 (
-                    seismic_vector(&elements, &dofs, &g.direction),
+                    seismic_vector(slots.iter().map(|s| &s.element), &dofs, &g.direction),
                     g.acceleration.clone(),
                 )
             })
