@@ -689,6 +689,26 @@ impl BlockedFactor {
     }
 }
 
+/// Store a block's unknowns `x[s..s + h]` from the four AVX2 registers `y` (`xp`: `x`'s
+/// pointer), through the 16-value buffer `bp` when the last block is shorter than 16 rows:
+/// one text for both blocked sweeps. Expands to unsafe pointer writes: the caller's block
+/// must lie inside `x` (`s + h ≤ n`).
+#[cfg(target_arch = "x86_64")]
+macro_rules! store_block {
+    ($y:expr, $xp:expr, $bp:expr, $s:expr, $h:expr) => {
+        if $h == BLOCK_ROWS {
+            for (q, yq) in $y.iter().enumerate() {
+                _mm256_storeu_pd($xp.add($s + 4 * q), *yq);
+            }
+        } else {
+            for (q, yq) in $y.iter().enumerate() {
+                _mm256_storeu_pd($bp.add(4 * q), *yq);
+            }
+            std::ptr::copy_nonoverlapping($bp as *const f64, $xp.add($s), $h);
+        }
+    };
+}
+
 /// `Σ a_k b_k` over two slices of equal length, in eight interleaved partial sums (so the
 /// products of a band row pipeline, two registers of four, instead of waiting on one running
 /// sum).
@@ -1277,29 +1297,15 @@ impl SymmetricFactors {
         let xp = x.as_mut_ptr();
         let vp = f.values.as_ptr();
         let bp = buffer.as_mut_ptr();
-        // The block's unknowns `x[s..s + h]` from the four registers `y` (through the buffer when
-        // the last block is shorter than 16 rows).
-        macro_rules! store_block {
-            ($y:expr, $s:expr, $h:expr) => {
-                if $h == BLOCK_ROWS {
-                    for (q, yq) in $y.iter().enumerate() {
-                        _mm256_storeu_pd(xp.add($s + 4 * q), *yq);
-                    }
-                } else {
-                    for (q, yq) in $y.iter().enumerate() {
-                        _mm256_storeu_pd(bp.add(4 * q), *yq);
-                    }
-                    std::ptr::copy_nonoverlapping(bp as *const f64, xp.add($s), $h);
-                }
-            };
-        }
-        // SAFETY: by construction (`BlockedFactor::with_layout` and `fill`, checked by `check_block_layout` in debug builds)
-        // block `b`'s panel is `panel_size(steps[b])` values from `offset[b]` (the columns
-        // `steps[b][k] .. steps[b][k + 1]` of `4 (k + 1)` rows each, every segment a multiple
-        // of 4 columns), its triangle the `TRIANGLE` values after
-        // them, with `steps[b][4] = s − panel_first[b]` and `panel_first[b] ≤ s`: the panel's
-        // columns address `x[panel_first[b]..s]`, `x[s..e]` lies below `n`, a block of 16 rows
-        // is read and written whole in `x` and a shorter one through `buffer`;
+        // SAFETY: by construction (`BlockedFactor::with_layout` and `fill`, checked by
+        // `check_block_layout` in debug builds) block `b`'s panel is `panel_size(steps[b])`
+        // values from `offset[b]` (the columns `steps[b][k] .. steps[b][k + 1]` of `4 (k + 1)`
+        // rows each, every segment a multiple of 4 columns), its triangle the `TRIANGLE` values
+        // after them, with `steps[b][4] = s − panel_first[b]` and `panel_first[b] ≤ s`: the
+        // panel's columns address `x[panel_first[b]..s]`, `x[s..e]` lies below `n`, a block of
+        // 16 rows is read and written whole in `x` and a shorter one through `buffer`; a
+        // diagonal tile's masked load reads only its lanes below the diagonal, inside the
+        // triangle (its address, formed by `wrapping_sub`, may lie before it);
         // `inverse_diag` has `n` values (asserted).
         unsafe {
             for b in 0..blocks {
@@ -1387,7 +1393,7 @@ impl SymmetricFactors {
                 column!(3, 0x55, 1);
                 column!(3, 0xAA, 2);
                 column!(3, 0xFF, 3);
-                store_block!(y, s, h);
+                store_block!(y, xp, bp, s, h);
             }
         }
     }
@@ -1429,30 +1435,8 @@ impl SymmetricFactors {
         let xp = x.as_mut_ptr();
         let vp = f.values.as_ptr();
         let bp = buffer.as_mut_ptr();
-        // The block's unknowns `x[s..s + h]` from the four registers `y` (through the buffer when
-        // the last block is shorter than 16 rows).
-        macro_rules! store_block {
-            ($y:expr, $s:expr, $h:expr) => {
-                if $h == BLOCK_ROWS {
-                    for (q, yq) in $y.iter().enumerate() {
-                        _mm256_storeu_pd(xp.add($s + 4 * q), *yq);
-                    }
-                } else {
-                    for (q, yq) in $y.iter().enumerate() {
-                        _mm256_storeu_pd(bp.add(4 * q), *yq);
-                    }
-                    std::ptr::copy_nonoverlapping(bp as *const f64, xp.add($s), $h);
-                }
-            };
-        }
-        // SAFETY: by construction (`BlockedFactor::with_layout` and `fill`, checked by `check_block_layout` in debug builds)
-        // block `b`'s panel is `panel_size(steps[b])` values from `offset[b]` (the columns
-        // `steps[b][k] .. steps[b][k + 1]` of `4 (k + 1)` rows each, every segment a multiple
-        // of 4 columns), its triangle the `TRIANGLE` values after
-        // them, with `steps[b][4] = s − panel_first[b]` and `panel_first[b] ≤ s`: the panel's
-        // columns address `x[panel_first[b]..s]`, `x[s..e]` lies below `n`, a block of 16 rows
-        // is read and written whole in `x` and a shorter one through `buffer`;
-        // `inverse_diag` has `n` values (asserted).
+        // SAFETY: the layout of `block_forward_avx2`'s note (the same blocks, read in reverse
+        // order; the triangle's tiles loaded as there).
         unsafe {
             for b in (0..blocks).rev() {
                 let (s, e) = BlockedFactor::rows(b, n);
@@ -1535,7 +1519,7 @@ impl SymmetricFactors {
                 row!(0, 3, 0xFF);
                 row!(0, 2, 0xAA);
                 row!(0, 1, 0x55);
-                store_block!(y, s, h);
+                store_block!(y, xp, bp, s, h);
                 // x[p..s] −= panelᵀ y, four columns at a time: each column's four partial
                 // sums over the block's quads, then ((a0 + a1) + (a2 + a3)).
                 let xs = xp.add(p);
