@@ -76,17 +76,18 @@ fn positions(order: &[usize]) -> Vec<usize> {
 /// columns of [`CompressedRows`]).
 fn gather_swaps(gather: &[usize]) -> Vec<[u32; 2]> {
     let n = gather.len();
-    let mut at: Vec<usize> = (0..n).collect(); // at[p]: original entry now at position p
-    let mut pos: Vec<usize> = (0..n).collect(); // pos[r]: position of original entry r
+    // 32-bit positions, as the swaps' (issue 20: the transients count at the peak too).
+    let mut at: Vec<u32> = (0..n as u32).collect(); // at[p]: original entry now at position p
+    let mut pos: Vec<u32> = (0..n as u32).collect(); // pos[r]: position of original entry r
     let mut swaps = Vec::new();
     for (i, &g) in gather.iter().enumerate() {
-        let j = pos[g];
+        let j = pos[g] as usize;
         if j != i {
             swaps.push([i, j].map(|k| k as u32));
-            let (ri, rj) = (at[i], at[j]);
+            let (ri, rj) = (at[i] as usize, at[j] as usize);
             at.swap(i, j);
-            pos[ri] = j;
-            pos[rj] = i;
+            pos[ri] = j as u32;
+            pos[rj] = i as u32;
         }
     }
     // Kept for the whole run: without the slack of the pushes (up to as much again).
@@ -509,7 +510,10 @@ pub struct SymmetricFactors {
     first: Vec<usize>,
     l_ptr: Vec<usize>,
     l_val: Vec<f64>,
-    /// The pivots `d_r`.
+    /// Unknowns.
+    n: usize,
+    /// The pivots `d_r` (empty for the blocked sweeps unless asked for: they read only
+    /// `inverse_diag`).
     diag: Vec<f64>,
     /// `1 / d_r` for the blocked sweeps (empty for the row-by-row ones, which divide).
     inverse_diag: Vec<f64>,
@@ -527,20 +531,35 @@ const BLOCK_ROWS: usize = 16;
 /// (a chain's 1–2) each row's sweep step is as short as a block's would be.
 const BLOCKED_FROM_MEAN_WIDTH: usize = 8;
 
-/// Values of a block's triangle, column by column (column `j` from the quad holding row `j`
-/// down: `4 − j/4` quads of rows); the backward sweep reads its 4 × 4 tiles transposed.
-const TRIANGLE: usize = 4 * (4 + 3 + 2 + 1) * 4;
+/// Values of a block's triangle strictly below the diagonal, column by column (column `j`
+/// holds rows `j + 1 .. 16`, `15 − j` values): the lower triangle packed, without the zeros
+/// above the diagonal of the four diagonal 4 × 4 tiles (issue 20: 120 values a block, not the
+/// 160 of whole quads of rows, 2 MB less at 10⁵ DOFs). The sweeps load a diagonal tile's
+/// column with a lane mask, which reads `+0` above the diagonal as the stored zeros did: the
+/// same operations on the same numbers, the same bits.
+const TRIANGLE: usize = BLOCK_ROWS * (BLOCK_ROWS - 1) / 2;
 
-/// Where column `j` of a block's triangle starts in its [`TRIANGLE`] values.
+/// Where column `j` of a block's triangle starts in its [`TRIANGLE`] values (its row
+/// `j + 1`).
 #[inline(always)]
 const fn triangle_column(j: usize) -> usize {
-    let (mut at, mut c) = (0, 0);
-    while c < j {
-        at += BLOCK_ROWS - 4 * (c / 4);
-        c += 1;
-    }
-    at
+    j * (2 * BLOCK_ROWS - 1 - j) / 2
 }
+
+/// `L[s + i, s + j]` of a block's triangle `tri` (zero on and above the diagonal).
+#[inline(always)]
+fn triangle_entry(tri: &[f64], i: usize, j: usize) -> f64 {
+    if i > j {
+        tri[triangle_column(j) + i - j - 1]
+    } else {
+        0.0
+    }
+}
+
+/// Lane masks of `_mm256_maskload_pd` for column `4 q + l` of a diagonal 4 × 4 tile: the
+/// lanes below the diagonal, `l + 1 ..= 3`.
+#[cfg(target_arch = "x86_64")]
+const BELOW_DIAGONAL: [[i64; 4]; 4] = [[0, -1, -1, -1], [0, 0, -1, -1], [0, 0, 0, -1], [0; 4]];
 
 /// `L` of [`SymmetricFactors`] in blocks of [`BLOCK_ROWS`] consecutive rows (the last one
 /// shorter), so that the sweeps apply most of `L` as dense matrix–vector products of
@@ -556,8 +575,9 @@ const fn triangle_column(j: usize) -> usize {
 ///   to `panel_first[b]`, `steps[b][0] = 0`, `steps[b][4] = w`). The entries left out are the
 ///   zeros outside the envelope: the sweeps skip only multiply-adds by zero;
 /// - its diagonal triangle `L[s.., s..]` as 16 × 16 with zeros above the diagonal and beyond
-///   row `h`, once, by columns in quads of rows ([`TRIANGLE`] values) in the order the forward
-///   sweep reads it; the backward sweep, by rows, transposes its 4 × 4 tiles in registers.
+///   row `h`, once, by columns below the diagonal ([`TRIANGLE`] values) in the order the
+///   forward sweep reads it; the backward sweep, by rows, transposes its 4 × 4 tiles in
+///   registers.
 ///   The block's sixteen unknowns stay in four registers and each row of either sweep waits
 ///   on one lane broadcast and one fused multiply-add of the previous one.
 ///
@@ -660,13 +680,33 @@ impl BlockedFactor {
             }
         }
         for j in 0..BLOCK_ROWS {
-            for i in 4 * (j / 4)..BLOCK_ROWS {
+            for i in j + 1..BLOCK_ROWS {
                 values[at] = entry(i, j);
                 at += 1;
             }
         }
         debug_assert_eq!(at, self.offset[b + 1]);
     }
+}
+
+/// Store a block's unknowns `x[s..s + h]` from the four AVX2 registers `y` (`xp`: `x`'s
+/// pointer), through the 16-value buffer `bp` when the last block is shorter than 16 rows:
+/// one text for both blocked sweeps. Expands to unsafe pointer writes: the caller's block
+/// must lie inside `x` (`s + h ≤ n`).
+#[cfg(target_arch = "x86_64")]
+macro_rules! store_block {
+    ($y:expr, $xp:expr, $bp:expr, $s:expr, $h:expr) => {
+        if $h == BLOCK_ROWS {
+            for (q, yq) in $y.iter().enumerate() {
+                _mm256_storeu_pd($xp.add($s + 4 * q), *yq);
+            }
+        } else {
+            for (q, yq) in $y.iter().enumerate() {
+                _mm256_storeu_pd($bp.add(4 * q), *yq);
+            }
+            std::ptr::copy_nonoverlapping($bp as *const f64, $xp.add($s), $h);
+        }
+    };
 }
 
 /// `Σ a_k b_k` over two slices of equal length, in eight interleaved partial sums (so the
@@ -693,12 +733,10 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// holding row `j` down, once `y_j` is final (the entries of rows `≤ j` are zeros).
 #[inline(always)]
 fn forward_triangle(tri: &[f64], y: &mut [f64; BLOCK_ROWS]) {
-    let mut at = 0;
     for j in 0..BLOCK_ROWS {
         let yj = y[j];
-        for yi in y[4 * (j / 4)..].iter_mut() {
-            *yi = (-tri[at]).mul_add(yj, *yi);
-            at += 1;
+        for (i, yi) in y.iter_mut().enumerate().skip(4 * (j / 4)) {
+            *yi = (-triangle_entry(tri, i, j)).mul_add(yj, *yi);
         }
     }
 }
@@ -712,8 +750,7 @@ fn backward_triangle(tri: &[f64], y: &mut [f64; BLOCK_ROWS]) {
     for i in (1..BLOCK_ROWS).rev() {
         let yi = y[i];
         for (j, yj) in y[..4 * (i / 4 + 1)].iter_mut().enumerate() {
-            let l = tri[triangle_column(j) + i - 4 * (j / 4)];
-            *yj = (-l).mul_add(yi, *yj);
+            *yj = (-triangle_entry(tri, i, j)).mul_add(yi, *yj);
         }
     }
 }
@@ -839,16 +876,16 @@ impl SymmetricFactors {
         let identity = order.iter().enumerate().all(|(i, &o)| i == o);
         let natural = lower_first(d, None);
         if identity {
-            return Self::with_order(d, None, natural, blocks);
+            return Self::with_order(d, None, natural, blocks, false);
         }
         let position = positions(&order);
         let renumbered = lower_first(d, Some(&position));
         if envelope(&renumbered) >= envelope(&natural) {
             drop((renumbered, position, order));
-            Self::with_order(d, None, natural, blocks)
+            Self::with_order(d, None, natural, blocks, false)
         } else {
             drop(natural);
-            Self::with_order(d, Some((&order, &position)), renumbered, blocks)
+            Self::with_order(d, Some((order, position)), renumbered, blocks, false)
         }
     }
 
@@ -857,28 +894,47 @@ impl SymmetricFactors {
     /// any, whose row `r` starts at column `first[r]`; `L` by blocks when `blocks` and its
     /// envelope is wide enough. A blocked factor is written block by block as its rows are
     /// factored, and only the rows the next ones read are kept by rows meanwhile (from the
-    /// first column of any later row on).
-    fn with_order(
+    /// first column of any later row on). A blocked factor keeps the pivots `d_r` themselves
+    /// only when `pivots` (its sweeps read `1 / d_r` alone).
+    ///
+    /// Issue 20 (memory a DOF): the factor's values are the largest item of a large model's
+    /// start-up and are all written by the last row, so whatever else stands then counts at
+    /// the peak. The renumbering's swaps are therefore made first (their transients freed
+    /// before the factor is written), the product row `g` spans one row's envelope, the first
+    /// row still read is kept a block, and the renumbering, the row extents and the rows
+    /// under way are released before `1 / d_r` is formed in place of `d_r`.
+    pub(crate) fn with_order(
         d: &CompressedRows,
-        order: Option<(&[usize], &[usize])>,
+        order: Option<(Vec<usize>, Vec<usize>)>,
         first: Vec<usize>,
         blocks: bool,
+        pivots: bool,
     ) -> Option<Self> {
         let n = first.len();
+        let swaps = order
+            .as_ref()
+            .map_or_else(Vec::new, |(o, _)| gather_swaps(o));
         let mut l_ptr = Vec::with_capacity(n + 1);
         l_ptr.push(0);
+        let mut widest = 0;
         for (r, &f) in first.iter().enumerate() {
             l_ptr.push(l_ptr[r] + (r - f));
+            widest = widest.max(r - f);
         }
         let stored = l_ptr[n];
         let mut blocked = (blocks && stored >= BLOCKED_FROM_MEAN_WIDTH * n)
             .then(|| BlockedFactor::with_layout(&first));
-        // The smallest first column of the rows from r on: rows before it are read no more.
+        // The smallest first column of the rows from block b's first row on: rows before it
+        // are read no more.
         let keep_from: Vec<usize> = match blocked {
             Some(_) => {
-                let mut k = first.clone();
-                for r in (0..n.saturating_sub(1)).rev() {
-                    k[r] = k[r].min(k[r + 1]);
+                let mut k = vec![0; n.div_ceil(BLOCK_ROWS)];
+                let mut lowest = usize::MAX;
+                for r in (0..n).rev() {
+                    lowest = lowest.min(first[r]);
+                    if r % BLOCK_ROWS == 0 {
+                        k[r / BLOCK_ROWS] = lowest;
+                    }
                 }
                 k
             }
@@ -893,15 +949,16 @@ impl SymmetricFactors {
         };
         let mut base = 0;
         let mut diag = vec![0.0; n];
-        let original = |p: usize| order.map_or(p, |(o, _)| o[p]);
-        let at = |i: usize| order.map_or(i, |(_, q)| q[i]);
+        let original = |p: usize| order.as_ref().map_or(p, |(o, _)| o[p]);
+        let at = |i: usize| order.as_ref().map_or(i, |(_, q)| q[i]);
         // Row by row: with g_j = L[r, j] d_j, g_j = a_rj − Σ_k g_k L[j, k] over the columns k
-        // both rows hold, then L[r, j] = g_j / d_j and d_r = a_rr − Σ_j g_j L[r, j].
-        let mut g = vec![0.0; n];
+        // both rows hold, then L[r, j] = g_j / d_j and d_r = a_rr − Σ_j g_j L[r, j]; g_j is
+        // kept at g[j − first[r]].
+        let mut g = vec![0.0; widest];
         for r in 0..n {
             if blocked.is_some() {
                 if r % BLOCK_ROWS == 0 {
-                    let dead = l_ptr[keep_from[r]] - base;
+                    let dead = l_ptr[keep_from[r / BLOCK_ROWS]] - base;
                     if dead > 0 && 2 * dead >= l_val.len() {
                         l_val.drain(..dead);
                         base += dead;
@@ -930,13 +987,13 @@ impl SymmetricFactors {
             for j in f..r {
                 let lo = f.max(first[j]);
                 let row_j = &l_val[l_ptr[j] - base + (lo - first[j])..l_ptr[j + 1] - base];
-                let gj = l_val[row_r + (j - f)] - dot(&g[lo..j], row_j);
-                g[j] = gj;
+                let gj = l_val[row_r + (j - f)] - dot(&g[lo - f..j - f], row_j);
+                g[j - f] = gj;
             }
             for j in f..r {
-                let l = g[j] / diag[j];
+                let l = g[j - f] / diag[j];
                 l_val[row_r + (j - f)] = l;
-                dr -= g[j] * l;
+                dr -= g[j - f] * l;
             }
             if !(dr > 0.0 && dr.is_finite()) {
                 return None;
@@ -950,12 +1007,21 @@ impl SymmetricFactors {
                 }
             }
         }
-        drop(g);
-        let swaps = order.map_or_else(Vec::new, |(o, _)| gather_swaps(o));
+        drop((g, order));
         if let Some(blocks) = blocked {
-            drop((l_val, keep_from));
-            let inverse_diag = diag.iter().map(|d| 1.0 / d).collect();
+            drop((l_val, keep_from, l_ptr, first));
+            let (diag, inverse_diag) = if pivots {
+                let inverse = diag.iter().map(|d| 1.0 / d).collect();
+                (diag, inverse)
+            } else {
+                // 1 / d_r in place of d_r: no second vector of n beside the factor.
+                for d in diag.iter_mut() {
+                    *d = 1.0 / *d;
+                }
+                (Vec::new(), diag)
+            };
             return Some(Self {
+                n,
                 inverse_diag,
                 swaps,
                 first: Vec::new(),
@@ -967,6 +1033,7 @@ impl SymmetricFactors {
             });
         }
         Some(Self {
+            n,
             swaps,
             first,
             l_ptr,
@@ -1097,7 +1164,7 @@ impl SymmetricFactors {
 
     /// The renumbering and the forward sweep `L y = b` of [`SymmetricFactors::block_sweeps`].
     fn block_forward(&self, f: &BlockedFactor, x: &mut [f64]) {
-        let n = self.diag.len();
+        let n = self.n;
         assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
         apply_swaps(x, &self.swaps, false);
         let blocks = f.panel_first.len();
@@ -1143,7 +1210,7 @@ impl SymmetricFactors {
     /// The backward sweep `Lᵀ x = z` of [`SymmetricFactors::block_sweeps`] and the inverse
     /// renumbering.
     fn block_backward(&self, f: &BlockedFactor, x: &mut [f64]) {
-        let n = self.diag.len();
+        let n = self.n;
         assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
         let blocks = f.panel_first.len();
         let mut y = [0.0f64; BLOCK_ROWS];
@@ -1192,7 +1259,7 @@ impl SymmetricFactors {
     /// `n`. Returns `n` and the number of blocks.
     #[inline]
     fn check_block_layout(&self, f: &BlockedFactor, x_len: usize) -> (usize, usize) {
-        let n = self.diag.len();
+        let n = self.n;
         assert_eq!(x_len, n, "SymmetricFactors::solve: dimension mismatch");
         assert_eq!(self.inverse_diag.len(), n);
         let blocks = f.panel_first.len();
@@ -1230,29 +1297,15 @@ impl SymmetricFactors {
         let xp = x.as_mut_ptr();
         let vp = f.values.as_ptr();
         let bp = buffer.as_mut_ptr();
-        // The block's unknowns `x[s..s + h]` from the four registers `y` (through the buffer when
-        // the last block is shorter than 16 rows).
-        macro_rules! store_block {
-            ($y:expr, $s:expr, $h:expr) => {
-                if $h == BLOCK_ROWS {
-                    for (q, yq) in $y.iter().enumerate() {
-                        _mm256_storeu_pd(xp.add($s + 4 * q), *yq);
-                    }
-                } else {
-                    for (q, yq) in $y.iter().enumerate() {
-                        _mm256_storeu_pd(bp.add(4 * q), *yq);
-                    }
-                    std::ptr::copy_nonoverlapping(bp as *const f64, xp.add($s), $h);
-                }
-            };
-        }
-        // SAFETY: by construction (`BlockedFactor::with_layout` and `fill`, checked by `check_block_layout` in debug builds)
-        // block `b`'s panel is `panel_size(steps[b])` values from `offset[b]` (the columns
-        // `steps[b][k] .. steps[b][k + 1]` of `4 (k + 1)` rows each, every segment a multiple
-        // of 4 columns), its triangle the `TRIANGLE` values after
-        // them, with `steps[b][4] = s − panel_first[b]` and `panel_first[b] ≤ s`: the panel's
-        // columns address `x[panel_first[b]..s]`, `x[s..e]` lies below `n`, a block of 16 rows
-        // is read and written whole in `x` and a shorter one through `buffer`;
+        // SAFETY: by construction (`BlockedFactor::with_layout` and `fill`, checked by
+        // `check_block_layout` in debug builds) block `b`'s panel is `panel_size(steps[b])`
+        // values from `offset[b]` (the columns `steps[b][k] .. steps[b][k + 1]` of `4 (k + 1)`
+        // rows each, every segment a multiple of 4 columns), its triangle the `TRIANGLE` values
+        // after them, with `steps[b][4] = s − panel_first[b]` and `panel_first[b] ≤ s`: the
+        // panel's columns address `x[panel_first[b]..s]`, `x[s..e]` lies below `n`, a block of
+        // 16 rows is read and written whole in `x` and a shorter one through `buffer`; a
+        // diagonal tile's masked load reads only its lanes below the diagonal, inside the
+        // triangle (its address, formed by `wrapping_sub`, may lie before it);
         // `inverse_diag` has `n` values (asserted).
         unsafe {
             for b in 0..blocks {
@@ -1308,33 +1361,39 @@ impl SymmetricFactors {
                 }
                 let mut tri = panel;
                 // Column j = 4 q + l: the quads q.. of rows (unrolled: register lanes and
-                // indices are constants).
+                // indices are constants), the diagonal tile's rows l + 1 ..= 3 through a lane
+                // mask (its lanes 0 ..= l read +0; the address of lane 0 may lie before `tri`,
+                // masked lanes are not read).
                 macro_rules! column {
-                    ($q:literal, $imm:literal) => {
+                    ($q:literal, $imm:literal, $l:literal) => {
                         let yj = _mm256_permute4x64_pd::<$imm>(y[$q]);
-                        for yq in y[$q..].iter_mut() {
+                        let m = _mm256_loadu_si256(BELOW_DIAGONAL[$l].as_ptr() as *const __m256i);
+                        let tile = _mm256_maskload_pd(tri.wrapping_sub($l + 1), m);
+                        y[$q] = _mm256_fnmadd_pd(tile, yj, y[$q]);
+                        tri = tri.add(3 - $l);
+                        for yq in y[$q + 1..].iter_mut() {
                             *yq = _mm256_fnmadd_pd(_mm256_loadu_pd(tri), yj, *yq);
                             tri = tri.add(4);
                         }
                     };
                 }
-                column!(0, 0x00);
-                column!(0, 0x55);
-                column!(0, 0xAA);
-                column!(0, 0xFF);
-                column!(1, 0x00);
-                column!(1, 0x55);
-                column!(1, 0xAA);
-                column!(1, 0xFF);
-                column!(2, 0x00);
-                column!(2, 0x55);
-                column!(2, 0xAA);
-                column!(2, 0xFF);
-                column!(3, 0x00);
-                column!(3, 0x55);
-                column!(3, 0xAA);
-                column!(3, 0xFF);
-                store_block!(y, s, h);
+                column!(0, 0x00, 0);
+                column!(0, 0x55, 1);
+                column!(0, 0xAA, 2);
+                column!(0, 0xFF, 3);
+                column!(1, 0x00, 0);
+                column!(1, 0x55, 1);
+                column!(1, 0xAA, 2);
+                column!(1, 0xFF, 3);
+                column!(2, 0x00, 0);
+                column!(2, 0x55, 1);
+                column!(2, 0xAA, 2);
+                column!(2, 0xFF, 3);
+                column!(3, 0x00, 0);
+                column!(3, 0x55, 1);
+                column!(3, 0xAA, 2);
+                column!(3, 0xFF, 3);
+                store_block!(y, xp, bp, s, h);
             }
         }
     }
@@ -1344,7 +1403,7 @@ impl SymmetricFactors {
     #[target_feature(enable = "avx2,fma")]
     fn scale_avx2(&self, x: &mut [f64]) {
         use std::arch::x86_64::*;
-        let n = self.diag.len();
+        let n = self.n;
         assert!(x.len() == n && self.inverse_diag.len() == n);
         let xp = x.as_mut_ptr();
         // SAFETY: `x` and `inverse_diag` have `n` values (asserted).
@@ -1376,30 +1435,8 @@ impl SymmetricFactors {
         let xp = x.as_mut_ptr();
         let vp = f.values.as_ptr();
         let bp = buffer.as_mut_ptr();
-        // The block's unknowns `x[s..s + h]` from the four registers `y` (through the buffer when
-        // the last block is shorter than 16 rows).
-        macro_rules! store_block {
-            ($y:expr, $s:expr, $h:expr) => {
-                if $h == BLOCK_ROWS {
-                    for (q, yq) in $y.iter().enumerate() {
-                        _mm256_storeu_pd(xp.add($s + 4 * q), *yq);
-                    }
-                } else {
-                    for (q, yq) in $y.iter().enumerate() {
-                        _mm256_storeu_pd(bp.add(4 * q), *yq);
-                    }
-                    std::ptr::copy_nonoverlapping(bp as *const f64, xp.add($s), $h);
-                }
-            };
-        }
-        // SAFETY: by construction (`BlockedFactor::with_layout` and `fill`, checked by `check_block_layout` in debug builds)
-        // block `b`'s panel is `panel_size(steps[b])` values from `offset[b]` (the columns
-        // `steps[b][k] .. steps[b][k + 1]` of `4 (k + 1)` rows each, every segment a multiple
-        // of 4 columns), its triangle the `TRIANGLE` values after
-        // them, with `steps[b][4] = s − panel_first[b]` and `panel_first[b] ≤ s`: the panel's
-        // columns address `x[panel_first[b]..s]`, `x[s..e]` lies below `n`, a block of 16 rows
-        // is read and written whole in `x` and a shorter one through `buffer`;
-        // `inverse_diag` has `n` values (asserted).
+        // SAFETY: the layout of `block_forward_avx2`'s note (the same blocks, read in reverse
+        // order; the triangle's tiles loaded as there).
         unsafe {
             for b in (0..blocks).rev() {
                 let (s, e) = BlockedFactor::rows(b, n);
@@ -1425,14 +1462,25 @@ impl SymmetricFactors {
                 // the triangle holds as the quads Q of the columns 4 q .. 4 q + 4: the tiles of
                 // a quad of rows transposed in registers, then its rows (unrolled).
                 let mut rows = [[_mm256_setzero_pd(); 4]; 4];
+                // Column j = 4 q + l's rows 4 Q ..= 4 Q + 3: at `triangle_column(j) + 4 Q − j − 1`,
+                // the diagonal tile (Q = q) through the lane mask of its column.
+                let quad = |qq: usize, q: usize, l: usize| {
+                    let j = 4 * q + l;
+                    let at = tri.wrapping_add(triangle_column(j)).wrapping_sub(j + 1);
+                    if qq == q {
+                        let m = _mm256_loadu_si256(BELOW_DIAGONAL[l].as_ptr() as *const __m256i);
+                        _mm256_maskload_pd(at.wrapping_add(4 * q), m)
+                    } else {
+                        _mm256_loadu_pd(at.add(4 * qq))
+                    }
+                };
                 macro_rules! tiles {
                     ($qq:literal) => {
                         for (q, tile) in rows[..=$qq].iter_mut().enumerate() {
-                            let c = tri.add(4 * ($qq - q));
-                            let c0 = _mm256_loadu_pd(c.add(triangle_column(4 * q)));
-                            let c1 = _mm256_loadu_pd(c.add(triangle_column(4 * q + 1)));
-                            let c2 = _mm256_loadu_pd(c.add(triangle_column(4 * q + 2)));
-                            let c3 = _mm256_loadu_pd(c.add(triangle_column(4 * q + 3)));
+                            let c0 = quad($qq, q, 0);
+                            let c1 = quad($qq, q, 1);
+                            let c2 = quad($qq, q, 2);
+                            let c3 = quad($qq, q, 3);
                             let t0 = _mm256_unpacklo_pd(c0, c1);
                             let t1 = _mm256_unpackhi_pd(c0, c1);
                             let t2 = _mm256_unpacklo_pd(c2, c3);
@@ -1471,7 +1519,7 @@ impl SymmetricFactors {
                 row!(0, 3, 0xFF);
                 row!(0, 2, 0xAA);
                 row!(0, 1, 0x55);
-                store_block!(y, s, h);
+                store_block!(y, xp, bp, s, h);
                 // x[p..s] −= panelᵀ y, four columns at a time: each column's four partial
                 // sums over the block's quads, then ((a0 + a1) + (a2 + a3)).
                 let xs = xp.add(p);
@@ -1526,7 +1574,7 @@ impl SymmetricFactors {
     #[target_feature(enable = "avx2")]
     fn solve_avx2(&self, x: &mut [f64]) {
         use std::arch::x86_64::*;
-        let n = self.diag.len();
+        let n = self.n;
         assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
         debug_assert!(self.l_ptr.len() == n + 1 && self.first.len() == n);
         debug_assert!(self.l_ptr[n] == self.l_val.len());
@@ -1659,7 +1707,7 @@ impl SymmetricFactors {
 
     #[inline(always)]
     fn sweeps(&self, x: &mut [f64]) {
-        let n = self.diag.len();
+        let n = self.n;
         assert_eq!(x.len(), n, "SymmetricFactors::solve: dimension mismatch");
         apply_swaps(x, &self.swaps, false);
         for r in 0..n {

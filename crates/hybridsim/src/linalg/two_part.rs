@@ -37,7 +37,7 @@ struct Part {
 
 impl Part {
     fn width(&self) -> usize {
-        self.factors.diag.len() - self.tail
+        self.factors.n - self.tail
     }
 
     /// `L_P y = b` in place, `t = L_SP y` (`t[k]` for each separator row), then `z = D_P⁻¹ y`.
@@ -176,13 +176,16 @@ impl TwoPartFactors {
                 }
             }
         });
-        let a = SymmetricFactors::with_order(&e_a, None, lower_first(&e_a, None), true)?;
+        // The parts keep their pivots: the separator's coupling divides by them.
+        let a = SymmetricFactors::with_order(&e_a, None, lower_first(&e_a, None), true, true)?;
         drop(e_a);
         let reversed: Vec<usize> = (0..nb).rev().collect();
+        let first_b = lower_first(&e_b, Some(&reversed));
         let b = SymmetricFactors::with_order(
             &e_b,
-            Some((&reversed, &reversed)),
-            lower_first(&e_b, Some(&reversed)),
+            Some((reversed.clone(), reversed)),
+            first_b,
+            true,
             true,
         )?;
         drop(e_b);
@@ -299,7 +302,7 @@ impl TwoPartFactors {
 
     /// The sizes of part A, part B and the separator.
     pub fn sizes(&self) -> (usize, usize, usize) {
-        let n = self.s1 + self.b.factors.diag.len();
+        let n = self.s1 + self.b.factors.n;
         (self.s0, n - self.s1, self.s1 - self.s0)
     }
 
@@ -460,7 +463,7 @@ impl TwoPartFactors {
         let m = s1 - s0;
         assert_eq!(
             x.len(),
-            s1 + self.b.factors.diag.len(),
+            s1 + self.b.factors.n,
             "TwoPartFactors::solve: dimension mismatch"
         );
         let (xa, rest) = x.split_at_mut(s0);
