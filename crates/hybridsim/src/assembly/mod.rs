@@ -25,7 +25,7 @@ pub use steklov_poincare::SteklovPoincare;
 
 use crate::elements::{DofRef, ElementRef, RayleighDamping};
 use crate::error::{Diagnostics, ModelError};
-use crate::model::{Model, Rayleigh, RayleighStiffness, Role};
+use crate::model::{ElementName, Model, Rayleigh, RayleighStiffness, Role};
 use crate::physical::{PhysicalPort, SpecimenElement};
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
@@ -155,10 +155,14 @@ pub(crate) fn rayleigh_element(
     dofs: Arc<[DofRef]>,
     contributions: Vec<(u32, u32, f64, f64)>,
     (alpha, beta): (f64, f64),
-) -> Option<(Arc<str>, ElementRef, Vec<f64>)> {
+) -> Option<(ElementName, ElementRef, Vec<f64>)> {
     let c = RayleighDamping::from_contributions(dofs, contributions, alpha, beta)?;
     let element: ElementRef = Arc::new(c);
-    Some((Arc::from(format!("rayleigh@{name}")), element, Vec::new()))
+    Some((
+        ElementName::from(format!("rayleigh@{name}")),
+        element,
+        Vec::new(),
+    ))
 }
 
 /// Build the partitions of `model`. Rayleigh damping is added as one extra damping element per
@@ -201,7 +205,7 @@ pub fn build_partitions(model: &Model, grouping: Grouping) -> Result<Vec<Partiti
             members.iter().map(|i| &model.elements[*i]).collect();
         let dofs: Arc<[DofRef]> = collect_dofs(model, &instances).into();
         let index = DofIndex::new(&dofs);
-        let mut numerical: Vec<(Arc<str>, ElementRef, Vec<f64>)> = Vec::new();
+        let mut numerical: Vec<(ElementName, ElementRef, Vec<f64>)> = Vec::new();
         let mut specimen: Vec<SpecimenElement> = Vec::new();
         let mut rayleigh_terms = Vec::new();
         let mut tangent_terms = Vec::new();
@@ -427,7 +431,7 @@ pub fn rayleigh_coefficients(model: &Model) -> Result<Option<(f64, f64)>, ModelE
 
 /// Seismic load vector `p` (load `−p a_g`) of a set of elements over `dofs`, along `direction`.
 pub(crate) fn seismic_vector(
-    elements: &[(Arc<str>, ElementRef, Vec<f64>)],
+    elements: &[(ElementName, ElementRef, Vec<f64>)],
     dofs: &[DofRef],
     direction: &str,
 ) -> DVector<f64> {
