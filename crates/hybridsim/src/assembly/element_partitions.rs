@@ -17,7 +17,7 @@
 use super::{collect_dofs, map_dofs, scatter, Partition, StateSpace};
 use crate::elements::{DofRef, ElementRef, LinearSuperelement, Mass};
 use crate::error::{Diagnostics, ModelError};
-use crate::model::{ElementInstance, Model, Rayleigh, Role};
+use crate::model::{ElementInstance, ElementName, Model, Rayleigh, Role};
 use crate::physical::{NumericalSpecimen, PhysicalPort, SpecimenElement};
 use nalgebra::DMatrix;
 use std::sync::Arc;
@@ -291,7 +291,7 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
         }
         let sub = &model.substructures[inst.substructure as usize];
         let physical = sub.physical && inst.role == Role::Specimen;
-        let mut numerical: Vec<(Arc<str>, ElementRef, Vec<f64>)> = Vec::new();
+        let mut numerical: Vec<(ElementName, ElementRef, Vec<f64>)> = Vec::new();
         let mut specimen = Vec::new();
         let map = map_dofs(&dofs, &inst.element);
         let mut m_r = DMatrix::<f64>::zeros(n, n);
@@ -339,7 +339,7 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
                     scatter(&mut m_r, &mm, &emap);
                 }
             }
-            numerical.push((Arc::from(name.as_str()), e, Vec::new()));
+            numerical.push((ElementName::from(name.as_str()), e, Vec::new()));
         }
         // Massless copies: only imposed DOFs may be massless (their motion is prescribed).
         if mass_diag.iter().all(|m| *m <= 0.0) {
@@ -376,13 +376,17 @@ pub fn build_element_partitions(model: &Model) -> Result<ElementPartitions, Mode
         for &i in &zero_rows {
             let e: ElementRef = Arc::new(Mass::new(vec![dofs[i].clone()], vec![1.0]));
             placeholders.push(numerical.len());
-            numerical.push((Arc::from(format!("placeholder@{}", dofs[i])), e, Vec::new()));
+            numerical.push((
+                ElementName::from(format!("placeholder@{}", dofs[i])),
+                e,
+                Vec::new(),
+            ));
         }
         if let Some((alpha, beta)) = rayleigh {
             let c = m_r * alpha + k_r * beta;
             if c.amax() > 0.0 {
                 numerical.push((
-                    Arc::from(format!("rayleigh@{}", inst.name)),
+                    ElementName::from(format!("rayleigh@{}", inst.name)),
                     Arc::new(LinearSuperelement::new(
                         dofs.clone(),
                         DMatrix::zeros(n, n),

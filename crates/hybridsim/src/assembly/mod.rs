@@ -25,7 +25,7 @@ pub use steklov_poincare::SteklovPoincare;
 
 use crate::elements::{DofRef, ElementRef, RayleighDamping};
 use crate::error::{Diagnostics, ModelError};
-use crate::model::{Model, Rayleigh, RayleighStiffness, Role};
+use crate::model::{ElementName, Model, Rayleigh, RayleighStiffness, Role};
 use crate::physical::{PhysicalPort, SpecimenElement};
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
@@ -155,10 +155,14 @@ pub(crate) fn rayleigh_element(
     dofs: Arc<[DofRef]>,
     contributions: Vec<(u32, u32, f64, f64)>,
     (alpha, beta): (f64, f64),
-) -> Option<(Arc<str>, ElementRef, Vec<f64>)> {
+) -> Option<(ElementName, ElementRef, Vec<f64>)> {
     let c = RayleighDamping::from_contributions(dofs, contributions, alpha, beta)?;
     let element: ElementRef = Arc::new(c);
-    Some((Arc::from(format!("rayleigh@{name}")), element, Vec::new()))
+    Some((
+        ElementName::from(format!("rayleigh@{name}")),
+        element,
+        Vec::new(),
+    ))
 }
 
 /// Build the partitions of `model`. Rayleigh damping is added as one extra damping element per

@@ -29,10 +29,9 @@
 
 use super::{collect_dofs, rayleigh_coefficients};
 use crate::elements::{ElementDriver, ElementRef};
-use crate::model::{Model, Role};
+use crate::model::{ElementName, Model, Role};
 use crate::physical::{PhysicalPort, SpecimenElement};
 use nalgebra::DMatrix;
-use std::sync::Arc;
 
 /// Why a served call was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -197,7 +196,7 @@ impl ServedSubstructure {
                  cannot be driven on it (serve its free DOFs only)"
             ));
         }
-        let mut numerical: Vec<(Arc<str>, ElementRef, Vec<f64>)> = Vec::new();
+        let mut numerical: Vec<(ElementName, ElementRef, Vec<f64>)> = Vec::new();
         let mut specimen_elements: Vec<SpecimenElement> = Vec::new();
         let mut rayleigh_terms = Vec::new();
         let mut any_rayleigh = false;

@@ -4,7 +4,7 @@ use super::{seismic_vector, CompressedRows};
 use crate::elements::{zero_state_tangent, DofMap, DofRef, ElementRef, SparseRows};
 use crate::error::{Diagnostics, ModelError};
 use crate::excitation::TimeFunction;
-use crate::model::{Estimate, Model, RayleighStiffness};
+use crate::model::{ElementName, Estimate, Model, RayleighStiffness};
 use crate::physical::{LabControl, PhysicalPort, PortError};
 use nalgebra::{DMatrix, DVector};
 use num_dual::Dual64;
@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 #[derive(Debug, Clone)]
 pub struct ElementSlot {
     /// Element name (shared with the model's element).
-    name: Arc<str>,
+    name: ElementName,
     /// The element.
     pub element: ElementRef,
     /// Start of the element's DOF map in [`StateSpace`]'s table of maps.
@@ -68,7 +68,7 @@ impl ElementSlot {
     }
 
     /// The element name, shared.
-    pub fn shared_name(&self) -> &Arc<str> {
+    pub fn shared_name(&self) -> &ElementName {
         &self.name
     }
 
@@ -953,7 +953,7 @@ impl StateSpace {
         name: &str,
         physical: bool,
         dofs: impl Into<Arc<[DofRef]>>,
-        elements: impl Iterator<Item = (&'e Arc<str>, &'e ElementRef, &'e [f64])> + Clone,
+        elements: impl Iterator<Item = (&'e ElementName, &'e ElementRef, &'e [f64])> + Clone,
         estimate: Option<&Estimate>,
     ) -> Result<Self, ModelError> {
         let dofs: Arc<[DofRef]> = dofs.into();

@@ -6,8 +6,8 @@ use super::{ElementContext, ElementRegistry};
 use crate::elements::{DofRef, ElementRef, Mass};
 use crate::error::{Diagnostics, ModelError};
 use crate::model::imposed_motion::MassShare;
-use crate::model::{ElementInstance, Node, Role, Substructure};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::model::{ElementInstance, ElementName, NameTable, Node, Role, Substructure};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// Keys every element may have, read here; the rest of the table goes to the kind's builder.
@@ -37,7 +37,9 @@ pub(super) fn elements(
         substructures,
         ctx,
         registry,
-        names: BTreeSet::new(),
+        given: GivenNames::with_capacity(count),
+        names: NameTable::with_capacity(count),
+        pending: std::sync::Arc::new(NameTable::default()),
         elements: Vec::new(),
         mass_shares: Vec::new(),
     };
@@ -48,7 +50,66 @@ pub(super) fn elements(
     for (i, table) in tables.enumerate() {
         reader.element(i, table?, diag);
     }
-    Ok((reader.elements, reader.mass_shares))
+    let Reader {
+        given,
+        mut names,
+        mut elements,
+        mass_shares,
+        ..
+    } = reader;
+    drop(given);
+    names.shrink_to_fit();
+    let names = std::sync::Arc::new(names);
+    for (i, e) in elements.iter_mut().enumerate() {
+        let index = u32::try_from(i).expect("fewer than 2³² elements");
+        e.name = ElementName::in_table(&names, index);
+    }
+    Ok((elements, mass_shares))
+}
+
+/// The names given so far (or defaulted), to find one used twice: their texts in one table
+/// and an index by hash (issue 20: a set of `String`s was a heap block a name while the
+/// elements were read).
+struct GivenNames {
+    texts: NameTable,
+    /// The first name of each hash.
+    first: HashMap<u64, u32>,
+    /// Further names whose hash is already in `first` (different texts, rarely any).
+    more: Vec<(u64, u32)>,
+}
+
+impl GivenNames {
+    fn with_capacity(count: usize) -> Self {
+        Self {
+            texts: NameTable::with_capacity(count),
+            first: HashMap::with_capacity(count),
+            more: Vec::new(),
+        }
+    }
+
+    /// Add `name`; false when it was given before.
+    fn insert(&mut self, name: &str) -> bool {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        name.hash(&mut hasher);
+        let hash = hasher.finish();
+        let Some(&first) = self.first.get(&hash) else {
+            let index = self.texts.push(name);
+            self.first.insert(hash, index);
+            return true;
+        };
+        let texts = &self.texts;
+        let seen = texts.get(first) == name
+            || self
+                .more
+                .iter()
+                .any(|&(h, j)| h == hash && texts.get(j) == name);
+        if !seen {
+            let index = self.texts.push(name);
+            self.more.push((hash, index));
+        }
+        !seen
+    }
 }
 
 /// What the element tables are read against, and what they give so far.
@@ -57,8 +118,12 @@ struct Reader<'a> {
     substructures: &'a [Substructure],
     ctx: &'a ElementContext<'a>,
     registry: &'a ElementRegistry,
-    /// Names used so far.
-    names: BTreeSet<String>,
+    /// Names given so far.
+    given: GivenNames,
+    /// The names of the instances, in their order.
+    names: NameTable,
+    /// The table the instances' names point to until `names` is complete.
+    pending: std::sync::Arc<NameTable>,
     elements: Vec<ElementInstance>,
     mass_shares: Vec<MassShare>,
 }
@@ -95,7 +160,7 @@ impl Reader<'_> {
             }
             None => format!("{kind}{i}"),
         };
-        if !self.names.insert(name.clone()) {
+        if !self.given.insert(&name) {
             diag.push(
                 format!("{f}.name"),
                 format!("element name `{name}` is used twice"),
@@ -161,17 +226,17 @@ impl Reader<'_> {
                     "Rayleigh damping cannot be applied to a physical specimen: its damping is measured",
                 );
             }
-            let (element, name) = if split {
+            let (element, index) = if split {
                 let Some(m) = element_as_mass(&element) else {
                     continue;
                 };
                 let e: ElementRef = Arc::new(m.scaled(fraction));
-                (e, format!("{name}@{}", substructure.name))
+                (e, self.names.push(&format!("{name}@{}", substructure.name)))
             } else {
-                (element.clone(), name.clone())
+                (element.clone(), self.names.push(&name))
             };
             self.elements.push(ElementInstance {
-                name: name.into(),
+                name: ElementName::pending(&self.pending, index),
                 element,
                 substructure: u32::try_from(sub).expect("a substructure index fits 32 bits"),
                 role,
