@@ -525,7 +525,7 @@ mod tests {
                 .expect("a Rayleigh element");
             let c = st.slots[slot].element.sparse_damping().expect("sparse");
             // The work of one evaluation of its force (one multiply-add per stored entry).
-            assert_eq!(c.values.len(), 3 * n - 2, "N = {n}");
+            assert_eq!(c.nnz(), 3 * n - 2, "N = {n}");
             assert!(st.slots[slot].is_precomputed_linear());
             assert_eq!(st.mass_entries.len(), n);
             // Every other element works on at most two DOFs.

@@ -213,13 +213,12 @@ impl SlotKernel {
     fn from_sparse_damping(c: SparseRows<'_>, map: DofMap<'_>, n: usize) -> (Self, LinearTerms) {
         let mut t = LinearTerms {
             rows: Vec::new(),
-            cols: Vec::with_capacity(c.values.len()),
-            vals: Vec::with_capacity(c.values.len()),
+            cols: Vec::with_capacity(c.nnz()),
+            vals: Vec::with_capacity(c.nnz()),
         };
         for (i, mi) in map.iter().enumerate() {
             let Some(row) = mi else { continue };
-            for k in c.row_start[i]..c.row_start[i + 1] {
-                let (j, value) = (c.columns[k] as usize, c.values[k]);
+            for (j, value) in c.row(i) {
                 if let (Some(col), true) = (map.get(j), value != 0.0) {
                     t.cols.push(column_index(n + col));
                     t.vals.push(value);
@@ -2283,9 +2282,9 @@ impl StateSpace {
             let (map, n) = (s.dof_map(&self.maps), self.dofs.len());
             for (i, ri) in out.iter_mut().enumerate() {
                 let mut acc = 0.0;
-                for t in c.row_start[i]..c.row_start[i + 1] {
-                    let v = map.get(c.columns[t] as usize).map_or(0.0, |k| y[n + k]);
-                    acc += v * c.values[t];
+                for (j, value) in c.row(i) {
+                    let v = map.get(j).map_or(0.0, |k| y[n + k]);
+                    acc += v * value;
                 }
                 *ri = acc;
             }
@@ -2610,9 +2609,9 @@ fn emit_tangent<'s>(
             // entries are zeros).
             for (i, mi) in slot.dof_map(maps).iter().enumerate() {
                 let Some(row) = mi else { continue };
-                for t in c.row_start[i]..c.row_start[i + 1] {
-                    if let Some(col) = slot.dof_map(maps).get(c.columns[t] as usize) {
-                        add(n + row, n + col, c.values[t]);
+                for (j, value) in c.row(i) {
+                    if let Some(col) = slot.dof_map(maps).get(j) {
+                        add(n + row, n + col, value);
                     }
                 }
             }

@@ -2,19 +2,118 @@
 
 use super::{DofRef, Element, ElementLaw, Scalar};
 use nalgebra::DMatrix;
+use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The nonzero entries of a sparse square matrix by rows (compressed sparse rows): row `i`
-/// holds `values[t]` in column `columns[t]` for `t` in `row_start[i]..row_start[i + 1]`,
-/// columns increasing.
+/// The nonzero entries of a sparse square matrix by rows (compressed sparse rows), columns
+/// increasing in each row: [`SparseRows::row`] gives row `i`'s `(column, value)` pairs.
 #[derive(Debug, Clone, Copy)]
 pub struct SparseRows<'a> {
-    /// Start of each row in `columns`/`values`, plus the end (`n + 1` entries).
-    pub row_start: &'a [usize],
-    /// Column of each entry (32-bit).
-    pub columns: &'a [u32],
-    /// Value of each entry.
-    pub values: &'a [f64],
+    /// Start of each row's entries, plus the end (`n + 1` entries, 32-bit).
+    row_start: &'a [u32],
+    columns: &'a Columns,
+    values: &'a Values,
+}
+
+impl<'a> SparseRows<'a> {
+    /// Number of rows.
+    pub fn n_rows(&self) -> usize {
+        self.row_start.len() - 1
+    }
+
+    /// Number of stored entries.
+    pub fn nnz(&self) -> usize {
+        self.row_start.last().map_or(0, |&e| e as usize)
+    }
+
+    /// The entries `(column, value)` of row `i`, columns increasing.
+    ///
+    /// # Panics
+    /// When `i` is not below [`SparseRows::n_rows`].
+    #[inline]
+    pub fn row(&self, i: usize) -> impl Iterator<Item = (usize, f64)> + 'a {
+        let (columns, values) = (self.columns, self.values);
+        (self.row_start[i] as usize..self.row_start[i + 1] as usize)
+            .map(move |t| (columns.at(i, t), values.at(t)))
+    }
+}
+
+/// The columns of the entries of `C`.
+#[derive(Debug, Clone)]
+enum Columns {
+    /// Each entry's column minus its row, in 16 bits (a banded `C`: every chain or frame
+    /// whose DOFs are numbered along it).
+    Offsets(Vec<i16>),
+    /// Each entry's column, in 32 bits.
+    Absolute(Vec<u32>),
+}
+
+impl Columns {
+    /// The columns `columns` of the entries of rows `row_start`, as offsets from the row
+    /// when every one fits 16 bits.
+    fn new(row_start: &[u32], columns: Vec<u32>) -> Self {
+        let mut offsets = Vec::with_capacity(columns.len());
+        for (i, range) in row_start.windows(2).enumerate() {
+            for &col in &columns[range[0] as usize..range[1] as usize] {
+                match i16::try_from(i64::from(col) - i as i64) {
+                    Ok(o) => offsets.push(o),
+                    Err(_) => return Columns::Absolute(columns),
+                }
+            }
+        }
+        Columns::Offsets(offsets)
+    }
+
+    /// The column of entry `t`, of row `row`.
+    #[inline(always)]
+    fn at(&self, row: usize, t: usize) -> usize {
+        match self {
+            Columns::Offsets(o) => (row as isize + o[t] as isize) as usize,
+            Columns::Absolute(c) => c[t] as usize,
+        }
+    }
+}
+
+/// The values of the entries of `C`.
+#[derive(Debug, Clone)]
+enum Values {
+    /// Each entry's place, in 16 bits, in a table of the distinct values (at most 2¹⁶): a
+    /// structure of repeated members and masses has few distinct entries of `C`.
+    Shared { table: Vec<f64>, place: Vec<u16> },
+    /// Each entry's value.
+    Plain(Vec<f64>),
+}
+
+impl Values {
+    /// `values`, through a table of the distinct values when there are at most 2¹⁶ (the
+    /// same bits: the table holds each value as computed).
+    fn new(values: Vec<f64>) -> Self {
+        let mut places: HashMap<u64, u16> = HashMap::new();
+        let mut table = Vec::new();
+        let mut place = Vec::with_capacity(values.len());
+        for &v in &values {
+            let next = table.len();
+            let p = *places.entry(v.to_bits()).or_insert_with(|| {
+                table.push(v);
+                u16::try_from(next).unwrap_or(u16::MAX)
+            });
+            if table.len() > usize::from(u16::MAX) + 1 {
+                return Values::Plain(values);
+            }
+            place.push(p);
+        }
+        table.shrink_to_fit();
+        Values::Shared { table, place }
+    }
+
+    /// The value of entry `t`.
+    #[inline(always)]
+    fn at(&self, t: usize) -> f64 {
+        match self {
+            Values::Shared { table, place } => table[usize::from(place[t])],
+            Values::Plain(v) => v[t],
+        }
+    }
 }
 
 /// Rayleigh damping `C = α M_R + β K_R` (Chopra 1995) over a
@@ -24,15 +123,20 @@ pub struct SparseRows<'a> {
 /// `C` is assembled from the element-level matrices and kept in compressed rows, so its
 /// force, its Jacobian and its recorded output cost `O(nnz)`, `O(N)` for a chain or a frame,
 /// instead of the `O(N²)` of a dense superelement over every DOF.
+///
+/// An entry takes 4 bytes where `C` is banded within 2¹⁵ DOFs and has at most 2¹⁶ distinct
+/// values — a column's 16-bit offset from its row and a 16-bit place in a table of the
+/// values — and 12 otherwise (issue 20: 12 bytes an entry and 64-bit row starts were
+/// 9.8 MB of the 99 990-DOF frame's engine, 4.4 MB of the 10⁵-DOF chain's). The values are
+/// those computed, bit for bit.
 #[derive(Debug, Clone)]
 pub struct RayleighDamping {
     /// The substructure's DOFs (shared with its state space).
     dofs: Arc<[DofRef]>,
-    row_start: Vec<usize>,
-    /// Columns in 32 bits, sized exactly with `values` (issue 20: 64-bit columns in vectors
-    /// grown by pushes were up to 32 bytes an entry, 9.2 MB of the 10⁵-DOF chain; now 12).
-    columns: Vec<u32>,
-    values: Vec<f64>,
+    /// Start of each row's entries, plus the end (32-bit).
+    row_start: Vec<u32>,
+    columns: Columns,
+    values: Values,
 }
 
 impl RayleighDamping {
@@ -86,7 +190,7 @@ impl RayleighDamping {
                     .filter(|p| contributions[p[0] as usize].1 != contributions[p[1] as usize].1)
                     .count();
         }
-        let mut row_start = Vec::with_capacity(n + 1);
+        let mut row_start: Vec<u32> = Vec::with_capacity(n + 1);
         let mut columns = Vec::with_capacity(places);
         let mut values = Vec::with_capacity(places);
         row_start.push(0);
@@ -108,12 +212,17 @@ impl RayleighDamping {
                     values.push(c);
                 }
             }
-            row_start.push(columns.len());
+            row_start.push(u32::try_from(columns.len()).expect("entries fit 32 bits"));
         }
         drop((order, start, contributions));
+        if values.is_empty() {
+            return None;
+        }
         columns.shrink_to_fit();
         values.shrink_to_fit();
-        (!values.is_empty()).then_some(Self {
+        let columns = Columns::new(&row_start, columns);
+        let values = Values::new(values);
+        Some(Self {
             dofs,
             row_start,
             columns,
@@ -134,9 +243,10 @@ impl RayleighDamping {
     pub fn dense(&self) -> DMatrix<f64> {
         let n = self.dofs.len();
         let mut c = DMatrix::zeros(n, n);
+        let sparse = self.matrix();
         for i in 0..n {
-            for t in self.row_start[i]..self.row_start[i + 1] {
-                c[(i, self.columns[t] as usize)] = self.values[t];
+            for (j, value) in sparse.row(i) {
+                c[(i, j)] = value;
             }
         }
         c
@@ -145,10 +255,11 @@ impl RayleighDamping {
 
 impl ElementLaw for RayleighDamping {
     fn law<T: Scalar>(&self, _u: &[T], v: &[T], _s: &[T], r: &mut [T], _sdot: &mut [T]) {
+        let c = self.matrix();
         for (i, ri) in r.iter_mut().enumerate() {
             let mut acc = T::zero();
-            for t in self.row_start[i]..self.row_start[i + 1] {
-                acc += v[self.columns[t] as usize] * self.values[t];
+            for (j, value) in c.row(i) {
+                acc += v[j] * value;
             }
             *ri = acc;
         }
@@ -213,7 +324,7 @@ mod tests {
         ];
         let e = RayleighDamping::from_contributions(dofs(3), contributions, alpha, beta)
             .expect("nonzero");
-        assert_eq!(e.matrix().values.len(), 7, "the cancelled entry is dropped");
+        assert_eq!(e.matrix().nnz(), 7, "the cancelled entry is dropped");
         let c = e.dense();
         assert_eq!(c[(0, 0)], 2.0 * alpha + 300.0 * beta);
         assert_eq!(c[(1, 2)], -100.0 * beta);
