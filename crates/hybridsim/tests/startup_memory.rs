@@ -1142,8 +1142,8 @@ fn reading_a_chain_grows_the_heap_of_small_blocks_little() {
 }
 
 /// See [`reading_a_chain_grows_the_heap_of_small_blocks_little`] (735 before the nodes' DOF
-/// names were one table, 570 after).
-const CHAIN_READ_SMALL_BOUND: f64 = 620.0;
+/// names were one table, 570 after, 432 once the element names were one table too).
+const CHAIN_READ_SMALL_BOUND: f64 = 480.0;
 /// The Rayleigh element `C = α M_R + β K_R` of a damped shear chain and of a 2D frame keeps at
 /// most [`CHAIN_RAYLEIGH_BOUND`] and [`FRAME_RAYLEIGH_BOUND`] bytes a DOF: its entries are
 /// banded and take few distinct values, so each is a 16-bit column offset from its row and a
