@@ -446,18 +446,7 @@ impl FoldedRows<'_> {
         // ascend to the lengths of the columns, the targets ascend (checked by
         // `StateSpace::folded_rows`: they lie in `n..2n`).
         debug_assert!(run.targets.windows(2).all(|p| p[0] < p[1]));
-        debug_assert!(run.k_cols.iter().all(|&c| (c as usize) < n));
-        debug_assert!(run.e_cols.iter().all(|&c| (c as usize) < m));
-        debug_assert!(run
-            .k_end
-            .last()
-            .is_none_or(|&e| e as usize == run.k_cols.len()));
-        debug_assert!(run
-            .e_end
-            .last()
-            .is_none_or(|&e| e as usize == run.e_cols.len()));
-        debug_assert!(run.k_vals.len() == run.k_cols.len());
-        debug_assert!(run.e_vals.len() == run.e_cols.len());
+        run.debug_assert_terms(n, m);
         if run.targets.len() != n {
             // Rows without terms: `F − 0`.
             for (d, f) in dv.iter_mut().zip(fv) {
@@ -516,6 +505,21 @@ struct FusedRun {
 }
 
 impl FusedRun {
+    /// Check (debug builds) what [`FusedRun::from_groups`] guarantees of the terms, which the
+    /// unchecked sums rely on: the columns of `K` below `k_columns` and those of `E` below
+    /// `e_columns`, the ends ascending to the lengths of the columns, a value a column.
+    #[inline(always)]
+    fn debug_assert_terms(&self, k_columns: usize, e_columns: usize) {
+        debug_assert!(self.k_cols.iter().all(|&c| (c as usize) < k_columns));
+        debug_assert!(self.e_cols.iter().all(|&c| (c as usize) < e_columns));
+        for (end, cols) in [(&self.k_end, &self.k_cols), (&self.e_end, &self.e_cols)] {
+            debug_assert!(end.windows(2).all(|p| p[0] <= p[1]));
+            debug_assert!(end.last().is_none_or(|&e| e as usize == cols.len()));
+        }
+        debug_assert!(self.k_vals.len() == self.k_cols.len());
+        debug_assert!(self.e_vals.len() == self.e_cols.len());
+    }
+
     /// One row's `Σ K_rc w_c + Σ E_rc y_c` over its terms `k` of `K` and `e` of `E`, summed
     /// from `0.0` in that order (the residual and the merged predictor–rate pass share it, so
     /// both give the same bits).
@@ -1743,21 +1747,8 @@ impl StateSpace {
             assert!(y.len() >= 2 * n && out.len() >= 2 * n);
             // By construction (`FusedRun::from_groups`): `k_cols < n`, `e_cols < 2n`,
             // `n ≤ targets < 2n`, and the ends ascend to the lengths of the columns.
-            debug_assert!(run.k_cols.iter().all(|&c| (c as usize) < n));
-            debug_assert!(run.e_cols.iter().all(|&c| (c as usize) < 2 * n));
             debug_assert!(run.targets.iter().all(|&t| (t as usize) < 2 * n));
-            debug_assert!(run.k_end.windows(2).all(|p| p[0] <= p[1]));
-            debug_assert!(run.e_end.windows(2).all(|p| p[0] <= p[1]));
-            debug_assert!(run
-                .k_end
-                .last()
-                .is_none_or(|&e| e as usize == run.k_cols.len()));
-            debug_assert!(run
-                .e_end
-                .last()
-                .is_none_or(|&e| e as usize == run.e_cols.len()));
-            debug_assert!(run.k_vals.len() == run.k_cols.len());
-            debug_assert!(run.e_vals.len() == run.e_cols.len());
+            run.debug_assert_terms(n, 2 * n);
             for ((&target, &k_end), &e_end) in run.targets.iter().zip(&run.k_end).zip(&run.e_end) {
                 let (target, k_end, e_end) = (target as usize, k_end as usize, e_end as usize);
                 // SAFETY: every index is in bounds by the construction above (`w` has `n`
