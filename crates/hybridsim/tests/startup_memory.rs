@@ -1230,3 +1230,145 @@ fn the_rayleigh_element_keeps_4_bytes_an_entry() {
 const CHAIN_RAYLEIGH_BOUND: f64 = 20.0;
 /// See [`the_rayleigh_element_keeps_4_bytes_an_entry`].
 const FRAME_RAYLEIGH_BOUND: f64 = 40.0;
+
+/// The fused residual run of a Rayleigh-damped chain and frame (the single pass
+/// `K (u + β v) + E v` of every step) keeps its terms of `K` and `E`, with its rows, their ends
+/// and its table of values, in at most [`CHAIN_FUSED_BOUND`] and [`FRAME_FUSED_BOUND`] bytes
+/// an entry in the shared layout: a 16-bit column offset from the row and a 16-bit place in
+/// a table of the distinct values a term, 32-bit rows and ends. It takes that layout by
+/// itself beyond 2 MiB of plain terms (the 60 000-DOF chain: 180 000 terms of `K`) and keeps
+/// the plain one below, where both fit a core's L2 cache and the plain one's passes are
+/// faster (the 990-DOF frame): there 32-bit columns and 64-bit values (12 bytes a term) keep
+/// 15.0 bytes an entry for the chain (3 terms of `K` and one of `E` a row) and 13.4 for the
+/// frame; shared, 7.0 and 5.4.
+#[test]
+fn the_fused_run_keeps_at_most_7_bytes_an_entry() {
+    use hybridsim::assembly::{build_partitions, Grouping};
+    let state = |model: &Model| {
+        build_partitions(model, Grouping::Monolithic)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .remove(0)
+            .state
+    };
+    let chain = state(&damped_chain(60_000));
+    let mut frame = state(&frame(30, 10));
+    let (plain_bytes, plain_entries, shared) = frame.fused_storage();
+    assert!(!shared, "the 990-DOF frame keeps the plain layout");
+    assert!(
+        frame.set_fused_layout(true),
+        "the frame's terms fit the shared layout"
+    );
+    for (name, st, bound) in [
+        ("chain", &chain, CHAIN_FUSED_BOUND),
+        ("frame", &frame, FRAME_FUSED_BOUND),
+    ] {
+        let (bytes, entries, shared) = st.fused_storage();
+        assert!(
+            shared && entries > st.n_dofs(),
+            "{name}: one shared fused run"
+        );
+        let per_entry = bytes as f64 / entries as f64;
+        eprintln!(
+            "the {name}'s fused run keeps {bytes} bytes for {entries} entries and {} DOFs ({per_entry:.2} an entry)",
+            st.n_dofs()
+        );
+        assert!(
+            per_entry <= bound,
+            "{name}: the fused run keeps {bytes} bytes ({per_entry:.2} an entry)"
+        );
+    }
+    let plain = plain_bytes as f64 / plain_entries as f64;
+    eprintln!("the frame's fused run kept {plain:.2} bytes an entry plain");
+    assert!(plain > 12.0);
+}
+
+/// See [`the_fused_run_keeps_at_most_7_bytes_an_entry`].
+const CHAIN_FUSED_BOUND: f64 = 7.5;
+/// See [`the_fused_run_keeps_at_most_7_bytes_an_entry`].
+const FRAME_FUSED_BOUND: f64 = 6.0;
+
+/// The fused run's two layouts of `K` and `E` give the same bits: the residual, the residual
+/// with the coupling product folded in, the merged predictor and rate passes of a
+/// generalized-α step, and the rate's gather in two halves on two threads (as the two-core
+/// step runs it), of a Rayleigh-damped chain and frame with each layout forced on the same
+/// state space.
+#[test]
+fn the_fused_run_gives_the_same_bits_in_either_layout() {
+    use hybridsim::assembly::{build_partitions, FoldedPredictor, FoldedStep, Grouping};
+    for (name, model) in [("chain", damped_chain(700)), ("frame", frame(12, 4))] {
+        let plain = build_partitions(&model, Grouping::Monolithic)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .remove(0)
+            .state;
+        let mut shared = plain.clone();
+        assert!(!plain.fused_storage().2, "{name}: plain by itself");
+        assert!(shared.set_fused_layout(true), "{name}: shared");
+        let (size, n) = (plain.size(), plain.n_dofs());
+        let wave = |a: f64, b: f64| -> Vec<f64> {
+            (0..size)
+                .map(|i| 1e-2 * (a * i as f64).sin() + 1e-3 * (b * i as f64).cos())
+                .collect()
+        };
+        let (y, ydot, v, load) = (
+            wave(0.37, 1.3),
+            wave(0.11, 0.7),
+            wave(0.53, 2.1),
+            wave(0.29, 0.9),
+        );
+        let step = FoldedStep {
+            ky: 2.7e-4,
+            kv: -1.3e-5,
+            wy: 0.93,
+            wv: -0.07,
+            c: 2.5e-4,
+        };
+        let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        let passes = |st: &hybridsim::assembly::StateSpace| {
+            let mut ws = st.workspace();
+            let (mut r, mut folded) = (vec![0.0; size], vec![0.0; size]);
+            st.residual(&y, &mut r, &mut ws);
+            st.residual_folded(&y, step.c, &mut folded, &mut ws);
+            let (mut yt, mut vt, mut rate) = (vec![9.0; size], vec![9.0; size], vec![9.0; size]);
+            assert!(st.folded_predictor_rate(
+                step,
+                (&y, &ydot, &v),
+                (&mut yt, &mut vt),
+                &load,
+                &mut rate,
+                &mut ws,
+            ));
+            // The rate's passes in two halves, on two threads.
+            let rows = st.folded_rows().expect("one fused pass");
+            let split = n / 3;
+            let mut halves = vec![9.0; size];
+            let (mut yt2, mut vt2) = (vec![9.0; size], vec![9.0; size]);
+            let w = ws.folded_weights();
+            {
+                let (first, second) =
+                    FoldedPredictor::halves(&mut yt2, &mut vt2, &mut halves, w, split);
+                let start = (&y[..], &ydot[..], &v[..]);
+                rows.predictor(step, 0, start, &load, first);
+                rows.predictor(step, split, start, &load, second);
+            }
+            let (w, yt2) = (&*w, &yt2[..]);
+            let (head, tail) = halves[n..].split_at_mut(split);
+            std::thread::scope(|s| {
+                s.spawn(|| rows.gather(split, w, yt2, &load, tail));
+                rows.gather(0, w, yt2, &load, head);
+            });
+            [r, folded, yt, vt, rate, halves].map(|x| bits(&x))
+        };
+        let (a, b) = (passes(&plain), passes(&shared));
+        for (what, (a, b)) in ["R", "folded R", "Ỹ", "Ṽ", "F − R", "F − R in halves"]
+            .iter()
+            .zip(a.iter().zip(&b))
+        {
+            assert_eq!(a, b, "{name}: {what}");
+        }
+        assert_eq!(a[4], a[5], "{name}: the halves give the whole pass");
+        // And back to the plain layout: the same again.
+        assert!(shared.set_fused_layout(false));
+        assert!(!shared.fused_storage().2);
+        assert_eq!(passes(&shared), a, "{name}: plain again");
+    }
+}

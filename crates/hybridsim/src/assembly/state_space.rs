@@ -8,6 +8,7 @@ use crate::model::{ElementName, Estimate, Model, RayleighStiffness};
 use crate::physical::{LabControl, PhysicalPort, PortError};
 use nalgebra::{DMatrix, DVector};
 use num_dual::Dual64;
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 /// An element placed in a state space: where its DOFs and extra states live.
@@ -437,14 +438,13 @@ impl FoldedRows<'_> {
         let m = 2 * n;
         let len = ydot.len();
         assert!(
-            lo + len <= n && w.len() == n && y_tilde.len() == m && load.len() == m,
+            lo + len <= n && run.n == n && w.len() == n && y_tilde.len() == m && load.len() == m,
             "FoldedRows::gather: dimension mismatch"
         );
-        let (w, y) = (w, y_tilde);
         let (fv, dv) = (&load[n + lo..n + lo + len], ydot);
-        // By construction (`FusedRun::from_groups`): `k_cols < n`, `e_cols < 2n`, the ends
-        // ascend to the lengths of the columns, the targets ascend (checked by
-        // `StateSpace::folded_rows`: they lie in `n..2n`).
+        // By construction (`FusedRun::from_groups`): the columns of `K` below `n`, those of
+        // `E` below `2n`, the ends ascend to the numbers of terms, the targets ascend
+        // (checked by `StateSpace::folded_rows`: they lie in `n..2n`).
         debug_assert!(run.targets.windows(2).all(|p| p[0] < p[1]));
         run.debug_assert_terms(n, m);
         if run.targets.len() != n {
@@ -453,6 +453,26 @@ impl FoldedRows<'_> {
                 *d = f - 0.0;
             }
         }
+        match &run.terms {
+            FusedTerms::Plain(terms) => Self::gather_rows(run, terms, lo, w, y_tilde, fv, dv),
+            FusedTerms::Shared(terms) => Self::gather_rows(run, terms, lo, w, y_tilde, fv, dv),
+        }
+    }
+
+    /// The rows `n + lo .. n + lo + len` of [`FoldedRows::gather`] (`len = dv.len()`), the
+    /// run's terms read through `terms` (its layout): `dv_r = fv_r − (0 + [K w + E y]_r)`.
+    #[inline(always)]
+    fn gather_rows<L: TermLayout>(
+        run: &FusedRun,
+        terms: &L,
+        lo: usize,
+        w: &[f64],
+        y: &[f64],
+        fv: &[f64],
+        dv: &mut [f64],
+    ) {
+        let (n, len) = (run.n, dv.len());
+        debug_assert!(w.len() == n && y.len() == 2 * n && fv.len() == len && lo + len <= n);
         // The targets of rows `lo .. lo + len`, and where their terms start.
         let first = run.targets.partition_point(|&t| (t as usize) < n + lo);
         let last = first + run.targets[first..].partition_point(|&t| (t as usize) < n + lo + len);
@@ -466,11 +486,11 @@ impl FoldedRows<'_> {
             .zip(&run.e_end[first..last])
         {
             let (target, k_end, e_end) = (target as usize, k_end as usize, e_end as usize);
-            // SAFETY: every index is in bounds by the construction and the checks above (`w`
-            // has `n` entries, `y` `2n`, `fv` and `dv` `len`, `n + lo ≤ target < n + lo +
-            // len`).
+            // SAFETY: every index is in bounds by the construction and the checks of
+            // `gather` (`w` has `n` entries, `y` `2n`, `fv` and `dv` `len`, `n + lo ≤ target
+            // < n + lo + len`).
             unsafe {
-                let acc = run.row_sum(k0..k_end, e0..e_end, w, y);
+                let acc = terms.row_sum((target - n, n), k0..k_end, e0..e_end, w, y);
                 let r = target - n - lo;
                 *dv.get_unchecked_mut(r) = fv.get_unchecked(r) - (0.0 + acc);
             }
@@ -488,49 +508,61 @@ impl FoldedRows<'_> {
 /// `E = C − β K` is formed entry by entry and its entries within `4 ε |c_ij|` of zero are
 /// dropped (they are the rounding of `β k_ij` in the assembly of `C`), so the residual equals
 /// the slot-by-slot sum to round-off, not to the bit.
+///
+/// The terms of `K` and `E` are kept in one of two layouts ([`FusedTerms`]): 4 bytes a term
+/// where the run is large ([`SHARED_FROM_BYTES`]), banded and of few distinct values (every
+/// frame or chain of repeated members), 12 otherwise. Either holds the values as computed and
+/// the passes read them in the same order: the same bits.
 #[derive(Debug, Clone, Default)]
 struct FusedRun {
     beta: f64,
+    /// The DOFs `n` of the state space (`R` has `2n` rows of `u` and `v`): the row `n + i`
+    /// is the DOF `i`'s, from which the shared layout's columns of `K` are offsets.
+    n: usize,
     /// Rows of `R`, ascending (the rows and the ends in 32 bits: 12 bytes a row instead of
     /// 24, issue 20).
     targets: Vec<u32>,
-    /// End of each target's terms of `K` in `k_cols` / `k_vals` (columns of `w`, `< n`).
+    /// End of each target's terms of `K` (columns of `w`, `< n`).
     k_end: Vec<u32>,
-    k_cols: Vec<u32>,
-    k_vals: Vec<f64>,
-    /// End of each target's terms of `E` in `e_cols` / `e_vals` (columns of `Y`).
+    /// End of each target's terms of `E` (columns of `Y`, `< 2n`).
     e_end: Vec<u32>,
-    e_cols: Vec<u32>,
-    e_vals: Vec<f64>,
+    terms: FusedTerms,
 }
 
-impl FusedRun {
-    /// Check (debug builds) what [`FusedRun::from_groups`] guarantees of the terms, which the
-    /// unchecked sums rely on: the columns of `K` below `k_columns` and those of `E` below
-    /// `e_columns`, the ends ascending to the lengths of the columns, a value a column.
-    #[inline(always)]
-    fn debug_assert_terms(&self, k_columns: usize, e_columns: usize) {
-        debug_assert!(self.k_cols.iter().all(|&c| (c as usize) < k_columns));
-        debug_assert!(self.e_cols.iter().all(|&c| (c as usize) < e_columns));
-        for (end, cols) in [(&self.k_end, &self.k_cols), (&self.e_end, &self.e_cols)] {
-            debug_assert!(end.windows(2).all(|p| p[0] <= p[1]));
-            debug_assert!(end.last().is_none_or(|&e| e as usize == cols.len()));
-        }
-        debug_assert!(self.k_vals.len() == self.k_cols.len());
-        debug_assert!(self.e_vals.len() == self.e_cols.len());
-    }
+/// The bytes of a fused run's `K` in the plain layout (12 a term) above which its terms take
+/// the shared one (4 a term), where they fit it: the size of a core's L2 cache on the machine
+/// of the benchmarks (2 MiB). Smaller runs stay in the cache either way and keep the plain
+/// layout, whose passes take fewer operations a term: the shared layout's passes were 10–20 %
+/// slower on the 990-DOF frame (issue 20, session 25: 8 µs against 7 a pass).
+const SHARED_FROM_BYTES: usize = 2 << 20;
 
-    /// One row's `Σ K_rc w_c + Σ E_rc y_c` over its terms `k` of `K` and `e` of `E`, summed
-    /// from `0.0` in that order (the residual and the merged predictor–rate pass share it, so
-    /// both give the same bits).
+/// How the passes of a fused run read its terms, whatever their layout ([`PlainTerms`],
+/// [`SharedTerms`]): each pass is written once, generic over the layout, and the layout is
+/// chosen once a pass, not once a term.
+trait TermLayout {
+    /// The column of `w` and the value of `K`'s term `t`, of the row of DOF `i` (row `n + i`
+    /// of `R`).
     ///
     /// # Safety
-    /// `k` and `e` lie within the run's terms, every `k_cols` entry within `w` and every
-    /// `e_cols` entry within `y` (true by [`FusedRun::from_groups`] for `w` of `n` entries and
-    /// `y` of `2n`).
+    /// `t` is one of the run's terms of `K`, in the row of DOF `i`.
+    unsafe fn k_term(&self, i: usize, t: usize) -> (usize, f64);
+
+    /// The column of `Y` and the value of `E`'s term `t`, of row `r` of `R`.
+    ///
+    /// # Safety
+    /// `t` is one of the run's terms of `E`, in row `r`.
+    unsafe fn e_term(&self, r: usize, t: usize) -> (usize, f64);
+
+    /// One row's `Σ K_rc w_c + Σ E_rc y_c` over its terms `k` of `K` and `e` of `E`, in the
+    /// row of DOF `i` (row `n + i` of `R`), summed from `0.0` in that order.
+    ///
+    /// # Safety
+    /// `k` and `e` are the row's terms, every column of `K` lies within `w` and every column
+    /// of `E` within `y`.
     #[inline(always)]
     unsafe fn row_sum(
         &self,
+        (i, n): (usize, usize),
         k: std::ops::Range<usize>,
         e: std::ops::Range<usize>,
         w: &[f64],
@@ -538,14 +570,311 @@ impl FusedRun {
     ) -> f64 {
         let mut acc = 0.0;
         for t in k {
-            acc += self.k_vals.get_unchecked(t)
-                * w.get_unchecked(*self.k_cols.get_unchecked(t) as usize);
+            let (c, v) = self.k_term(i, t);
+            acc += v * w.get_unchecked(c);
         }
         for t in e {
-            acc += self.e_vals.get_unchecked(t)
-                * y.get_unchecked(*self.e_cols.get_unchecked(t) as usize);
+            let (c, v) = self.e_term(n + i, t);
+            acc += v * y.get_unchecked(c);
         }
         acc
+    }
+}
+
+/// The terms of a fused run's `K` and `E` (in the order of the run's rows and ends).
+#[derive(Debug, Clone)]
+enum FusedTerms {
+    /// 32-bit columns and 64-bit values: 12 bytes a term.
+    Plain(PlainTerms),
+    /// A 16-bit column offset and a 16-bit place in a table of the values: 4 bytes a term.
+    Shared(SharedTerms),
+}
+
+impl Default for FusedTerms {
+    fn default() -> Self {
+        FusedTerms::Plain(PlainTerms::default())
+    }
+}
+
+/// The terms of a fused run, each with its column and its value.
+#[derive(Debug, Clone, Default)]
+struct PlainTerms {
+    k_cols: Vec<u32>,
+    k_vals: Vec<f64>,
+    e_cols: Vec<u32>,
+    e_vals: Vec<f64>,
+}
+
+impl TermLayout for PlainTerms {
+    #[inline(always)]
+    unsafe fn k_term(&self, _i: usize, t: usize) -> (usize, f64) {
+        (
+            *self.k_cols.get_unchecked(t) as usize,
+            *self.k_vals.get_unchecked(t),
+        )
+    }
+
+    #[inline(always)]
+    unsafe fn e_term(&self, _r: usize, t: usize) -> (usize, f64) {
+        (
+            *self.e_cols.get_unchecked(t) as usize,
+            *self.e_vals.get_unchecked(t),
+        )
+    }
+}
+
+/// One term of [`SharedTerms`] in 4 bytes: its column as a 16-bit offset from its row's own
+/// column (the DOF `i` for a term of `K` in row `n + i`, whose columns are those of `w`; the
+/// row `r` itself for a term of `E`, whose columns are those of `Y`) in the low half, and its
+/// value as a 16-bit place in the run's table of distinct values in the high half. One 32-bit
+/// word, read by one load: the passes are bound by their loads, and the two halves read as
+/// two were a third slower than the plain layout (3 loads a term there, 4 here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SharedTerm(u32);
+
+impl SharedTerm {
+    /// The term of column `base + offset` and value `table[place]`.
+    fn new(offset: i16, place: u16) -> Self {
+        SharedTerm(u32::from(offset as u16) | (u32::from(place) << 16))
+    }
+
+    /// The term's column, from its row's own column `base`, and its value in `table`.
+    ///
+    /// # Safety
+    /// The term's place lies within `table`.
+    #[inline(always)]
+    unsafe fn read(self, base: usize, table: &[f64]) -> (usize, f64) {
+        let offset = self.0 as u16 as i16;
+        (
+            base.wrapping_add_signed(isize::from(offset)),
+            *table.get_unchecked((self.0 >> 16) as usize),
+        )
+    }
+
+    /// [`SharedTerm::read`], checked.
+    ///
+    /// # Panics
+    /// When the place is not within `table` or the column below zero.
+    fn at(self, base: usize, table: &[f64]) -> (usize, f64) {
+        let offset = self.0 as u16 as i16;
+        let column = base.checked_add_signed(isize::from(offset));
+        (column.expect("a column"), table[(self.0 >> 16) as usize])
+    }
+}
+
+/// The terms of a fused run banded within 2¹⁵ columns of their rows and of at most 2¹⁶
+/// distinct values: a structure of repeated members and masses has few (the 2D frame of
+/// `scripts/bench/frame_model.py` has a few dozen), so a term takes 4 bytes instead of 12
+/// (issue 20: `K`'s 32-bit columns and 64-bit values were 9 MB of the 99 990-DOF frame).
+#[derive(Debug, Clone, Default)]
+struct SharedTerms {
+    k: Vec<SharedTerm>,
+    e: Vec<SharedTerm>,
+    /// The distinct values, each as computed (the same bits).
+    table: Vec<f64>,
+}
+
+impl TermLayout for SharedTerms {
+    #[inline(always)]
+    unsafe fn k_term(&self, i: usize, t: usize) -> (usize, f64) {
+        self.k.get_unchecked(t).read(i, &self.table)
+    }
+
+    #[inline(always)]
+    unsafe fn e_term(&self, r: usize, t: usize) -> (usize, f64) {
+        self.e.get_unchecked(t).read(r, &self.table)
+    }
+
+    /// The provided sum with each row's own column of `w` and of `y` taken once a row: a
+    /// term's operand is then read at its offset from it, without an addition a term (the
+    /// pass is bound by its operations a term).
+    #[inline(always)]
+    unsafe fn row_sum(
+        &self,
+        (i, n): (usize, usize),
+        k: std::ops::Range<usize>,
+        e: std::ops::Range<usize>,
+        w: &[f64],
+        y: &[f64],
+    ) -> f64 {
+        let table = self.table.as_ptr();
+        let mut acc = 0.0;
+        let own = w.as_ptr().add(i);
+        for t in k {
+            let term = self.k.get_unchecked(t).0;
+            acc += *table.add((term >> 16) as usize) * *own.offset(isize::from(term as u16 as i16));
+        }
+        let own = y.as_ptr().add(n + i);
+        for t in e {
+            let term = self.e.get_unchecked(t).0;
+            acc += *table.add((term >> 16) as usize) * *own.offset(isize::from(term as u16 as i16));
+        }
+        acc
+    }
+}
+
+impl FusedTerms {
+    /// The number of terms of `K` and of `E`.
+    fn lens(&self) -> (usize, usize) {
+        match self {
+            FusedTerms::Plain(p) => (p.k_vals.len(), p.e_vals.len()),
+            FusedTerms::Shared(s) => (s.k.len(), s.e.len()),
+        }
+    }
+
+    /// The column and value of `K`'s term `t` of the row of DOF `i`, checked (for the
+    /// passes that are not the step's).
+    ///
+    /// # Panics
+    /// When `t` is not a term of `K`.
+    fn k_at(&self, i: usize, t: usize) -> (usize, f64) {
+        match self {
+            FusedTerms::Plain(p) => (p.k_cols[t] as usize, p.k_vals[t]),
+            FusedTerms::Shared(s) => s.k[t].at(i, &s.table),
+        }
+    }
+
+    /// The column and value of `E`'s term `t` of row `r`, checked.
+    ///
+    /// # Panics
+    /// When `t` is not a term of `E`.
+    fn e_at(&self, r: usize, t: usize) -> (usize, f64) {
+        match self {
+            FusedTerms::Plain(p) => (p.e_cols[t] as usize, p.e_vals[t]),
+            FusedTerms::Shared(s) => s.e[t].at(r, &s.table),
+        }
+    }
+
+    /// The bytes the terms hold on the heap (their capacity).
+    fn heap_bytes(&self) -> usize {
+        match self {
+            FusedTerms::Plain(p) => {
+                4 * (p.k_cols.capacity() + p.e_cols.capacity())
+                    + 8 * (p.k_vals.capacity() + p.e_vals.capacity())
+            }
+            FusedTerms::Shared(s) => 4 * (s.k.capacity() + s.e.capacity()) + 8 * s.table.capacity(),
+        }
+    }
+}
+
+/// The table of distinct values of [`SharedTerms`] while a run is built: each value's place,
+/// found by its bits (so the value read back is the one stored, bit for bit).
+#[derive(Debug, Default)]
+struct ValueTable {
+    places: HashMap<u64, u16>,
+    table: Vec<f64>,
+}
+
+impl ValueTable {
+    /// The place of `v` in the table, added when new; `None` when it is new and the table
+    /// already holds 2¹⁶ values.
+    fn place(&mut self, v: f64) -> Option<u16> {
+        if let Some(&p) = self.places.get(&v.to_bits()) {
+            return Some(p);
+        }
+        let p = u16::try_from(self.table.len()).ok()?;
+        self.places.insert(v.to_bits(), p);
+        self.table.push(v);
+        Some(p)
+    }
+
+    /// The term of column `c` in a row whose own column is `base`, of value `v`; `None` when
+    /// the column is not within 2¹⁵ of `base` or the table is full.
+    fn term(&mut self, base: usize, c: usize, v: f64) -> Option<SharedTerm> {
+        let offset = i16::try_from(c as i64 - base as i64).ok()?;
+        Some(SharedTerm::new(offset, self.place(v)?))
+    }
+}
+
+impl FusedRun {
+    /// Check (debug builds) what [`FusedRun::from_groups`] guarantees of the terms, which the
+    /// unchecked sums rely on: the targets in `n .. 2n` (`k_columns = n`), the columns of `K`
+    /// below `k_columns` and those of `E` below `e_columns`, the ends ascending to the numbers
+    /// of terms, the places within the table.
+    #[inline(always)]
+    fn debug_assert_terms(&self, k_columns: usize, e_columns: usize) {
+        if cfg!(debug_assertions) {
+            let (n_k, n_e) = self.terms.lens();
+            for (end, len) in [(&self.k_end, n_k), (&self.e_end, n_e)] {
+                assert!(end.len() == self.targets.len());
+                assert!(end.windows(2).all(|p| p[0] <= p[1]));
+                assert!(end.last().map_or(0, |&e| e as usize) == len);
+            }
+            if let FusedTerms::Plain(p) = &self.terms {
+                assert!(p.k_vals.len() == p.k_cols.len() && p.e_vals.len() == p.e_cols.len());
+            }
+            let (mut k0, mut e0) = (0, 0);
+            for ((&target, &k_end), &e_end) in self.targets.iter().zip(&self.k_end).zip(&self.e_end)
+            {
+                let r = target as usize;
+                assert!(r >= k_columns && r < 2 * k_columns);
+                // `k_at` and `e_at` check the places and the offsets' sums.
+                for t in k0..k_end as usize {
+                    assert!(self.terms.k_at(r - k_columns, t).0 < k_columns);
+                }
+                for t in e0..e_end as usize {
+                    assert!(self.terms.e_at(r, t).0 < e_columns);
+                }
+                (k0, e0) = (k_end as usize, e_end as usize);
+            }
+        }
+    }
+
+    /// The terms in the plain layout (the same values in the same order).
+    fn plain_terms(&self) -> PlainTerms {
+        let (n_k, n_e) = self.terms.lens();
+        let mut p = PlainTerms {
+            k_cols: Vec::with_capacity(n_k),
+            k_vals: Vec::with_capacity(n_k),
+            e_cols: Vec::with_capacity(n_e),
+            e_vals: Vec::with_capacity(n_e),
+        };
+        let (mut k0, mut e0) = (0, 0);
+        for ((&target, &k_end), &e_end) in self.targets.iter().zip(&self.k_end).zip(&self.e_end) {
+            let r = target as usize;
+            for t in k0..k_end as usize {
+                let (c, v) = self.terms.k_at(r - self.n, t);
+                p.k_cols.push(column_index(c));
+                p.k_vals.push(v);
+            }
+            for t in e0..e_end as usize {
+                let (c, v) = self.terms.e_at(r, t);
+                p.e_cols.push(column_index(c));
+                p.e_vals.push(v);
+            }
+            (k0, e0) = (k_end as usize, e_end as usize);
+        }
+        p
+    }
+
+    /// The terms in the shared layout, or `None` where a column is not within 2¹⁵ of its
+    /// row's or there are more than 2¹⁶ distinct values.
+    fn shared_terms(&self) -> Option<SharedTerms> {
+        let (n_k, n_e) = self.terms.lens();
+        let mut values = ValueTable::default();
+        let (mut k, mut e) = (Vec::with_capacity(n_k), Vec::with_capacity(n_e));
+        let (mut k0, mut e0) = (0, 0);
+        for ((&target, &k_end), &e_end) in self.targets.iter().zip(&self.k_end).zip(&self.e_end) {
+            let r = target as usize;
+            for t in k0..k_end as usize {
+                let (c, v) = self.terms.k_at(r - self.n, t);
+                k.push(values.term(r - self.n, c, v)?);
+            }
+            for t in e0..e_end as usize {
+                let (c, v) = self.terms.e_at(r, t);
+                e.push(values.term(r, c, v)?);
+            }
+            (k0, e0) = (k_end as usize, e_end as usize);
+        }
+        let mut table = values.table;
+        table.shrink_to_fit();
+        Some(SharedTerms { k, e, table })
+    }
+
+    /// The heap bytes of the run: its rows, ends and terms.
+    fn heap_bytes(&self) -> usize {
+        4 * (self.targets.capacity() + self.k_end.capacity() + self.e_end.capacity())
+            + self.terms.heap_bytes()
     }
 
     /// The fused form of the linear run made of the row groups `order` of `groups` (group
@@ -556,15 +885,20 @@ impl FusedRun {
     ///
     /// Read straight from the groups, row by row, without the run's merged copy: each row's
     /// terms are gathered into `scratch`, stably sorted by column and merged (sums in the
-    /// run's order) into `merged`, once to find β and count the terms, once more to write them
-    /// into arrays of their final size (issue 20: the rows of merged terms of the whole run,
-    /// beside the run itself, were the start-up's largest transient).
+    /// run's order) into `merged`, once to find β, count the terms and place `K`'s values in
+    /// the table of the shared layout, once more to write them into arrays of their final
+    /// size (issue 20: the rows of merged terms of the whole run, beside the run itself, were
+    /// the start-up's largest transient). `K` is written in the shared layout when it is larger
+    /// than [`SHARED_FROM_BYTES`] plain and every term fits it; `E` (at most a term a row) is formed plain and then moved into the shared
+    /// layout when it fits too, otherwise `K` goes back to the plain one.
     fn from_groups(groups: &SlotGroups, order: &[u32], run_terms: usize, n: usize) -> Option<Self> {
         let mut scratch: Vec<(usize, f64)> = Vec::new();
         let mut merged: Vec<(usize, f64)> = Vec::new();
         // β: the median ratio c_ij / k_ij over the off-diagonal places holding both.
         let mut ratios = Vec::new();
         let (mut n_targets, mut n_k) = (0, 0);
+        // The table of `K`'s values, while every term fits the shared layout.
+        let mut values = Some(ValueTable::default());
         for row in groups.rows(order) {
             let target = groups.merged_row(row, &mut scratch, &mut merged);
             if merged.iter().any(|&(c, _)| c >= 2 * n) || target < n || target >= 2 * n {
@@ -574,6 +908,9 @@ impl FusedRun {
             let i = target - n;
             for &(c, k) in merged.iter().filter(|t| t.0 < n && t.1 != 0.0) {
                 n_k += 1;
+                if values.as_mut().is_some_and(|t| t.term(i, c, k).is_none()) {
+                    values = None;
+                }
                 if c == i {
                     continue;
                 }
@@ -593,59 +930,146 @@ impl FusedRun {
         let middle = ratios.len() / 2;
         let beta = *ratios.select_nth_unstable_by(middle, f64::total_cmp).1;
         drop(ratios);
+        if 12 * n_k <= SHARED_FROM_BYTES {
+            values = None;
+        }
+        // `K`'s terms in their layout; `E` plain (moved below).
+        let (mut shared_k, mut plain_k) = match values {
+            Some(_) => (Vec::with_capacity(n_k), PlainTerms::default()),
+            None => (
+                Vec::new(),
+                PlainTerms {
+                    k_cols: Vec::with_capacity(n_k),
+                    k_vals: Vec::with_capacity(n_k),
+                    ..PlainTerms::default()
+                },
+            ),
+        };
+        let (mut e_cols, mut e_vals) =
+            (Vec::with_capacity(n_targets), Vec::with_capacity(n_targets));
         // `E` may have at most one term a row: more, and the run is not fused.
         let mut f = FusedRun {
             beta,
+            n,
             targets: Vec::with_capacity(n_targets),
             k_end: Vec::with_capacity(n_targets),
-            k_cols: Vec::with_capacity(n_k),
-            k_vals: Vec::with_capacity(n_k),
             e_end: Vec::with_capacity(n_targets),
-            e_cols: Vec::with_capacity(n_targets),
-            e_vals: Vec::with_capacity(n_targets),
+            terms: FusedTerms::default(),
         };
+        let mut k_len = 0;
         for row in groups.rows(order) {
             let target = groups.merged_row(row, &mut scratch, &mut merged);
             let terms = &merged;
+            let i = target - n;
             let k_at = |j: usize| {
                 terms
                     .binary_search_by_key(&j, |t| t.0)
                     .map_or(0.0, |p| terms[p].1)
             };
             for &(c, v) in terms.iter().filter(|t| t.0 < n && t.1 != 0.0) {
-                f.k_cols.push(column_index(c));
-                f.k_vals.push(v);
+                match values.as_mut() {
+                    // Every term was placed by the first pass.
+                    Some(table) => shared_k.push(table.term(i, c, v).expect("placed")),
+                    None => {
+                        plain_k.k_cols.push(column_index(c));
+                        plain_k.k_vals.push(v);
+                    }
+                }
+                k_len += 1;
             }
             for &(c, v) in terms.iter().filter(|t| t.0 >= n) {
                 let e = v - beta * k_at(c - n);
                 if e.abs() > 4.0 * f64::EPSILON * v.abs() {
-                    if f.e_vals.len() == n_targets {
+                    if e_vals.len() == n_targets {
                         return None;
                     }
-                    f.e_cols.push(column_index(c));
-                    f.e_vals.push(e);
+                    e_cols.push(column_index(c));
+                    e_vals.push(e);
                 }
             }
             // K terms without a damping partner: E holds −β k there.
             for &(c, k) in terms.iter().filter(|t| t.0 < n && t.1 != 0.0) {
                 if terms.binary_search_by_key(&(n + c), |t| t.0).is_err() {
-                    if f.e_vals.len() == n_targets {
+                    if e_vals.len() == n_targets {
                         return None;
                     }
-                    f.e_cols.push(column_index(n + c));
-                    f.e_vals.push(-(beta * k));
+                    e_cols.push(column_index(n + c));
+                    e_vals.push(-(beta * k));
                 }
             }
             f.targets.push(column_index(target));
-            f.k_end.push(column_index(f.k_cols.len()));
-            f.e_end.push(column_index(f.e_cols.len()));
+            f.k_end.push(column_index(k_len));
+            f.e_end.push(column_index(e_vals.len()));
         }
         // Fused only where the damping really is `β K` up to (at most) a diagonal, and the
         // fused sweep is the shorter one.
-        let fused_terms = f.k_vals.len() + f.e_vals.len() + n;
-        f.e_cols.shrink_to_fit();
-        f.e_vals.shrink_to_fit();
-        (f.e_vals.len() <= f.targets.len() && fused_terms < run_terms).then_some(f)
+        let fused_terms = k_len + e_vals.len() + n;
+        if !(e_vals.len() <= f.targets.len() && fused_terms < run_terms) {
+            return None;
+        }
+        f.terms = match values {
+            Some(mut table) => {
+                // `E` in the shared layout too, or both plain.
+                let mut shared_e = Vec::with_capacity(e_vals.len());
+                let mut e0 = 0;
+                for (&target, &e_end) in f.targets.iter().zip(&f.e_end) {
+                    let r = target as usize;
+                    for t in e0..e_end as usize {
+                        match table.term(r, e_cols[t] as usize, e_vals[t]) {
+                            Some(term) => shared_e.push(term),
+                            None => break,
+                        }
+                    }
+                    e0 = e_end as usize;
+                }
+                if shared_e.len() == e_vals.len() {
+                    let mut values = table.table;
+                    values.shrink_to_fit();
+                    FusedTerms::Shared(SharedTerms {
+                        k: shared_k,
+                        e: shared_e,
+                        table: values,
+                    })
+                } else {
+                    let shared = FusedTerms::Shared(SharedTerms {
+                        k: shared_k,
+                        e: Vec::new(),
+                        table: table.table,
+                    });
+                    let mut plain_k = PlainTerms {
+                        k_cols: Vec::with_capacity(k_len),
+                        k_vals: Vec::with_capacity(k_len),
+                        ..PlainTerms::default()
+                    };
+                    let mut k0 = 0;
+                    for (&target, &k_end) in f.targets.iter().zip(&f.k_end) {
+                        for t in k0..k_end as usize {
+                            let (c, v) = shared.k_at(target as usize - n, t);
+                            plain_k.k_cols.push(column_index(c));
+                            plain_k.k_vals.push(v);
+                        }
+                        k0 = k_end as usize;
+                    }
+                    e_cols.shrink_to_fit();
+                    e_vals.shrink_to_fit();
+                    FusedTerms::Plain(PlainTerms {
+                        e_cols,
+                        e_vals,
+                        ..plain_k
+                    })
+                }
+            }
+            None => {
+                e_cols.shrink_to_fit();
+                e_vals.shrink_to_fit();
+                FusedTerms::Plain(PlainTerms {
+                    e_cols,
+                    e_vals,
+                    ..plain_k
+                })
+            }
+        };
+        Some(f)
     }
 }
 
@@ -1737,24 +2161,40 @@ impl StateSpace {
         out: &mut [f64],
         ws: &mut ElementWorkspace,
     ) {
+        match &run.terms {
+            FusedTerms::Plain(terms) => Self::fused_rows(run, terms, b, n, y, out, ws),
+            FusedTerms::Shared(terms) => Self::fused_rows(run, terms, b, n, y, out, ws),
+        }
+    }
+
+    /// [`StateSpace::fused_pass`] with the run's terms read through `terms` (its layout).
+    #[inline(always)]
+    fn fused_rows<L: TermLayout>(
+        run: &FusedRun,
+        terms: &L,
+        b: f64,
+        n: usize,
+        y: &[f64],
+        out: &mut [f64],
+        ws: &mut ElementWorkspace,
+    ) {
         let (u, v) = (&y[..n], &y[n..2 * n]);
         let (mut k0, mut e0) = (0, 0);
+        assert!(y.len() >= 2 * n && out.len() >= 2 * n && run.n == n);
+        // By construction (`FusedRun::from_groups`): the columns of `K` below `n`, those of
+        // `E` below `2n`, `n ≤ targets < 2n`, and the ends ascend to the numbers of terms.
+        run.debug_assert_terms(n, 2 * n);
         if ws.weighted.len() == n {
             for ((w, a), vb) in ws.weighted.iter_mut().zip(u).zip(v) {
                 *w = a + b * vb;
             }
             let w = &ws.weighted;
-            assert!(y.len() >= 2 * n && out.len() >= 2 * n);
-            // By construction (`FusedRun::from_groups`): `k_cols < n`, `e_cols < 2n`,
-            // `n ≤ targets < 2n`, and the ends ascend to the lengths of the columns.
-            debug_assert!(run.targets.iter().all(|&t| (t as usize) < 2 * n));
-            run.debug_assert_terms(n, 2 * n);
             for ((&target, &k_end), &e_end) in run.targets.iter().zip(&run.k_end).zip(&run.e_end) {
                 let (target, k_end, e_end) = (target as usize, k_end as usize, e_end as usize);
                 // SAFETY: every index is in bounds by the construction above (`w` has `n`
                 // entries, `y` and `out` at least `2n`).
                 unsafe {
-                    let acc = run.row_sum(k0..k_end, e0..e_end, w, y);
+                    let acc = terms.row_sum((target - n, n), k0..k_end, e0..e_end, w, y);
                     *out.get_unchecked_mut(target) += acc;
                 }
                 (k0, e0) = (k_end, e_end);
@@ -1764,17 +2204,63 @@ impl StateSpace {
             for ((&target, &k_end), &e_end) in run.targets.iter().zip(&run.k_end).zip(&run.e_end) {
                 let (target, k_end, e_end) = (target as usize, k_end as usize, e_end as usize);
                 let mut acc = 0.0;
-                for (c, k) in run.k_cols[k0..k_end].iter().zip(&run.k_vals[k0..k_end]) {
-                    let c = *c as usize;
-                    acc += k * (u[c] + b * v[c]);
-                }
-                for (c, e) in run.e_cols[e0..e_end].iter().zip(&run.e_vals[e0..e_end]) {
-                    acc += e * y[*c as usize];
+                // SAFETY: the terms of the row, whose columns lie within `u`, `v` (`K`) and
+                // `y` (`E`), by the construction above.
+                unsafe {
+                    for t in k0..k_end {
+                        let (c, k) = terms.k_term(target - n, t);
+                        acc += k * (u.get_unchecked(c) + b * v.get_unchecked(c));
+                    }
+                    for t in e0..e_end {
+                        let (c, e) = terms.e_term(target, t);
+                        acc += e * y.get_unchecked(c);
+                    }
                 }
                 out[target] += acc;
                 (k0, e0) = (k_end, e_end);
             }
         }
+    }
+
+    /// The heap bytes of the residual's fused runs (their rows, ends, terms and tables), their
+    /// terms of `K` and `E`, and whether every one keeps the shared layout (4 bytes a term):
+    /// what the tests of issue 20 bound.
+    #[doc(hidden)]
+    pub fn fused_storage(&self) -> (usize, usize, bool) {
+        let fused = self.residual_plan.iter().filter_map(|p| match p {
+            ResidualPass::Fused(run) => Some(run),
+            _ => None,
+        });
+        fused.fold((0, 0, true), |(bytes, terms, shared), run| {
+            let (n_k, n_e) = run.terms.lens();
+            (
+                bytes + run.heap_bytes(),
+                terms + n_k + n_e,
+                shared && matches!(run.terms, FusedTerms::Shared(_)),
+            )
+        })
+    }
+
+    /// Keep the terms of the residual's fused runs in the shared layout (`shared`, where they
+    /// fit it) or in the plain one: the same values in the same order, so the residual keeps
+    /// its bits (what the tests of the two layouts compare). Returns whether every fused run
+    /// now has the layout asked for.
+    #[doc(hidden)]
+    pub fn set_fused_layout(&mut self, shared: bool) -> bool {
+        let mut all = true;
+        for pass in &mut self.residual_plan {
+            if let ResidualPass::Fused(run) = pass {
+                if shared {
+                    match run.shared_terms() {
+                        Some(terms) => run.terms = FusedTerms::Shared(terms),
+                        None => all = false,
+                    }
+                } else {
+                    run.terms = FusedTerms::Plain(run.plain_terms());
+                }
+            }
+        }
+        all
     }
 
     /// The version of the residual's passes: it changes whenever they are rebuilt (an element
@@ -1826,22 +2312,22 @@ impl StateSpace {
         let mut next = run.targets.iter().zip(&run.k_end).peekable();
         for r in 0..n {
             let (cols, vals) = row(r);
-            let (k_cols, k_vals) = match next.peek() {
+            let k = match next.peek() {
                 Some(&(&t, &k_end)) if t as usize == n + r => {
                     next.next();
-                    let k_end = k_end as usize;
-                    let k = (&run.k_cols[k0..k_end], &run.k_vals[k0..k_end]);
-                    k0 = k_end;
+                    let k = k0..k_end as usize;
+                    k0 = k_end as usize;
                     k
                 }
-                _ => (&[][..], &[][..]),
+                _ => 0..0,
             };
-            if cols.len() != k_cols.len() || cols.iter().zip(k_cols).any(|(a, b)| a != b) {
+            if cols.len() != k.len() {
                 return false;
             }
             let scale = vals.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            for (bv, k) in vals.iter().zip(k_vals) {
-                if (bv - c * k).abs() > 64.0 * f64::EPSILON * scale {
+            for ((&bc, bv), t) in cols.iter().zip(vals).zip(k) {
+                let (kc, kv) = run.terms.k_at(r, t);
+                if bc as usize != kc || (bv - c * kv).abs() > 64.0 * f64::EPSILON * scale {
                     return false;
                 }
             }
@@ -3133,8 +3619,10 @@ mod tests {
         let beta = ratios[ratios.len() / 2];
         let mut f = FusedRun {
             beta,
+            n,
             ..Default::default()
         };
+        let mut p = PlainTerms::default();
         for (target, terms) in &rows {
             let k_at = |j: usize| {
                 terms
@@ -3142,44 +3630,49 @@ mod tests {
                     .map_or(0.0, |p| terms[p].1)
             };
             for &(c, v) in terms.iter().filter(|t| t.0 < n && t.1 != 0.0) {
-                f.k_cols.push(column_index(c));
-                f.k_vals.push(v);
+                p.k_cols.push(column_index(c));
+                p.k_vals.push(v);
             }
             for &(c, v) in terms.iter().filter(|t| t.0 >= n) {
                 let e = v - beta * k_at(c - n);
                 if e.abs() > 4.0 * f64::EPSILON * v.abs() {
-                    f.e_cols.push(column_index(c));
-                    f.e_vals.push(e);
+                    p.e_cols.push(column_index(c));
+                    p.e_vals.push(e);
                 }
             }
             // K terms without a damping partner: E holds −β k there.
             for &(c, k) in terms.iter().filter(|t| t.0 < n && t.1 != 0.0) {
                 if terms.binary_search_by_key(&(n + c), |t| t.0).is_err() {
-                    f.e_cols.push(column_index(n + c));
-                    f.e_vals.push(-(beta * k));
+                    p.e_cols.push(column_index(n + c));
+                    p.e_vals.push(-(beta * k));
                 }
             }
             f.targets.push(column_index(*target));
-            f.k_end.push(column_index(f.k_cols.len()));
-            f.e_end.push(column_index(f.e_cols.len()));
+            f.k_end.push(column_index(p.k_cols.len()));
+            f.e_end.push(column_index(p.e_cols.len()));
         }
         // Fused only where the damping really is `β K` up to (at most) a diagonal, and the
         // fused sweep is the shorter one.
-        let fused_terms = f.k_vals.len() + f.e_vals.len() + n;
-        (f.e_vals.len() <= f.targets.len() && fused_terms < run.vals.len()).then_some(f)
+        let fused_terms = p.k_vals.len() + p.e_vals.len() + n;
+        let fused = p.e_vals.len() <= f.targets.len() && fused_terms < run.vals.len();
+        f.terms = FusedTerms::Plain(p);
+        fused.then_some(f)
     }
 
-    /// Whether two fused runs are the same to the last bit.
+    /// Whether two fused runs are the same to the last bit (their terms compared in the
+    /// plain layout, whatever each one's).
     fn same_fused(a: &FusedRun, b: &FusedRun) -> bool {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let (pa, pb) = (a.plain_terms(), b.plain_terms());
         a.beta.to_bits() == b.beta.to_bits()
+            && a.n == b.n
             && a.targets == b.targets
             && a.k_end == b.k_end
-            && a.k_cols == b.k_cols
-            && bits(&a.k_vals) == bits(&b.k_vals)
+            && pa.k_cols == pb.k_cols
+            && bits(&pa.k_vals) == bits(&pb.k_vals)
             && a.e_end == b.e_end
-            && a.e_cols == b.e_cols
-            && bits(&a.e_vals) == bits(&b.e_vals)
+            && pa.e_cols == pb.e_cols
+            && bits(&pa.e_vals) == bits(&pb.e_vals)
     }
 
     /// Each run's fused form read straight from the slot groups ([`FusedRun::from_groups`])
