@@ -310,7 +310,7 @@ fn build_mass(
             return None;
         }
     }
-    Some(Arc::new(Mass::new(dofs, values)))
+    Some(Mass::element(dofs, values))
 }
 
 #[derive(Deserialize)]

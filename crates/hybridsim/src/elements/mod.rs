@@ -40,7 +40,7 @@ pub use driver::{DriverError, ElementDriver};
 pub use elastomeric_bearing::ElastomericBearing;
 pub use lead_rubber::{LeadLaw, LeadRubberBearing};
 pub use linear::LinearSuperelement;
-pub use mass::Mass;
+pub use mass::{Mass, SingleDofMass};
 pub use mostaghel::Mostaghel;
 pub use mr_damper::MrDamper;
 pub use rayleigh::{RayleighDamping, SparseRows};
