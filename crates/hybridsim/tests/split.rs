@@ -195,3 +195,111 @@ fn threads_is_checked_and_falls_back_to_one_core() {
     assert!(sim.integrator.solve_parts().is_none());
     assert!(sim.summary().contains("threads = 2: not used"));
 }
+
+/// The bits of a whole algorithmic state.
+fn state_bits(s: &hybridsim::integrators::AlphaState) -> Vec<u64> {
+    [&s.y, &s.ydot, &s.v]
+        .iter()
+        .flat_map(|v| v.iter().map(|x| x.to_bits()))
+        .collect()
+}
+
+/// MG-α steps a linear frame in place, in its one state (issue 20: `3 · 2N` values fewer),
+/// with the bits of the step into a second state, on one core and on two (the predictor in
+/// halves, one on the worker), before and after a parameter change (whose step no longer
+/// folds the coupling product: the in-place step of the unfolded path).
+#[test]
+fn the_in_place_step_gives_the_bits_of_the_step_into_a_second_state() {
+    for threads in [1, 2] {
+        // The frame with a spring across its first floor's first bay (nodes 12 and 13).
+        let mut text = frame(30, 10).replace(
+            "duration = 0.01\n",
+            &format!("duration = 0.3\nthreads = {threads}\n"),
+        );
+        text += "[[element]]\ntype = \"spring\"\nname = \"extra\"\nnodes = [12, 13]\n\
+                 dof = \"x\"\nk = 1.0e5\n";
+        text += "[[ground_motion]]\ndirection = \"x\"\n\
+                 synthetic = { seed = 11, duration = 5.0, pga = 3.0 }\n";
+        let m = model(&text);
+        let settings = StepSettings::from_analysis(&m.analysis);
+        let part = || {
+            build_partitions(&m, Grouping::Monolithic)
+                .unwrap()
+                .remove(0)
+        };
+        let mut in_place = MgAlpha::new(part(), &settings).unwrap();
+        let mut two_states = MgAlpha::new(part(), &settings).unwrap();
+        assert!(in_place.steps_in_place());
+        let size = in_place.alpha_state().y.len();
+        // `Y`, `Ẏ`, `V` and `F`, and the record of corrections (20 places).
+        assert_eq!(in_place.memory_bytes(), 8 * 4 * size + 8 * 20);
+        two_states.keep_second_state();
+        assert!(!two_states.steps_in_place());
+        assert_eq!(two_states.memory_bytes(), 8 * 7 * size + 8 * 20);
+        assert_eq!(
+            in_place.stepper().factorization().parts().is_some(),
+            threads == 2
+        );
+        let mut moved = false;
+        for k in 0..300 {
+            if k == 150 {
+                // The spring stiffer: the residual's plan changes, the step no longer folds.
+                for mg in [&mut in_place, &mut two_states] {
+                    let slot = mg.partitions()[0]
+                        .state
+                        .slots
+                        .iter()
+                        .position(|s| s.name() == "extra")
+                        .unwrap();
+                    mg.set_element_parameter(0, slot, "k", 3.0e5).unwrap();
+                }
+            }
+            in_place.step().unwrap();
+            two_states.step().unwrap();
+            assert!(
+                state_bits(in_place.alpha_state()) == state_bits(two_states.alpha_state()),
+                "threads = {threads}, step {k}"
+            );
+            moved |= in_place.alpha_state().y.iter().any(|&x| x != 0.0);
+        }
+        assert!(moved);
+    }
+}
+
+/// A failed step of a linear frame stepped in place (a non-finite value) is an error that
+/// leaves the state part-written, as `MgAlpha` documents; stepped into a second state, the
+/// state stays the last completed step's (the guarantee the models that can fail and go on
+/// keep).
+#[test]
+fn a_failed_in_place_step_is_an_error_and_a_second_state_keeps_the_last_step() {
+    let m = shaken_frame(30, 100, 1);
+    let settings = StepSettings::from_analysis(&m.analysis);
+    let part = || {
+        build_partitions(&m, Grouping::Monolithic)
+            .unwrap()
+            .remove(0)
+    };
+    let mut in_place = MgAlpha::new(part(), &settings).unwrap();
+    let mut two_states = MgAlpha::new(part(), &settings).unwrap();
+    two_states.keep_second_state();
+    for mg in [&mut in_place, &mut two_states] {
+        for _ in 0..10 {
+            mg.step().unwrap();
+        }
+        let mut flat = vec![0.0; mg.state_len()];
+        mg.export_state(&mut flat);
+        let n = flat.len() / 3;
+        // A non-finite rate of the first DOF: the next end state is not finite.
+        flat[n] = f64::NAN;
+        mg.import_state(&flat);
+    }
+    let kept = state_bits(two_states.alpha_state());
+    let e = two_states.step().unwrap_err().to_string();
+    assert!(e.contains("non-finite"), "{e}");
+    assert_eq!(state_bits(two_states.alpha_state()), kept);
+    assert_eq!(two_states.steps_taken(), 10);
+    let e = in_place.step().unwrap_err().to_string();
+    assert!(e.contains("non-finite"), "{e}");
+    assert_eq!(in_place.steps_taken(), 10);
+    assert!(in_place.alpha_state().y.iter().any(|x| !x.is_finite()));
+}

@@ -19,7 +19,8 @@ pub use element_partitions::{build_element_partitions, ElementPartitions};
 pub use interface::{ConstraintLevel, Coupling, Interface, InterfaceDof};
 pub use served::{ServeError, ServedSubstructure};
 pub use state_space::{
-    ElementSlot, ElementWorkspace, FoldedPredictor, FoldedRows, FoldedStep, Partition, StateSpace,
+    ElementSlot, ElementWorkspace, FoldedInPlace, FoldedPredictor, FoldedRows, FoldedStep,
+    Partition, StateSpace,
 };
 pub use steklov_poincare::SteklovPoincare;
 

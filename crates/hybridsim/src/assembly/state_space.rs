@@ -358,6 +358,101 @@ impl<'a> FoldedPredictor<'a> {
     }
 }
 
+/// The rows of one DOF of a state stepped in place by [`FoldedRows::predictor_in_place`], for
+/// a range of DOFs `lo .. lo + len`: the rows `lo + i` (`.0`) and `n + lo + i` (`.1`) of `Y`
+/// and `V` (the step's start, overwritten with `Ỹ` and `Ṽ`), the displacement rows `lo + i`
+/// of `Ẏ` (the start, overwritten with `u̇ = ṽ`) and its momentum rows `n + lo + i` (the
+/// start, read only), and the entries `lo + i` of the fused pass's `w`, each of `len` values.
+#[derive(Debug)]
+pub struct FoldedInPlace<'a> {
+    /// Rows of `Y`, overwritten with `Ỹ`: displacements and velocities.
+    pub y: (&'a mut [f64], &'a mut [f64]),
+    /// Rows of `V`, overwritten with `Ṽ`: displacements and velocities.
+    pub v: (&'a mut [f64], &'a mut [f64]),
+    /// Rows of `Ẏ`: the displacement rows (overwritten with `u̇ = ṽ`) and the momentum rows
+    /// (read).
+    pub ydot: (&'a mut [f64], &'a [f64]),
+    /// `w = ũ + (β + c) ṽ` of the fused pass.
+    pub weighted: &'a mut [f64],
+}
+
+impl<'a> FoldedInPlace<'a> {
+    /// The DOFs `0 .. split` and `split .. n` of a whole state (`Y`, `Ẏ`, `V` of `2n` rows
+    /// each) and of `w` (`n` entries), for [`FoldedRows::predictor_in_place`]: two disjoint
+    /// borrows, one for each thread.
+    ///
+    /// # Panics
+    /// When `split > n` or a slice is shorter than its rows.
+    pub fn halves(
+        y: &'a mut [f64],
+        v: &'a mut [f64],
+        ydot: &'a mut [f64],
+        weighted: &'a mut [f64],
+        split: usize,
+    ) -> (Self, Self) {
+        let n = weighted.len();
+        let (yu, yv) = y[..2 * n].split_at_mut(n);
+        let (vu, vv) = v[..2 * n].split_at_mut(n);
+        let (du, dv) = ydot[..2 * n].split_at_mut(n);
+        let ((yu0, yu1), (yv0, yv1)) = (yu.split_at_mut(split), yv.split_at_mut(split));
+        let ((vu0, vu1), (vv0, vv1)) = (vu.split_at_mut(split), vv.split_at_mut(split));
+        let (du0, du1) = du.split_at_mut(split);
+        let dv: &'a [f64] = dv;
+        let (dv0, dv1) = dv.split_at(split);
+        let (w0, w1) = weighted.split_at_mut(split);
+        (
+            Self {
+                y: (yu0, yv0),
+                v: (vu0, vv0),
+                ydot: (du0, dv0),
+                weighted: w0,
+            },
+            Self {
+                y: (yu1, yv1),
+                v: (vu1, vv1),
+                ydot: (du1, dv1),
+                weighted: w1,
+            },
+        )
+    }
+}
+
+/// The outputs of pass 1 of the folded step for one DOF ([`predict_dof`]).
+struct PredictedDof {
+    /// `(ũ, ṽ)`: the DOF's rows of `Ỹ`.
+    y_tilde: (f64, f64),
+    /// Its rows of `Ṽ`.
+    v_tilde: (f64, f64),
+    /// `w = ũ + (β + c) ṽ`.
+    weighted: f64,
+    /// `u̇ = F_u − (−ṽ)`.
+    ydot: f64,
+}
+
+/// Pass 1 of the folded step for one DOF, from its rows `(displacement, velocity)` of `Y`,
+/// `Ẏ` and `V` at the step's start and `F` of its displacement row, with `b = β + c`
+/// (Abbiati et al. 2019, eq 11): the operations of [`FoldedRows::predictor`] and
+/// [`FoldedRows::predictor_in_place`], written once so that both give the same bits.
+#[inline(always)]
+fn predict_dof(
+    step: FoldedStep,
+    b: f64,
+    y: (f64, f64),
+    ydot: (f64, f64),
+    v: (f64, f64),
+    load: f64,
+) -> PredictedDof {
+    let FoldedStep { ky, kv, wy, wv, .. } = step;
+    let u = (y.0 + ky * ydot.0) + kv * v.0;
+    let velocity = (y.1 + ky * ydot.1) + kv * v.1;
+    PredictedDof {
+        y_tilde: (u, velocity),
+        v_tilde: (ydot.0 * wy + wv * v.0, ydot.1 * wy + wv * v.1),
+        weighted: u + b * velocity,
+        ydot: load - -velocity,
+    }
+}
+
 /// The passes over the rows of [`StateSpace::folded_predictor_rate`] by ranges of DOFs
 /// ([`StateSpace::folded_rows`]): each value is computed by the same operations whatever
 /// the ranges, so the parts give the bits of the whole pass. Shares only the partition's
@@ -391,8 +486,7 @@ impl FoldedRows<'_> {
         out: FoldedPredictor<'_>,
     ) {
         let n = self.n;
-        let FoldedStep { ky, kv, wy, wv, c } = step;
-        let b = self.run.beta + c;
+        let b = self.run.beta + step.c;
         let FoldedPredictor {
             y_tilde: (ytu, ytv),
             v_tilde: (vtu, vtv),
@@ -415,14 +509,73 @@ impl FoldedRows<'_> {
         let (vu, vv) = (&from.2[lo..lo + len], &from.2[n + lo..n + lo + len]);
         let fu = &load[lo..lo + len];
         for i in 0..len {
-            let u = (yu[i] + ky * du[i]) + kv * vu[i];
-            let v = (yv[i] + ky * dv[i]) + kv * vv[i];
-            ytu[i] = u;
-            ytv[i] = v;
-            vtu[i] = du[i] * wy + wv * vu[i];
-            vtv[i] = dv[i] * wy + wv * vv[i];
-            w[i] = u + b * v;
-            ydu[i] = fu[i] - -v;
+            let dof = predict_dof(
+                step,
+                b,
+                (yu[i], yv[i]),
+                (du[i], dv[i]),
+                (vu[i], vv[i]),
+                fu[i],
+            );
+            ytu[i] = dof.y_tilde.0;
+            ytv[i] = dof.y_tilde.1;
+            vtu[i] = dof.v_tilde.0;
+            vtv[i] = dof.v_tilde.1;
+            w[i] = dof.weighted;
+            ydu[i] = dof.ydot;
+        }
+    }
+
+    /// [`FoldedRows::predictor`] of a state stepped in place ([`FoldedInPlace`]): the same
+    /// values by the same operations, each DOF's six start values read before any of its
+    /// outputs is written (its rows are the only ones it reads or writes), so that `Ỹ` and
+    /// `Ṽ` overwrite `Y` and `V`, and `u̇ = ṽ` the displacement rows of `Ẏ`, exactly. The
+    /// momentum rows of `Ẏ` are only read (pass 2, [`FoldedRows::gather`], overwrites them
+    /// once every DOF's pass 1 is done). `load` is `F` of `2n` rows. Allocation-free.
+    ///
+    /// # Panics
+    /// When a slice's length does not fit.
+    pub fn predictor_in_place(
+        &self,
+        step: FoldedStep,
+        lo: usize,
+        load: &[f64],
+        state: FoldedInPlace<'_>,
+    ) {
+        let n = self.n;
+        let b = self.run.beta + step.c;
+        let FoldedInPlace {
+            y: (yu, yv),
+            v: (vu, vv),
+            ydot: (du, dv),
+            weighted: w,
+        } = state;
+        let len = yu.len();
+        assert!(
+            lo + len <= n
+                && [yv.len(), vu.len(), vv.len(), du.len(), dv.len(), w.len()]
+                    .iter()
+                    .all(|&l| l == len)
+                && load.len() == 2 * n,
+            "FoldedRows::predictor_in_place: dimension mismatch"
+        );
+        let fu = &load[lo..lo + len];
+        for i in 0..len {
+            // Every read of the DOF first, then its writes.
+            let dof = predict_dof(
+                step,
+                b,
+                (yu[i], yv[i]),
+                (du[i], dv[i]),
+                (vu[i], vv[i]),
+                fu[i],
+            );
+            yu[i] = dof.y_tilde.0;
+            yv[i] = dof.y_tilde.1;
+            vu[i] = dof.v_tilde.0;
+            vv[i] = dof.v_tilde.1;
+            w[i] = dof.weighted;
+            du[i] = dof.ydot;
         }
     }
 
@@ -2418,6 +2571,43 @@ impl StateSpace {
         }
         // Pass 2: the momentum rows, `K w + E Ỹ` gathered as by the fused pass.
         rows.gather(0, &ws.weighted[..n], y_tilde, load, &mut ydot[n..m]);
+        true
+    }
+
+    /// [`StateSpace::folded_predictor_rate`] of a state stepped in place (issue 20: one state
+    /// fewer a partition): `Y`, `Ẏ` and `V` of the step's start are overwritten with `Ỹ`, the
+    /// right-hand side of the rate equation and `Ṽ`, with the same values by the same
+    /// operations (pass 1 by [`FoldedRows::predictor_in_place`], which reads each DOF's rows
+    /// before writing them; pass 2 once pass 1 is done, reading only `w`, `Ỹ` and `F`).
+    /// Returns `false`, writing nothing, where `folded_predictor_rate` would.
+    /// Allocation-free.
+    pub fn folded_predictor_rate_in_place(
+        &self,
+        step: FoldedStep,
+        state: (&mut [f64], &mut [f64], &mut [f64]),
+        load: &[f64],
+        ws: &mut ElementWorkspace,
+    ) -> bool {
+        let n = self.dofs.len();
+        let m = 2 * n;
+        let (y, ydot, v) = state;
+        let Some(rows) = self.folded_rows() else {
+            return false;
+        };
+        if ws.weighted.len() != n
+            || [y.len(), ydot.len(), v.len(), load.len()]
+                .iter()
+                .any(|&l| l != m)
+        {
+            return false;
+        }
+        // Pass 1: the predictor by DOF, with `w` and the rows `u̇ = v`, in place.
+        {
+            let (first, _) = FoldedInPlace::halves(y, v, ydot, &mut ws.weighted[..n], n);
+            rows.predictor_in_place(step, 0, load, first);
+        }
+        // Pass 2: the momentum rows, `K w + E Ỹ` gathered as by the fused pass.
+        rows.gather(0, &ws.weighted[..n], y, load, &mut ydot[n..m]);
         true
     }
 

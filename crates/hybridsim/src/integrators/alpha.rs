@@ -1,6 +1,8 @@
 //! The generalized-α step shared by the monolithic and partitioned schemes.
 
-use crate::assembly::{Coupling, FoldedPredictor, FoldedStep, Partition, StateSpace};
+use crate::assembly::{
+    Coupling, FoldedInPlace, FoldedPredictor, FoldedStep, Partition, StateSpace,
+};
 use crate::linalg::{BandLu, StateMatrixFactors, MAX_SEPARATOR};
 use crate::physical::PortError;
 use nalgebra::{DMatrix, DVector};
@@ -737,6 +739,26 @@ impl AlphaStepper {
         self
     }
 
+    /// The heap bytes of the stepper's workspaces (issue 20: memory a DOF): its vectors of the
+    /// state's size (the load `F`, and the iterating paths' `Ỹ`, `Ṽ`, residual, right-hand
+    /// side, `M Ẏ`, iterate and start state), the mask of path-updated rows and the record of
+    /// corrections; not the factors of `D` nor Newton's matrix.
+    pub fn workspace_bytes(&self) -> usize {
+        let vectors = [
+            &self.y_tilde,
+            &self.v_tilde,
+            &self.load,
+            &self.res,
+            &self.rhs,
+            &self.tmp,
+            &self.y_iter,
+            &self.y_start,
+        ];
+        let values: usize = vectors.iter().map(|v| v.len()).sum();
+        8 * (values + self.last_corrections.capacity() + self.path_rows.capacity())
+            + self.on_path.capacity()
+    }
+
     /// Solve the effective matrix of a large linear numerical partition on two cores when
     /// `threads ≥ 2`: `D` re-factored with its effective matrix in two parts and a separator,
     /// part B's sweeps on a worker thread ([`StateMatrixFactors::from_rows_on_two_cores`]).
@@ -898,6 +920,70 @@ impl AlphaStepper {
         coupling: Option<(&[Coupling], &DVector<f64>, f64)>,
         to: &mut AlphaState,
     ) -> Result<(), PortError> {
+        self.step_from(part, Some(from), t_next, coupling, to)
+    }
+
+    /// Whether this stepper can step a state of `part` in place
+    /// ([`AlphaStepper::step_in_place`]): a numerical partition (no specimen to command) with
+    /// linear elements, stepped by one solve of the rate (no corrections, no converged solve),
+    /// without committed tangents. None of these changes after construction (a parameter
+    /// change or a refactorization may only change whether the step folds its coupling
+    /// product, and both kinds of step run in place).
+    pub fn steps_in_place(&self, part: &Partition) -> bool {
+        part.physical.is_none()
+            && !self.iterates()
+            && self.corrections == 1
+            && !self.nonlinear
+            && !self.committed_rayleigh
+            && self.load.len() == part.state.size()
+    }
+
+    /// Step `state` from `t_next − dt` to `t_next` in place, without a second state (issue
+    /// 20: memory a DOF; MG-α's linear steps): the same values, by the same operations, as
+    /// [`AlphaStepper::step`] from a copy of `state` into `state` — each row of the start is
+    /// read before the predictor overwrites it with `Ỹ` and `Ṽ` (`Ẏ`'s momentum rows before
+    /// the rate's right-hand side overwrites them), and the corrector adds `c Ẏ` and
+    /// `(α_f/α_m) Ẏ` to them (eq 13). Only where [`AlphaStepper::steps_in_place`]; otherwise an
+    /// error, with nothing done.
+    ///
+    /// A step that fails leaves `state` part-written: the only failures of these steps are a
+    /// non-finite value (found by the caller's check of the result: the run ends) and the
+    /// solver's worker thread panicking (`threads = 2`), neither of which a run survives;
+    /// nothing reads the state of a failed step of a partition without a laboratory (the
+    /// runner makes no row of it, [`crate::runner::run`]). A step that can fail and go on (a
+    /// physical partition, the converged solve) steps from one state to another instead.
+    /// Allocation-free.
+    pub fn step_in_place(
+        &mut self,
+        part: &mut Partition,
+        state: &mut AlphaState,
+        t_next: f64,
+    ) -> Result<(), PortError> {
+        if !self.steps_in_place(part) {
+            return Err(Self::not_in_place(part));
+        }
+        self.step_from(part, None, t_next, None, state)
+    }
+
+    /// The error of [`AlphaStepper::step_in_place`] for a partition it cannot step in place.
+    #[cold]
+    fn not_in_place(part: &Partition) -> PortError {
+        PortError::Fault(format!(
+            "substructure `{}`: this partition's step cannot run in place",
+            part.state.name
+        ))
+    }
+
+    /// [`AlphaStepper::step`] from `from`, or in place from `to` itself when `from` is
+    /// `None` (only where [`AlphaStepper::steps_in_place`]: the caller checks).
+    fn step_from(
+        &mut self,
+        part: &mut Partition,
+        from: Option<&AlphaState>,
+        t_next: f64,
+        coupling: Option<(&[Coupling], &DVector<f64>, f64)>,
+        to: &mut AlphaState,
+    ) -> Result<(), PortError> {
         let p = self.params;
         let dt = self.dt;
         let am = p.alpha_m;
@@ -907,8 +993,8 @@ impl AlphaStepper {
         self.refresh_newton(part);
         if self.committed_rayleigh {
             // The committed tangent of Rayleigh damping, frozen over the step (issue 17).
-            part.state
-                .commit_tangent_rayleigh(from.y.as_slice(), &mut part.ws);
+            let y_start = from.map_or(to.y.as_slice(), |from| from.y.as_slice());
+            part.state.commit_tangent_rayleigh(y_start, &mut part.ws);
         }
         // Predictor (eq 11), one fused pass (the same operations as copy + axpy + axpy).
         let (ky, kv) = (g * dt * (1.0 - af) / am, dt * (am - g) / am);
@@ -917,6 +1003,7 @@ impl AlphaStepper {
         // in `to.y` and `to.v` (the corrector then adds `c Ẏ` and `(α_f/α_m) Ẏ` in place: the
         // same operations), the others in its own workspaces, which the corrections read.
         let in_place = !self.iterates();
+        debug_assert!(from.is_some() || in_place);
         // The same on two cores: each pass over the rows in two halves, one on the solver's
         // worker next to its part of the solve (the same bits as the one-thread passes).
         let step = FoldedStep {
@@ -948,14 +1035,24 @@ impl AlphaStepper {
             } else {
                 (self.y_tilde.as_mut_slice(), self.v_tilde.as_mut_slice())
             };
-            if part.state.folded_predictor_rate(
-                step,
-                (from.y.as_slice(), from.ydot.as_slice(), from.v.as_slice()),
-                tilde,
-                self.load.as_slice(),
-                ydot.as_mut_slice(),
-                &mut part.ws,
-            ) {
+            let predicted = match from {
+                Some(from) => part.state.folded_predictor_rate(
+                    step,
+                    (from.y.as_slice(), from.ydot.as_slice(), from.v.as_slice()),
+                    tilde,
+                    self.load.as_slice(),
+                    ydot.as_mut_slice(),
+                    &mut part.ws,
+                ),
+                // In place: `Ỹ` and `Ṽ` over `Y` and `V` (`tilde` is `y` and `v` here).
+                None => part.state.folded_predictor_rate_in_place(
+                    step,
+                    (tilde.0, ydot.as_mut_slice(), tilde.1),
+                    self.load.as_slice(),
+                    &mut part.ws,
+                ),
+            };
+            if predicted {
                 if let Some(a) = self.d_fact.solve_folded_velocities(ydot.as_mut_slice()) {
                     if self.d_fact.has_failed() {
                         return Err(Self::solver_failed(part));
@@ -981,15 +1078,28 @@ impl AlphaStepper {
         } else {
             (self.y_tilde.as_mut_slice(), self.v_tilde.as_mut_slice())
         };
-        for ((((yt, vt), y), yd), v) in yt
-            .iter_mut()
-            .zip(vt.iter_mut())
-            .zip(from.y.as_slice())
-            .zip(from.ydot.as_slice())
-            .zip(from.v.as_slice())
-        {
-            *yt = (y + ky * yd) + kv * v;
-            *vt = yd * wy + wv * v;
+        match from {
+            Some(from) => {
+                for ((((yt, vt), y), yd), v) in yt
+                    .iter_mut()
+                    .zip(vt.iter_mut())
+                    .zip(from.y.as_slice())
+                    .zip(from.ydot.as_slice())
+                    .zip(from.v.as_slice())
+                {
+                    *yt = (y + ky * yd) + kv * v;
+                    *vt = yd * wy + wv * v;
+                }
+            }
+            // In place (`yt`, `vt` are `Y`, `V`): each row read before it is overwritten; `Ẏ`
+            // is read here and overwritten by the residual below.
+            None => {
+                for ((yt, vt), yd) in yt.iter_mut().zip(vt.iter_mut()).zip(ydot.as_slice()) {
+                    let (y, v) = (*yt, *vt);
+                    *yt = (y + ky * yd) + kv * v;
+                    *vt = yd * wy + wv * v;
+                }
+            }
         }
         // `R(Ỹ)` is written into `to.ydot`, then `Ẏ = F − R` in place (the same values as
         // through a separate residual vector, one vector fewer).
@@ -1033,6 +1143,10 @@ impl AlphaStepper {
         if self.d_fact.has_failed() {
             return Err(Self::solver_failed(part));
         }
+        // Only a stepper that keeps `Ỹ` and `Ṽ` in the end state steps in place.
+        let Some(from) = from else {
+            return Err(Self::not_in_place(part));
+        };
         if self.nonlinear && part.physical.is_none() {
             if let Some(tol) = self.tolerance {
                 self.converge(part, from, tol, t_next, to);
@@ -1068,12 +1182,14 @@ impl AlphaStepper {
     ///    DOFs `s₁ .. n`.
     ///
     /// Every value is computed by the operations of the one-thread path, whichever thread
-    /// runs it: the same bits. `None`, with nothing done, when the partition's passes or
-    /// workspaces do not fit (then the one-thread path runs). Allocation-free, lock-free.
+    /// runs it: the same bits. `from` `None`: in place from `to` (the predictor by
+    /// [`crate::assembly::FoldedRows::predictor_in_place`]). `None`, with nothing done, when
+    /// the partition's passes or workspaces do not fit (then the one-thread path runs).
+    /// Allocation-free, lock-free.
     fn step_on_two_cores(
         &mut self,
         part: &mut Partition,
-        from: &AlphaState,
+        from: Option<&AlphaState>,
         t_next: f64,
         coupling: Option<(&[Coupling], &DVector<f64>, f64)>,
         step: FoldedStep,
@@ -1084,8 +1200,9 @@ impl AlphaStepper {
         let fits = part.state.folded_rows().is_some()
             && part.ws.folded_weights().len() == n
             && self.load.len() == size
-            && [&from.y, &from.ydot, &from.v, &to.y, &to.ydot, &to.v]
-                .iter()
+            && [&to.y, &to.ydot, &to.v]
+                .into_iter()
+                .chain(from.into_iter().flat_map(|f| [&f.y, &f.ydot, &f.v]))
                 .all(|v| v.len() == size);
         if !fits {
             return None;
@@ -1099,17 +1216,26 @@ impl AlphaStepper {
         let m = s1 - s0;
         debug_assert!(m <= MAX_SEPARATOR && s1 <= n);
         let load = self.load.as_slice();
-        let start = (from.y.as_slice(), from.ydot.as_slice(), from.v.as_slice());
         let (c, wc) = (self.c, self.params.alpha_f / self.params.alpha_m);
         let AlphaState { y, ydot, v } = to;
         let (y, v, ydot) = (y.as_mut_slice(), v.as_mut_slice(), ydot.as_mut_slice());
         // 1. The predictor by DOF.
-        let ok = {
-            let (first, second) = FoldedPredictor::halves(y, v, ydot, weights, s1);
-            two.join(
-                || rows.predictor(step, 0, start, load, first),
-                || rows.predictor(step, s1, start, load, second),
-            )
+        let ok = match from {
+            Some(from) => {
+                let start = (from.y.as_slice(), from.ydot.as_slice(), from.v.as_slice());
+                let (first, second) = FoldedPredictor::halves(y, v, ydot, weights, s1);
+                two.join(
+                    || rows.predictor(step, 0, start, load, first),
+                    || rows.predictor(step, s1, start, load, second),
+                )
+            }
+            None => {
+                let (first, second) = FoldedInPlace::halves(y, v, ydot, weights, s1);
+                two.join(
+                    || rows.predictor_in_place(step, 0, load, first),
+                    || rows.predictor_in_place(step, s1, load, second),
+                )
+            }
         };
         let (du, dv) = ydot.split_at_mut(n);
         let (head, xb) = dv.split_at_mut(s1);

@@ -11,10 +11,19 @@ use nalgebra::DVector;
 /// Monolithic generalized-α on one partition (the assembled model): one linearized
 /// correction per step with `D` built from the zero-state Jacobian
 /// (Abbiati et al. 2019, eqs 11–14), started with `Ẏ_0 = M⁻¹(F_0 − R(Y_0))` and `V_0 = Ẏ_0` (A1).
+///
+/// A linear numerical model stepped by one solve a step ([`AlphaStepper::steps_in_place`])
+/// is stepped in place, in its one state (issue 20: memory a DOF, `3 · 2N` values fewer): a
+/// failed step of such a model (a non-finite value, which ends the run) leaves the state
+/// part-written. Every other model (nonlinear elements, corrections, a physical partition)
+/// steps into a second state, swapped in only when the step succeeded: a failed step leaves
+/// the state as it was.
 pub struct MgAlpha {
     parts: [Partition; 1],
     stepper: AlphaStepper,
     state: AlphaState,
+    /// The end state of a step into a second state; empty (0 rows) when the steps run in
+    /// place.
     next: AlphaState,
     clock: StepClock,
 }
@@ -52,13 +61,33 @@ impl MgAlpha {
         f -= &state.ydot;
         state.start(&part.state, &f)?;
         drop(f);
+        let next = if stepper.steps_in_place(&part) {
+            AlphaState::zeros(0)
+        } else {
+            state.clone()
+        };
         Ok(Self {
             parts: [part],
             stepper,
-            next: state.clone(),
+            next,
             state,
             clock: StepClock::new(t0, dt),
         })
+    }
+
+    /// Whether the steps run in place, in the one state (see [`MgAlpha`]): a failed step then
+    /// leaves the state part-written.
+    pub fn steps_in_place(&self) -> bool {
+        self.next.y.is_empty() && !self.state.y.is_empty()
+    }
+
+    /// The heap bytes of the algorithmic states and of the stepper's workspaces (issue 20:
+    /// memory a DOF): `Y`, `Ẏ`, `V` of the state, of the second state when the steps do not
+    /// run in place, and the stepper's vectors ([`AlphaStepper::workspace_bytes`]); not the
+    /// partition nor the factors of `D`.
+    pub fn memory_bytes(&self) -> usize {
+        let state = |s: &AlphaState| 8 * (s.y.len() + s.ydot.len() + s.v.len());
+        state(&self.state) + state(&self.next) + self.stepper.workspace_bytes()
     }
 
     /// The generalized-α parameters.
@@ -75,6 +104,13 @@ impl MgAlpha {
     #[doc(hidden)]
     pub fn solve_on_one_thread(&mut self) {
         self.stepper.solve_on_one_thread();
+    }
+
+    /// Step into a second state from now on, as a model that cannot step in place does (tests:
+    /// the in-place step against it). Allocates.
+    #[doc(hidden)]
+    pub fn keep_second_state(&mut self) {
+        self.next = self.state.clone();
     }
 
     /// The current algorithmic state.
@@ -98,17 +134,23 @@ impl TimeIntegrator for MgAlpha {
     }
     fn step(&mut self) -> Result<(), StepError> {
         let t_next = self.time() + self.clock.dt();
+        let in_place = self.steps_in_place();
         let [part] = &mut self.parts;
-        self.stepper
-            .step(part, &self.state, t_next, None, &mut self.next)
-            .map_err(|e| StepError::from_port(&part.state.name, e))?;
-        check_finite(
-            self.next.y.as_slice(),
-            "state",
-            t_next,
-            self.clock.steps() + 1,
-        )?;
-        std::mem::swap(&mut self.state, &mut self.next);
+        if in_place {
+            // A failure leaves the state part-written (see `MgAlpha`): it ends the run.
+            self.stepper
+                .step_in_place(part, &mut self.state, t_next)
+                .map_err(|e| StepError::from_port(&part.state.name, e))?;
+        } else {
+            self.stepper
+                .step(part, &self.state, t_next, None, &mut self.next)
+                .map_err(|e| StepError::from_port(&part.state.name, e))?;
+        }
+        let end = if in_place { &self.state } else { &self.next };
+        check_finite(end.y.as_slice(), "state", t_next, self.clock.steps() + 1)?;
+        if !in_place {
+            std::mem::swap(&mut self.state, &mut self.next);
+        }
         self.clock.advance();
         Ok(())
     }
