@@ -1027,7 +1027,13 @@ impl AlphaStepper {
         // A folded linear partition stepped once: the predictor, the residual and the rate's
         // right-hand side in two passes over the rows, the reduced solve, then `x₁ = b₁ − A x₂`
         // and the corrector in one pass (the same operations as below, the same bits).
-        if self.corrections == 1 && !self.nonlinear && self.folds(part) {
+        // In place, only where the reduced solve follows for certain (a `D` factored whole
+        // would send the step on below after the predictor has overwritten the start).
+        if self.corrections == 1
+            && !self.nonlinear
+            && self.folds(part)
+            && (from.is_some() || self.d_fact.is_reduced())
+        {
             part.state.load(t_next, self.load.as_mut_slice());
             self.add_coupling_load(n, coupling);
             let tilde = if in_place {
