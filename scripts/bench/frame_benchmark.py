@@ -23,6 +23,15 @@ Then the timing, runs alternated (OpenSees, hybridsim, …) --repeat times, medi
                   element force recorder, to files; wall time of analyze + wipe (flush).
                   hybridsim: every = 1 (every channel of results.csv), run.json wall_seconds
                   (run loop and the writer's flush).
+  what OpenSees   hybridsim only (issue 20, session 25): every = 1 with the `[output]`
+  records         selection of what OpenSees's recorders above write, so that the two sides
+                  write the same quantities: u, v, a_abs of every DOF of the free nodes
+                  (`nodes`, `dofs`) and the 6 end forces of every beam-column (`elements` =
+                  the members' names), without the Rayleigh element's force and the energy
+                  column (`energy = false`), which OpenSees does not record (its `-time`
+                  column is written to each of its 4 files, hybridsim's time once). Compared
+                  with the same OpenSees recorded run. The all-columns figure is kept: it
+                  writes 7 742 columns a row at 990 DOFs, this one 6 751 (OpenSees 6 750).
 Start-up is reported too: hybridsim run.json `startup.seconds` and peak RSS, OpenSees the
 model build (node, element, … calls) + analysis set-up.
 
@@ -53,11 +62,25 @@ DT = 1e-3
 THREADS = None  # --threads: passed to `hybridsim run` (issue 20, session 22)
 
 
-def hybridsim(exe, n, bays, steps, every, folder, fmt="csv"):
+def opensees_selection(n, bays):
+    """The `[output]` keys that record what the OpenSees recorders of `opensees(record=True)`
+    write: the free nodes' DOFs and every member's forces, no Rayleigh force, no energy."""
+    storeys = frame_model.storeys_for(n, bays)
+    free = range(bays + 2, (storeys + 1) * (bays + 1) + 1)
+    names = [f'"{kind}{tag}"' for tag, _, _, kind in frame_model.members(storeys, bays)]
+    return (f"nodes = [{', '.join(str(k) for k in free)}]\n"
+            'dofs = ["x", "y", "rz"]\n'
+            f"elements = [{', '.join(names)}]\n"
+            "energy = false\n")
+
+
+def hybridsim(exe, n, bays, steps, every, folder, fmt="csv", select=False):
     os.makedirs(folder, exist_ok=True)
     model, roof, _ = frame_model.write(n, bays, steps, DT, os.path.join(folder, "frame.toml"), every)
     with open(model, "a") as f:  # [output] is the model's last table
         f.write(f'format = "{fmt}"\n')
+        if select:
+            f.write(opensees_selection(n, bays))
     out = os.path.join(folder, "out")
     threads = ["--threads", str(THREADS)] if THREADS else []
     p = subprocess.run([exe, "run", "-q", "--overwrite", *threads, model, "-o", out],
@@ -207,8 +230,9 @@ def main():
         rows = []
         for n in a.n:
             check(a.exe, ops, n, a.bays, a.check_steps, a.tolerance, top, a.opensees_tolerance)
-            times = {k: [] for k in ("os_compute", "hs_compute", "os_record", "hs_record")}
-            startup = build = None
+            times = {k: [] for k in ("os_compute", "hs_compute", "os_record", "hs_record",
+                                     "hs_select")}
+            startup = build = select_startup = None
             for r in range(a.repeat):
                 for record in (False, True):
                     tag = "record" if record else "compute"
@@ -225,22 +249,37 @@ def main():
                     st = run.get("startup") or {}
                     startup = st if startup is None else min(
                         startup, st, key=lambda s: s.get("seconds", float("inf")))
+                    if record:
+                        # The same recorded run with OpenSees's columns only (right after).
+                        run, out, _ = hybridsim(a.exe, n, a.bays, a.steps, 1,
+                                                os.path.join(top, f"hs{n}_select"), a.format,
+                                                select=True)
+                        shutil.rmtree(out, ignore_errors=True)
+                        times["hs_select"].append(run["timing"]["wall_seconds"] / a.steps)
+                        select_startup = (run.get("startup") or {}).get("seconds")
             med = {k: statistics.median(v) * 1e6 for k, v in times.items()}
+            med["select_startup"] = select_startup
             rows.append((n, startup, build, med))
-            print(f"N = {n}: " + ", ".join(f"{k} {v:.1f} µs" for k, v in med.items()))
+            print(f"N = {n}: " + ", ".join(f"{k} {v:.1f} µs" for k, v in med.items()
+                                           if k != "select_startup")
+                  + f", start-up with the selection {select_startup:.3f} s")
             sys.stdout.flush()
         print()
         print("| N (DOFs) | hybridsim start-up (s) / peak RSS (MB) | OpenSees build (s) | "
-              "compute only: OpenSees / hybridsim (µs per step) | ratio | every step recorded: "
-              "OpenSees / hybridsim (µs per step) | ratio |")
-        print("|---|---|---|---|---|---|---|")
+              "compute only: OpenSees / hybridsim (µs per step) | ratio | every step recorded, "
+              "hybridsim every column: OpenSees / hybridsim (µs per step) | ratio | "
+              "every step recorded, hybridsim OpenSees's columns: OpenSees / hybridsim "
+              "(µs per step) | ratio |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for n, st, b, m in rows:
             print(f"| {n} | {st.get('seconds', float('nan')):.3f} / "
                   f"{st.get('peak_rss_bytes', float('nan')) / 1e6:.0f} | {b:.3f} | "
                   f"{m['os_compute']:.1f} / {m['hs_compute']:.1f} | "
                   f"{m['os_compute'] / m['hs_compute']:.1f}× | "
                   f"{m['os_record']:.1f} / {m['hs_record']:.1f} | "
-                  f"{m['os_record'] / m['hs_record']:.1f}× |")
+                  f"{m['os_record'] / m['hs_record']:.1f}× | "
+                  f"{m['os_record']:.1f} / {m['hs_select']:.1f} | "
+                  f"{m['os_record'] / m['hs_select']:.1f}× |")
     finally:
         if a.out is None:
             shutil.rmtree(top, ignore_errors=True)

@@ -294,9 +294,10 @@ fn running_mean(mean: u64, x: u64) -> u64 {
 /// stepping thread into a recycled text buffer, the rest by the writer, and both threads
 /// spell. `columns` balances the two threads' CPU time a row (running means of their thread
 /// CPU clocks, so that a loaded machine's waits for a core do not count): more while the
-/// stepping thread's is the smaller, fewer while it is the larger; nothing without a free
-/// text buffer (taken without waiting, so the step never blocks on one). The file is the
-/// same bytes whatever the share ([`crate::csv::push_fields`]).
+/// stepping thread's is the smaller, fewer while it is the larger. The stepping thread waits
+/// for a free text buffer as it waits for a value buffer (the writer is then behind by as many
+/// rows as there are text buffers; `hybridsim run` is not real-time: `hybridsim-rt` has no
+/// share). The file is the same bytes whatever the share ([`crate::csv::push_fields`]).
 struct SpelledShare {
     /// Columns spelled by the stepping thread now.
     columns: usize,
@@ -368,7 +369,13 @@ impl hybridsim::runner::RunSink for FolderSink<'_> {
         let mut spelled = Vec::new();
         let mut first = self.spell.next_columns().min(row.len());
         if first > 0 {
-            match self.spell.free.try_recv() {
+            // Waiting for a text buffer, as for a value buffer: each is back once the writer
+            // has written the row that holds it. Taken without waiting (a row without a share
+            // when none was free), the writer, once behind, got whole rows to spell while the
+            // stepping thread ran ahead through its 135 value buffers with 21 text buffers: the
+            // share never caught up (the 990-DOF frame: writer 0.46 s of CPU, stepping thread
+            // 0.26 s, issue 20 session 25).
+            match self.spell.free.recv() {
                 Ok(mut text) => {
                     text.clear();
                     crate::csv::push_fields(&mut text, &row[..first], false, &mut self.spell.num);
