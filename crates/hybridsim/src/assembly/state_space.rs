@@ -13,20 +13,23 @@ use std::sync::{Arc, OnceLock};
 
 /// An element placed in a state space: where its DOFs and extra states live.
 ///
-/// 64 bytes (issue 20: a slot of the 10⁵-DOF chain's 200 001 was 112 bytes plus a cloned name
-/// and a DOF map in heap blocks of their own, 28 MB and 6.4 MB): the name is shared with the
-/// model's element, the DOF map is a range of the state space's table of maps
-/// ([`StateSpace::dof_map`]) and the offsets are 32-bit.
-#[derive(Debug, Clone)]
+/// 56 bytes (issue 20: a slot of the 10⁵-DOF chain's 200 001 was 112 bytes plus a cloned name
+/// and a DOF map in heap blocks of their own, 28 MB and 6.4 MB; then 64 bytes): the name is
+/// shared with the model's element, its table and index kept as two fields (an
+/// [`ElementName`]'s 4 bytes of padding reused), the DOF map is a range of the state space's
+/// table of maps ([`StateSpace::dof_map`]) as long as the element's DOF list, and the offsets
+/// are 32-bit.
+#[derive(Clone)]
 pub struct ElementSlot {
-    /// Element name (shared with the model's element).
-    name: ElementName,
+    /// The table of the element's name (shared with the model's element).
+    name_table: Arc<crate::model::NameTable>,
+    /// The name's index in `name_table`.
+    name_index: u32,
     /// The element.
     pub element: ElementRef,
-    /// Start of the element's DOF map in [`StateSpace`]'s table of maps.
+    /// Start of the element's DOF map in [`StateSpace`]'s table of maps (as many entries as
+    /// the element has DOFs).
     map_start: u32,
-    /// Number of element DOFs (the length of its DOF map).
-    n_dofs: u32,
     /// Offset of the element's extra states within the `s` block.
     state_offset: u32,
     /// Number of extra states.
@@ -62,21 +65,38 @@ struct TangentRayleigh {
     k0: Vec<f64>,
 }
 
+impl std::fmt::Debug for ElementSlot {
+    /// The slot with its name (not the whole table of names it is in).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ElementSlot")
+            .field("name", &self.name())
+            .field("element", &self.element)
+            .field("map_start", &self.map_start)
+            .field("state_offset", &self.state_offset)
+            .field("n_states", &self.n_states)
+            .field("absorbed_energy_state", &self.absorbed_energy_state)
+            .field("stores_energy", &self.stores_energy)
+            .field("kernel", &self.kernel)
+            .field("tangent_rayleigh", &self.tangent_rayleigh)
+            .finish()
+    }
+}
+
 impl ElementSlot {
     /// Element name.
     pub fn name(&self) -> &str {
-        &self.name
+        self.name_table.get(self.name_index)
     }
 
-    /// The element name, shared.
-    pub fn shared_name(&self) -> &ElementName {
-        &self.name
+    /// The element name, shared (the same entry of the same table as the model's element).
+    pub fn shared_name(&self) -> ElementName {
+        ElementName::pending(&self.name_table, self.name_index)
     }
 
-    /// Number of element DOFs.
+    /// Number of element DOFs (the length of its DOF map).
     #[inline(always)]
     pub fn n_dofs(&self) -> usize {
-        self.n_dofs as usize
+        self.element.dofs().len()
     }
 
     /// Offset of the element's extra states within the `s` block.
@@ -107,7 +127,7 @@ impl ElementSlot {
     #[inline(always)]
     fn dof_map<'a>(&self, maps: &'a [u32]) -> DofMap<'a> {
         let start = self.map_start as usize;
-        DofMap::new(&maps[start..start + self.n_dofs as usize])
+        DofMap::new(&maps[start..start + self.n_dofs()])
     }
 
     /// Whether [`StateSpace::residual`] evaluates this element through precomputed linear
@@ -1559,11 +1579,12 @@ impl StateSpace {
             let (kernel, terms) = SlotKernel::classify(e.as_ref(), map, n);
             groups.push(slots.len(), &terms);
             drop(terms);
+            let (name_table, name_index) = ename.clone().into_parts();
             slots.push(ElementSlot {
-                name: ename.clone(),
+                name_table,
+                name_index,
                 element: e.clone(),
                 map_start: small(map_start),
-                n_dofs: small(map.len()),
                 state_offset: small(offset),
                 n_states: small(e.n_states()),
                 stores_energy,
@@ -1862,7 +1883,7 @@ impl StateSpace {
             .filter_map(|s| s.tangent_rayleigh.as_ref())
             .filter_map(|t| t.committed.map(|_| t.k0.len()))
             .sum();
-        let Some(index) = self.slots.iter().position(|s| *s.name == *element) else {
+        let Some(index) = self.slots.iter().position(|s| s.name() == element) else {
             return;
         };
         let committed = match stiffness {

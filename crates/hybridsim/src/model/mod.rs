@@ -195,6 +195,13 @@ impl ElementName {
         self.table.get(self.index)
     }
 
+    /// The table the name is in, and its index there (what [`ElementName::pending`] takes
+    /// back): a holder that packs the index beside fields of its own (the state space's
+    /// slot of an element, issue 20) keeps the two apart.
+    pub(crate) fn into_parts(self) -> (std::sync::Arc<NameTable>, u32) {
+        (self.table, self.index)
+    }
+
     /// Whether `a` and `b` are the same entry of the same table (not only equal texts).
     pub fn same(a: &Self, b: &Self) -> bool {
         std::sync::Arc::ptr_eq(&a.table, &b.table) && a.index == b.index
