@@ -703,7 +703,7 @@ fn writer_thread(
                         took_row = true;
                         let r = out.write_spelled_row(&row.spelled, &row.values, row.step);
                         // The text buffer first: the stepping thread, given the value buffer,
-                        // then finds the text buffer free (it does not wait for one).
+                        // then finds the text buffer free (it waits for each in that order).
                         if row.spelled.capacity() > 0 {
                             let _ = recycle_text.try_send(row.spelled);
                         }

@@ -9,6 +9,37 @@ mod two_part;
 pub use compressed::CompressedRows;
 pub use two_part::{TwoPartFactors, MAX_SEPARATOR};
 
+/// The distinct values of a list of `f64` in a table, each with its 16-bit place there, found
+/// by its bits (the value read back from the table is the one stored, bit for bit): the value
+/// table of the 4-bytes-an-entry layouts of the Rayleigh element's `C` and of the fused
+/// residual run's terms (issue 20).
+#[derive(Debug, Default)]
+pub(crate) struct DistinctValues {
+    places: std::collections::HashMap<u64, u16>,
+    table: Vec<f64>,
+}
+
+impl DistinctValues {
+    /// The place of `v` in the table, added when new; `None` when it is new and the table
+    /// already holds 2¹⁶ values.
+    pub(crate) fn place(&mut self, v: f64) -> Option<u16> {
+        if let Some(&p) = self.places.get(&v.to_bits()) {
+            return Some(p);
+        }
+        let p = u16::try_from(self.table.len()).ok()?;
+        self.places.insert(v.to_bits(), p);
+        self.table.push(v);
+        Some(p)
+    }
+
+    /// The table, each distinct value at its place, at its exact size.
+    pub(crate) fn into_table(self) -> Vec<f64> {
+        let mut table = self.table;
+        table.shrink_to_fit();
+        table
+    }
+}
+
 /// `D⁻¹` applied through an LU factorization with partial pivoting, stored in skyline form
 /// (per column, the contiguous run of rows from the diagonal to the farthest nonzero entry),
 /// allocation-free.

@@ -4,11 +4,11 @@ use super::{seismic_vector, CompressedRows};
 use crate::elements::{zero_state_tangent, DofMap, DofRef, ElementRef, SparseRows};
 use crate::error::{Diagnostics, ModelError};
 use crate::excitation::TimeFunction;
+use crate::linalg::DistinctValues;
 use crate::model::{ElementName, Estimate, Model, RayleighStiffness};
 use crate::physical::{LabControl, PhysicalPort, PortError};
 use nalgebra::{DMatrix, DVector};
 use num_dual::Dual64;
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 /// An element placed in a state space: where its DOFs and extra states live.
@@ -931,27 +931,8 @@ impl FusedTerms {
     }
 }
 
-/// The table of distinct values of [`SharedTerms`] while a run is built: each value's place,
-/// found by its bits (so the value read back is the one stored, bit for bit).
-#[derive(Debug, Default)]
-struct ValueTable {
-    places: HashMap<u64, u16>,
-    table: Vec<f64>,
-}
-
-impl ValueTable {
-    /// The place of `v` in the table, added when new; `None` when it is new and the table
-    /// already holds 2¹⁶ values.
-    fn place(&mut self, v: f64) -> Option<u16> {
-        if let Some(&p) = self.places.get(&v.to_bits()) {
-            return Some(p);
-        }
-        let p = u16::try_from(self.table.len()).ok()?;
-        self.places.insert(v.to_bits(), p);
-        self.table.push(v);
-        Some(p)
-    }
-
+/// The terms of [`SharedTerms`], their values placed in the run's table while it is built.
+impl DistinctValues {
     /// The term of column `c` in a row whose own column is `base`, of value `v`; `None` when
     /// the column is not within 2¹⁵ of `base` or the table is full.
     fn term(&mut self, base: usize, c: usize, v: f64) -> Option<SharedTerm> {
@@ -1025,7 +1006,7 @@ impl FusedRun {
     /// row's or there are more than 2¹⁶ distinct values.
     fn shared_terms(&self) -> Option<SharedTerms> {
         let (n_k, n_e) = self.terms.lens();
-        let mut values = ValueTable::default();
+        let mut values = DistinctValues::default();
         let (mut k, mut e) = (Vec::with_capacity(n_k), Vec::with_capacity(n_e));
         let (mut k0, mut e0) = (0, 0);
         for ((&target, &k_end), &e_end) in self.targets.iter().zip(&self.k_end).zip(&self.e_end) {
@@ -1040,8 +1021,7 @@ impl FusedRun {
             }
             (k0, e0) = (k_end as usize, e_end as usize);
         }
-        let mut table = values.table;
-        table.shrink_to_fit();
+        let table = values.into_table();
         Some(SharedTerms { k, e, table })
     }
 
@@ -1072,7 +1052,7 @@ impl FusedRun {
         let mut ratios = Vec::new();
         let (mut n_targets, mut n_k) = (0, 0);
         // The table of `K`'s values, while every term fits the shared layout.
-        let mut values = Some(ValueTable::default());
+        let mut values = Some(DistinctValues::default());
         for row in groups.rows(order) {
             let target = groups.merged_row(row, &mut scratch, &mut merged);
             if merged.iter().any(|&(c, _)| c >= 2 * n) || target < n || target >= 2 * n {
@@ -1197,18 +1177,16 @@ impl FusedRun {
                     e0 = e_end as usize;
                 }
                 if shared_e.len() == e_vals.len() {
-                    let mut values = table.table;
-                    values.shrink_to_fit();
                     FusedTerms::Shared(SharedTerms {
                         k: shared_k,
                         e: shared_e,
-                        table: values,
+                        table: table.into_table(),
                     })
                 } else {
                     let shared = FusedTerms::Shared(SharedTerms {
                         k: shared_k,
                         e: Vec::new(),
-                        table: table.table,
+                        table: table.into_table(),
                     });
                     let mut plain_k = PlainTerms {
                         k_cols: Vec::with_capacity(k_len),

@@ -1,8 +1,8 @@
 //! Rayleigh damping of a whole substructure, `C = α M_R + β K_R`, stored sparse.
 
 use super::{DofRef, Element, ElementLaw, Scalar};
+use crate::linalg::DistinctValues;
 use nalgebra::DMatrix;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The nonzero entries of a sparse square matrix by rows (compressed sparse rows), columns
@@ -88,22 +88,18 @@ impl Values {
     /// `values`, through a table of the distinct values when there are at most 2¹⁶ (the
     /// same bits: the table holds each value as computed).
     fn new(values: Vec<f64>) -> Self {
-        let mut places: HashMap<u64, u16> = HashMap::new();
-        let mut table = Vec::new();
+        let mut distinct = DistinctValues::default();
         let mut place = Vec::with_capacity(values.len());
         for &v in &values {
-            let next = table.len();
-            let p = *places.entry(v.to_bits()).or_insert_with(|| {
-                table.push(v);
-                u16::try_from(next).unwrap_or(u16::MAX)
-            });
-            if table.len() > usize::from(u16::MAX) + 1 {
-                return Values::Plain(values);
+            match distinct.place(v) {
+                Some(p) => place.push(p),
+                None => return Values::Plain(values),
             }
-            place.push(p);
         }
-        table.shrink_to_fit();
-        Values::Shared { table, place }
+        Values::Shared {
+            table: distinct.into_table(),
+            place,
+        }
     }
 
     /// The value of entry `t`.
