@@ -473,6 +473,53 @@ fn predict_dof(
     }
 }
 
+/// The loop of [`FoldedRows::predictor_in_place`] over the DOFs of `state` (`fu` their
+/// displacement rows of `F`, every slice of the same length, checked by the caller).
+#[inline(always)]
+fn predict_in_place(step: FoldedStep, b: f64, fu: &[f64], state: FoldedInPlace<'_>) {
+    let FoldedInPlace {
+        y: (yu, yv),
+        v: (vu, vv),
+        ydot: (du, dv),
+        weighted: w,
+    } = state;
+    let len = fu.len();
+    let (yu, yv, vu, vv) = (
+        &mut yu[..len],
+        &mut yv[..len],
+        &mut vu[..len],
+        &mut vv[..len],
+    );
+    let (du, dv, w) = (&mut du[..len], &dv[..len], &mut w[..len]);
+    for i in 0..len {
+        // Every read of the DOF first, then its writes.
+        let dof = predict_dof(
+            step,
+            b,
+            (yu[i], yv[i]),
+            (du[i], dv[i]),
+            (vu[i], vv[i]),
+            fu[i],
+        );
+        yu[i] = dof.y_tilde.0;
+        yv[i] = dof.y_tilde.1;
+        vu[i] = dof.v_tilde.0;
+        vv[i] = dof.v_tilde.1;
+        w[i] = dof.weighted;
+        du[i] = dof.ydot;
+    }
+}
+
+/// [`predict_in_place`] compiled for AVX2 (four DOFs a register instead of two): the same
+/// operations on each DOF, separate multiplications and additions (no fused multiply-add,
+/// which Rust never forms unasked), so the same bits (issue 20, session 26: the predictor's
+/// instructions a step on the 990-DOF frame 18.6 → 9 thousand).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn predict_in_place_avx2(step: FoldedStep, b: f64, fu: &[f64], state: FoldedInPlace<'_>) {
+    predict_in_place(step, b, fu, state);
+}
+
 /// The passes over the rows of [`StateSpace::folded_predictor_rate`] by ranges of DOFs
 /// ([`StateSpace::folded_rows`]): each value is computed by the same operations whatever
 /// the ranges, so the parts give the bits of the whole pass. Shares only the partition's
@@ -580,23 +627,19 @@ impl FoldedRows<'_> {
             "FoldedRows::predictor_in_place: dimension mismatch"
         );
         let fu = &load[lo..lo + len];
-        for i in 0..len {
-            // Every read of the DOF first, then its writes.
-            let dof = predict_dof(
-                step,
-                b,
-                (yu[i], yv[i]),
-                (du[i], dv[i]),
-                (vu[i], vv[i]),
-                fu[i],
-            );
-            yu[i] = dof.y_tilde.0;
-            yv[i] = dof.y_tilde.1;
-            vu[i] = dof.v_tilde.0;
-            vv[i] = dof.v_tilde.1;
-            w[i] = dof.weighted;
-            du[i] = dof.ydot;
+        let state = FoldedInPlace {
+            y: (yu, yv),
+            v: (vu, vv),
+            ydot: (du, dv),
+            weighted: w,
+        };
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor supports AVX2, checked just above.
+            unsafe { predict_in_place_avx2(step, b, fu, state) };
+            return;
         }
+        predict_in_place(step, b, fu, state);
     }
 
     /// Pass 2 of [`StateSpace::folded_predictor_rate`] for the momentum rows `n + lo .. n +
@@ -627,8 +670,12 @@ impl FoldedRows<'_> {
             }
         }
         match &run.terms {
-            FusedTerms::Plain(terms) => Self::gather_rows(run, terms, lo, w, y_tilde, fv, dv),
-            FusedTerms::Shared(terms) => Self::gather_rows(run, terms, lo, w, y_tilde, fv, dv),
+            FusedTerms::Plain(terms) => {
+                Self::gather_rows(run, &terms.reader(), lo, w, y_tilde, fv, dv)
+            }
+            FusedTerms::Shared(terms) => {
+                Self::gather_rows(run, &terms.reader(), lo, w, y_tilde, fv, dv)
+            }
         }
     }
 
@@ -653,21 +700,28 @@ impl FoldedRows<'_> {
             0 => (0, 0),
             f => (run.k_end[f - 1] as usize, run.e_end[f - 1] as usize),
         };
-        for ((&target, &k_end), &e_end) in run.targets[first..last]
-            .iter()
-            .zip(&run.k_end[first..last])
-            .zip(&run.e_end[first..last])
-        {
-            let (target, k_end, e_end) = (target as usize, k_end as usize, e_end as usize);
-            // SAFETY: every index is in bounds by the construction and the checks of
-            // `gather` (`w` has `n` entries, `y` `2n`, `fv` and `dv` `len`, `n + lo ≤ target
-            // < n + lo + len`).
+        // The rows through raw pointers held in registers, `fv` and `dv` addressed by the
+        // row `target` (their entry `target − n − lo`): the loop's bookkeeping a row is a few
+        // instructions beside the row's products (issue 20, session 26).
+        let (targets, k_ends, e_ends) =
+            (run.targets.as_ptr(), run.k_end.as_ptr(), run.e_end.as_ptr());
+        let (fv, dv) = (
+            fv.as_ptr().wrapping_sub(n + lo),
+            dv.as_mut_ptr().wrapping_sub(n + lo),
+        );
+        for row in first..last {
+            // SAFETY: `first ≤ row < last ≤ targets.len()` (the ends have as many entries);
+            // every index is in bounds by the construction and the checks of `gather` (`w`
+            // has `n` entries, `y` `2n`, `fv` and `dv` `len`, `n + lo ≤ target < n + lo +
+            // len`).
             unsafe {
-                let acc = terms.row_sum((target - n, n), k0..k_end, e0..e_end, w, y);
-                let r = target - n - lo;
-                *dv.get_unchecked_mut(r) = fv.get_unchecked(r) - (0.0 + acc);
+                let target = *targets.add(row) as usize;
+                let (k_end, e_end) = (*k_ends.add(row) as usize, *e_ends.add(row) as usize);
+                let acc =
+                    terms.row_sum((target.wrapping_sub(n), target), k0..k_end, e0..e_end, w, y);
+                *dv.wrapping_add(target) = *fv.wrapping_add(target) - (0.0 + acc);
+                (k0, e0) = (k_end, e_end);
             }
-            (k0, e0) = (k_end, e_end);
         }
     }
 }
@@ -727,7 +781,9 @@ trait TermLayout {
     unsafe fn e_term(&self, r: usize, t: usize) -> (usize, f64);
 
     /// One row's `Σ K_rc w_c + Σ E_rc y_c` over its terms `k` of `K` and `e` of `E`, in the
-    /// row of DOF `i` (row `n + i` of `R`), summed from `0.0` in that order.
+    /// row `r = n + i` of `R` (of DOF `i`), summed from `0.0` in that order. `K`'s terms are
+    /// added by [`add_products`] (unrolled by the row's length), `E`'s (at most one a row in a
+    /// fused run) by [`add_few_products`].
     ///
     /// # Safety
     /// `k` and `e` are the row's terms, every column of `K` lies within `w` and every column
@@ -735,22 +791,93 @@ trait TermLayout {
     #[inline(always)]
     unsafe fn row_sum(
         &self,
-        (i, n): (usize, usize),
+        (i, r): (usize, usize),
         k: std::ops::Range<usize>,
         e: std::ops::Range<usize>,
         w: &[f64],
         y: &[f64],
     ) -> f64 {
-        let mut acc = 0.0;
-        for t in k {
+        let mut acc = add_products(0.0, k.start, k.end.wrapping_sub(k.start), |t| {
             let (c, v) = self.k_term(i, t);
-            acc += v * w.get_unchecked(c);
-        }
-        for t in e {
-            let (c, v) = self.e_term(n + i, t);
-            acc += v * y.get_unchecked(c);
-        }
+            v * w.get_unchecked(c)
+        });
+        add_few_products(&mut acc, e, |t| {
+            let (c, v) = self.e_term(r, t);
+            v * y.get_unchecked(c)
+        });
         acc
+    }
+}
+
+/// The number of terms below which [`add_products`] adds a row's terms in straight-line code.
+const UNROLLED_TERMS: usize = 16;
+
+/// `acc + p(t) + p(t + 1) + … + p(t + count − 1)`, added one by one from the left (the sum of
+/// the plain loop `for s in t..t + count { acc += p(s) }`: the same operations in the same
+/// order, the same bits), with `p = product`. The terms of a row are few (a 2D frame's rows of
+/// `K` hold 3 to 15, the 990-DOF frame's 7.4 on average), so a loop's set-up, remainder and exit
+/// cost as much as the products: a count below [`UNROLLED_TERMS`] jumps straight into its own
+/// unrolled sum (issue 20, session 26: the gather's instructions a row 91 → 55 on the 990-DOF
+/// frame); longer rows take blocks of 8 first.
+///
+/// # Safety
+/// `product` is safe to call for every term `t .. t + count`.
+#[inline(always)]
+unsafe fn add_products(
+    mut acc: f64,
+    mut t: usize,
+    mut count: usize,
+    product: impl Fn(usize) -> f64,
+) -> f64 {
+    macro_rules! terms {
+        ($($k:literal)*) => {{
+            $(acc += product(t + $k);)*
+        }};
+    }
+    while count >= UNROLLED_TERMS {
+        terms!(0 1 2 3 4 5 6 7);
+        (t, count) = (t + 8, count - 8);
+    }
+    match count {
+        0 => {}
+        1 => terms!(0),
+        2 => terms!(0 1),
+        3 => terms!(0 1 2),
+        4 => terms!(0 1 2 3),
+        5 => terms!(0 1 2 3 4),
+        6 => terms!(0 1 2 3 4 5),
+        7 => terms!(0 1 2 3 4 5 6),
+        8 => terms!(0 1 2 3 4 5 6 7),
+        9 => terms!(0 1 2 3 4 5 6 7 8),
+        10 => terms!(0 1 2 3 4 5 6 7 8 9),
+        11 => terms!(0 1 2 3 4 5 6 7 8 9 10),
+        12 => terms!(0 1 2 3 4 5 6 7 8 9 10 11),
+        13 => terms!(0 1 2 3 4 5 6 7 8 9 10 11 12),
+        14 => terms!(0 1 2 3 4 5 6 7 8 9 10 11 12 13),
+        // 15 (`count < UNROLLED_TERMS` here).
+        _ => terms!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+    }
+    acc
+}
+
+/// `*acc += p(t)` for the terms `t` of `terms` in order (the plain loop's operations), with
+/// `p = product`, for the terms of `E` in a row (at most one in a fused run): a single term
+/// is added without a loop.
+///
+/// # Safety
+/// `product` is safe to call for every term of `terms`.
+#[inline(always)]
+unsafe fn add_few_products(
+    acc: &mut f64,
+    terms: std::ops::Range<usize>,
+    product: impl Fn(usize) -> f64,
+) {
+    if terms.end.wrapping_sub(terms.start) == 1 {
+        *acc += product(terms.start);
+    } else {
+        for t in terms {
+            *acc += product(t);
+        }
     }
 }
 
@@ -778,21 +905,38 @@ struct PlainTerms {
     e_vals: Vec<f64>,
 }
 
-impl TermLayout for PlainTerms {
+impl PlainTerms {
+    /// The terms' reader for a pass ([`PlainReader`]).
+    fn reader(&self) -> PlainReader {
+        PlainReader {
+            k_cols: self.k_cols.as_ptr(),
+            k_vals: self.k_vals.as_ptr(),
+            e_cols: self.e_cols.as_ptr(),
+            e_vals: self.e_vals.as_ptr(),
+        }
+    }
+}
+
+/// The arrays of [`PlainTerms`] as raw pointers, copied into a pass once: the pass keeps them
+/// in registers instead of reading them from the run a row (the compiler cannot tell that the
+/// pass's writes leave the run's vectors alone; issue 20, session 26).
+#[derive(Clone, Copy)]
+struct PlainReader {
+    k_cols: *const u32,
+    k_vals: *const f64,
+    e_cols: *const u32,
+    e_vals: *const f64,
+}
+
+impl TermLayout for PlainReader {
     #[inline(always)]
     unsafe fn k_term(&self, _i: usize, t: usize) -> (usize, f64) {
-        (
-            *self.k_cols.get_unchecked(t) as usize,
-            *self.k_vals.get_unchecked(t),
-        )
+        (*self.k_cols.add(t) as usize, *self.k_vals.add(t))
     }
 
     #[inline(always)]
     unsafe fn e_term(&self, _r: usize, t: usize) -> (usize, f64) {
-        (
-            *self.e_cols.get_unchecked(t) as usize,
-            *self.e_vals.get_unchecked(t),
-        )
+        (*self.e_cols.add(t) as usize, *self.e_vals.add(t))
     }
 }
 
@@ -816,11 +960,11 @@ impl SharedTerm {
     /// # Safety
     /// The term's place lies within `table`.
     #[inline(always)]
-    unsafe fn read(self, base: usize, table: &[f64]) -> (usize, f64) {
+    unsafe fn read(self, base: usize, table: *const f64) -> (usize, f64) {
         let offset = self.0 as u16 as i16;
         (
             base.wrapping_add_signed(isize::from(offset)),
-            *table.get_unchecked((self.0 >> 16) as usize),
+            *table.add((self.0 >> 16) as usize),
         )
     }
 
@@ -848,15 +992,35 @@ struct SharedTerms {
     table: Vec<f64>,
 }
 
-impl TermLayout for SharedTerms {
+impl SharedTerms {
+    /// The terms' reader for a pass ([`SharedReader`]).
+    fn reader(&self) -> SharedReader {
+        SharedReader {
+            k: self.k.as_ptr(),
+            e: self.e.as_ptr(),
+            table: self.table.as_ptr(),
+        }
+    }
+}
+
+/// The arrays of [`SharedTerms`] as raw pointers, copied into a pass once (as
+/// [`PlainReader`]).
+#[derive(Clone, Copy)]
+struct SharedReader {
+    k: *const SharedTerm,
+    e: *const SharedTerm,
+    table: *const f64,
+}
+
+impl TermLayout for SharedReader {
     #[inline(always)]
     unsafe fn k_term(&self, i: usize, t: usize) -> (usize, f64) {
-        self.k.get_unchecked(t).read(i, &self.table)
+        (*self.k.add(t)).read(i, self.table)
     }
 
     #[inline(always)]
     unsafe fn e_term(&self, r: usize, t: usize) -> (usize, f64) {
-        self.e.get_unchecked(t).read(r, &self.table)
+        (*self.e.add(t)).read(r, self.table)
     }
 
     /// The provided sum with each row's own column of `w` and of `y` taken once a row: a
@@ -865,24 +1029,23 @@ impl TermLayout for SharedTerms {
     #[inline(always)]
     unsafe fn row_sum(
         &self,
-        (i, n): (usize, usize),
+        (i, r): (usize, usize),
         k: std::ops::Range<usize>,
         e: std::ops::Range<usize>,
         w: &[f64],
         y: &[f64],
     ) -> f64 {
-        let table = self.table.as_ptr();
-        let mut acc = 0.0;
-        let own = w.as_ptr().add(i);
-        for t in k {
-            let term = self.k.get_unchecked(t).0;
-            acc += *table.add((term >> 16) as usize) * *own.offset(isize::from(term as u16 as i16));
-        }
-        let own = y.as_ptr().add(n + i);
-        for t in e {
-            let term = self.e.get_unchecked(t).0;
-            acc += *table.add((term >> 16) as usize) * *own.offset(isize::from(term as u16 as i16));
-        }
+        let table = self.table;
+        let (terms, own) = (self.k, w.as_ptr().add(i));
+        let mut acc = add_products(0.0, k.start, k.end.wrapping_sub(k.start), |t| {
+            let term = (*terms.add(t)).0;
+            *table.add((term >> 16) as usize) * *own.offset(isize::from(term as u16 as i16))
+        });
+        let (terms, own) = (self.e, y.as_ptr().add(r));
+        add_few_products(&mut acc, e, |t| {
+            let term = (*terms.add(t)).0;
+            *table.add((term >> 16) as usize) * *own.offset(isize::from(term as u16 as i16))
+        });
         acc
     }
 }
@@ -2315,8 +2478,8 @@ impl StateSpace {
         ws: &mut ElementWorkspace,
     ) {
         match &run.terms {
-            FusedTerms::Plain(terms) => Self::fused_rows(run, terms, b, n, y, out, ws),
-            FusedTerms::Shared(terms) => Self::fused_rows(run, terms, b, n, y, out, ws),
+            FusedTerms::Plain(terms) => Self::fused_rows(run, &terms.reader(), b, n, y, out, ws),
+            FusedTerms::Shared(terms) => Self::fused_rows(run, &terms.reader(), b, n, y, out, ws),
         }
     }
 
@@ -2347,7 +2510,7 @@ impl StateSpace {
                 // SAFETY: every index is in bounds by the construction above (`w` has `n`
                 // entries, `y` and `out` at least `2n`).
                 unsafe {
-                    let acc = terms.row_sum((target - n, n), k0..k_end, e0..e_end, w, y);
+                    let acc = terms.row_sum((target - n, target), k0..k_end, e0..e_end, w, y);
                     *out.get_unchecked_mut(target) += acc;
                 }
                 (k0, e0) = (k_end, e_end);
@@ -3015,8 +3178,8 @@ impl StateSpace {
         for (p, ag) in &self.seismic {
             let a = ag.value(t);
             if a != 0.0 {
-                for i in 0..n {
-                    out[n + i] -= p[i] * a;
+                for (o, p) in out[n..2 * n].iter_mut().zip(&p.as_slice()[..n]) {
+                    *o -= p * a;
                 }
             }
         }
@@ -4258,5 +4421,82 @@ mod tests {
         let before = st.j0_entries().clone();
         assert!(!st.reassemble_tangent(), "no parameter changed");
         assert_eq!(st.j0_entries(), &before);
+    }
+
+    /// Values whose sums depend on their order (magnitudes from 1e-300 to 1e300, signed
+    /// zeros, subnormals), from a fixed linear congruential sequence.
+    fn order_sensitive_values(count: usize, seed: u64) -> Vec<f64> {
+        let mut state = seed;
+        (0..count)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let bits = state >> 11;
+                match bits % 7 {
+                    0 => -0.0,
+                    1 => f64::from_bits(bits & 0x000f_ffff_ffff_ffff),
+                    _ => {
+                        let mantissa = (bits % 1_000_003) as f64 / 1_000_003.0 - 0.5;
+                        mantissa * 10f64.powi((bits % 601) as i32 - 300)
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// [`add_products`] and [`add_few_products`] (unrolled by the count) give the bits of the
+    /// plain loop for every count, from every start, on sums whose order matters.
+    #[test]
+    fn unrolled_row_sums_equal_the_plain_loop_bit_for_bit() {
+        let values = order_sensitive_values(120, 7);
+        let operands = order_sensitive_values(120, 11);
+        let product = |t: usize| values[t] * operands[t];
+        for start in [0, 1, 5, 17] {
+            for count in 0..=(3 * UNROLLED_TERMS + 5) {
+                for acc in [0.0, -0.0, 1.5e-3] {
+                    let mut plain = acc;
+                    for t in start..start + count {
+                        plain += product(t);
+                    }
+                    // SAFETY: every term `start .. start + count` lies within the vectors.
+                    let unrolled = unsafe { add_products(acc, start, count, product) };
+                    assert_eq!(unrolled.to_bits(), plain.to_bits(), "{start} + {count}");
+                    let mut few = acc;
+                    // SAFETY: as above.
+                    unsafe { add_few_products(&mut few, start..start + count, product) };
+                    assert_eq!(few.to_bits(), plain.to_bits(), "{start} + {count}");
+                }
+            }
+        }
+    }
+
+    /// The AVX2 build of the in-place predictor gives the bits of the portable one.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_predictor_equals_the_portable_one_bit_for_bit() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let n = 37;
+        let (y, ydot, v, load, step) = folded_inputs(2 * n, n);
+        let b = 0.3 + step.c;
+        let run = |avx2: bool| {
+            let (mut y, mut ydot, mut v, mut w) =
+                (y.clone(), ydot.clone(), v.clone(), vec![0.0; n]);
+            let (state, _) = FoldedInPlace::halves(&mut y, &mut v, &mut ydot, &mut w, n);
+            if avx2 {
+                // SAFETY: the processor supports AVX2, checked above.
+                unsafe { predict_in_place_avx2(step, b, &load[..n], state) };
+            } else {
+                predict_in_place(step, b, &load[..n], state);
+            }
+            [y, ydot, v, w]
+                .concat()
+                .iter()
+                .map(|x| x.to_bits())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(true), run(false));
     }
 }

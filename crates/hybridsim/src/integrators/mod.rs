@@ -683,12 +683,33 @@ pub(crate) fn check_finite(
     time: f64,
     step: u64,
 ) -> Result<(), StepError> {
-    // Branch-free over blocks of 64 (vectorizable), instead of a test and a branch a value.
-    if x.chunks(64)
-        .all(|b| b.iter().fold(true, |all, v| all & v.is_finite()))
-    {
+    if all_finite(x) {
         Ok(())
     } else {
         Err(StepError::NonFinite { what, time, step })
     }
+}
+
+/// Whether every value of `x` is finite: branch-free over blocks of 64 (vectorizable),
+/// instead of a test and a branch a value; in AVX2 registers where the processor has them
+/// (four values a register instead of two: issue 20, session 26, the check of the 990-DOF
+/// frame's state 9.3 → 2.5 thousand instructions a step).
+#[inline]
+fn all_finite(x: &[f64]) -> bool {
+    #[inline(always)]
+    fn blocks(x: &[f64]) -> bool {
+        x.chunks(64)
+            .all(|b| b.iter().fold(true, |all, v| all & v.is_finite()))
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn blocks_avx2(x: &[f64]) -> bool {
+        blocks(x)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor supports AVX2, checked just above.
+        return unsafe { blocks_avx2(x) };
+    }
+    blocks(x)
 }
