@@ -513,7 +513,7 @@ fn predict_in_place(step: FoldedStep, b: f64, fu: &[f64], state: FoldedInPlace<'
 /// [`predict_in_place`] compiled for AVX2 (four DOFs a register instead of two): the same
 /// operations on each DOF, separate multiplications and additions (no fused multiply-add,
 /// which Rust never forms unasked), so the same bits (issue 20, session 26: the predictor's
-/// instructions a step on the 990-DOF frame 18.6 → 9 thousand).
+/// instructions a step on the 990-DOF frame 18.6 → 7.7 thousand).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn predict_in_place_avx2(step: FoldedStep, b: f64, fu: &[f64], state: FoldedInPlace<'_>) {
@@ -817,7 +817,7 @@ const UNROLLED_TERMS: usize = 16;
 /// order, the same bits), with `p = product`. The terms of a row are few (a 2D frame's rows of
 /// `K` hold 3 to 15, the 990-DOF frame's 7.4 on average), so a loop's set-up, remainder and exit
 /// cost as much as the products: a count below [`UNROLLED_TERMS`] jumps straight into its own
-/// unrolled sum (issue 20, session 26: the gather's instructions a row 91 → 55 on the 990-DOF
+/// unrolled sum (issue 20, session 26: the gather's instructions a row 91 → 69 on the 990-DOF
 /// frame); longer rows take blocks of 8 first.
 ///
 /// # Safety
