@@ -663,9 +663,9 @@ fn row_values_cost() {
     let mut row = vec![0.0; recorder.n_columns()];
     integ.step().unwrap();
     let rows = 20;
-    let mut least = |recorder: &mut hybridsim::output::Recorder,
-                     integ: &mut Box<dyn TimeIntegrator>,
-                     row: &mut [f64]| {
+    let least = |recorder: &mut hybridsim::output::Recorder,
+                 integ: &mut Box<dyn TimeIntegrator>,
+                 row: &mut [f64]| {
         (0..5)
             .map(|_| {
                 let t0 = std::time::Instant::now();
