@@ -1,7 +1,7 @@
 //! Recorded channels: names with units, filled from an integrator without allocating.
 
-use crate::assembly::ElementWorkspace;
-use crate::elements::Quantity;
+use crate::assembly::{ElementWorkspace, LentStiffness};
+use crate::elements::{ConstantMatrices, DofMap, Quantity};
 use crate::integrators::{EnergySource, TimeIntegrator};
 use crate::model::Model;
 use crate::units::Units;
@@ -175,6 +175,8 @@ pub struct Recorder {
     n_columns: usize,
     workspaces: Vec<ElementWorkspace>,
     scratch: Vec<f64>,
+    /// The recorded linear elements' forces through one kernel ([`LinearForces`]).
+    linear_forces: LinearForces,
     /// The buffers of [`Recorder::capture`], sized when first needed
     /// ([`Recorder::prepare_capture`]): a run without a laboratory or a pipelined runner never
     /// captures, and the copies of the state and accelerations were 2.4 MB of a 10⁵-DOF
@@ -211,6 +213,409 @@ pub fn unit_of(units: &Units, q: Quantity, dof: &str) -> String {
         Quantity::Stiffness => {
             format!("{}/{}", units.force_unit(dof), units.displacement_unit(dof))
         }
+    }
+}
+
+/// The recorded forces of linear elements through one kernel (issue 20, session 26): the
+/// elements of the force channels, in the order [`fill`] visits them, in runs of elements
+/// with the same constant matrices, copied once into a table of the distinct ones (a frame's
+/// members have a few sections: the 99 990-DOF frame's 63 630 members have two). A row then
+/// reads each element's DOF map and the matrices from the table, without the three virtual
+/// calls, the element's heap object and its matrices' that [`StateSpace::element_force`]
+/// reads per element (the per-element calls were most of the stepping thread's share of a
+/// recorded row at 10⁵ DOFs). The same bits: the same kernel
+/// ([`ConstantMatrices::force_at`]) over the same values, and the same fall-back. The
+/// energy column of a partition takes its linear elements' stored energy from the same table,
+/// or from their forces in the row where it holds them ([`EnergyRun`]), summed over the slots
+/// in the order of [`Partition::energy_at`].
+///
+/// [`Partition::energy_at`]: crate::assembly::Partition::energy_at
+/// [`StateSpace::element_force`]: crate::assembly::StateSpace::element_force
+#[derive(Debug, Default)]
+struct LinearForces {
+    /// Runs `(elements, matrices)`: `elements` consecutive recorded elements whose forces
+    /// come from `matrices[matrices]`, or through [`crate::assembly::StateSpace::element_force`]
+    /// ([`LinearForces::BY_ELEMENT`]).
+    runs: Vec<(u32, u32)>,
+    /// The distinct matrices: the element DOFs `n`, where `K` (`n²` values, by columns) starts
+    /// in `values`, and where `C` does ([`LinearForces::BY_ELEMENT`]: no damping).
+    matrices: Vec<StoredMatrices>,
+    values: Vec<f64>,
+    /// Per partition whose energy is recorded: runs over all of its slots, for the stored
+    /// energy `½ uᵀ K u` of its linear elements ([`Partition::energy_at_with`]; empty for the
+    /// others).
+    ///
+    /// [`Partition::energy_at_with`]: crate::assembly::Partition::energy_at_with
+    energy: Vec<Vec<EnergyRun>>,
+    /// Per partition: the residual's plan version and the number of slots when the table
+    /// was made; the table serves the partition only while both are unchanged (an element
+    /// moved to its law by a parameter change goes through its law from then on).
+    made_for: Vec<(u64, usize)>,
+}
+
+/// `count` consecutive slots of a partition whose stored energy is taken from matrices
+/// `matrices` of a [`LinearForces`] table ([`LinearForces::BY_ELEMENT`]: asked of the slot),
+/// and, when `column` is not [`LinearForces::BY_ELEMENT`], from their forces `K u` in the row
+/// (elements without damping whose forces the table evaluates: `column` is the first
+/// slot's first force column, the next slot's `n` columns on; session 21's plan).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct EnergyRun {
+    count: u32,
+    matrices: u32,
+    column: u32,
+}
+
+/// The place of a slot in a partition's [`EnergyRun`]s while its energy is summed.
+struct EnergyCursor<'a> {
+    runs: std::slice::Iter<'a, EnergyRun>,
+    /// The current run and the slots left in it.
+    run: EnergyRun,
+    left: u32,
+}
+
+impl EnergyCursor<'_> {
+    /// The next slot's matrices and the first of its force columns in the row, if any.
+    #[inline]
+    fn next(&mut self, n_of: impl Fn(u32) -> usize) -> Option<(u32, Option<usize>)> {
+        while self.left == 0 {
+            self.run = *self.runs.next()?;
+            self.left = self.run.count;
+        }
+        let k = self.run.count - self.left;
+        self.left -= 1;
+        let m = self.run.matrices;
+        if m == LinearForces::BY_ELEMENT {
+            return None;
+        }
+        let column = (self.run.column != LinearForces::BY_ELEMENT)
+            .then(|| self.run.column as usize + k as usize * n_of(m));
+        Some((m, column))
+    }
+}
+
+/// The matrices already in a [`LinearForces`] table, by their bits (made with the table).
+#[derive(Default)]
+struct Known {
+    indices: std::collections::HashMap<Vec<u64>, u32>,
+    key: Vec<u64>,
+}
+
+/// One entry of [`LinearForces::matrices`].
+#[derive(Debug, Clone, Copy)]
+struct StoredMatrices {
+    n: u32,
+    k: u32,
+    c: u32,
+}
+
+/// The slots of partition `p` (state space `st`) whose forces `channels` (of first columns
+/// `starts`) record, in increasing order (the recorder lays a partition's elements out in
+/// slot order), each with its first force column.
+fn recorded_slots<'a>(
+    channels: &'a [Channel],
+    starts: &'a [u32],
+    st: &'a crate::assembly::StateSpace,
+    p: usize,
+) -> impl Iterator<Item = (usize, usize)> + 'a {
+    channels
+        .iter()
+        .zip(starts)
+        .filter_map(move |(ch, &start)| match *ch {
+            Channel::ElementForce {
+                part,
+                slot,
+                slots,
+                stride,
+            } if part as usize == p => Some((slot as usize, slots, stride as usize, start)),
+            _ => None,
+        })
+        .flat_map(move |(slot, slots, stride, start)| {
+            (0..slots as usize).scan(start as usize, move |column, k| {
+                let s = slot + k * stride;
+                let first = *column;
+                *column += st.slots[s].n_dofs();
+                Some((s, first))
+            })
+        })
+}
+
+/// The place of an element in [`LinearForces::runs`] while a row is filled.
+struct RunCursor<'a> {
+    runs: std::slice::Iter<'a, (u32, u32)>,
+    /// Elements left in the current run, and its matrices.
+    left: u32,
+    matrices: u32,
+}
+
+impl RunCursor<'_> {
+    /// The matrices of the next element (`None`: through its law or its own matrices).
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        while self.left == 0 {
+            match self.runs.next() {
+                Some(&(count, matrices)) => (self.left, self.matrices) = (count, matrices),
+                None => return None,
+            }
+        }
+        self.left -= 1;
+        (self.matrices != LinearForces::BY_ELEMENT).then_some(self.matrices)
+    }
+
+    /// Pass `count` elements.
+    fn skip(&mut self, mut count: usize) {
+        while count > 0 {
+            if self.left == 0 {
+                match self.runs.next() {
+                    Some(&(n, matrices)) => (self.left, self.matrices) = (n, matrices),
+                    None => return,
+                }
+                continue;
+            }
+            let step = count.min(self.left as usize);
+            self.left -= step as u32;
+            count -= step;
+        }
+    }
+}
+
+impl LinearForces {
+    /// No table entry: the element's forces through
+    /// [`crate::assembly::StateSpace::element_force`].
+    const BY_ELEMENT: u32 = u32::MAX;
+    /// The most values the table holds (1 MiB): the elements whose matrices come after are
+    /// evaluated one by one, as before, so that a model of many distinct members does not
+    /// hold a second copy of its matrices.
+    const MAX_VALUES: usize = 1 << 17;
+
+    /// The table for the force channels among `channels` (of first columns `starts`) of
+    /// `integ`'s partitions.
+    fn new(integ: &dyn TimeIntegrator, channels: &[Channel], starts: &[u32]) -> Self {
+        let parts = integ.partitions();
+        let mut table = LinearForces {
+            made_for: parts
+                .iter()
+                .map(|p| (p.state.plan_version(), p.state.slots.len()))
+                .collect(),
+            ..Default::default()
+        };
+        let mut known = Known::default();
+        let wants_energy = |p: usize| {
+            channels
+                .iter()
+                .any(|c| matches!(c, Channel::Energy(q) if *q as usize == p))
+        };
+        for ch in channels {
+            let Channel::ElementForce {
+                part,
+                slot,
+                slots,
+                stride,
+            } = *ch
+            else {
+                continue;
+            };
+            let st = &parts[part as usize].state;
+            for s in (0..slots as usize).map(|k| slot as usize + k * stride as usize) {
+                let element = &st.slots[s];
+                let index = if element.forces_from_constant_matrices() {
+                    table.index(element, &mut known)
+                } else {
+                    Self::BY_ELEMENT
+                };
+                Self::extend(&mut table.runs, index);
+            }
+        }
+        for (p, part) in parts.iter().enumerate() {
+            if !wants_energy(p) {
+                table.energy.push(Vec::new());
+                continue;
+            }
+            let mut runs: Vec<EnergyRun> = Vec::new();
+            // The recorded slots (in increasing order) and their first force columns.
+            let mut recorded = recorded_slots(channels, starts, &part.state, p).peekable();
+            for (s, element) in part.state.slots.iter().enumerate() {
+                let n = element.n_dofs();
+                let mut first_column = None;
+                while let Some(&(r, c)) = recorded.peek() {
+                    if r > s {
+                        break;
+                    }
+                    if r == s {
+                        first_column = Some(c);
+                    }
+                    recorded.next();
+                }
+                // Only the sizes `ConstantMatrices::stored_energy_at` serves.
+                let matrices = if element.stores_energy()
+                    && element.energy_from_constant_matrices()
+                    && matches!(n, 1 | 2 | 3 | 4 | 6 | 8 | 12)
+                {
+                    table.index(element, &mut known)
+                } else {
+                    Self::BY_ELEMENT
+                };
+                // From the row where the table evaluated the forces `K u` (no damping).
+                let column = match first_column {
+                    Some(c)
+                        if matrices != Self::BY_ELEMENT
+                            && element.forces_from_constant_matrices()
+                            && table.matrices[matrices as usize].c == Self::BY_ELEMENT =>
+                    {
+                        ix(c)
+                    }
+                    _ => Self::BY_ELEMENT,
+                };
+                // A run goes on with the same matrices and, from the row, the next columns.
+                let continues = |last: &EnergyRun| {
+                    last.matrices == matrices
+                        && last.count < u32::MAX
+                        && match (last.column, column) {
+                            (Self::BY_ELEMENT, Self::BY_ELEMENT) => true,
+                            (Self::BY_ELEMENT, _) | (_, Self::BY_ELEMENT) => false,
+                            (a, b) => {
+                                u64::from(a) + u64::from(last.count) * n as u64 == u64::from(b)
+                            }
+                        }
+                };
+                match runs.last_mut() {
+                    Some(last) if continues(last) => last.count += 1,
+                    _ => runs.push(EnergyRun {
+                        count: 1,
+                        matrices,
+                        column,
+                    }),
+                }
+            }
+            runs.shrink_to_fit();
+            table.energy.push(runs);
+        }
+        table.runs.shrink_to_fit();
+        table.matrices.shrink_to_fit();
+        table.values.shrink_to_fit();
+        table
+    }
+
+    /// One more element of matrices `index` at the end of `runs`.
+    fn extend(runs: &mut Vec<(u32, u32)>, index: u32) {
+        match runs.last_mut() {
+            Some((count, last)) if *last == index && *count < u32::MAX => *count += 1,
+            _ => runs.push((1, index)),
+        }
+    }
+
+    /// The table's index of the matrices `element` lends (stored if new and the table has
+    /// room), or [`LinearForces::BY_ELEMENT`].
+    fn index(&mut self, element: &crate::assembly::ElementSlot, known: &mut Known) -> u32 {
+        let n = element.n_dofs();
+        let Some(m) = element
+            .element
+            .constant_matrices()
+            .filter(|m| m.k.len() == n * n && m.c.is_none_or(|c| c.len() == n * n))
+        else {
+            return Self::BY_ELEMENT;
+        };
+        known.key.clear();
+        known.key.push(n as u64);
+        known.key.extend(m.k.iter().map(|v| v.to_bits()));
+        if let Some(c) = m.c {
+            known.key.push(1);
+            known.key.extend(c.iter().map(|v| v.to_bits()));
+        }
+        if let Some(&i) = known.indices.get(&known.key) {
+            return i;
+        }
+        let index = self.store(&m, n);
+        if index != Self::BY_ELEMENT {
+            known.indices.insert(known.key.clone(), index);
+        }
+        index
+    }
+
+    /// Store matrices `m` of an element of `n` DOFs if the table has room.
+    fn store(&mut self, m: &ConstantMatrices<'_>, n: usize) -> u32 {
+        let needed = m.k.len() + m.c.map_or(0, <[f64]>::len);
+        if self.values.len() + needed > Self::MAX_VALUES {
+            return Self::BY_ELEMENT;
+        }
+        let k = ix(self.values.len());
+        self.values.extend_from_slice(m.k);
+        let c = match m.c {
+            Some(c) => {
+                let at = ix(self.values.len());
+                self.values.extend_from_slice(c);
+                at
+            }
+            None => Self::BY_ELEMENT,
+        };
+        let index = ix(self.matrices.len());
+        self.matrices.push(StoredMatrices { n: ix(n), k, c });
+        index
+    }
+
+    /// A cursor at the first recorded element.
+    fn cursor(&self) -> RunCursor<'_> {
+        RunCursor {
+            runs: self.runs.iter(),
+            left: 0,
+            matrices: Self::BY_ELEMENT,
+        }
+    }
+
+    /// Partition `part`'s energy at state `y` with `held` ([`Partition::energy_at`]), the
+    /// stored energy of its linear elements from the table when it serves the partition,
+    /// and from their forces in `row` (filled at the same state) where it has them.
+    ///
+    /// [`Partition::energy_at`]: crate::assembly::Partition::energy_at
+    fn energy_at(
+        &self,
+        part: usize,
+        partition: &crate::assembly::Partition,
+        y: &[f64],
+        held: Option<f64>,
+        ws: &mut ElementWorkspace,
+        row: &[f64],
+    ) -> Option<f64> {
+        let runs = self.energy.get(part).map_or(&[][..], Vec::as_slice);
+        if runs.is_empty() || !self.serves(part, &partition.state) {
+            return partition.energy_at(y, held, ws);
+        }
+        let mut cursor = EnergyCursor {
+            runs: runs.iter(),
+            run: EnergyRun {
+                count: 0,
+                matrices: Self::BY_ELEMENT,
+                column: Self::BY_ELEMENT,
+            },
+            left: 0,
+        };
+        let n_of = |m: u32| self.matrices[m as usize].n as usize;
+        partition.energy_at_with(y, held, ws, || {
+            let (m, column) = cursor.next(n_of)?;
+            Some(match column {
+                Some(c) => LentStiffness::Forces(&row[c..c + n_of(m)]),
+                None => {
+                    let (matrices, n) = self.matrices(m);
+                    LentStiffness::Matrices(matrices, n)
+                }
+            })
+        })
+    }
+
+    /// Whether the table serves partition `part`, whose state space is `st` (unchanged since
+    /// the table was made).
+    #[inline]
+    fn serves(&self, part: usize, st: &crate::assembly::StateSpace) -> bool {
+        self.made_for.get(part) == Some(&(st.plan_version(), st.slots.len()))
+    }
+
+    /// Matrices `index` of the table and their element DOFs.
+    #[inline]
+    fn matrices(&self, index: u32) -> (ConstantMatrices<'_>, usize) {
+        let m = self.matrices[index as usize];
+        let n = m.n as usize;
+        let k = &self.values[m.k as usize..][..n * n];
+        let c = (m.c != Self::BY_ELEMENT).then(|| &self.values[m.c as usize..][..n * n]);
+        (ConstantMatrices { k, c }, n)
     }
 }
 
@@ -352,6 +757,7 @@ impl Recorder {
             .iter()
             .any(|p| p.physical.is_some())
             .then(|| RecorderSnapshot::new(integrator, &channels));
+        let linear_forces = LinearForces::new(integrator, &channels, &starts);
         Self {
             units: model.units.clone(),
             channels,
@@ -359,6 +765,7 @@ impl Recorder {
             n_columns,
             workspaces,
             scratch: vec![0.0; max_scratch.max(1)],
+            linear_forces,
             snapshot,
             handoff: None,
         }
@@ -535,6 +942,7 @@ impl Recorder {
                 &self.starts,
                 &mut self.workspaces,
                 &mut self.scratch,
+                &self.linear_forces,
                 &mut Live(integ),
                 row,
                 Select::Early(&h.early, &mut h.gaps),
@@ -554,6 +962,7 @@ impl Recorder {
             &self.starts,
             &mut self.workspaces,
             &mut self.scratch,
+            &self.linear_forces,
             &mut Live(integ),
             row,
             select,
@@ -588,6 +997,7 @@ impl Recorder {
             &self.starts,
             &mut self.workspaces,
             &mut self.scratch,
+            &self.linear_forces,
             &mut Captured {
                 snapshot: self
                     .snapshot
@@ -726,6 +1136,7 @@ impl Recorder {
             &self.starts,
             &mut self.workspaces,
             &mut self.scratch,
+            &self.linear_forces,
             &mut Live(integ),
             row,
             Select::All,
@@ -753,6 +1164,7 @@ impl Recorder {
             &self.starts,
             &mut self.workspaces,
             &mut self.scratch,
+            &self.linear_forces,
             &mut Captured {
                 snapshot: self
                     .snapshot
@@ -1057,6 +1469,10 @@ impl RowSource for Captured<'_> {
             }
         }
     }
+    fn energy_state(&self, p: usize) -> Option<(&[f64], Option<f64>)> {
+        let snap = &self.snapshot.parts[p];
+        (snap.energy_source == EnergySource::PartitionState).then_some((&snap.state, snap.energy))
+    }
     fn extra(&self, out: &mut [f64]) {
         out.copy_from_slice(&self.snapshot.extra[..out.len()]);
     }
@@ -1078,6 +1494,10 @@ trait RowSource {
     fn multipliers(&self) -> &[f64];
     /// The energy of partition `p`, with the recorder's scratch `ws` of that partition.
     fn energy(&mut self, p: usize, ws: &mut ElementWorkspace) -> Option<f64>;
+    /// The state `y` and the held energy with which partition `p`'s energy is
+    /// [`crate::assembly::Partition::energy_at`] (its energy source is
+    /// [`EnergySource::PartitionState`]), `None` for another source.
+    fn energy_state(&self, p: usize) -> Option<(&[f64], Option<f64>)>;
     fn extra(&self, out: &mut [f64]);
 }
 
@@ -1119,6 +1539,12 @@ impl RowSource for Live<'_> {
     fn energy(&mut self, p: usize, _ws: &mut ElementWorkspace) -> Option<f64> {
         self.0.energy(p)
     }
+    fn energy_state(&self, p: usize) -> Option<(&[f64], Option<f64>)> {
+        // `TimeIntegrator::energy` of this source is `Partition::energy` at the state, the
+        // bits of `Partition::energy_at` with the held energy read now.
+        (self.0.energy_source(p) == EnergySource::PartitionState)
+            .then(|| (self.0.state(p), self.0.partitions()[p].held_energy()))
+    }
     fn extra(&self, out: &mut [f64]) {
         self.0.extra_values(out)
     }
@@ -1155,17 +1581,21 @@ fn owner(ch: Channel) -> Option<usize> {
 
 /// Fill `row` from `src`, a run of columns at a time (the columns `select` selects; a run
 /// reads one partition, so it is taken or skipped whole, column by column). Allocation-free.
+#[allow(clippy::too_many_arguments)]
 fn fill<S: RowSource>(
     channels: &[Channel],
     starts: &[u32],
     workspaces: &mut [ElementWorkspace],
     scratch: &mut [f64],
+    linear_forces: &LinearForces,
     src: &mut S,
     row: &mut [f64],
     mut select: Select<'_>,
 ) {
     let t = src.time();
     let mut gap = 0;
+    // Where the force channels' elements are in `linear_forces`' runs.
+    let mut runs = linear_forces.cursor();
     for (&ch, &start) in channels.iter().zip(starts) {
         // The first column of the channel.
         let c = start as usize;
@@ -1177,6 +1607,9 @@ fn fill<S: RowSource>(
             Select::Rest(m, _) => early(m),
         };
         if skip {
+            if let Channel::ElementForce { slots, .. } = ch {
+                runs.skip(usize::from(slots));
+            }
             continue;
         }
         match ch {
@@ -1221,12 +1654,31 @@ fn fill<S: RowSource>(
                 let (part, slot) = (at(part), at(slot));
                 let st = &src.integrator().partitions()[part].state;
                 let y = src.state(part);
+                let current = linear_forces.serves(part, st);
                 let mut at_column = c;
                 for s in (0..slots as usize).map(|k| slot + k * stride as usize) {
-                    let n = force_width(st, s);
-                    let out = &mut row[at_column..at_column + n];
-                    st.element_force(s, y, out, &mut workspaces[part]);
-                    at_column += n;
+                    let matrices = runs.next().filter(|_| current);
+                    match matrices.map(|m| linear_forces.matrices(m)) {
+                        Some((matrices, n)) => {
+                            let map = DofMap::new(&st.dof_maps()[st.slots[s].map_start()..][..n]);
+                            let out = &mut row[at_column..at_column + n];
+                            // The bits of `StateSpace::element_force`: its linear path
+                            // with the same matrices, and the same fall-back where the
+                            // kernel does not serve the size or the force is not finite.
+                            if !matrices.force_at(map, y, st.n_dofs(), out)
+                                || !out.iter().all(|f| f.is_finite())
+                            {
+                                st.element_force(s, y, out, &mut workspaces[part]);
+                            }
+                            at_column += n;
+                        }
+                        None => {
+                            let n = force_width(st, s);
+                            let out = &mut row[at_column..at_column + n];
+                            st.element_force(s, y, out, &mut workspaces[part]);
+                            at_column += n;
+                        }
+                    }
                 }
             }
             Channel::Measured(p, i, run) => {
@@ -1289,7 +1741,15 @@ fn fill<S: RowSource>(
             }
             Channel::Energy(p) => {
                 let p = at(p);
-                row[c] = src.energy(p, &mut workspaces[p]).unwrap_or(f64::NAN)
+                let ws = &mut workspaces[p];
+                let energy = match src.energy_state(p) {
+                    Some((y, held)) => {
+                        let partition = &src.integrator().partitions()[p];
+                        linear_forces.energy_at(p, partition, y, held, ws, row)
+                    }
+                    None => src.energy(p, ws),
+                };
+                row[c] = energy.unwrap_or(f64::NAN)
             }
             Channel::Extra { len } => {
                 let len = at(len);

@@ -531,3 +531,168 @@ fn matrix_forces_are_the_row_by_row_sums_for_every_size() {
         );
     }
 }
+
+/// [`frame_text`] with repeated members: two more `linear` members with `column1`'s and
+/// `column2`'s matrices (the recorder's table holds each distinct matrices once, and a run of
+/// elements sharing them), one with the same stiffness as `beam` and no mass.
+fn repeated_frame_text(selection: &str) -> String {
+    let extra = r#"
+[[element]]
+type = "linear"
+name = "column1b"
+dofs = [[2, "x"], [2, "y"], [2, "rz"]]
+k = [[4.0e4, 0.0, -6.0e4], [0.0, 1.2e6, 0.0], [-6.0e4, 0.0, 1.2e5]]
+
+[[element]]
+type = "linear"
+name = "column1c"
+dofs = [[3, "x"], [3, "y"], [3, "rz"]]
+k = [[4.0e4, 0.0, -6.0e4], [0.0, 1.2e6, 0.0], [-6.0e4, 0.0, 1.2e5]]
+
+[[element]]
+type = "linear"
+name = "beam2"
+dofs = [[1, "x"], [1, "rz"], [2, "x"], [2, "rz"]]
+k = [[2.0e5, 0.0, -2.0e5, 0.0], [0.0, 3.0e4, 0.0, 1.5e4], [-2.0e5, 0.0, 2.0e5, 0.0], [0.0, 1.5e4, 0.0, 3.0e4]]
+"#;
+    frame_text(selection).replacen(
+        "\n[[element]]\ntype = \"spring\"\nname = \"brace\"",
+        &format!("{extra}\n[[element]]\ntype = \"spring\"\nname = \"brace\""),
+        1,
+    )
+}
+
+/// Every element force column and the energy column of `row` against
+/// [`StateSpace::element_force`] of each element and [`Partition::energy_at`] at the state,
+/// bit for bit; the number of force columns checked.
+fn check_row_against_elements(integ: &dyn TimeIntegrator, names: &[String], row: &[f64]) -> usize {
+    let mut checked = 0;
+    for (c, name) in names.iter().enumerate() {
+        if let Some(rest) = name.strip_prefix("force.") {
+            let slot_name = rest.split('.').next().unwrap();
+            let (p, k) = (integ.partitions().iter().enumerate())
+                .find_map(|(p, part)| {
+                    let k = (part.state.slots.iter()).position(|s| s.name() == slot_name)?;
+                    Some((p, k))
+                })
+                .unwrap();
+            let st = &integ.partitions()[p].state;
+            let mut expected = vec![0.0; st.slots[k].n_dofs()];
+            st.element_force(k, integ.state(p), &mut expected, &mut st.workspace());
+            let group = (names.iter())
+                .position(|m| m.starts_with(&format!("force.{slot_name}.")))
+                .unwrap();
+            assert_eq!(row[c].to_bits(), expected[c - group].to_bits(), "{name}");
+            checked += 1;
+        } else if name.starts_with("energy") {
+            let part = &integ.partitions()[0];
+            let y = integ.state(0);
+            let expected = part
+                .energy_at(y, part.held_energy(), &mut part.state.workspace())
+                .unwrap();
+            assert_eq!(row[c].to_bits(), expected.to_bits(), "{name}");
+        }
+    }
+    checked
+}
+
+/// The recorder's linear members' forces (one kernel over a table of their distinct matrices)
+/// and its energy column (the members' stored energy from that table) are, bit for bit,
+/// [`StateSpace::element_force`] of each element and [`Partition::energy_at`]: a frame of
+/// repeated members, members with damping and mass, springs and Rayleigh damping, with every
+/// column and with selections, live and from a capture, and after a parameter change has
+/// moved members to their law (the table no longer serves their partition).
+#[test]
+fn batched_member_forces_and_energy_are_each_elements() {
+    for selection in ["", "elements = [\"column1c\", \"beam\", \"brace\"]"] {
+        let m = model(&repeated_frame_text(selection));
+        let mut integ = hybridsim::integrators::build(&m).unwrap();
+        let mut recorder = hybridsim::output::Recorder::new(&m, integ.as_ref());
+        let names: Vec<String> = (recorder.columns(integ.as_ref()).into_iter())
+            .map(|c| c.name)
+            .collect();
+        assert!(names.iter().any(|n| n == "energy.structure"), "{names:?}");
+        let (mut live, mut captured) = (vec![0.0; names.len()], vec![0.0; names.len()]);
+        let mut checked = 0;
+        for step in 0..40 {
+            if step == 20 {
+                // Moves the member to its law, whether or not the parameter is known.
+                for name in ["column1b", "beam"] {
+                    let st = &integ.partitions()[0].state;
+                    let k = st.slots.iter().position(|s| s.name() == name).unwrap();
+                    let _ = integ.set_element_parameter(0, k, "k", 1.0);
+                }
+                let st = &integ.partitions()[0].state;
+                let k = st.slots.iter().position(|s| s.name() == "beam").unwrap();
+                assert!(!st.slots[k].forces_from_constant_matrices());
+            }
+            integ.step().unwrap();
+            recorder.record(integ.as_mut(), &mut live);
+            recorder.capture(integ.as_mut());
+            recorder.record_captured(integ.as_ref(), &mut captured);
+            checked += check_row_against_elements(integ.as_ref(), &names, &live);
+            let same = live
+                .iter()
+                .zip(&captured)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "`{selection}` step {step}: the captured row differs");
+        }
+        assert!(checked >= 40 * 3, "`{selection}`: {checked} force columns");
+    }
+}
+
+/// The stepping thread's cost of a row's values, with the recorder's batched linear forces
+/// and energy and without them (the per-element calls, which serve once a parameter change
+/// has moved a member to its law): the least time of a row over 5 batches, printed. Run on
+/// a model named by `HYBRIDSIM_RECORD_COST_MODEL` (e.g. the frame of
+/// `scripts/bench/frame_model.py` with `[output] every = 1`):
+/// `cargo test --release -p hybridsim --test record -- --ignored --nocapture row_values_cost`.
+#[test]
+#[ignore = "a measurement: needs HYBRIDSIM_RECORD_COST_MODEL"]
+fn row_values_cost() {
+    let Ok(path) = std::env::var("HYBRIDSIM_RECORD_COST_MODEL") else {
+        return;
+    };
+    let path = std::path::PathBuf::from(path);
+    let folder = Folder(path.parent().unwrap().to_path_buf());
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let text = folder.read_to_string(&name).unwrap();
+    let m = Model::from_toml(&text, &name, &folder).unwrap_or_else(|e| panic!("{e}"));
+    let mut integ = hybridsim::integrators::build(&m).unwrap();
+    let mut recorder = hybridsim::output::Recorder::new(&m, integ.as_ref());
+    let mut row = vec![0.0; recorder.n_columns()];
+    integ.step().unwrap();
+    let rows = 20;
+    let least = |recorder: &mut hybridsim::output::Recorder,
+                 integ: &mut Box<dyn TimeIntegrator>,
+                 row: &mut [f64]| {
+        (0..5)
+            .map(|_| {
+                let t0 = std::time::Instant::now();
+                for _ in 0..rows {
+                    recorder.record(integ.as_mut(), row);
+                }
+                t0.elapsed().as_secs_f64() / rows as f64
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let batched = least(&mut recorder, &mut integ, &mut row);
+    let first = row.clone();
+    let st = &integ.partitions()[0].state;
+    let k = (st.slots.iter())
+        .position(|s| s.forces_from_constant_matrices())
+        .expect("a linear member");
+    let _ = integ.set_element_parameter(0, k, "k", 1.0);
+    let by_element = least(&mut recorder, &mut integ, &mut row);
+    let same = first
+        .iter()
+        .zip(&row)
+        .all(|(a, b)| a.to_bits() == b.to_bits());
+    eprintln!(
+        "{name}: {} columns, a row's values {:.1} µs batched, {:.1} µs by element; same bits: {same}",
+        row.len(),
+        batched * 1e6,
+        by_element * 1e6
+    );
+    assert!(same);
+}

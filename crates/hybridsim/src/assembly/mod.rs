@@ -20,7 +20,7 @@ pub use interface::{ConstraintLevel, Coupling, Interface, InterfaceDof};
 pub use served::{ServeError, ServedSubstructure};
 pub use state_space::{
     ElementSlot, ElementWorkspace, FoldedInPlace, FoldedPredictor, FoldedRows, FoldedStep,
-    Partition, StateSpace,
+    LentStiffness, Partition, StateSpace,
 };
 pub use steklov_poincare::SteklovPoincare;
 

@@ -1,7 +1,9 @@
 //! One substructure in state-space form, and a partition (state space + optional specimen).
 
 use super::{seismic_vector, CompressedRows};
-use crate::elements::{zero_state_tangent, DofMap, DofRef, ElementRef, SparseRows};
+use crate::elements::{
+    zero_state_tangent, ConstantMatrices, DofMap, DofRef, ElementRef, SparseRows,
+};
 use crate::error::{Diagnostics, ModelError};
 use crate::excitation::TimeFunction;
 use crate::linalg::DistinctValues;
@@ -130,12 +132,49 @@ impl ElementSlot {
         DofMap::new(&maps[start..start + self.n_dofs()])
     }
 
+    /// Start of the slot's DOF map in its state space's table of maps
+    /// ([`StateSpace::dof_maps`]; as many entries as the element has DOFs).
+    #[inline(always)]
+    pub fn map_start(&self) -> usize {
+        self.map_start as usize
+    }
+
+    /// Whether [`StateSpace::element_force`] gives this slot's forces as `K u + C v` from the
+    /// matrices its element lends ([`crate::elements::Element::constant_matrices`]): a linear
+    /// kernel whose element has no sparse damping and lends its matrices. (A slot moved to its
+    /// law by [`StateSpace::set_element_parameter`] no longer does: the residual's plan version
+    /// changes, [`StateSpace::plan_version`].)
+    pub fn forces_from_constant_matrices(&self) -> bool {
+        self.kernel == SlotKernel::Linear
+            && self.element.sparse_damping().is_none()
+            && self.element.constant_matrices().is_some()
+    }
+
+    /// Whether [`StateSpace::potential_energy`] takes this slot's stored energy `½ uᵀ K u`
+    /// from the matrices its element lends: a linear kernel whose element lends them.
+    pub fn energy_from_constant_matrices(&self) -> bool {
+        self.kernel == SlotKernel::Linear && self.element.constant_matrices().is_some()
+    }
+
     /// Whether [`StateSpace::residual`] evaluates this element through precomputed linear
     /// terms `r = K u + C v` (or skips it, for elements without force such as masses) instead
     /// of calling [`crate::elements::Element::restoring`].
     pub fn is_precomputed_linear(&self) -> bool {
         !matches!(self.kernel, SlotKernel::Generic)
     }
+}
+
+/// What [`StateSpace::potential_energy_with`] is lent of a linear slot whose stored energy
+/// `½ uᵀ K u` comes from its element's matrices
+/// ([`ElementSlot::energy_from_constant_matrices`]), instead of asking the element.
+#[derive(Debug, Clone, Copy)]
+pub enum LentStiffness<'a> {
+    /// A copy of the element's matrices (only `K` is read) and its number of DOFs.
+    Matrices(ConstantMatrices<'a>, usize),
+    /// The slot's forces at the same state by [`StateSpace::element_force`], for an element
+    /// without damping (`K u`): `½ Σ_i u_i (K u)_i` without the products
+    /// ([`ConstantMatrices::stored_energy_from_forces`]).
+    Forces(&'a [f64]),
 }
 
 /// How [`StateSpace::residual`] evaluates one slot (the hot path of every step). A linear
@@ -2312,6 +2351,14 @@ impl StateSpace {
         self.slots[slot].dof_map(&self.maps)
     }
 
+    /// The DOF maps of all slots, one after another: slot `s`'s are the
+    /// `slots[s].n_dofs()` entries from [`ElementSlot::map_start`] ([`DofMap::GROUND`]: a DOF
+    /// fixed to the ground). For a caller that knows a slot's number of DOFs without asking
+    /// its element (the recorder's batched linear forces).
+    pub fn dof_maps(&self) -> &[u32] {
+        &self.maps
+    }
+
     /// The DOF map of `slot`, one of this state space's slots.
     pub fn map_of(&self, slot: &ElementSlot) -> DofMap<'_> {
         slot.dof_map(&self.maps)
@@ -3110,14 +3157,7 @@ impl StateSpace {
             // order: the bits of `restoring`), `v` read from the state (0 on fixed DOFs):
             // no gather buffers of the element's size.
             let (map, n) = (s.dof_map(&self.maps), self.dofs.len());
-            for (i, ri) in out.iter_mut().enumerate() {
-                let mut acc = 0.0;
-                for (j, value) in c.row(i) {
-                    let v = map.get(j).map_or(0.0, |k| y[n + k]);
-                    acc += v * value;
-                }
-                *ri = acc;
-            }
+            c.times(|j| map.get(j).map_or(0.0, |k| y[n + k]), out);
             return;
         }
         if s.kernel == SlotKernel::Linear {
@@ -3362,11 +3402,40 @@ impl StateSpace {
     /// ([`crate::elements::Element::constant_matrices`]) gives `½ uᵀ K u` by
     /// [`crate::elements::ConstantMatrices::stored_energy`] (its law's value to round-off). Allocation-free.
     pub fn potential_energy(&self, y: &[f64], ws: &mut ElementWorkspace) -> Option<f64> {
+        self.potential_energy_with(y, ws, || None)
+    }
+
+    /// [`StateSpace::potential_energy`] with what `lent` gives of some linear slots, called
+    /// once per slot in order ([`LentStiffness`]; `None`: ask the element): the recorder's
+    /// copies of their matrices, or the forces of its row, which spare a virtual call and a
+    /// read of the element per slot, and the `n²` products. The same sums in the same order,
+    /// so the same bits. Allocation-free.
+    pub fn potential_energy_with<'m>(
+        &self,
+        y: &[f64],
+        ws: &mut ElementWorkspace,
+        mut lent: impl FnMut() -> Option<LentStiffness<'m>>,
+    ) -> Option<f64> {
         let n = self.dofs.len();
         let mut total = 0.0;
         for slot in &self.slots {
+            let copied = lent();
             if !slot.stores_energy() {
                 continue; // masses, dashpots and Rayleigh terms store no energy
+            }
+            let from_copy = match copied {
+                Some(LentStiffness::Matrices(m, ne)) => {
+                    m.stored_energy_at(DofMap::new(&self.maps[slot.map_start()..][..ne]), y)
+                }
+                Some(LentStiffness::Forces(f)) => {
+                    let map = DofMap::new(&self.maps[slot.map_start()..][..f.len()]);
+                    ConstantMatrices::stored_energy_from_forces(map, y, f)
+                }
+                None => None,
+            };
+            if let Some(e) = from_copy {
+                total += e;
+                continue;
             }
             let ne = slot.n_dofs();
             let matrices = match slot.kernel {
@@ -3705,8 +3774,20 @@ impl Partition {
         held: Option<f64>,
         ws: &mut ElementWorkspace,
     ) -> Option<f64> {
+        self.energy_at_with(y, held, ws, || None)
+    }
+
+    /// [`Partition::energy_at`] with the stiffness of linear slots lent as
+    /// [`StateSpace::potential_energy_with`] takes it: the same bits. Allocation-free.
+    pub fn energy_at_with<'m>(
+        &self,
+        y: &[f64],
+        held: Option<f64>,
+        ws: &mut ElementWorkspace,
+        lent: impl FnMut() -> Option<LentStiffness<'m>>,
+    ) -> Option<f64> {
         let k = self.state.kinetic_energy(y);
-        let p = self.state.potential_energy(y, ws)?;
+        let p = self.state.potential_energy_with(y, ws, lent)?;
         let s = self.specimen_energy_at(y).or(held)?;
         Some(k + p + s)
     }

@@ -436,6 +436,43 @@ impl ConstantMatrices<'_> {
         })
     }
 
+    /// [`ConstantMatrices::stored_energy_at`] from the forces `K u` already evaluated at `y`
+    /// (`forces`, those of an element without damping, by [`ConstantMatrices::force_at`] or
+    /// its law, which agree for a finite `u`): `½ Σ_i u_i (K u)_i`, the same sum, so the same
+    /// bits, without the `n²` products. `None` where `u` is not finite (the forces may then be
+    /// the law's, not the product's) or for a size [`ConstantMatrices::force_at`] does not
+    /// serve. No allocation.
+    #[inline]
+    pub fn stored_energy_from_forces(map: DofMap<'_>, y: &[f64], forces: &[f64]) -> Option<f64> {
+        match map.len() {
+            1 => Self::stored_energy_from_forces_of::<1>(map, y, forces),
+            2 => Self::stored_energy_from_forces_of::<2>(map, y, forces),
+            3 => Self::stored_energy_from_forces_of::<3>(map, y, forces),
+            4 => Self::stored_energy_from_forces_of::<4>(map, y, forces),
+            6 => Self::stored_energy_from_forces_of::<6>(map, y, forces),
+            8 => Self::stored_energy_from_forces_of::<8>(map, y, forces),
+            12 => Self::stored_energy_from_forces_of::<12>(map, y, forces),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn stored_energy_from_forces_of<const N: usize>(
+        map: DofMap<'_>,
+        y: &[f64],
+        forces: &[f64],
+    ) -> Option<f64> {
+        let u = Self::gathered::<N>(map, y, 0);
+        if !u.iter().all(|x| x.is_finite()) {
+            return None;
+        }
+        let mut e = 0.0;
+        for (ui, fi) in u.iter().zip(&forces[..N]) {
+            e += ui * fi;
+        }
+        Some(0.5 * e)
+    }
+
     /// `x_j = y[offset + map_j]` (0 where `map_j` is `None`) for `N` DOFs.
     #[inline]
     fn gathered<const N: usize>(map: DofMap<'_>, y: &[f64], offset: usize) -> [f64; N] {

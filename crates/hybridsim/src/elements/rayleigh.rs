@@ -36,6 +36,56 @@ impl<'a> SparseRows<'a> {
         (self.row_start[i] as usize..self.row_start[i + 1] as usize)
             .map(move |t| (columns.at(i, t), values.at(t)))
     }
+
+    /// `out_i = Σ_j C_ij x(j)` for every row `i`, each row summed as [`SparseRows::row`] gives
+    /// its entries (`acc += x(j) · C_ij`, columns increasing, from 0): the bits of that loop,
+    /// with the layouts of the columns and the values chosen once, not per entry (the
+    /// recorded Rayleigh forces of a 10⁵-DOF frame, 1.4 M entries a row, issue 20).
+    #[inline]
+    pub fn times(&self, x: impl Fn(usize) -> f64, out: &mut [f64]) {
+        match (self.columns, self.values) {
+            (Columns::Offsets(o), Values::Shared { table, place }) => self.times_with(
+                |i, t| (i as isize + o[t] as isize) as usize,
+                |t| table[usize::from(place[t])],
+                x,
+                out,
+            ),
+            (Columns::Offsets(o), Values::Plain(v)) => self.times_with(
+                |i, t| (i as isize + o[t] as isize) as usize,
+                |t| v[t],
+                x,
+                out,
+            ),
+            (Columns::Absolute(c), Values::Shared { table, place }) => self.times_with(
+                |_, t| c[t] as usize,
+                |t| table[usize::from(place[t])],
+                x,
+                out,
+            ),
+            (Columns::Absolute(c), Values::Plain(v)) => {
+                self.times_with(|_, t| c[t] as usize, |t| v[t], x, out)
+            }
+        }
+    }
+
+    /// [`SparseRows::times`] with the column and the value of entry `t` of row `i` given by
+    /// `column` and `value`.
+    #[inline(always)]
+    fn times_with(
+        &self,
+        column: impl Fn(usize, usize) -> usize,
+        value: impl Fn(usize) -> f64,
+        x: impl Fn(usize) -> f64,
+        out: &mut [f64],
+    ) {
+        for (i, (oi, ends)) in out.iter_mut().zip(self.row_start.windows(2)).enumerate() {
+            let mut acc = 0.0;
+            for t in ends[0] as usize..ends[1] as usize {
+                acc += x(column(i, t)) * value(t);
+            }
+            *oi = acc;
+        }
+    }
 }
 
 /// The columns of the entries of `C`.
