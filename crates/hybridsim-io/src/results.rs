@@ -56,13 +56,30 @@ fn queue_buffers(ncol: usize) -> usize {
     queue_rows(ncol)
 }
 
-/// Bytes of the text of a row's first columns spelled on the stepping thread, at most (the
-/// first 41 943 columns of a wider row; a 10⁴-DOF chain's row is 70 001 columns, of which
-/// the stepping thread spells fewer than half when the threads are balanced).
+/// Bytes of the text of a row's first columns spelled on the stepping thread, at most, for a
+/// row of up to 4 × 41 943 columns (a 10⁴-DOF chain's row is 70 001 columns, of which
+/// the stepping thread spells fewer than half when the threads are balanced); a wider row's
+/// share may reach [`TEXT_ROW_FRACTION`] of it.
 const TEXT_ROW_BYTES: usize = 1 << 20;
+/// A wide row's share spelled on the stepping thread is at most 1 / `TEXT_ROW_FRACTION` of
+/// its columns: the text buffer is then a fraction of the row's text, O(N) as the model,
+/// touched only as far as the share is spelled (4.9 MB reserved for a recorded 10⁵-DOF frame's
+/// 780 001 columns, issue 20 session 26). With 1 MiB, 5 % of that row, the stepping thread
+/// could not take the writer's spelling once the row's values cost it less than the
+/// writer's text.
+const TEXT_ROW_FRACTION: usize = 4;
+/// Bytes of a text buffer of the share of a row of `ncol` columns spelled on the stepping
+/// thread: the whole row's text up to [`TEXT_ROW_BYTES`], 1 / [`TEXT_ROW_FRACTION`] of it for
+/// a wider row.
+fn text_row_bytes(ncol: usize) -> usize {
+    let whole = ncol * crate::csv::MAX_FIELD_BYTES;
+    whole.min(TEXT_ROW_BYTES.max(whole / TEXT_ROW_FRACTION))
+}
+
 /// Bytes of the text buffers of the rows spelled on the stepping thread: at least 1 buffer,
 /// at most one a value buffer of the queue (a 10⁴-DOF chain keeps its 4 buffers, of 1 MB
-/// instead of 1.75 MB; a 10⁵-DOF one has 1 of 1 MB, issue 20: it had 4 of 2 MB, then 2).
+/// instead of 1.75 MB; a 10⁵-DOF one has 1, a quarter of its row, issue 20: it had 4 of 2 MB,
+/// then 2, then 1 of 1 MB).
 const TEXT_BYTES: usize = 4 << 20;
 
 /// Batches of lab records (one batch per physical substructure and coarse step) buffered
@@ -362,19 +379,21 @@ struct FolderSink<'a> {
 
 impl hybridsim::runner::RunSink for FolderSink<'_> {
     fn row(&mut self, row: &[f64]) -> bool {
-        let mut values = self
-            .free_rows
-            .recv()
-            .unwrap_or_else(|_| Vec::with_capacity(self.ncol));
+        // The share first, then the value buffer: the writer gives the text buffer back as soon
+        // as it has copied the text (at the start of its row), the value buffer once it has
+        // spelled the rest, so that the stepping thread spells this row's first columns while
+        // the writer still spells the last row's others. Taken the other way round (the value
+        // buffer first, as until session 25), the writer idled while the stepping thread
+        // spelled its share, and the share only moved work from one thread to the other
+        // (issue 20, session 26).
         let mut spelled = Vec::new();
         let mut first = self.spell.next_columns().min(row.len());
         if first > 0 {
-            // Waiting for a text buffer, as for a value buffer: each is back once the writer
-            // has written the row that holds it. Taken without waiting (a row without a share
-            // when none was free), the writer, once behind, got whole rows to spell while the
-            // stepping thread ran ahead through its 135 value buffers with 21 text buffers: the
-            // share never caught up (the 990-DOF frame: writer 0.46 s of CPU, stepping thread
-            // 0.26 s, issue 20 session 25).
+            // Waiting for a text buffer, as for a value buffer. Taken without waiting (a row
+            // without a share when none was free), the writer, once behind, got whole rows to
+            // spell while the stepping thread ran ahead through its 135 value buffers with 21
+            // text buffers: the share never caught up (the 990-DOF frame: writer 0.46 s of
+            // CPU, stepping thread 0.26 s, issue 20 session 25).
             match self.spell.free.recv() {
                 Ok(mut text) => {
                     text.clear();
@@ -384,6 +403,10 @@ impl hybridsim::runner::RunSink for FolderSink<'_> {
                 Err(_) => first = 0,
             }
         }
+        let mut values = self
+            .free_rows
+            .recv()
+            .unwrap_or_else(|_| Vec::with_capacity(self.ncol));
         values.clear();
         values.extend_from_slice(&row[first..]);
         self.rows
@@ -701,12 +724,15 @@ fn writer_thread(
                 match rows.recv_timeout(FLUSH_EVERY) {
                     Ok(row) => {
                         took_row = true;
-                        let r = out.write_spelled_row(&row.spelled, &row.values, row.step);
-                        // The text buffer first: the stepping thread, given the value buffer,
-                        // then finds the text buffer free (it waits for each in that order).
+                        // The text buffer back as soon as its text is copied: the stepping
+                        // thread spells the next row's share into it while this row's other
+                        // columns are spelled here (it waits for the text buffer, then for
+                        // the value buffer).
+                        let r = out.write_row_text(&row.spelled);
                         if row.spelled.capacity() > 0 {
                             let _ = recycle_text.try_send(row.spelled);
                         }
+                        let r = r.and_then(|()| out.end_row_with(&row.values, row.step));
                         let _ = recycle.try_send(row.values);
                         if let Err(e) = r {
                             error = Some(e);
@@ -1357,17 +1383,14 @@ pub fn run_to_folder_with(
         let _ = free_tx.try_send(Vec::with_capacity(ncol));
     }
     // Text buffers of the columns spelled on the stepping thread (CSV only): each holds a
-    // row's text up to TEXT_ROW_BYTES, TEXT_BYTES of them in all (their pages are touched
+    // row's text up to text_row_bytes(), TEXT_BYTES of them in all (their pages are touched
     // only as far as a share is spelled).
     let shared = row_format == crate::RowFormat::Csv
         && (ncol >= MIN_SHARED_COLUMNS || opts.spelled_on_step.is_some());
-    let text_row = if shared {
-        (ncol * crate::csv::MAX_FIELD_BYTES).min(TEXT_ROW_BYTES)
-    } else {
-        0
-    };
-    // One text buffer a value buffer at most: a queued row holds both, and the stepping
-    // thread takes a text buffer only once it has a value buffer.
+    let text_row = if shared { text_row_bytes(ncol) } else { 0 };
+    // One text buffer a value buffer at most: a queued row holds both (the stepping thread
+    // spells into a text buffer, then waits for a value buffer, which the writer gives back
+    // once the row it holds is spelled).
     let texts = TEXT_BYTES
         .checked_div(text_row)
         .map_or(0, |n| n.clamp(1, buffers));
@@ -1744,5 +1767,22 @@ mod tests {
         }
         assert_eq!(bytes(600_001), 8 * 600_001);
         assert_eq!(bytes(2_000_000), 8 * 2_000_000);
+    }
+
+    /// The text buffer of the share spelled on the stepping thread holds a whole narrow row's
+    /// text, 1 MiB of a row up to 4 × 41 943 columns, and a quarter of a wider row's (a
+    /// recorded 10⁵-DOF frame's 780 001 columns: 4.9 MB, whose share was capped at 5 %).
+    #[test]
+    fn the_share_of_a_wide_row_is_a_fraction_of_it() {
+        let field = crate::csv::MAX_FIELD_BYTES;
+        assert_eq!(text_row_bytes(7_723), 7_723 * field);
+        assert_eq!(text_row_bytes(70_001), TEXT_ROW_BYTES);
+        assert_eq!(text_row_bytes(4 * 41_943), TEXT_ROW_BYTES);
+        assert_eq!(text_row_bytes(780_001), 780_001 * field / 4);
+        for ncol in [1, 512, 41_943, 100_000, 600_001, 780_001, 3_000_000] {
+            let bytes = text_row_bytes(ncol);
+            assert!(bytes <= ncol * field);
+            assert!(bytes <= TEXT_ROW_BYTES.max(ncol * field / TEXT_ROW_FRACTION));
+        }
     }
 }
