@@ -214,7 +214,9 @@ impl Pattern {
             }
         }
         start[n] = write;
+        // Each pair was written twice: without the repeats' room (up to as much again).
         adjacent.truncate(write);
+        adjacent.shrink_to_fit();
         Self { start, adjacent }
     }
 
@@ -344,9 +346,12 @@ impl FactoredMatrix {
 
     /// The bound on the band LU's work that [`FactoredMatrix::from_rows`] compares between
     /// orders (lower bandwidth × total row width), for the order it would take; without
-    /// factoring.
+    /// factoring. The pattern is freed once the order is found, and the order once its positions are
+    /// (issue 20: the start-up's transients).
     fn estimated_cost(d: &CompressedRows) -> f64 {
-        let position = positions(&reverse_cuthill_mckee(&Pattern::of(d)));
+        let order = reverse_cuthill_mckee(&Pattern::of(d));
+        let position = positions(&order);
+        drop(order);
         profile_cost(d, Some(&position)).min(profile_cost(d, None))
     }
 
@@ -850,6 +855,141 @@ fn symmetric_value(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Where [`SymmetricFactors::factor`] reads the rows of the renumbered lower triangle.
+enum Lower<'a> {
+    /// The matrix itself, through the renumbering (`(order, position)` in 32 bits; the given
+    /// order when `None`).
+    Matrix {
+        d: &'a CompressedRows,
+        order: Option<(Vec<u32>, Vec<u32>)>,
+    },
+    /// The rows copied beforehand.
+    Rows(&'a RenumberedLower),
+}
+
+/// `v` in 32 bits (the unknowns of a [`CompressedRows`] fit 32 bits, as its columns).
+fn narrow(v: Vec<usize>) -> Vec<u32> {
+    v.iter().map(|&i| i as u32).collect()
+}
+
+/// Row `r` of `d`'s lower triangle renumbered by `order` (`(order, position)`; the given order
+/// when `None`), for [`Lower::row`]: the entries of its original row whose columns come at or
+/// before it, zeros skipped, each pair below the diagonal as its mean.
+#[inline]
+fn renumbered_lower_row(
+    d: &CompressedRows,
+    order: Option<&(Vec<u32>, Vec<u32>)>,
+    r: usize,
+    mut entry: impl FnMut(usize, f64),
+) {
+    let o = order.map_or(r, |(o, _)| o[r] as usize);
+    let at = |i: usize| order.map_or(i, |(_, q)| q[i] as usize);
+    let (cols, vals) = d.row(o);
+    for (&j, &v) in cols.iter().zip(vals) {
+        let c = at(j as usize);
+        if v == 0.0 || c > r {
+            continue;
+        }
+        if c == r {
+            entry(c, v);
+        } else {
+            entry(c, symmetric_value(v, d.get(j as usize, o)));
+        }
+    }
+}
+
+impl Lower<'_> {
+    /// Row `r` of the renumbered lower triangle: `entry(c, v)` for each column `c ≤ r` of it
+    /// (each once; the pair `a_ij`, `a_ji` as its mean [`symmetric_value`] below the
+    /// diagonal), in the order of the original row's columns.
+    #[inline]
+    fn row(&self, r: usize, mut entry: impl FnMut(usize, f64)) {
+        match self {
+            Self::Matrix { d, order } => renumbered_lower_row(d, order.as_ref(), r, entry),
+            Self::Rows(rows) => {
+                let (lo, hi) = (rows.start[r], rows.start[r + 1]);
+                for (&c, &v) in rows.columns[lo..hi].iter().zip(&rows.values[lo..hi]) {
+                    entry(c as usize, v);
+                }
+            }
+        }
+    }
+}
+
+/// The lower triangle (diagonal included) of an exactly symmetric matrix renumbered for
+/// [`SymmetricFactors`]: row `r` holds the columns `c ≤ r` and values
+/// `columns[k]`, `values[k]` for `k` in `start[r]..start[r + 1]`, in the order of the original
+/// row's columns; about half the entries of the matrix (issue 20: what the factorization
+/// reads, freed of the other half before the factor is allocated).
+struct RenumberedLower {
+    start: Vec<usize>,
+    columns: Vec<u32>,
+    values: Vec<f64>,
+}
+
+impl RenumberedLower {
+    /// Whether every stored entry of `d` is finite and nonzero and equals its transpose to
+    /// the bit (then the lower triangle gives `d` back exactly, [`RenumberedLower::matrix`]).
+    fn exactly_symmetric(d: &CompressedRows) -> bool {
+        d.iter().all(|(i, j, v)| {
+            v != 0.0 && v.is_finite() && (i == j || d.get(j, i).to_bits() == v.to_bits())
+        })
+    }
+
+    /// The renumbered lower triangle of `d` (`(order, position)` as in
+    /// [`SymmetricFactors::with_order`]): what [`Lower::Matrix`] reads, row by row, in two
+    /// passes (to count, then to place).
+    fn of(d: &CompressedRows, order: Option<&(Vec<u32>, Vec<u32>)>) -> Self {
+        let n = d.n_rows();
+        let renumbered = |r: usize, entry: &mut dyn FnMut(usize, f64)| {
+            renumbered_lower_row(d, order, r, &mut *entry)
+        };
+        let mut start = Vec::with_capacity(n + 1);
+        start.push(0);
+        let mut total = 0;
+        for r in 0..n {
+            renumbered(r, &mut |_, _| total += 1);
+            start.push(total);
+        }
+        let mut columns = Vec::with_capacity(total);
+        let mut values = Vec::with_capacity(total);
+        for r in 0..n {
+            renumbered(r, &mut |c, v| {
+                columns.push(c as u32);
+                values.push(v);
+            });
+        }
+        Self {
+            start,
+            columns,
+            values,
+        }
+    }
+
+    /// The matrix this is the renumbered lower triangle of (`order[p]`: the unknown at
+    /// position `p`; the given order when `None`), to the last bit: each value put at its
+    /// place and its transpose's, summed from 0 (`0 + v = v` for the nonzero values kept).
+    fn matrix(&self, order: Option<&[u32]>) -> CompressedRows {
+        let n = self.start.len() - 1;
+        let original = |p: usize| order.map_or(p, |o| o[p] as usize);
+        CompressedRows::assemble(n, |add| {
+            for r in 0..n {
+                let o = original(r);
+                for k in self.start[r]..self.start[r + 1] {
+                    let (c, v) = (self.columns[k] as usize, self.values[k]);
+                    if c == r {
+                        add(o, o, v);
+                    } else {
+                        let j = original(c);
+                        add(o, j, v);
+                        add(j, o, v);
+                    }
+                }
+            }
+        })
+    }
+}
+
 impl SymmetricFactors {
     /// Whether `d` is symmetric to within rounding: every nonzero off-diagonal entry matched
     /// by a nonzero transpose within `8 ε` of the larger magnitude.
@@ -900,6 +1040,15 @@ impl SymmetricFactors {
     /// [`SymmetricFactors::from_rows`], `L` kept by rows whatever its envelope when `blocks`
     /// is false.
     fn with_layout(d: &CompressedRows, blocks: bool) -> Option<Self> {
+        let (order, first) = Self::layout(d)?;
+        Self::with_order(d, order, first, blocks, false)
+    }
+
+    /// The renumbering [`SymmetricFactors::from_rows`] factors `d` in (`(order, position)`,
+    /// `None` for the given order: the reverse Cuthill–McKee order where its envelope is the
+    /// smaller) and the first column of each renumbered row; `None` when `d` is not symmetric.
+    #[allow(clippy::type_complexity)]
+    fn layout(d: &CompressedRows) -> Option<(Option<(Vec<usize>, Vec<usize>)>, Vec<usize>)> {
         if !Self::is_symmetric(d) {
             return None;
         }
@@ -907,17 +1056,43 @@ impl SymmetricFactors {
         let identity = order.iter().enumerate().all(|(i, &o)| i == o);
         let natural = lower_first(d, None);
         if identity {
-            return Self::with_order(d, None, natural, blocks, false);
+            return Some((None, natural));
         }
         let position = positions(&order);
         let renumbered = lower_first(d, Some(&position));
         if envelope(&renumbered) >= envelope(&natural) {
             drop((renumbered, position, order));
-            Self::with_order(d, None, natural, blocks, false)
+            Some((None, natural))
         } else {
             drop(natural);
-            Self::with_order(d, Some((order, position)), renumbered, blocks, false)
+            Some((Some((order, position)), renumbered))
         }
+    }
+
+    /// [`SymmetricFactors::from_rows`] of `d` taken by value, the same factors to the last
+    /// bit; when `d` is not factored so (not symmetric, or a pivot not positive) it is given
+    /// back, the same matrix. When every pair `a_ij`, `a_ji` is equal to the bit (finite,
+    /// nonzero: a symmetric assembly's), the renumbered lower triangle is copied row by row
+    /// ([`RenumberedLower`], half the entries) and `d` freed before the factor is allocated
+    /// (issue 20: on the 10⁵-DOF frame the effective matrix beside its whole factor made the
+    /// start-up's peak); `d` is formed again from the copy if the factorization fails.
+    pub fn from_owned_rows(d: CompressedRows) -> Result<Self, CompressedRows> {
+        let Some((order, first)) = Self::layout(&d) else {
+            return Err(d);
+        };
+        if !RenumberedLower::exactly_symmetric(&d) {
+            return Self::with_order(&d, order, first, true, false).ok_or(d);
+        }
+        let swaps = order
+            .as_ref()
+            .map_or_else(Vec::new, |(o, _)| gather_swaps(o));
+        let order = order.map(|(o, q)| (narrow(o), narrow(q)));
+        let lower = RenumberedLower::of(&d, order.as_ref());
+        drop(d);
+        // Only the order is needed again (to form `d` again).
+        let order = order.map(|(o, _)| o);
+        let factors = Self::factor(first, swaps, true, false, Lower::Rows(&lower));
+        factors.ok_or_else(|| lower.matrix(order.as_deref()))
     }
 
     /// Factorize the lower triangle of the symmetric `d`, renumbered by `order`
@@ -941,10 +1116,27 @@ impl SymmetricFactors {
         blocks: bool,
         pivots: bool,
     ) -> Option<Self> {
-        let n = first.len();
         let swaps = order
             .as_ref()
             .map_or_else(Vec::new, |(o, _)| gather_swaps(o));
+        // The renumbering in 32 bits while the factor is written (issue 20: the two vectors
+        // of n stand at the start-up's peak beside the whole factor); the unknowns fit 32
+        // bits, as the columns of `d`.
+        let order = order.map(|(o, q)| (narrow(o), narrow(q)));
+        Self::factor(first, swaps, blocks, pivots, Lower::Matrix { d, order })
+    }
+
+    /// [`SymmetricFactors::with_order`] of the renumbered lower triangle `lower` (freed once
+    /// the last row is read), whose row `r` starts at column `first[r]`, with the
+    /// renumbering's `swaps`.
+    fn factor(
+        first: Vec<usize>,
+        swaps: Vec<[u32; 2]>,
+        blocks: bool,
+        pivots: bool,
+        lower: Lower<'_>,
+    ) -> Option<Self> {
+        let n = first.len();
         let mut l_ptr = Vec::with_capacity(n + 1);
         l_ptr.push(0);
         let mut widest = 0;
@@ -980,8 +1172,6 @@ impl SymmetricFactors {
         };
         let mut base = 0;
         let mut diag = vec![0.0; n];
-        let original = |p: usize| order.as_ref().map_or(p, |(o, _)| o[p]);
-        let at = |i: usize| order.as_ref().map_or(i, |(_, q)| q[i]);
         // Row by row: with g_j = L[r, j] d_j, g_j = a_rj − Σ_k g_k L[j, k] over the columns k
         // both rows hold, then L[r, j] = g_j / d_j and d_r = a_rr − Σ_j g_j L[r, j]; g_j is
         // kept at g[j − first[r]].
@@ -999,21 +1189,13 @@ impl SymmetricFactors {
             }
             let f = first[r];
             let row_r = l_ptr[r] - base;
-            // Row r of the (renumbered) lower triangle: the entries of its original row whose
-            // columns come at or before it, each pair taken as its mean.
-            let o = original(r);
-            let (cols, vals) = d.row(o);
-            for (&j, &v) in cols.iter().zip(vals) {
-                let c = at(j as usize);
-                if v == 0.0 || c > r {
-                    continue;
-                }
+            lower.row(r, |c, v| {
                 if c == r {
                     diag[r] += v;
                 } else {
-                    l_val[row_r + (c - f)] += symmetric_value(v, d.get(j as usize, o));
+                    l_val[row_r + (c - f)] += v;
                 }
-            }
+            });
             let mut dr = diag[r];
             for j in f..r {
                 let lo = f.max(first[j]);
@@ -1038,7 +1220,7 @@ impl SymmetricFactors {
                 }
             }
         }
-        drop((g, order));
+        drop((g, lower));
         if let Some(blocks) = blocked {
             drop((l_val, keep_from, l_ptr, first));
             let (diag, inverse_diag) = if pivots {
@@ -1822,6 +2004,16 @@ impl EffectiveFactors {
         }
     }
 
+    /// [`EffectiveFactors::from_rows`] of `e` taken by value: the same factors, `e` freed
+    /// before the factor of `L D Lᵀ` is allocated where it is exactly symmetric
+    /// ([`SymmetricFactors::from_owned_rows`]).
+    fn from_owned_rows(e: CompressedRows) -> Option<Self> {
+        match SymmetricFactors::from_owned_rows(e) {
+            Ok(s) => Some(Self::Symmetric(s)),
+            Err(e) => FactoredMatrix::from_rows(&e).map(Self::General),
+        }
+    }
+
     /// Factor entries a solve reads (`L` twice for `L D Lᵀ`, `L` and `U` for the LU), the cost
     /// compared with the whole `D`'s.
     fn solve_terms(&self) -> usize {
@@ -1924,6 +2116,11 @@ impl StateMatrixFactors {
         let b_terms = (0..m)
             .map(|r| coupling_terms(r).1.iter().filter(|&&v| v != 0.0).count())
             .sum::<usize>();
+        // The whole `D`'s band estimate (above FACTOR_BOTH_BELOW unknowns) before `E − B A`
+        // is formed: the pattern and the ordering of `D`'s `2 n` unknowns it builds are freed
+        // before the reduced matrix stands beside `D` (issue 20: on the 10⁵-DOF frame, `D`,
+        // the reduced matrix and `D`'s pattern together made the start-up's peak).
+        let full_cost = (size >= FACTOR_BOTH_BELOW).then(|| FactoredMatrix::estimated_cost(&d));
         let (b_start, b_cols, b_vals) = if keep_coupling {
             coupling_of(n, &d)
         } else {
@@ -1964,18 +2161,9 @@ impl StateMatrixFactors {
         // unknowns both are factored and their stored entries compared (a single DOF keeps
         // the whole `D`, whose solve is as short), above by the band estimate of each.
         let coupling = b_terms + n;
-        let factors = if size < FACTOR_BOTH_BELOW {
-            let full = FactoredMatrix::from_rows(&d)?;
-            let reduced = EffectiveFactors::from_rows(&reduced)?;
-            if reduced.solve_terms() + coupling >= full.stored() {
-                return Some(Self {
-                    kind: StateFactorKind::Full(full),
-                });
-            }
-            reduced
-        } else {
+        let factors = if let Some(full_cost) = full_cost {
             let reduced_cost = FactoredMatrix::estimated_cost(&reduced) + coupling as f64;
-            if reduced_cost >= FactoredMatrix::estimated_cost(&d) {
+            if reduced_cost >= full_cost {
                 drop(reduced);
                 return Some(Self {
                     kind: StateFactorKind::Full(FactoredMatrix::from_rows(&d)?),
@@ -1987,8 +2175,17 @@ impl StateMatrixFactors {
                 .flatten()
             {
                 Some(t) => EffectiveFactors::TwoPart(Box::new(t)),
-                None => EffectiveFactors::from_rows(&reduced)?,
+                None => EffectiveFactors::from_owned_rows(reduced)?,
             }
+        } else {
+            let full = FactoredMatrix::from_rows(&d)?;
+            let reduced = EffectiveFactors::from_rows(&reduced)?;
+            if reduced.solve_terms() + coupling >= full.stored() {
+                return Some(Self {
+                    kind: StateFactorKind::Full(full),
+                });
+            }
+            reduced
         };
         Some(Self {
             kind: StateFactorKind::Reduced {
@@ -2708,6 +2905,67 @@ mod tests {
         }
         let singular = DMatrix::from_row_slice(2, 2, &[1.0, 1.0, 1.0, 1.0]);
         assert!(SymmetricFactors::from_entries(2, &entries_of(&singular)).is_none());
+    }
+
+    /// `SymmetricFactors::from_owned_rows` factors what `from_rows` factors, to the last bit
+    /// of a solve, whether the lower triangle is copied (exactly symmetric) or read from the
+    /// matrix (a pair differing by rounding); and gives back the very matrix when it is not
+    /// factored so (indefinite: formed again from the copy; unsymmetric).
+    #[test]
+    fn symmetric_factors_of_an_owned_matrix_are_from_rows_s() {
+        let mut seed = 77u64;
+        for (wide, tall) in [(5usize, 13usize), (11, 8), (3, 1)] {
+            let n = 3 * wide * tall;
+            let mut a = DMatrix::<f64>::zeros(n, n);
+            for i in 0..n {
+                for j in 0..i {
+                    if i - j <= 3 || i - j == 3 * wide {
+                        let x = lcg(&mut seed);
+                        a[(i, j)] = x;
+                        a[(j, i)] = x;
+                    }
+                }
+            }
+            for i in 0..n {
+                let row: f64 = (0..n).map(|j| a[(i, j)].abs()).sum();
+                a[(i, i)] = row + 0.5 + lcg(&mut seed).abs();
+            }
+            let p: Vec<usize> = (0..n).map(|i| (i * 7 + 3) % n).collect();
+            let scrambled = DMatrix::from_fn(n, n, |i, j| a[(p[i], p[j])]);
+            // One pair a unit in the last place apart (within 8 ε: factored as its mean).
+            let mut nearly = a.clone();
+            nearly[(1, 0)] = f64::from_bits(a[(1, 0)].to_bits() + 1);
+            for m in [&a, &scrambled, &nearly] {
+                let rows = CompressedRows::from_entries(n, &entries_of(m));
+                assert_eq!(
+                    RenumberedLower::exactly_symmetric(&rows),
+                    !std::ptr::eq(m, &nearly)
+                );
+                let f = SymmetricFactors::from_rows(&rows).expect("SPD");
+                let owned = SymmetricFactors::from_owned_rows(rows).expect("SPD");
+                assert_eq!(f.stored(), owned.stored());
+                let b: Vec<f64> = (0..n).map(|_| lcg(&mut seed)).collect();
+                let (mut x, mut y) = (b.clone(), b);
+                f.solve(&mut x);
+                owned.solve(&mut y);
+                assert!(x.iter().zip(&y).all(|(x, y)| x.to_bits() == y.to_bits()));
+            }
+            let mut indefinite = a.clone();
+            indefinite[(n - 1, n - 1)] = -1.0;
+            let mut unsymmetric = a.clone();
+            unsymmetric[(1, 0)] *= 1.0 + 1e-9;
+            for m in [&indefinite, &unsymmetric] {
+                let rows = CompressedRows::from_entries(n, &entries_of(m));
+                let back = SymmetricFactors::from_owned_rows(rows.clone()).expect_err("refused");
+                assert_eq!(back, rows);
+                let bits = |m: &CompressedRows| {
+                    m.iter()
+                        .map(|(i, j, v)| (i, j, v.to_bits()))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(bits(&back), bits(&rows));
+            }
+        }
     }
 
     /// `L D Lᵀ` of a frame-like matrix (a grid of nodes with three unknowns each, every node

@@ -3318,38 +3318,64 @@ impl StateSpace {
     /// the momentum rows) merged with the same row of `J0` by column, twice (to count, then to
     /// place).
     pub fn d_rows(&self, c: f64) -> CompressedRows {
-        let (n, size) = (self.dofs.len(), self.size());
         let j0 = self.j0_entries();
-        CompressedRows::from_rows(size, |i, push| {
-            // `m_ij + J0_ij c` with a missing entry read as 0 (the dense sum's value).
-            let identity = ([i as u32], [1.0]);
-            let (m_cols, m_vals): (&[u32], &[f64]) = if (n..2 * n).contains(&i) {
-                self.mass_entries.row(i - n)
-            } else {
-                (&identity.0, &identity.1)
-            };
+        CompressedRows::from_rows(self.size(), |i, push| {
             let (j_cols, j_vals) = j0.row(i);
-            let offset = if (n..2 * n).contains(&i) { n } else { 0 };
-            let (mut a, mut b) = (0, 0);
-            while a < m_cols.len() || b < j_cols.len() {
-                let ca = m_cols.get(a).map_or(usize::MAX, |&j| j as usize + offset);
-                let cb = j_cols.get(b).map_or(usize::MAX, |&j| j as usize);
-                let col = ca.min(cb);
-                let mij = if ca == col {
-                    a += 1;
-                    m_vals[a - 1]
-                } else {
-                    0.0
-                };
-                let jij = if cb == col {
-                    b += 1;
-                    j_vals[b - 1]
-                } else {
-                    0.0
-                };
-                push(col, mij + jij * c);
-            }
+            self.d_row(c, i, j_cols, j_vals, push);
         })
+    }
+
+    /// [`StateSpace::d_rows`] then [`StateSpace::release_j0`]: the same `D`, to the last bit,
+    /// formed in `J0`'s own arrays when `J0` is to be freed ([`CompressedRows::map_rows`]), so
+    /// that `J0` and `D` never stand together (issue 20: on the 10⁵-DOF frame they took 21 MB
+    /// each, and made the start-up's peak with the rest of the model). `J0` is released, as by
+    /// [`StateSpace::release_j0`], only when it can be formed again to the last bit.
+    pub fn d_rows_releasing_j0(&mut self, c: f64) -> CompressedRows {
+        if !self.j0_reassembles {
+            return self.d_rows(c);
+        }
+        let j0 = self.take_j0();
+        assert_eq!(j0.n_rows(), self.size(), "J0 has a row a state");
+        j0.map_rows(|i, j_cols, j_vals, push| self.d_row(c, i, j_cols, j_vals, push))
+    }
+
+    /// Row `i` of `D = M + c J0` from row `i` of `J0` (`j_cols`, `j_vals`): `m_ij + J0_ij c`
+    /// by increasing column, a missing entry read as 0 (the dense sum's value).
+    fn d_row(
+        &self,
+        c: f64,
+        i: usize,
+        j_cols: &[u32],
+        j_vals: &[f64],
+        push: &mut dyn FnMut(usize, f64),
+    ) {
+        let n = self.dofs.len();
+        let identity = ([i as u32], [1.0]);
+        let (m_cols, m_vals): (&[u32], &[f64]) = if (n..2 * n).contains(&i) {
+            self.mass_entries.row(i - n)
+        } else {
+            (&identity.0, &identity.1)
+        };
+        let offset = if (n..2 * n).contains(&i) { n } else { 0 };
+        let (mut a, mut b) = (0, 0);
+        while a < m_cols.len() || b < j_cols.len() {
+            let ca = m_cols.get(a).map_or(usize::MAX, |&j| j as usize + offset);
+            let cb = j_cols.get(b).map_or(usize::MAX, |&j| j as usize);
+            let col = ca.min(cb);
+            let mij = if ca == col {
+                a += 1;
+                m_vals[a - 1]
+            } else {
+                0.0
+            };
+            let jij = if cb == col {
+                b += 1;
+                j_vals[b - 1]
+            } else {
+                0.0
+            };
+            push(col, mij + jij * c);
+        }
     }
 
     /// `x ← M⁻¹ x` for `M = diag(I, m, I)`; false when `m` is singular. A lumped (diagonal)

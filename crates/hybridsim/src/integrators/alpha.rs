@@ -586,8 +586,9 @@ impl AlphaStepper {
     }
 
     /// [`AlphaStepper::new`] for a partition whose `J0` nothing reads once `D` is factored
-    /// (MG-α's): `J0` is freed ([`StateSpace::release_j0`]) as soon as `D = M + c J0` is
-    /// formed, before the effective matrix is formed from `D` and factored, so that the
+    /// (MG-α's): `J0` is freed ([`StateSpace::release_j0`]) as `D = M + c J0` is formed, in
+    /// `J0`'s own arrays ([`StateSpace::d_rows_releasing_j0`]: the two never stand together),
+    /// before the effective matrix is formed from `D` and factored, so that the
     /// start-up's peak does not hold `J0` beside `D`, the effective matrix and its factor
     /// (issue 20: memory a DOF). When the steps will fold the coupling product `B b_u` into
     /// the residual — a linear numerical partition stepped once per step, without committed
@@ -603,8 +604,7 @@ impl AlphaStepper {
         corrections: usize,
     ) -> Result<Self, String> {
         let c = params.c(dt);
-        let d = part.state.d_rows(c);
-        part.state.release_j0();
+        let d = part.state.d_rows_releasing_j0(c);
         let st = &part.state;
         let n = st.n_dofs();
         let folds = corrections <= 1

@@ -149,6 +149,100 @@ impl CompressedRows {
         }
     }
 
+    /// The matrix whose row `i` holds the entries `(column, value)` that
+    /// `row(i, columns, values, …)` passes to its callback from row `i` of `self` (its columns
+    /// and values), by increasing column and each column once; exact zeros are not stored:
+    /// [`CompressedRows::from_rows`] of those rows, to the last bit, but formed in `self`'s
+    /// own arrays, so that the new matrix never stands beside the old one (issue 20: the
+    /// start-up's peak; `D = M + c J0` formed in `J0`'s arrays). `row` is called twice for
+    /// every row (to count, then to place, last row first). In place when no row starts
+    /// before its old start (the arrays grow by the entries added at most); otherwise the
+    /// matrix is formed beside `self`, which is freed after.
+    ///
+    /// # Panics
+    /// If a column does not fit 32 bits, or the two calls of `row` differ.
+    pub fn map_rows(self, row: impl Fn(usize, &[u32], &[f64], &mut dyn FnMut(usize, f64))) -> Self {
+        let n_rows = self.n_rows();
+        // Pass 1: the new rows' starts, and whether each starts at or after its old start
+        // (then writing a row, once copied aside, overwrites no row not yet read).
+        let mut row_start = Vec::with_capacity(n_rows + 1);
+        row_start.push(0usize);
+        let (mut total, mut in_place, mut widest) = (0, true, 0);
+        for i in 0..n_rows {
+            let (cols, vals) = self.row(i);
+            in_place &= total >= self.row_start[i];
+            widest = widest.max(cols.len());
+            row(i, cols, vals, &mut |_, x| {
+                if x != 0.0 {
+                    total += 1;
+                }
+            });
+            row_start.push(total);
+        }
+        if !in_place {
+            drop(row_start);
+            return Self::from_rows(n_rows, |i, push| {
+                let (cols, vals) = self.row(i);
+                row(i, cols, vals, push)
+            });
+        }
+        let Self {
+            row_start: old_start,
+            mut columns,
+            mut values,
+        } = self;
+        let old_total = columns.len();
+        // At their final length (no room grown by doubling).
+        columns.reserve_exact(total.saturating_sub(old_total));
+        values.reserve_exact(total.saturating_sub(old_total));
+        columns.resize(total.max(old_total), 0);
+        values.resize(total.max(old_total), 0.0);
+        // Pass 2, last row first: row i read into the row buffers, then written at its new
+        // place, which lies at or after its old start (rows before it are not overwritten).
+        let (mut row_cols, mut row_vals) = (Vec::with_capacity(widest), Vec::with_capacity(widest));
+        for i in (0..n_rows).rev() {
+            let (lo, hi) = (old_start[i], old_start[i + 1]);
+            row_cols.clear();
+            row_cols.extend_from_slice(&columns[lo..hi]);
+            row_vals.clear();
+            row_vals.extend_from_slice(&values[lo..hi]);
+            let mut k = row_start[i];
+            row(i, &row_cols, &row_vals, &mut |j, x| {
+                if x != 0.0 {
+                    let j = u32::try_from(j).expect("column index fits 32 bits");
+                    debug_assert!(
+                        k == row_start[i] || columns[k - 1] < j,
+                        "CompressedRows::map_rows: columns ascending, each once"
+                    );
+                    assert!(
+                        k < row_start[i + 1],
+                        "the two calls of CompressedRows::map_rows's row gave different entries"
+                    );
+                    columns[k] = j;
+                    values[k] = x;
+                    k += 1;
+                }
+            });
+            assert_eq!(
+                k,
+                row_start[i + 1],
+                "the two calls of CompressedRows::map_rows's row gave different entries"
+            );
+        }
+        drop(old_start);
+        columns.truncate(total);
+        values.truncate(total);
+        if total < old_total {
+            columns.shrink_to_fit();
+            values.shrink_to_fit();
+        }
+        Self {
+            row_start,
+            columns,
+            values,
+        }
+    }
+
     /// The matrix of `n_rows` rows of the entries `(row, column, value)`, each position given
     /// at most once, in any order (zeros not stored).
     pub fn from_entries(n_rows: usize, entries: &[(usize, usize, f64)]) -> Self {
@@ -330,5 +424,82 @@ mod tests {
         let got: Vec<(usize, usize, f64)> = rows.iter().collect();
         assert_eq!(got, vec![(0, 1, 5.0), (0, 2, 0.0), (2, 0, 2.0)]);
         assert!(!rows.is_diagonal());
+    }
+
+    /// `map_rows` gives what `from_rows` of the same rows gives, to the last bit: rows that
+    /// grow (an entry added before and after, in place), rows that shrink (a sum that
+    /// cancels: formed beside), and a matrix that keeps its size.
+    #[test]
+    fn map_rows_gives_from_rows_s_matrix_in_place_or_beside() {
+        let n = 40;
+        let base = CompressedRows::from_rows(n, |i, push| {
+            let below = i.checked_sub(3);
+            let above = (i + 2 < n).then_some(i + 2);
+            let diag = (i % 5 != 0).then_some(i);
+            for j in [below, diag, above].into_iter().flatten() {
+                push(j, 0.1 * (i * n + j) as f64 + 1.0);
+            }
+        });
+        // Row i: the diagonal added (1 + c·x), a mirror entry at column n + i, each value
+        // scaled; and, for `cancel`, the first entry of each third row cancelled.
+        let mapped = |cancel: bool| {
+            move |i: usize, cols: &[u32], vals: &[f64], push: &mut dyn FnMut(usize, f64)| {
+                let mut seen_diag = false;
+                for (k, (&j, &x)) in cols.iter().zip(vals).enumerate() {
+                    let j = j as usize;
+                    if j > i && !seen_diag {
+                        push(i, 1.0);
+                        seen_diag = true;
+                    }
+                    let y = if j == i {
+                        seen_diag = true;
+                        1.0 + 0.3 * x
+                    } else if cancel && k == 0 && i.is_multiple_of(3) {
+                        x - x
+                    } else {
+                        0.3 * x
+                    };
+                    push(j, y);
+                }
+                if !seen_diag {
+                    push(i, 1.0);
+                }
+                push(n + i, -0.3);
+            }
+        };
+        for cancel in [false, true] {
+            let expected = CompressedRows::from_rows(n, |i, push| {
+                let (c, v) = base.row(i);
+                mapped(cancel)(i, c, v, push)
+            });
+            let got = base.clone().map_rows(mapped(cancel));
+            assert_eq!(got.row_start, expected.row_start);
+            assert_eq!(got.columns, expected.columns);
+            let bits =
+                |m: &CompressedRows| m.values.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&expected));
+        }
+        // Shrinking rows (every entry halved, the first of each row dropped): formed beside.
+        let expected = CompressedRows::from_rows(n, |i, push| {
+            let (c, v) = base.row(i);
+            for (&j, &x) in c.iter().zip(v).skip(1) {
+                push(j as usize, 0.5 * x);
+            }
+        });
+        let got = base.clone().map_rows(|_, c, v, push| {
+            for (&j, &x) in c.iter().zip(v).skip(1) {
+                push(j as usize, 0.5 * x);
+            }
+        });
+        assert_eq!(got, expected);
+        // The same entries: in place, the same matrix.
+        assert_eq!(
+            base.clone().map_rows(|_, c, v, push| {
+                for (&j, &x) in c.iter().zip(v) {
+                    push(j as usize, x);
+                }
+            }),
+            base
+        );
     }
 }
