@@ -1073,7 +1073,7 @@ impl SymmetricFactors {
     /// bit; when `d` is not factored so (not symmetric, or a pivot not positive) it is given
     /// back, the same matrix. When every pair `a_ij`, `a_ji` is equal to the bit (finite,
     /// nonzero: a symmetric assembly's), the renumbered lower triangle is copied row by row
-    /// ([`RenumberedLower`], half the entries) and `d` freed before the factor is allocated
+    /// (`RenumberedLower`, half the entries) and `d` freed before the factor is allocated
     /// (issue 20: on the 10⁵-DOF frame the effective matrix beside its whole factor made the
     /// start-up's peak); `d` is formed again from the copy if the factorization fails.
     pub fn from_owned_rows(d: CompressedRows) -> Result<Self, CompressedRows> {
