@@ -2767,6 +2767,31 @@ mod tests {
         ((*seed >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     }
 
+    /// A seeded symmetric, strictly diagonally dominant (so positive definite) matrix of `n`
+    /// rows: the pair `(i, j)`, `j < i`, holds a draw of [`lcg`] when `coupled(i - j, seed)`,
+    /// and each diagonal entry its row's absolute sum plus 0.5 and a draw.
+    fn dominant_symmetric(
+        n: usize,
+        seed: &mut u64,
+        mut coupled: impl FnMut(usize, &mut u64) -> bool,
+    ) -> DMatrix<f64> {
+        let mut a = DMatrix::<f64>::zeros(n, n);
+        for i in 0..n {
+            for j in 0..i {
+                if coupled(i - j, seed) {
+                    let x = lcg(seed);
+                    a[(i, j)] = x;
+                    a[(j, i)] = x;
+                }
+            }
+        }
+        for i in 0..n {
+            let row: f64 = (0..n).map(|j| a[(i, j)].abs()).sum();
+            a[(i, i)] = row + 0.5 + lcg(seed).abs();
+        }
+        a
+    }
+
     fn entries_of(d: &DMatrix<f64>) -> Vec<(usize, usize, f64)> {
         let mut e = Vec::new();
         for i in 0..d.nrows() {
@@ -2852,21 +2877,9 @@ mod tests {
     fn symmetric_factors_solve_spd_and_refuse_the_rest() {
         let mut seed = 4242u64;
         for n in [1usize, 5, 40, 61, 100, 200] {
-            let mut a = DMatrix::<f64>::zeros(n, n);
-            for i in 0..n {
-                for j in 0..i {
-                    let far = i - j;
-                    if far <= 3 || (far == n / 3 && lcg(&mut seed) > 0.0) {
-                        let x = lcg(&mut seed);
-                        a[(i, j)] = x;
-                        a[(j, i)] = x;
-                    }
-                }
-            }
-            for i in 0..n {
-                let row: f64 = (0..n).map(|j| a[(i, j)].abs()).sum();
-                a[(i, i)] = row + 0.5 + lcg(&mut seed).abs();
-            }
+            let a = dominant_symmetric(n, &mut seed, |far, seed| {
+                far <= 3 || (far == n / 3 && lcg(seed) > 0.0)
+            });
             // Scramble the numbering so that the reverse Cuthill–McKee order is taken.
             let p: Vec<usize> = (0..n).map(|i| (i * 7 + 3) % n).collect();
             let scrambled = if n % 7 != 0 {
@@ -2916,20 +2929,7 @@ mod tests {
         let mut seed = 77u64;
         for (wide, tall) in [(5usize, 13usize), (11, 8), (3, 1)] {
             let n = 3 * wide * tall;
-            let mut a = DMatrix::<f64>::zeros(n, n);
-            for i in 0..n {
-                for j in 0..i {
-                    if i - j <= 3 || i - j == 3 * wide {
-                        let x = lcg(&mut seed);
-                        a[(i, j)] = x;
-                        a[(j, i)] = x;
-                    }
-                }
-            }
-            for i in 0..n {
-                let row: f64 = (0..n).map(|j| a[(i, j)].abs()).sum();
-                a[(i, i)] = row + 0.5 + lcg(&mut seed).abs();
-            }
+            let a = dominant_symmetric(n, &mut seed, |far, _| far <= 3 || far == 3 * wide);
             let p: Vec<usize> = (0..n).map(|i| (i * 7 + 3) % n).collect();
             let scrambled = DMatrix::from_fn(n, n, |i, j| a[(p[i], p[j])]);
             // One pair a unit in the last place apart (within 8 ε: factored as its mean).
