@@ -569,11 +569,8 @@ mod tests {
         assert_eq!(t.table.columns[1][0].to_bits(), (-0.0f64).to_bits());
     }
 
-    /// A wide header goes straight to the storage: the row buffer keeps its size (it grew to
-    /// the header's and stayed so for the whole run, 35 MB of a 10⁵-DOF chain's run), and the
-    /// file is the header and the rows as before.
-    #[test]
-    fn a_wide_header_does_not_grow_the_row_buffer() {
+    /// A storage in memory with no limit ([`Full`] of an unbounded budget), and its bytes.
+    fn unbounded_memory() -> (WriterFactory, Arc<Mutex<Vec<u8>>>) {
         let data = Arc::new(Mutex::new(Vec::new()));
         let d = data.clone();
         let factory: WriterFactory = Arc::new(move |_: &Path| {
@@ -582,6 +579,15 @@ mod tests {
                 budget: usize::MAX,
             }) as Box<dyn Storage>)
         });
+        (factory, data)
+    }
+
+    /// A wide header goes straight to the storage: the row buffer keeps its size (it grew to
+    /// the header's and stayed so for the whole run, 35 MB of a 10⁵-DOF chain's run), and the
+    /// file is the header and the rows as before.
+    #[test]
+    fn a_wide_header_does_not_grow_the_row_buffer() {
+        let (factory, data) = unbounded_memory();
         let header: Vec<String> = (0..100_000).map(|i| format!("u.{i}.x[m]")).collect();
         let header = header.join(",");
         let mut f = RowFile::create(&factory, Path::new("x.csv"), &header).unwrap();
@@ -751,18 +757,7 @@ mod tests {
     /// only.
     #[test]
     fn a_row_given_as_text_then_values_is_the_whole_row() {
-        let memory = || -> (WriterFactory, Arc<Mutex<Vec<u8>>>) {
-            let data = Arc::new(Mutex::new(Vec::new()));
-            let d = data.clone();
-            let factory: WriterFactory = Arc::new(move |_: &Path| {
-                Ok(Box::new(Full {
-                    data: d.clone(),
-                    budget: usize::MAX,
-                }) as Box<dyn Storage>)
-            });
-            (factory, data)
-        };
-        let factory = || memory().0;
+        let factory = || unbounded_memory().0;
         let text = |row: &[f64]| {
             let mut t = Vec::new();
             crate::csv::push_fields(&mut t, row, false, &mut zmij::Buffer::new());
@@ -770,7 +765,8 @@ mod tests {
         };
         let wide: Vec<f64> = (0..30_000).map(|i| (i as f64).sqrt() - 7.0).collect();
         for row in [&wide[..5], &wide[..]] {
-            let ((whole_file, whole_text), (split_file, split_text)) = (memory(), memory());
+            let ((whole_file, whole_text), (split_file, split_text)) =
+                (unbounded_memory(), unbounded_memory());
             let mut whole = RowFile::create(&whole_file, Path::new("a.csv"), "a").unwrap();
             let mut split = RowFile::create(&split_file, Path::new("b.csv"), "a").unwrap();
             for (k, first) in [0, 1, 3, row.len() / 2, row.len()].into_iter().enumerate() {
